@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/* Process lifecycle and the symptom of a full tmpfs: exit, exec, SIGBUS.
+ * Also the one place that defines the shared maps and settings. */
+#define SHMBPF_DEFINE_MAPS
+#include "shmbpf.bpf.h"
+
+const volatile __u32 page_size = 4096;
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
+
+SEC("tracepoint/sched/sched_process_exit")
+int tracepoint__sched__sched_process_exit(void *ctx)
+{
+	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
+	struct shmbpf_exit_event *e;
+
+	/* Only the last thread of a process: signal->live drops to 0 before
+	 * this tracepoint (v6.18 also passes group_dead, older kernels do not). */
+	if (BPF_CORE_READ(t, signal, live.counter) != 0)
+		return 0;
+	e = reserve(sizeof(*e));
+	if (!e)
+		return 0;
+	fill_hdr(&e->hdr, SHMBPF_EV_EXIT, sizeof(*e), 0);
+	e->exit_code = BPF_CORE_READ(t, exit_code);
+	e->pad = 0;
+	bpf_ringbuf_submit(e, 0);
+	return 0;
+}
+
+SEC("tracepoint/sched/sched_process_exec")
+int tracepoint__sched__sched_process_exec(struct trace_event_raw_sched_process_exec *ctx)
+{
+	struct shmbpf_exec_event *e = reserve(sizeof(*e));
+	unsigned int off = ctx->__data_loc_filename & 0xffff;
+	long n;
+
+	if (!e)
+		return 0;
+	fill_hdr(&e->hdr, SHMBPF_EV_EXEC, sizeof(*e), 0);
+	e->old_pid = ctx->old_pid;
+	e->pad = 0;
+	n = bpf_probe_read_kernel_str(e->filename, sizeof(e->filename), (void *)ctx + off);
+	e->filename_len = n > 0 ? n - 1 : 0;
+	bpf_ringbuf_submit(e, 0);
+	return 0;
+}
+
+SEC("tracepoint/signal/signal_generate")
+int tracepoint__signal__signal_generate(struct trace_event_raw_signal_generate *ctx)
+{
+	struct shmbpf_sigbus_event *e;
+
+	if (ctx->sig != SIGBUS)
+		return 0;
+	e = reserve(sizeof(*e));
+	if (!e)
+		return 0;
+	fill_hdr(&e->hdr, SHMBPF_EV_SIGBUS, sizeof(*e), 0);
+	e->target_pid = ctx->pid;
+	e->si_code = ctx->code;
+	e->si_errno = ctx->errno;
+	e->result = ctx->result;
+	bpf_probe_read_kernel(e->target_comm, sizeof(e->target_comm), ctx->comm);
+	bpf_ringbuf_submit(e, 0);
+	return 0;
+}

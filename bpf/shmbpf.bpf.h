@@ -1,0 +1,314 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * Shared by every BPF source in bpf/: maps, runtime settings and small helpers.
+ * The objects are linked into one by `bpftool gen object`; maps and
+ * settings are defined once (in process.bpf.c, which defines
+ * SHMBPF_DEFINE_MAPS) and declared extern everywhere else.
+ */
+#ifndef SHMBPF_BPF_H
+#define SHMBPF_BPF_H
+
+#include "vmlinux.h"
+#include <bpf/bpf_core_read.h>
+#include <bpf/bpf_helpers.h>
+#include <bpf/bpf_tracing.h>
+
+#include "core_fixes.bpf.h"
+#include "shmbpf_events.h"
+
+#define TMPFS_MAGIC 0x01021994
+#define HUGETLBFS_MAGIC 0x958458f6
+
+#define O_CREAT 00000100
+#define __O_TMPFILE 020000000
+#define AT_FDCWD -100
+#define AT_REMOVEDIR 0x200
+#define IPC_CREAT 00001000
+#define IPC_EXCL 00002000
+#define IPC_PRIVATE 0
+#define IPC_RMID 0
+#define IPC_SHM_IDS 2
+#define SIGBUS 7
+#define NAME_MAX 255
+
+#ifdef SHMBPF_DEFINE_MAPS
+#define SHMBPF_EXTERN
+#else
+#define SHMBPF_EXTERN extern
+#endif
+
+/* Runtime settings, written by userspace between open and load. */
+SHMBPF_EXTERN const volatile __u32 page_size;
+
+SHMBPF_EXTERN struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 8 << 20); /* resized by userspace before load */
+} events SEC(".maps");
+
+/* Per-CPU delivery counters (enum shmbpf_counter). */
+SHMBPF_EXTERN struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, SHMBPF_CNT_MAX);
+	__type(key, __u32);
+	__type(value, __u64);
+} counters SEC(".maps");
+
+/* tmpfs inodes shmbpf follows: opens without O_CREAT are only reported for
+ * these. Filled by creates, memfd_create and resizes in the kernel and by
+ * the start-up scan in userspace. Value: enum shmbpf_fs. */
+SHMBPF_EXTERN struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1 << 20);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, struct shmbpf_inode_key);
+	__type(value, __u32);
+} tracked SEC(".maps");
+
+/* Leaf names of tracked files, by FNV-1a hash: the kernel cannot resolve an
+ * unlinked path, so an unlink/rename is reported when its leaf name is
+ * known here and userspace resolves the full path. */
+SHMBPF_EXTERN struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1 << 20);
+	__uint(map_flags, BPF_F_NO_PREALLOC);
+	__type(key, __u64);
+	__type(value, struct shmbpf_name_val);
+} tracked_names SEC(".maps");
+
+/* Scratch space: paths are read here before we know they matter. Twice
+ * SHMBPF_PATH_LEN so that masked offsets below SHMBPF_PATH_LEN plus reads of
+ * up to SHMBPF_PATH_LEN bytes always stay inside (the verifier sees that). */
+struct shmbpf_scratch {
+	char buf[2 * SHMBPF_PATH_LEN];
+};
+SHMBPF_EXTERN struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct shmbpf_scratch);
+} scratch SEC(".maps");
+
+/* Frees of one inode are summed per CPU until another inode's page is freed
+ * on that CPU, a syscall we trace returns on it, or userspace flushes it. */
+SHMBPF_EXTERN struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct shmbpf_free_event);
+} free_acc SEC(".maps");
+
+static __always_inline void count(__u32 which)
+{
+	__u64 *c = bpf_map_lookup_elem(&counters, &which);
+	if (c)
+		*c += 1; /* per-CPU: no atomics needed */
+}
+
+/* Reserve a record; a failure is counted, never silent. */
+static __always_inline void *reserve(__u32 size)
+{
+	void *e = bpf_ringbuf_reserve(&events, size, 0);
+	if (!e)
+		count(SHMBPF_CNT_LOST);
+	return e;
+}
+
+static __always_inline void fill_hdr(struct shmbpf_hdr *h, __u8 type, __u16 size, long ret)
+{
+	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
+	__u64 id = bpf_get_current_pid_tgid();
+
+	h->type = type;
+	h->abi = SHMBPF_ABI_VERSION;
+	h->size = size;
+	h->tid = (__u32)id;
+	h->pid = id >> 32;
+	h->ts_ns = bpf_ktime_get_boot_ns();
+	h->ppid = BPF_CORE_READ(t, real_parent, tgid);
+	h->uid = (__u32)bpf_get_current_uid_gid();
+	h->mntns = BPF_CORE_READ(t, nsproxy, mnt_ns, ns.inum);
+	h->ipcns = BPF_CORE_READ(t, nsproxy, ipc_ns, ns.inum);
+	h->cgroup_id = bpf_get_current_cgroup_id();
+	h->ret = (__s32)ret;
+	bpf_get_current_comm(h->comm, sizeof(h->comm));
+}
+
+/* The saved user registers: at sys_exit they still hold the arguments. */
+static __always_inline struct pt_regs *syscall_regs(void)
+{
+	return (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+}
+
+static __always_inline struct file *fd_to_file(int fd)
+{
+	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
+	struct fdtable *fdt = BPF_CORE_READ(t, files, fdt);
+	struct file **fds;
+	struct file *f = NULL;
+
+	if (fd < 0 || (unsigned int)fd >= BPF_CORE_READ(fdt, max_fds))
+		return NULL;
+	fds = BPF_CORE_READ(fdt, fd);
+	bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]);
+	return f;
+}
+
+#define S_IFMT 00170000
+#define S_IFREG 0100000
+
+/* enum shmbpf_fs of a superblock: the cheap in-kernel filter. */
+static __always_inline __u8 sb_fs(struct super_block *sb)
+{
+	unsigned long magic = BPF_CORE_READ(sb, s_magic);
+
+	if (magic == TMPFS_MAGIC)
+		return SHMBPF_FS_TMPFS;
+	if (magic == HUGETLBFS_MAGIC)
+		return SHMBPF_FS_HUGETLBFS;
+	return SHMBPF_FS_UNKNOWN;
+}
+
+/* Shared memory is a regular file on tmpfs/hugetlbfs. devtmpfs has the
+ * tmpfs magic too, so device nodes (/dev/null) are excluded here. */
+static __always_inline __u8 inode_fs(struct inode *inode)
+{
+	if ((BPF_CORE_READ(inode, i_mode) & S_IFMT) != S_IFREG)
+		return SHMBPF_FS_UNKNOWN;
+	return sb_fs(BPF_CORE_READ(inode, i_sb));
+}
+
+static __always_inline __u32 mount_id(struct vfsmount *vfs)
+{
+	struct mount *m = (void *)vfs - bpf_core_field_offset(struct mount, mnt);
+
+	return BPF_CORE_READ(m, mnt_id);
+}
+
+/*
+ * Write the names from dentry d up to the root of mount vfs into out
+ * (NUL-separated, leaf first). Pseudo dentries (memfd) are their own
+ * parent: their name is still recorded. Returns bytes used.
+ */
+static __always_inline __u16 collect_components(struct dentry *d, struct vfsmount *vfs, char *out,
+						__u8 *ncomp, __u32 *flags_ev)
+{
+	__u32 zero = 0;
+	struct shmbpf_scratch *s = bpf_map_lookup_elem(&scratch, &zero);
+	struct dentry *root = BPF_CORE_READ(vfs, mnt_root);
+	__u32 off = 0;
+	__u8 n = 0;
+
+	if (!s)
+		return 0;
+	for (int i = 0; i < SHMBPF_MAX_COMPONENTS; i++) {
+		struct dentry *parent;
+		const unsigned char *name;
+		long len;
+
+		if (d == root) {
+			*flags_ev |= SHMBPF_F_MNT_ROOT;
+			break;
+		}
+		if (off >= SHMBPF_PATH_LEN) {
+			*flags_ev |= SHMBPF_F_TRUNCATED;
+			break;
+		}
+		name = BPF_CORE_READ(d, d_name.name);
+		len = bpf_probe_read_kernel_str(&s->buf[off & (SHMBPF_PATH_LEN - 1)], SHMBPF_PATH_LEN,
+						name);
+		if (len <= 0)
+			break;
+		off += len;
+		n++;
+		parent = BPF_CORE_READ(d, d_parent);
+		if (parent == d) {
+			*flags_ev |= SHMBPF_F_MNT_ROOT;
+			break;
+		}
+		d = parent;
+	}
+	if (off > SHMBPF_PATH_LEN) {
+		off = SHMBPF_PATH_LEN;
+		*flags_ev |= SHMBPF_F_TRUNCATED;
+	}
+	bpf_probe_read_kernel(out, SHMBPF_PATH_LEN, s->buf);
+	*ncomp = n;
+	return off;
+}
+
+/*
+ * FNV-1a of the leaf of a NUL-terminated path in a buffer of at least
+ * SHMBPF_PATH_LEN bytes (see shmbpf_events.h): one pass, restarting at each
+ * '/', so the verifier sees one simple bounded loop. *slash is set when the
+ * path has a directory part.
+ */
+static __always_inline __u64 leaf_hash(const char *buf, int *slash)
+{
+	__u64 h = SHMBPF_FNV_OFFSET;
+
+	for (__u32 i = 0; i < SHMBPF_PATH_LEN; i++) {
+		char c = buf[i];
+
+		if (!c)
+			break;
+		if (c == '/') {
+			h = SHMBPF_FNV_OFFSET;
+			*slash = 1;
+			continue;
+		}
+		h ^= (__u8)c;
+		h *= SHMBPF_FNV_PRIME;
+	}
+	return h;
+}
+
+/* Hash of a dentry's own name. */
+static __always_inline __u64 dentry_name_hash(struct dentry *d)
+{
+	__u32 zero = 0;
+	struct shmbpf_scratch *s = bpf_map_lookup_elem(&scratch, &zero);
+	const unsigned char *name = BPF_CORE_READ(d, d_name.name);
+	int slash = 0;
+
+	if (!s)
+		return 0;
+	if (bpf_probe_read_kernel_str(s->buf, SHMBPF_PATH_LEN, name) <= 0)
+		return 0;
+	return leaf_hash(s->buf, &slash);
+}
+
+static __always_inline void track_inode(__u32 dev, __u64 ino, __u32 fs, struct dentry *d)
+{
+	struct shmbpf_inode_key key = { .dev = dev, .ino = ino };
+	struct shmbpf_name_val nv = { .dev = dev, .ino = ino };
+	__u64 h;
+
+	if (bpf_map_update_elem(&tracked, &key, &fs, BPF_ANY))
+		count(SHMBPF_CNT_TRACK_FULL);
+	if (!d)
+		return;
+	h = dentry_name_hash(d);
+	if (bpf_map_update_elem(&tracked_names, &h, &nv, BPF_ANY))
+		count(SHMBPF_CNT_TRACK_FULL);
+}
+
+/* Emit this CPU's pending free aggregate, if any. */
+static __always_inline void flush_free_acc(void)
+{
+	__u32 zero = 0;
+	struct shmbpf_free_event *acc = bpf_map_lookup_elem(&free_acc, &zero);
+	struct shmbpf_free_event *e;
+
+	if (!acc || !acc->folios)
+		return;
+	e = reserve(sizeof(*e));
+	if (e) {
+		__builtin_memcpy(e, acc, sizeof(*e));
+		bpf_ringbuf_submit(e, 0);
+	}
+	acc->folios = 0;
+	acc->bytes = 0;
+	acc->ino = 0;
+}
+
+#endif /* SHMBPF_BPF_H */

@@ -1,0 +1,228 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The event ABI between shmbpf's BPF programs and its userspace decoder.
+ *
+ * Included by BPF C (after vmlinux.h) and by C++ (after <linux/types.h>).
+ * Fixed-width types only, explicit padding, no pointers, bool or long:
+ * the layout must be identical on both sides. Userspace static_asserts
+ * every size below.
+ *
+ * Bump SHMBPF_ABI_VERSION whenever a field is added, removed, moved or
+ * changes meaning; the decoder rejects records of any other version.
+ * Adding a new event type with its own struct also bumps the version.
+ * docs/EVENTS.md documents every field and must be updated with it.
+ */
+#ifndef SHMBPF_EVENTS_H
+#define SHMBPF_EVENTS_H
+
+#define SHMBPF_ABI_VERSION 1
+
+#define SHMBPF_COMM_LEN 16
+/* Paths as passed by the caller and in-mount paths: longer ones are
+ * truncated and flagged with SHMBPF_F_TRUNCATED. */
+#define SHMBPF_PATH_LEN 256
+/* In-mount path components are collected from the leaf upwards. */
+#define SHMBPF_MAX_COMPONENTS 8
+
+enum shmbpf_event_type {
+	SHMBPF_EV_CREATE = 1,	    /* open(O_CREAT) of a tmpfs/hugetlbfs file */
+	SHMBPF_EV_OPEN = 2,	    /* open of a tracked tmpfs file, no O_CREAT */
+	SHMBPF_EV_MEMFD_CREATE = 3, /* memfd_create */
+	SHMBPF_EV_RESIZE = 4,	    /* ftruncate/fallocate on a tmpfs inode */
+	SHMBPF_EV_UNLINK = 5,	    /* unlink/unlinkat of a tracked name */
+	SHMBPF_EV_RENAME = 6,	    /* rename/renameat/renameat2 of a tracked name */
+	SHMBPF_EV_SHMGET = 7,
+	SHMBPF_EV_SHMAT = 8,
+	SHMBPF_EV_SHMDT = 9,
+	SHMBPF_EV_SHM_RMID = 10,
+	SHMBPF_EV_FREE = 11,   /* pages of a tmpfs inode left the page cache */
+	SHMBPF_EV_SIGBUS = 12, /* SIGBUS generated for a process */
+	SHMBPF_EV_EXIT = 13,   /* last thread of a process exited */
+	SHMBPF_EV_EXEC = 14,
+	SHMBPF_EV_MAX = 15,
+};
+
+/* The syscall (or hook) an event came from, for display and tests. */
+enum shmbpf_origin {
+	SHMBPF_ORIG_NONE = 0,
+	SHMBPF_ORIG_OPEN = 1,
+	SHMBPF_ORIG_OPENAT = 2,
+	SHMBPF_ORIG_OPENAT2 = 3,
+	SHMBPF_ORIG_CREAT = 4,
+	SHMBPF_ORIG_FTRUNCATE = 5,
+	SHMBPF_ORIG_FALLOCATE = 6,
+	SHMBPF_ORIG_UNLINK = 7,
+	SHMBPF_ORIG_UNLINKAT = 8,
+	SHMBPF_ORIG_RENAME = 9,
+	SHMBPF_ORIG_RENAMEAT = 10,
+	SHMBPF_ORIG_RENAMEAT2 = 11,
+	SHMBPF_ORIG_MEMFD_CREATE = 12,
+};
+
+/* Filesystem of the inode an event is about. */
+enum shmbpf_fs {
+	SHMBPF_FS_UNKNOWN = 0,
+	SHMBPF_FS_TMPFS = 1,
+	SHMBPF_FS_HUGETLBFS = 2,
+};
+
+/* shmbpf_file_event.flags_ev / shmbpf_path_event.flags_ev bits */
+#define SHMBPF_F_NEW 0x1	     /* the open created the file (FMODE_CREATED) */
+#define SHMBPF_F_TRUNCATED 0x2	     /* a path or name did not fit */
+#define SHMBPF_F_UNLINKED 0x4	     /* inode has no links left (i_nlink == 0) */
+#define SHMBPF_F_ABSOLUTE 0x8	     /* path as passed starts with '/' */
+#define SHMBPF_F_MNT_ROOT 0x10	     /* component walk reached the mount root */
+
+/* Common header: every record starts with it. 64 bytes. */
+struct shmbpf_hdr {
+	__u8 type;     /* enum shmbpf_event_type */
+	__u8 abi;      /* SHMBPF_ABI_VERSION */
+	__u16 size;    /* size of the whole record in bytes */
+	__u32 tid;     /* thread id of the current task */
+	__u64 ts_ns;   /* CLOCK_BOOTTIME nanoseconds */
+	__u32 pid;     /* thread-group id of the current task */
+	__u32 ppid;    /* thread-group id of the real parent */
+	__u32 uid;     /* real uid (initial user namespace) */
+	__u32 mntns;   /* mount namespace inode number */
+	__u64 cgroup_id; /* cgroup v2 id of the current task */
+	__u32 ipcns;   /* IPC namespace inode number */
+	__s32 ret;     /* syscall result: >= 0 value or -errno */
+	char comm[SHMBPF_COMM_LEN];
+};
+
+/*
+ * create, open, memfd_create, resize.
+ * path: for create/open the path as passed; for memfd_create the name as
+ * passed (without the "memfd:" prefix); empty for resize.
+ * components: the inode's path inside its mount, NUL-separated, leaf first
+ * ("name\0dir\0"); for memfds the kernel's dentry name ("memfd:x").
+ */
+struct shmbpf_file_event {
+	struct shmbpf_hdr hdr;
+	__u32 dev;	   /* kernel dev_t of the superblock: major << 20 | minor */
+	__u32 mnt_id;	   /* mount id as in /proc/<pid>/mountinfo, 0 if unknown */
+	__u64 ino;
+	__u64 size;	   /* i_size after the call */
+	__u64 bytes;	   /* i_blocks * 512 after the call: pages actually held */
+	__u64 arg_size;	   /* resize: requested length (ftruncate) or offset+len */
+	__u32 flags;	   /* open flags / memfd flags / fallocate mode */
+	__u32 mode;	   /* create mode as passed, or the inode's i_mode */
+	__s32 fd;	   /* the fd returned or operated on, -1 if none */
+	__u16 origin;	   /* enum shmbpf_origin */
+	__u8 fs;	   /* enum shmbpf_fs */
+	__u8 ncomp;	   /* number of components filled in */
+	__u32 flags_ev;	   /* SHMBPF_F_* */
+	__u16 path_len;	   /* bytes used in path, without NUL */
+	__u16 comp_len;	   /* bytes used in components, including NULs */
+	char path[SHMBPF_PATH_LEN];
+	char components[SHMBPF_PATH_LEN];
+};
+
+/*
+ * unlink, rename. The kernel cannot resolve the path after the call, so it
+ * sends what userspace needs to do it: the path(s) as passed, the dirfd, and
+ * for relative paths the start directory (its mount and in-mount components).
+ * hint_dev/hint_ino: the last tracked inode created under this leaf name.
+ */
+struct shmbpf_path_event {
+	struct shmbpf_hdr hdr;
+	__s32 dirfd;
+	__s32 newdirfd;
+	__u32 flags;	     /* unlinkat/renameat2 flags */
+	__u32 flags_ev;	     /* SHMBPF_F_* */
+	__u32 start_dev;     /* start directory of a relative path */
+	__u32 start_mnt_id;
+	__u64 start_ino;
+	__u32 hint_dev;
+	__u32 pad0;
+	__u64 hint_ino;
+	__u16 origin;	     /* enum shmbpf_origin */
+	__u16 path_len;
+	__u16 newpath_len;
+	__u16 start_comp_len;
+	__u8 start_ncomp;
+	__u8 pad1[7];
+	char path[SHMBPF_PATH_LEN];
+	char newpath[SHMBPF_PATH_LEN];
+	char start_components[SHMBPF_PATH_LEN];
+};
+
+/* shmget, shmat, shmdt, shm_rmid */
+struct shmbpf_sysv_event {
+	struct shmbpf_hdr hdr;
+	__s32 shmid;   /* -1 when unknown (shmdt) */
+	__u32 key;
+	__u64 size;    /* shmget: size as passed */
+	__u64 addr;    /* shmat: address returned; shmdt: address passed */
+	__u32 shmflg;  /* shmget/shmat flags */
+	__u32 created; /* shmget: 1 created, 0 existing, 2 unknown */
+};
+
+/* Pages of a tmpfs/hugetlbfs inode left the page cache. Aggregated in the
+ * kernel: one record per run of frees of one inode on one CPU. */
+struct shmbpf_free_event {
+	struct shmbpf_hdr hdr;
+	__u32 dev;
+	__u32 nlink; /* i_nlink when the last folio of the run was freed */
+	__u64 ino;
+	__u64 bytes; /* bytes freed in this run */
+	__u64 folios;
+	__u64 first_ts_ns;
+	__u8 fs;     /* enum shmbpf_fs */
+	__u8 pad[7];
+};
+
+/* SIGBUS generated. hdr describes the task that generated it (for a
+ * fault, the faulting task itself). */
+struct shmbpf_sigbus_event {
+	struct shmbpf_hdr hdr;
+	__u32 target_pid;
+	__s32 si_code;
+	__s32 si_errno;
+	__s32 result; /* TRACE_SIGNAL_* delivery result */
+	char target_comm[SHMBPF_COMM_LEN];
+};
+
+struct shmbpf_exit_event {
+	struct shmbpf_hdr hdr;
+	__u32 exit_code; /* wait status: code << 8 | signal */
+	__u32 pad;
+};
+
+struct shmbpf_exec_event {
+	struct shmbpf_hdr hdr;
+	__u32 old_pid;
+	__u16 filename_len;
+	__u16 pad;
+	char filename[SHMBPF_PATH_LEN];
+};
+
+/* Per-CPU delivery counters, indexed by enum shmbpf_counter. */
+enum shmbpf_counter {
+	SHMBPF_CNT_LOST = 0,	      /* bpf_ringbuf_reserve failed */
+	SHMBPF_CNT_TRACK_FULL = 1,    /* tracked-inode map insert failed */
+	SHMBPF_CNT_MAX = 2,
+};
+
+/* Key of the tracked-inode map. */
+struct shmbpf_inode_key {
+	__u32 dev;
+	__u32 pad;
+	__u64 ino;
+};
+
+/* Value of the tracked-name map (keyed by shmbpf_name_hash of the leaf). */
+struct shmbpf_name_val {
+	__u32 dev;
+	__u32 pad;
+	__u64 ino;
+};
+
+/*
+ * FNV-1a over a leaf name: the same function runs in BPF (on dentry names
+ * and on unlink/rename arguments) and in userspace (seeding at start-up).
+ */
+#define SHMBPF_FNV_OFFSET 0xcbf29ce484222325ULL
+#define SHMBPF_FNV_PRIME 0x100000001b3ULL
+
+#endif /* SHMBPF_EVENTS_H */

@@ -1,0 +1,461 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * tmpfs and hugetlbfs files, memfds: create, open, resize, unlink, rename,
+ * and pages freed.
+ *
+ * Every hook here is a sys_exit tracepoint: the result decides whether the
+ * event matters (a new fd's superblock magic), and the arguments are still
+ * in the task's saved user registers. That keeps unrelated syscalls to one
+ * program run and a few reads, with no per-call map updates.
+ */
+#include "shmbpf.bpf.h"
+
+/* f_mode bit set when the open created the file (since v4.19). */
+#define FMODE_CREATED 0x100000
+
+static __always_inline void fill_file_identity(struct shmbpf_file_event *e, struct file *f,
+					       struct inode *inode, struct super_block *sb)
+{
+	struct dentry *d = BPF_CORE_READ(f, f_path.dentry);
+	struct vfsmount *mnt = BPF_CORE_READ(f, f_path.mnt);
+
+	e->dev = BPF_CORE_READ(sb, s_dev);
+	e->ino = BPF_CORE_READ(inode, i_ino);
+	e->size = BPF_CORE_READ(inode, i_size);
+	e->bytes = (__u64)BPF_CORE_READ(inode, i_blocks) << 9;
+	e->mnt_id = mount_id(mnt);
+	e->comp_len = collect_components(d, mnt, e->components, &e->ncomp, &e->flags_ev);
+	if (BPF_CORE_READ(inode, __i_nlink) == 0)
+		e->flags_ev |= SHMBPF_F_UNLINKED;
+}
+
+static __always_inline int handle_open_exit(long ret, __u16 origin)
+{
+	struct shmbpf_file_event *e;
+	struct pt_regs *regs;
+	struct super_block *sb;
+	struct inode *inode;
+	struct file *f;
+	const char *upath;
+	__u32 flags, mode;
+	__u8 fs;
+	int create;
+
+	if (ret < 0)
+		return 0;
+	f = fd_to_file(ret);
+	inode = BPF_CORE_READ(f, f_inode);
+	sb = BPF_CORE_READ(inode, i_sb);
+	fs = inode_fs(inode);
+	if (fs == SHMBPF_FS_UNKNOWN)
+		return 0;
+
+	regs = syscall_regs();
+	switch (origin) {
+	case SHMBPF_ORIG_OPEN:
+		upath = (const char *)PT_REGS_PARM1_CORE_SYSCALL(regs);
+		flags = PT_REGS_PARM2_CORE_SYSCALL(regs);
+		mode = PT_REGS_PARM3_CORE_SYSCALL(regs);
+		break;
+	case SHMBPF_ORIG_CREAT:
+		upath = (const char *)PT_REGS_PARM1_CORE_SYSCALL(regs);
+		flags = O_CREAT | 01 /* O_WRONLY */ | 01000 /* O_TRUNC */;
+		mode = PT_REGS_PARM2_CORE_SYSCALL(regs);
+		break;
+	case SHMBPF_ORIG_OPENAT2: {
+		struct open_how how = {};
+
+		upath = (const char *)PT_REGS_PARM2_CORE_SYSCALL(regs);
+		bpf_probe_read_user(&how, sizeof(how), (void *)PT_REGS_PARM3_CORE_SYSCALL(regs));
+		flags = how.flags;
+		mode = how.mode;
+		break;
+	}
+	default:
+		upath = (const char *)PT_REGS_PARM2_CORE_SYSCALL(regs);
+		flags = PT_REGS_PARM3_CORE_SYSCALL(regs);
+		mode = PT_REGS_PARM4_CORE_SYSCALL(regs);
+		break;
+	}
+
+	create = flags & (O_CREAT | __O_TMPFILE);
+	if (!create) {
+		struct shmbpf_inode_key key = {
+			.dev = BPF_CORE_READ(sb, s_dev),
+			.ino = BPF_CORE_READ(inode, i_ino),
+		};
+
+		if (!bpf_map_lookup_elem(&tracked, &key))
+			return 0;
+	}
+
+	e = reserve(sizeof(*e));
+	if (!e)
+		return 0;
+	fill_hdr(&e->hdr, create ? SHMBPF_EV_CREATE : SHMBPF_EV_OPEN, sizeof(*e), ret);
+	e->flags_ev = 0;
+	fill_file_identity(e, f, inode, sb);
+	e->arg_size = 0;
+	e->flags = flags;
+	e->mode = mode;
+	e->fd = ret;
+	e->origin = origin;
+	e->fs = fs;
+	if (BPF_CORE_READ(f, f_mode) & FMODE_CREATED)
+		e->flags_ev |= SHMBPF_F_NEW;
+	if (create)
+		track_inode(e->dev, e->ino, fs, BPF_CORE_READ(f, f_path.dentry));
+	e->path_len = 0;
+	long n = bpf_probe_read_user_str(e->path, sizeof(e->path), upath);
+	if (n > 0)
+		e->path_len = n - 1;
+	if (n == sizeof(e->path))
+		e->flags_ev |= SHMBPF_F_TRUNCATED;
+	bpf_ringbuf_submit(e, 0);
+	return 0;
+}
+
+SEC("tracepoint/syscalls/sys_exit_open")
+int tracepoint__syscalls__sys_exit_open(struct trace_event_raw_sys_exit *ctx)
+{
+	return handle_open_exit(ctx->ret, SHMBPF_ORIG_OPEN);
+}
+
+SEC("tracepoint/syscalls/sys_exit_openat")
+int tracepoint__syscalls__sys_exit_openat(struct trace_event_raw_sys_exit *ctx)
+{
+	return handle_open_exit(ctx->ret, SHMBPF_ORIG_OPENAT);
+}
+
+SEC("tracepoint/syscalls/sys_exit_openat2")
+int tracepoint__syscalls__sys_exit_openat2(struct trace_event_raw_sys_exit *ctx)
+{
+	return handle_open_exit(ctx->ret, SHMBPF_ORIG_OPENAT2);
+}
+
+SEC("tracepoint/syscalls/sys_exit_creat")
+int tracepoint__syscalls__sys_exit_creat(struct trace_event_raw_sys_exit *ctx)
+{
+	return handle_open_exit(ctx->ret, SHMBPF_ORIG_CREAT);
+}
+
+SEC("tracepoint/syscalls/sys_exit_memfd_create")
+int tracepoint__syscalls__sys_exit_memfd_create(struct trace_event_raw_sys_exit *ctx)
+{
+	struct shmbpf_file_event *e;
+	struct super_block *sb;
+	struct inode *inode;
+	struct pt_regs *regs;
+	struct file *f;
+	long ret = ctx->ret;
+	long n;
+
+	/* Failures are rare and worth seeing (EMFILE, ENOMEM). */
+	f = ret >= 0 ? fd_to_file(ret) : NULL;
+	inode = BPF_CORE_READ(f, f_inode);
+	sb = BPF_CORE_READ(inode, i_sb);
+
+	e = reserve(sizeof(*e));
+	if (!e)
+		return 0;
+	fill_hdr(&e->hdr, SHMBPF_EV_MEMFD_CREATE, sizeof(*e), ret);
+	regs = syscall_regs();
+	e->flags_ev = 0;
+	e->dev = 0;
+	e->ino = 0;
+	e->size = 0;
+	e->bytes = 0;
+	e->mnt_id = 0;
+	e->comp_len = 0;
+	e->ncomp = 0;
+	e->fs = SHMBPF_FS_UNKNOWN;
+	if (f) {
+		e->fs = sb_fs(sb);
+		fill_file_identity(e, f, inode, sb);
+		track_inode(e->dev, e->ino, e->fs, NULL);
+	}
+	e->arg_size = 0;
+	e->flags = PT_REGS_PARM2_CORE_SYSCALL(regs);
+	e->mode = 0;
+	e->fd = ret >= 0 ? ret : -1;
+	e->origin = SHMBPF_ORIG_MEMFD_CREATE;
+	e->path_len = 0;
+	n = bpf_probe_read_user_str(e->path, sizeof(e->path),
+				    (const char *)PT_REGS_PARM1_CORE_SYSCALL(regs));
+	if (n > 0)
+		e->path_len = n - 1;
+	bpf_ringbuf_submit(e, 0);
+	return 0;
+}
+
+static __always_inline int handle_resize_exit(long ret, __u16 origin)
+{
+	struct shmbpf_file_event *e;
+	struct super_block *sb;
+	struct inode *inode;
+	struct pt_regs *regs;
+	struct file *f;
+	__u8 fs;
+
+	regs = syscall_regs();
+	f = fd_to_file(PT_REGS_PARM1_CORE_SYSCALL(regs));
+	inode = BPF_CORE_READ(f, f_inode);
+	sb = BPF_CORE_READ(inode, i_sb);
+	fs = inode_fs(inode);
+	if (fs == SHMBPF_FS_UNKNOWN)
+		return 0;
+
+	/* Pages freed by a shrinking truncate are reported before the resize. */
+	flush_free_acc();
+	e = reserve(sizeof(*e));
+	if (!e)
+		return 0;
+	fill_hdr(&e->hdr, SHMBPF_EV_RESIZE, sizeof(*e), ret);
+	e->flags_ev = 0;
+	fill_file_identity(e, f, inode, sb);
+	if (origin == SHMBPF_ORIG_FTRUNCATE) {
+		e->arg_size = PT_REGS_PARM2_CORE_SYSCALL(regs);
+		e->flags = 0;
+	} else {
+		/* fallocate(fd, mode, offset, len) */
+		e->flags = PT_REGS_PARM2_CORE_SYSCALL(regs);
+		e->arg_size = PT_REGS_PARM3_CORE_SYSCALL(regs) + PT_REGS_PARM4_CORE_SYSCALL(regs);
+	}
+	e->mode = BPF_CORE_READ(inode, i_mode);
+	e->fd = PT_REGS_PARM1_CORE_SYSCALL(regs);
+	e->origin = origin;
+	e->fs = fs;
+	e->path_len = 0;
+	e->path[0] = 0;
+	track_inode(e->dev, e->ino, fs, NULL);
+	bpf_ringbuf_submit(e, 0);
+	return 0;
+}
+
+SEC("tracepoint/syscalls/sys_exit_ftruncate")
+int tracepoint__syscalls__sys_exit_ftruncate(struct trace_event_raw_sys_exit *ctx)
+{
+	return handle_resize_exit(ctx->ret, SHMBPF_ORIG_FTRUNCATE);
+}
+
+SEC("tracepoint/syscalls/sys_exit_fallocate")
+int tracepoint__syscalls__sys_exit_fallocate(struct trace_event_raw_sys_exit *ctx)
+{
+	return handle_resize_exit(ctx->ret, SHMBPF_ORIG_FALLOCATE);
+}
+
+/*
+ * unlink/unlinkat/rename/renameat/renameat2 that succeeded. Reported when
+ * the leaf name belongs to a tracked file; a bare name relative to a
+ * directory that is not on tmpfs is dropped here, anything else is resolved
+ * (and dropped if not on tmpfs) in userspace.
+ */
+static __always_inline int handle_path_exit(long ret, __u16 origin)
+{
+	__u32 zero = 0;
+	struct shmbpf_scratch *s = bpf_map_lookup_elem(&scratch, &zero);
+	struct shmbpf_path_event *e;
+	struct shmbpf_name_val *nv;
+	struct shmbpf_name_val hint;
+	struct pt_regs *regs;
+	const char *upath, *unew = NULL;
+	struct dentry *start_d = NULL;
+	struct vfsmount *start_mnt = NULL;
+	int dirfd = AT_FDCWD, newdirfd = AT_FDCWD;
+	__u32 flags = 0;
+	int slash = 0;
+	__u64 h;
+	long n;
+
+	if (ret != 0 || !s)
+		return 0;
+	regs = syscall_regs();
+	switch (origin) {
+	case SHMBPF_ORIG_UNLINK:
+		upath = (const char *)PT_REGS_PARM1_CORE_SYSCALL(regs);
+		break;
+	case SHMBPF_ORIG_UNLINKAT:
+		dirfd = PT_REGS_PARM1_CORE_SYSCALL(regs);
+		upath = (const char *)PT_REGS_PARM2_CORE_SYSCALL(regs);
+		flags = PT_REGS_PARM3_CORE_SYSCALL(regs);
+		if (flags & AT_REMOVEDIR)
+			return 0;
+		break;
+	case SHMBPF_ORIG_RENAME:
+		upath = (const char *)PT_REGS_PARM1_CORE_SYSCALL(regs);
+		unew = (const char *)PT_REGS_PARM2_CORE_SYSCALL(regs);
+		break;
+	default: /* renameat, renameat2 */
+		dirfd = PT_REGS_PARM1_CORE_SYSCALL(regs);
+		upath = (const char *)PT_REGS_PARM2_CORE_SYSCALL(regs);
+		newdirfd = PT_REGS_PARM3_CORE_SYSCALL(regs);
+		unew = (const char *)PT_REGS_PARM4_CORE_SYSCALL(regs);
+		if (origin == SHMBPF_ORIG_RENAMEAT2)
+			flags = PT_REGS_PARM5_CORE_SYSCALL(regs);
+		break;
+	}
+
+	n = bpf_probe_read_user_str(s->buf, SHMBPF_PATH_LEN, upath);
+	if (n <= 1)
+		return 0;
+	h = leaf_hash(s->buf, &slash);
+	nv = bpf_map_lookup_elem(&tracked_names, &h);
+	if (!nv)
+		return 0;
+	hint = *nv;
+
+	if (s->buf[0] != '/') {
+		if (dirfd == AT_FDCWD) {
+			struct task_struct *t = (struct task_struct *)bpf_get_current_task();
+
+			start_d = BPF_CORE_READ(t, fs, pwd.dentry);
+			start_mnt = BPF_CORE_READ(t, fs, pwd.mnt);
+		} else {
+			struct file *df = fd_to_file(dirfd);
+
+			start_d = BPF_CORE_READ(df, f_path.dentry);
+			start_mnt = BPF_CORE_READ(df, f_path.mnt);
+		}
+		if (!slash && sb_fs(BPF_CORE_READ(start_d, d_sb)) == SHMBPF_FS_UNKNOWN)
+			return 0;
+	}
+
+	flush_free_acc();
+	e = reserve(sizeof(*e));
+	if (!e)
+		return 0;
+	fill_hdr(&e->hdr, origin <= SHMBPF_ORIG_UNLINKAT ? SHMBPF_EV_UNLINK : SHMBPF_EV_RENAME,
+		 sizeof(*e), ret);
+	e->dirfd = dirfd;
+	e->newdirfd = newdirfd;
+	e->flags = flags;
+	e->flags_ev = s->buf[0] == '/' ? SHMBPF_F_ABSOLUTE : 0;
+	if (n == SHMBPF_PATH_LEN)
+		e->flags_ev |= SHMBPF_F_TRUNCATED;
+	e->hint_dev = hint.dev;
+	e->hint_ino = hint.ino;
+	e->pad0 = 0;
+	e->origin = origin;
+	e->path_len = n - 1;
+	bpf_probe_read_kernel(e->path, SHMBPF_PATH_LEN, s->buf);
+	e->newpath_len = 0;
+	e->newpath[0] = 0;
+	if (unew) {
+		long m = bpf_probe_read_user_str(e->newpath, sizeof(e->newpath), unew);
+
+		if (m > 0)
+			e->newpath_len = m - 1;
+	}
+	e->start_dev = 0;
+	e->start_ino = 0;
+	e->start_mnt_id = 0;
+	e->start_comp_len = 0;
+	e->start_ncomp = 0;
+	__builtin_memset(e->pad1, 0, sizeof(e->pad1));
+	if (start_d) {
+		e->start_dev = BPF_CORE_READ(start_d, d_sb, s_dev);
+		e->start_ino = BPF_CORE_READ(start_d, d_inode, i_ino);
+		e->start_mnt_id = mount_id(start_mnt);
+		e->start_comp_len = collect_components(start_d, start_mnt, e->start_components,
+						       &e->start_ncomp, &e->flags_ev);
+	} else {
+		e->start_components[0] = 0;
+	}
+
+	/* The old name is gone; a renamed file keeps being tracked under its new one. */
+	bpf_map_delete_elem(&tracked_names, &h);
+	if (unew && e->newpath_len > 0) {
+		__u64 nh = leaf_hash(e->newpath, &slash);
+
+		bpf_map_update_elem(&tracked_names, &nh, &hint, BPF_ANY);
+	}
+	bpf_ringbuf_submit(e, 0);
+	return 0;
+}
+
+SEC("tracepoint/syscalls/sys_exit_unlink")
+int tracepoint__syscalls__sys_exit_unlink(struct trace_event_raw_sys_exit *ctx)
+{
+	return handle_path_exit(ctx->ret, SHMBPF_ORIG_UNLINK);
+}
+
+SEC("tracepoint/syscalls/sys_exit_unlinkat")
+int tracepoint__syscalls__sys_exit_unlinkat(struct trace_event_raw_sys_exit *ctx)
+{
+	return handle_path_exit(ctx->ret, SHMBPF_ORIG_UNLINKAT);
+}
+
+SEC("tracepoint/syscalls/sys_exit_rename")
+int tracepoint__syscalls__sys_exit_rename(struct trace_event_raw_sys_exit *ctx)
+{
+	return handle_path_exit(ctx->ret, SHMBPF_ORIG_RENAME);
+}
+
+SEC("tracepoint/syscalls/sys_exit_renameat")
+int tracepoint__syscalls__sys_exit_renameat(struct trace_event_raw_sys_exit *ctx)
+{
+	return handle_path_exit(ctx->ret, SHMBPF_ORIG_RENAMEAT);
+}
+
+SEC("tracepoint/syscalls/sys_exit_renameat2")
+int tracepoint__syscalls__sys_exit_renameat2(struct trace_event_raw_sys_exit *ctx)
+{
+	return handle_path_exit(ctx->ret, SHMBPF_ORIG_RENAMEAT2);
+}
+
+/*
+ * One call per folio leaving the page cache (truncate, eviction). Summed per
+ * CPU and inode; see free_acc. shmem never fires mm_filemap_add_to_page_cache,
+ * so bytes gained are read from i_blocks at resize time instead.
+ */
+SEC("tp_btf/mm_filemap_delete_from_page_cache")
+int BPF_PROG(tp_btf__mm_filemap_delete_from_page_cache, struct folio *folio)
+{
+	__u32 zero = 0;
+	struct shmbpf_free_event *acc;
+	struct inode *host = BPF_CORE_READ(folio, mapping, host);
+	struct super_block *sb = BPF_CORE_READ(host, i_sb);
+	__u8 fs = sb_fs(sb);
+	__u32 dev;
+	__u64 ino;
+
+	if (fs == SHMBPF_FS_UNKNOWN)
+		return 0;
+	acc = bpf_map_lookup_elem(&free_acc, &zero);
+	if (!acc)
+		return 0;
+	dev = BPF_CORE_READ(sb, s_dev);
+	ino = BPF_CORE_READ(host, i_ino);
+	if (acc->folios && (acc->dev != dev || acc->ino != ino))
+		flush_free_acc();
+	if (!acc->folios) {
+		fill_hdr(&acc->hdr, SHMBPF_EV_FREE, sizeof(*acc), 0);
+		acc->dev = dev;
+		acc->ino = ino;
+		acc->fs = fs;
+		acc->first_ts_ns = acc->hdr.ts_ns;
+		acc->bytes = 0;
+		__builtin_memset(acc->pad, 0, sizeof(acc->pad));
+	}
+	acc->hdr.ts_ns = bpf_ktime_get_boot_ns();
+	acc->bytes += (__u64)page_size << folio_order_of(folio);
+	acc->folios++;
+	acc->nlink = BPF_CORE_READ(host, __i_nlink);
+	if (acc->nlink == 0 && acc->folios == 1) {
+		/* An unlinked inode losing pages is being evicted (or truncated
+		 * while held): stop following it. */
+		struct shmbpf_inode_key key = { .dev = dev, .ino = ino };
+
+		bpf_map_delete_elem(&tracked, &key);
+	}
+	return 0;
+}
+
+/* Run by userspace through BPF_PROG_TEST_RUN on each CPU in turn: emits
+ * aggregates that no later event on that CPU would push out. */
+SEC("raw_tp")
+int flush_free(void *ctx)
+{
+	flush_free_acc();
+	return 0;
+}

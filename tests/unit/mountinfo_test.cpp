@@ -1,0 +1,218 @@
+#include "sources/mountinfo.hpp"
+
+#include <gtest/gtest.h>
+
+namespace shmbpf {
+namespace {
+
+// A hybrid-cgroup host with propagation tags, a bind-mounted tmpfs subtree, an
+// escaped mountpoint and an empty source field.
+constexpr std::string_view kSample =
+    "21 26 0:20 / /proc rw,nosuid,nodev,noexec,relatime shared:12 - proc proc rw\n"
+    "26 1 259:1 / / rw,relatime shared:1 - ext4 /dev/nvme0n1p1 rw,errors=remount-ro\n"
+    "24 23 0:23 / /dev/shm rw,nosuid,nodev shared:4 - tmpfs tmpfs rw,size=65536k,inode64\n"
+    "30 22 0:27 / /sys/fs/cgroup ro,nosuid,nodev,noexec shared:9 - tmpfs tmpfs ro,mode=755\n"
+    "31 30 0:28 / /sys/fs/cgroup/cpu,cpuacct rw,nosuid shared:10 - cgroup cgroup rw,cpu,cpuacct\n"
+    "39 30 0:36 / /sys/fs/cgroup/systemd rw,nosuid shared:11 - cgroup cgroup rw,name=systemd\n"
+    "40 30 0:37 / /sys/fs/cgroup/unified rw,nosuid shared:13 - cgroup2 cgroup2 rw,nsdelegate\n"
+    "612 26 0:23 /containers/abc /var/lib/app/shm rw,relatime shared:1 master:2 - tmpfs tmpfs "
+    "rw,size=1g\n"
+    "700 26 0:50 / /mnt/my\\040data\\011x rw master:7 - tmpfs my\\134src rw,size=4096\n"
+    "701 26 0:51 / /mnt/nosrc rw - tmpfs  rw\n"
+    "702 26 0:52 / /dev/hugepages rw,relatime shared:30 - hugetlbfs hugetlbfs rw,pagesize=2M\n";
+
+TEST(Mountinfo, ParsesAllFields) {
+  auto mounts = parse_mountinfo(kSample);
+  ASSERT_EQ(mounts.size(), 11u);
+
+  const MountInfo &shm = mounts[2];
+  EXPECT_EQ(shm.mnt_id, 24u);
+  EXPECT_EQ(shm.parent_id, 23u);
+  EXPECT_EQ(shm.dev, 23u);
+  EXPECT_EQ(shm.root, "/");
+  EXPECT_EQ(shm.mountpoint, "/dev/shm");
+  EXPECT_EQ(shm.fstype, "tmpfs");
+  EXPECT_EQ(shm.source, "tmpfs");
+  EXPECT_EQ(shm.mount_options, "rw,nosuid,nodev");
+  EXPECT_EQ(shm.super_options, "rw,size=65536k,inode64");
+  EXPECT_TRUE(shm.is_tmpfs());
+
+  const MountInfo &rootfs = mounts[1];
+  EXPECT_EQ(rootfs.dev, (259u << 20) | 1u);
+  EXPECT_EQ(rootfs.source, "/dev/nvme0n1p1");
+  EXPECT_FALSE(rootfs.is_tmpfs());
+}
+
+TEST(Mountinfo, MultipleOptionalFields) {
+  auto mounts = parse_mountinfo(kSample);
+  ASSERT_EQ(mounts.size(), 11u);
+  const MountInfo &bind = mounts[7];
+  EXPECT_EQ(bind.mnt_id, 612u);
+  EXPECT_EQ(bind.root, "/containers/abc");
+  EXPECT_EQ(bind.mountpoint, "/var/lib/app/shm");
+  EXPECT_EQ(bind.mount_options, "rw,relatime");
+  EXPECT_EQ(bind.fstype, "tmpfs");
+  EXPECT_EQ(bind.super_options, "rw,size=1g");
+}
+
+TEST(Mountinfo, UnescapesOctal) {
+  auto mounts = parse_mountinfo(kSample);
+  ASSERT_EQ(mounts.size(), 11u);
+  EXPECT_EQ(mounts[8].mountpoint, "/mnt/my data\tx");
+  EXPECT_EQ(mounts[8].source, "my\\src");
+  EXPECT_EQ(mounts[8].mount_options, "rw");
+
+  auto nl = parse_mountinfo("5 1 0:9 /a\\012b /x\\134y rw - tmpfs t rw\n");
+  ASSERT_EQ(nl.size(), 1u);
+  EXPECT_EQ(nl[0].root, "/a\nb");
+  EXPECT_EQ(nl[0].mountpoint, "/x\\y");
+
+  // A backslash not followed by three octal digits is kept literally.
+  auto odd = parse_mountinfo("5 1 0:9 / /a\\9b\\04 rw - tmpfs t rw\n");
+  ASSERT_EQ(odd.size(), 1u);
+  EXPECT_EQ(odd[0].mountpoint, "/a\\9b\\04");
+}
+
+TEST(Mountinfo, EmptySourceField) {
+  auto mounts = parse_mountinfo(kSample);
+  ASSERT_EQ(mounts.size(), 11u);
+  EXPECT_EQ(mounts[9].mountpoint, "/mnt/nosrc");
+  EXPECT_EQ(mounts[9].fstype, "tmpfs");
+  EXPECT_EQ(mounts[9].source, "");
+  EXPECT_EQ(mounts[9].super_options, "rw");
+}
+
+TEST(Mountinfo, Hugetlbfs) {
+  auto mounts = parse_mountinfo(kSample);
+  ASSERT_EQ(mounts.size(), 11u);
+  EXPECT_TRUE(mounts[10].is_tmpfs());
+  EXPECT_FALSE(mounts[10].size_limit()); // pagesize= is not size=
+}
+
+TEST(Mountinfo, DevEncoding) {
+  auto m = parse_mountinfo("1 0 0:23 / / rw - tmpfs t rw\n"
+                           "2 0 259:1 / / rw - ext4 d rw\n"
+                           "3 0 4095:1048575 / / rw - ext4 d rw\n"
+                           "4 0 4096:0 / / rw - ext4 d rw\n"
+                           "5 0 0:1048576 / / rw - ext4 d rw\n");
+  ASSERT_EQ(m.size(), 3u); // the out-of-range devs are malformed
+  EXPECT_EQ(m[0].dev, 23u);
+  EXPECT_EQ(m[1].dev, (259u << 20) | 1u);
+  EXPECT_EQ(m[2].dev, 0xffffffffu);
+}
+
+TEST(Mountinfo, SizeLimit) {
+  MountInfo m;
+  m.super_options = "rw,size=65536k,nr_inodes=1000";
+  EXPECT_EQ(m.size_limit(), 65536ull * 1024);
+  m.super_options = "rw,size=2m";
+  EXPECT_EQ(m.size_limit(), 2ull << 20);
+  m.super_options = "rw,size=3G";
+  EXPECT_EQ(m.size_limit(), 3ull << 30);
+  m.super_options = "size=4096";
+  EXPECT_EQ(m.size_limit(), 4096u);
+  m.super_options = "rw,nr_inodes=10,mode=1777";
+  EXPECT_FALSE(m.size_limit());
+  m.super_options = "rw,size=50%";
+  EXPECT_FALSE(m.size_limit());
+  m.super_options = "rw,size=";
+  EXPECT_FALSE(m.size_limit());
+  m.super_options = "rw,size=99999999999999999999k";
+  EXPECT_FALSE(m.size_limit());
+  m.super_options = "rw,pagesize=2M";
+  EXPECT_FALSE(m.size_limit());
+  m.super_options = "";
+  EXPECT_FALSE(m.size_limit());
+}
+
+TEST(Mountinfo, FindCgroup2OnHybridHost) {
+  auto mounts = parse_mountinfo(kSample);
+  EXPECT_EQ(find_cgroup2_mount(mounts), "/sys/fs/cgroup/unified");
+
+  auto v1_only =
+      parse_mountinfo("31 30 0:28 / /sys/fs/cgroup/cpu rw shared:10 - cgroup cgroup rw,cpu\n");
+  EXPECT_FALSE(find_cgroup2_mount(v1_only));
+  EXPECT_FALSE(find_cgroup2_mount({}));
+}
+
+TEST(Mountinfo, FindById) {
+  auto mounts = parse_mountinfo(kSample);
+  const MountInfo *m = find_by_id(mounts, 612);
+  ASSERT_NE(m, nullptr);
+  EXPECT_EQ(m->mountpoint, "/var/lib/app/shm");
+  EXPECT_EQ(find_by_id(mounts, 9999), nullptr);
+}
+
+TEST(Mountinfo, SkipsMalformedLines) {
+  auto mounts = parse_mountinfo("\n"
+                                "garbage\n"
+                                "1 2 0:3 / /a rw tmpfs tmpfs rw\n"            // no separator
+                                "1 2 0:3 / /a rw - tmpfs tmpfs\n"             // too few after -
+                                "1 2 0:3 / /a rw - tmpfs tmpfs rw extra\n"    // too many after -
+                                "x 2 0:3 / /a rw - tmpfs tmpfs rw\n"          // bad id
+                                "1 2 03 / /a rw - tmpfs tmpfs rw\n"           // bad dev
+                                "1 2 0:3x / /a rw - tmpfs tmpfs rw\n"         // bad dev
+                                "1 2 0:3 / - - tmpfs tmpfs rw\n"              // separator too early
+                                "1 2 0:3 / /a rw -  tmpfs rw\n"               // empty fstype
+                                "7 2 0:3 / /ok rw - tmpfs tmpfs rw,size=1k"); // valid, no newline
+  ASSERT_EQ(mounts.size(), 1u);
+  EXPECT_EQ(mounts[0].mnt_id, 7u);
+  EXPECT_EQ(mounts[0].size_limit(), 1024u);
+  EXPECT_TRUE(parse_mountinfo("").empty());
+}
+
+TEST(Mountinfo, CrlfLineEndings) {
+  auto mounts = parse_mountinfo("1 2 0:3 / /a rw - tmpfs tmpfs rw\r\n");
+  ASSERT_EQ(mounts.size(), 1u);
+  EXPECT_EQ(mounts[0].super_options, "rw");
+}
+
+TEST(Mountinfo, JoinMountPathRootSlash) {
+  MountInfo m;
+  m.root = "/";
+  m.mountpoint = "/dev/shm";
+  EXPECT_EQ(join_mount_path(m, "/dir/leaf"), "/dev/shm/dir/leaf");
+  EXPECT_EQ(join_mount_path(m, "/leaf"), "/dev/shm/leaf");
+  EXPECT_EQ(join_mount_path(m, "/"), "/dev/shm");
+  EXPECT_EQ(join_mount_path(m, ""), "/dev/shm");
+  EXPECT_EQ(join_mount_path(m, "leaf"), "/dev/shm/leaf");
+}
+
+TEST(Mountinfo, JoinMountPathSubRoot) {
+  MountInfo m;
+  m.root = "/sub";
+  m.mountpoint = "/var/lib/app/shm";
+  EXPECT_EQ(join_mount_path(m, "/sub/dir/leaf"), "/var/lib/app/shm/dir/leaf");
+  EXPECT_EQ(join_mount_path(m, "/sub/leaf"), "/var/lib/app/shm/leaf");
+  EXPECT_EQ(join_mount_path(m, "/sub"), "/var/lib/app/shm");
+  EXPECT_EQ(join_mount_path(m, "/sub/"), "/var/lib/app/shm");
+  EXPECT_FALSE(join_mount_path(m, "/other/leaf"));
+  EXPECT_FALSE(join_mount_path(m, "/subdir/leaf"));
+  EXPECT_FALSE(join_mount_path(m, "/"));
+}
+
+TEST(Mountinfo, JoinMountPathMountpointSlash) {
+  MountInfo m;
+  m.root = "/";
+  m.mountpoint = "/";
+  EXPECT_EQ(join_mount_path(m, "/dir/leaf"), "/dir/leaf");
+  EXPECT_EQ(join_mount_path(m, "/"), "/");
+
+  m.root = "/sub";
+  EXPECT_EQ(join_mount_path(m, "/sub/leaf"), "/leaf");
+  EXPECT_EQ(join_mount_path(m, "/sub"), "/");
+}
+
+TEST(Mountinfo, ReadSelf) {
+  auto self = read_mountinfo(0);
+  ASSERT_FALSE(self.empty());
+  bool has_root = false;
+  for (const auto &m : self)
+    has_root = has_root || m.mountpoint == "/";
+  EXPECT_TRUE(has_root);
+  EXPECT_EQ(read_mountinfo(-1).size(), self.size());
+  EXPECT_TRUE(read_mountinfo(0x7ffffffe).empty()); // no such pid
+}
+
+} // namespace
+} // namespace shmbpf

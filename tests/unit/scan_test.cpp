@@ -1,0 +1,238 @@
+#include "sources/mountinfo.hpp"
+#include "sources/tmpfs_scan.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fcntl.h>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <unistd.h>
+
+namespace shmbpf {
+namespace {
+
+// A fresh directory under /dev/shm, removed (with anything mounted below it
+// unmounted first) when the test ends.
+class ShmDir {
+public:
+  ShmDir() {
+    char tmpl[] = "/dev/shm/shmbpf-scan-test-XXXXXX";
+    if (::mkdtemp(tmpl) != nullptr)
+      path_ = tmpl;
+  }
+  ShmDir(const ShmDir &) = delete;
+  ShmDir &operator=(const ShmDir &) = delete;
+  ~ShmDir() {
+    for (auto it = mounts_.rbegin(); it != mounts_.rend(); ++it)
+      ::umount2(it->c_str(), MNT_DETACH);
+    if (!path_.empty()) {
+      std::error_code ec;
+      std::filesystem::remove_all(path_, ec);
+    }
+  }
+  const std::string &path() const { return path_; }
+  std::string operator/(const std::string &rel) const { return path_ + "/" + rel; }
+  void track_mount(std::string p) { mounts_.push_back(std::move(p)); }
+
+private:
+  std::string path_;
+  std::vector<std::string> mounts_;
+};
+
+void write_file(const std::string &path, size_t size) {
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  ASSERT_GE(fd, 0) << path;
+  std::string data(size, 'x');
+  size_t off = 0;
+  while (off < size) {
+    ssize_t n = ::write(fd, data.data() + off, size - off);
+    ASSERT_GT(n, 0) << path;
+    off += static_cast<size_t>(n);
+  }
+  ::close(fd);
+}
+
+std::map<std::string, TmpfsFile> by_path(const std::vector<TmpfsFile> &files) {
+  std::map<std::string, TmpfsFile> m;
+  for (const auto &f : files)
+    m.emplace(f.path, f);
+  return m;
+}
+
+class TmpfsScan : public ::testing::Test {
+protected:
+  void SetUp() override {
+    ASSERT_FALSE(dir_.path().empty()) << "mkdtemp under /dev/shm failed";
+    for (const char *d : {"a", "a/b", "a/b/c", "a/b/c/d"})
+      ASSERT_EQ(::mkdir((dir_ / d).c_str(), 0755), 0) << d;
+    // Paths relative to dir_ with their sizes; depth as find(1) counts it.
+    files_ = {{"top.bin", 4096},           // depth 1
+              {"empty.bin", 0},            // depth 1, no pages
+              {"we ird\nname", 3},         // depth 1
+              {"a/one.bin", 100},          // depth 2
+              {"a/b/two.bin", 8193},       // depth 3
+              {"a/b/c/three.bin", 1},      // depth 4
+              {"a/b/c/d/four.bin", 5000}}; // depth 5
+    for (const auto &[rel, size] : files_)
+      write_file(dir_ / rel, size);
+    ASSERT_EQ(::link((dir_ / "top.bin").c_str(), (dir_ / "top.hard").c_str()), 0);
+    ASSERT_EQ(::symlink("top.bin", (dir_ / "link").c_str()), 0);
+    ASSERT_EQ(::symlink("a", (dir_ / "dirlink").c_str()), 0);
+    ASSERT_EQ(::mkfifo((dir_ / "fifo").c_str(), 0600), 0);
+  }
+
+  ShmDir dir_;
+  std::vector<std::pair<std::string, size_t>> files_;
+};
+
+TEST_F(TmpfsScan, MatchesFstat) {
+  auto found = by_path(scan_tmpfs_mount(dir_.path()));
+  // Default depth 4: everything but four.bin, plus the hard link.
+  std::vector<std::string> expected = {"top.bin",   "top.hard",    "empty.bin",      "we ird\nname",
+                                       "a/one.bin", "a/b/two.bin", "a/b/c/three.bin"};
+  ASSERT_EQ(found.size(), expected.size());
+  for (const auto &rel : expected) {
+    std::string abs = dir_ / rel;
+    auto it = found.find(abs);
+    ASSERT_NE(it, found.end()) << rel;
+    const TmpfsFile &f = it->second;
+
+    int fd = ::open(abs.c_str(), O_RDONLY | O_CLOEXEC);
+    ASSERT_GE(fd, 0);
+    struct stat st;
+    ASSERT_EQ(::fstat(fd, &st), 0);
+    ::close(fd);
+
+    EXPECT_EQ(f.dev, kernel_dev(st.st_dev)) << rel;
+    EXPECT_EQ(f.ino, st.st_ino) << rel;
+    EXPECT_EQ(f.size, static_cast<uint64_t>(st.st_size)) << rel;
+    EXPECT_EQ(f.bytes, static_cast<uint64_t>(st.st_blocks) * 512) << rel;
+    EXPECT_EQ(f.uid, st.st_uid) << rel;
+    EXPECT_EQ(f.nlink, st.st_nlink) << rel;
+    EXPECT_EQ(f.mtime_s, st.st_mtim.tv_sec) << rel;
+    EXPECT_EQ(f.leaf, rel.substr(rel.rfind('/') + 1)) << rel;
+  }
+
+  EXPECT_EQ(found.at(dir_ / "a/b/two.bin").size, 8193u);
+  EXPECT_GE(found.at(dir_ / "a/b/two.bin").bytes, 8193u);
+  EXPECT_GT(found.at(dir_ / "top.bin").bytes, 0u);
+  EXPECT_EQ(found.at(dir_ / "empty.bin").bytes, 0u);
+  EXPECT_EQ(found.at(dir_ / "top.bin").nlink, 2u);
+  EXPECT_EQ(found.at(dir_ / "top.bin").ino, found.at(dir_ / "top.hard").ino);
+}
+
+TEST_F(TmpfsScan, SkipsSymlinksAndFifos) {
+  for (const auto &f : scan_tmpfs_mount(dir_.path(), 10)) {
+    EXPECT_NE(f.leaf, "link");
+    EXPECT_NE(f.leaf, "fifo");
+    // Nothing reached through the directory symlink.
+    EXPECT_EQ(f.path.find("/dirlink/"), std::string::npos) << f.path;
+  }
+  EXPECT_EQ(scan_tmpfs_mount(dir_.path(), 10).size(), files_.size() + 1);
+}
+
+TEST_F(TmpfsScan, HonoursMaxDepth) {
+  auto count = [&](int depth) { return scan_tmpfs_mount(dir_.path(), depth).size(); };
+  EXPECT_EQ(count(0), 0u);
+  EXPECT_EQ(count(-3), 0u);
+  EXPECT_EQ(count(1), 4u); // top.bin, top.hard, empty.bin, "we ird\nname"
+  EXPECT_EQ(count(2), 5u);
+  EXPECT_EQ(count(3), 6u);
+  EXPECT_EQ(count(4), 7u);
+  EXPECT_EQ(count(5), 8u);
+  EXPECT_EQ(count(100), 8u);
+
+  auto shallow = by_path(scan_tmpfs_mount(dir_.path(), 1));
+  EXPECT_TRUE(shallow.count(dir_ / "top.bin"));
+  EXPECT_FALSE(shallow.count(dir_ / "a/one.bin"));
+}
+
+TEST_F(TmpfsScan, HonoursMaxFiles) {
+  EXPECT_EQ(scan_tmpfs_mount(dir_.path(), 10, 3).size(), 3u);
+  EXPECT_EQ(scan_tmpfs_mount(dir_.path(), 10, 0).size(), 0u);
+}
+
+TEST_F(TmpfsScan, TrailingSlashAndMissingDir) {
+  auto files = scan_tmpfs_mount(dir_.path() + "/", 1);
+  ASSERT_EQ(files.size(), 4u);
+  for (const auto &f : files)
+    EXPECT_EQ(f.path, dir_ / f.leaf);
+  EXPECT_TRUE(scan_tmpfs_mount(dir_ / "does-not-exist").empty());
+  EXPECT_TRUE(scan_tmpfs_mount(dir_ / "top.bin").empty());
+}
+
+TEST_F(TmpfsScan, DoesNotCrossMounts) {
+  std::string inner = dir_ / "a/inner";
+  ASSERT_EQ(::mkdir(inner.c_str(), 0755), 0);
+  if (::mount("shmbpf-test", inner.c_str(), "tmpfs", 0, "size=1m") != 0)
+    GTEST_SKIP() << "cannot mount tmpfs: " << std::strerror(errno);
+  dir_.track_mount(inner);
+  write_file(inner + "/hidden.bin", 10);
+
+  for (const auto &f : scan_tmpfs_mount(dir_.path(), 10))
+    EXPECT_NE(f.leaf, "hidden.bin");
+  // Scanning the inner mount itself does see it.
+  auto inner_files = scan_tmpfs_mount(inner);
+  ASSERT_EQ(inner_files.size(), 1u);
+  EXPECT_EQ(inner_files[0].path, inner + "/hidden.bin");
+}
+
+TEST_F(TmpfsScan, DevMatchesMountinfo) {
+  struct stat st;
+  ASSERT_EQ(::stat(dir_.path().c_str(), &st), 0);
+  // The topmost mount on /dev/shm is the last one listed.
+  const MountInfo *shm = nullptr;
+  auto mounts = read_mountinfo(0);
+  for (const auto &m : mounts)
+    if (m.mountpoint == "/dev/shm")
+      shm = &m;
+  ASSERT_NE(shm, nullptr);
+  EXPECT_TRUE(shm->is_tmpfs());
+  EXPECT_EQ(shm->dev, kernel_dev(st.st_dev));
+}
+
+TEST(TmpfsScanPerf, ManyFiles) {
+  ShmDir dir;
+  ASSERT_FALSE(dir.path().empty());
+  constexpr int kDirs = 20, kPerDir = 500;
+  for (int d = 0; d < kDirs; ++d) {
+    std::string sub = dir / ("d" + std::to_string(d));
+    ASSERT_EQ(::mkdir(sub.c_str(), 0755), 0);
+    for (int i = 0; i < kPerDir; ++i) {
+      int fd =
+          ::open((sub + "/f" + std::to_string(i)).c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+      ASSERT_GE(fd, 0);
+      ::close(fd);
+    }
+  }
+  auto files = scan_tmpfs_mount(dir.path());
+  EXPECT_EQ(files.size(), static_cast<size_t>(kDirs * kPerDir));
+  EXPECT_EQ(scan_tmpfs_mount(dir.path(), 4, 1234).size(), 1234u);
+}
+
+TEST(KernelDev, Encoding) {
+  EXPECT_EQ(kernel_dev(makedev(0, 23)), 23u);
+  EXPECT_EQ(kernel_dev(makedev(259, 1)), (259u << 20) | 1u);
+  EXPECT_EQ(kernel_dev(makedev(8, 0x12345)), (8u << 20) | 0x12345u);
+}
+
+TEST(ShmNameHash, Fnv1a64Vectors) {
+  EXPECT_EQ(shm_name_hash(""), 0xcbf29ce484222325ULL);
+  EXPECT_EQ(shm_name_hash("a"), 0xaf63dc4c8601ec8cULL);
+  EXPECT_EQ(shm_name_hash("foobar"), 0x85944171f73967e8ULL);
+  // Bytes are hashed unsigned: a high byte must not sign-extend.
+  EXPECT_NE(shm_name_hash("\xff"), shm_name_hash("\x7f"));
+  // The whole view is hashed, embedded NULs included.
+  EXPECT_NE(shm_name_hash(std::string_view("a\0b", 3)), shm_name_hash("ab"));
+}
+
+} // namespace
+} // namespace shmbpf

@@ -1,0 +1,494 @@
+#include "views/trace_view.hpp"
+
+#include "views/escape.hpp"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <cerrno>
+#include <cstdlib>
+#include <ctime>
+#include <limits>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace shmbpf {
+namespace {
+
+using nlohmann::json;
+
+// 2023-11-14T22:13:20Z as CLOCK_REALTIME at boot.
+constexpr int64_t boot_epoch_ns = 1'700'000'000'000'000'000;
+const TraceClock test_clock{boot_epoch_ns};
+
+// The nastiest strings a file name or comm can carry.
+const std::string esc_title = "\x1b]0;x\x07\n";
+const std::string nasty = "a\x1b[2J\n\t\xff\xc2\x9b\xe2\x80\xae\\z";
+
+// Local time is used by trace_line; pin it to UTC for exact comparisons.
+class ScopedUtc {
+public:
+  ScopedUtc() {
+    if (const char *tz = std::getenv("TZ"))
+      old_ = tz;
+    setenv("TZ", "UTC", 1);
+    tzset();
+  }
+  ~ScopedUtc() {
+    if (old_)
+      setenv("TZ", old_->c_str(), 1);
+    else
+      unsetenv("TZ");
+    tzset();
+  }
+
+private:
+  std::optional<std::string> old_;
+};
+
+bool has_raw_control(std::string_view s) {
+  for (char c : s) {
+    const auto b = static_cast<unsigned char>(c);
+    if (b < 0x20 || b == 0x7f)
+      return true;
+  }
+  return false;
+}
+
+Kind kind_of(EventType t) {
+  switch (t) {
+  case EventType::memfd_create:
+    return Kind::memfd;
+  case EventType::shmget:
+  case EventType::shmat:
+  case EventType::shmdt:
+  case EventType::shm_rmid:
+    return Kind::sysv;
+  case EventType::sigbus:
+  case EventType::exit:
+  case EventType::exec:
+    return Kind::none;
+  default:
+    return Kind::tmpfs;
+  }
+}
+
+const std::vector<EventType> all_types = {
+    EventType::create, EventType::open,     EventType::memfd_create, EventType::resize,
+    EventType::unlink, EventType::rename,   EventType::shmget,       EventType::shmat,
+    EventType::shmdt,  EventType::shm_rmid, EventType::free,         EventType::sigbus,
+    EventType::exit,   EventType::exec};
+
+// Every field set, every string hostile.
+Event hostile_event(EventType t) {
+  Event e;
+  e.type = t;
+  e.kind = kind_of(t);
+  e.origin = Origin::openat;
+  e.ts_ns = 1'500'000'123;
+  e.pid = 4242;
+  e.tid = 4243;
+  e.ppid = 1;
+  e.uid = 1000;
+  e.mntns = 4026531841u;
+  e.ipcns = 4026531839u;
+  e.cgroup_id = std::numeric_limits<uint64_t>::max();
+  e.comm = nasty;
+  e.dev = (0u << 20) | 23u;
+  e.ino = 123;
+  e.size = 4096;
+  e.bytes = 8192;
+  e.arg_size = 65536;
+  e.flags = 0x42;
+  e.mode = 0600;
+  e.fd = 3;
+  e.is_new = true;
+  e.truncated = true;
+  e.unlinked = true;
+  e.folios = 2;
+  e.path = nasty;
+  e.name = nasty;
+  e.newpath = nasty;
+  e.full_path = "/dev/shm/" + nasty;
+  e.dirfd = 5;
+  e.shmid = 7;
+  e.key = 0x1234;
+  e.addr = 0x7f0000001000;
+  e.created = 1;
+  e.target_pid = 99;
+  e.target_comm = nasty;
+  e.si_code = 2;
+  e.exit_code = 9;
+  e.old_pid = 4242;
+  e.filename = nasty;
+  return e;
+}
+
+// Column start offsets of the header, so lines can be checked against it.
+std::size_t header_col(std::string_view name) { return trace_header().find(name); }
+
+// ---------------------------------------------------------------- errno_name
+
+TEST(ErrnoName, CommonNames) {
+  EXPECT_EQ(errno_name(EPERM), "EPERM");
+  EXPECT_EQ(errno_name(ENOENT), "ENOENT");
+  EXPECT_EQ(errno_name(EINTR), "EINTR");
+  EXPECT_EQ(errno_name(EIO), "EIO");
+  EXPECT_EQ(errno_name(EBADF), "EBADF");
+  EXPECT_EQ(errno_name(EAGAIN), "EAGAIN");
+  EXPECT_EQ(errno_name(ENOMEM), "ENOMEM");
+  EXPECT_EQ(errno_name(EACCES), "EACCES");
+  EXPECT_EQ(errno_name(EFAULT), "EFAULT");
+  EXPECT_EQ(errno_name(EBUSY), "EBUSY");
+  EXPECT_EQ(errno_name(EEXIST), "EEXIST");
+  EXPECT_EQ(errno_name(ENOTDIR), "ENOTDIR");
+  EXPECT_EQ(errno_name(EISDIR), "EISDIR");
+  EXPECT_EQ(errno_name(EINVAL), "EINVAL");
+  EXPECT_EQ(errno_name(ENFILE), "ENFILE");
+  EXPECT_EQ(errno_name(EMFILE), "EMFILE");
+  EXPECT_EQ(errno_name(EFBIG), "EFBIG");
+  EXPECT_EQ(errno_name(ENOSPC), "ENOSPC");
+  EXPECT_EQ(errno_name(EROFS), "EROFS");
+  EXPECT_EQ(errno_name(ENAMETOOLONG), "ENAMETOOLONG");
+  EXPECT_EQ(errno_name(EOPNOTSUPP), "EOPNOTSUPP");
+  EXPECT_EQ(errno_name(EIDRM), "EIDRM");
+  EXPECT_EQ(errno_name(ENOSYS), "ENOSYS");
+}
+
+TEST(ErrnoName, UnknownIsDecimal) {
+  EXPECT_EQ(errno_name(0), "0");
+  EXPECT_EQ(errno_name(4095), "4095");
+  EXPECT_EQ(errno_name(-5), "-5");
+}
+
+// ---------------------------------------------------------------- TraceClock
+
+TEST(TraceClock, NowIsRealtimeMinusBoottime) {
+  timespec r{}, b{};
+  clock_gettime(CLOCK_REALTIME, &r);
+  clock_gettime(CLOCK_BOOTTIME, &b);
+  const int64_t expect = (int64_t{r.tv_sec} - b.tv_sec) * 1'000'000'000 + (r.tv_nsec - b.tv_nsec);
+  const TraceClock c = TraceClock::now();
+  EXPECT_GT(c.boot_to_realtime_ns, 0);
+  EXPECT_LT(std::llabs(c.boot_to_realtime_ns - expect), 1'000'000'000); // within a second
+}
+
+// ---------------------------------------------------------------- trace_line
+
+TEST(TraceHeader, NamesEveryColumnOnOneLine) {
+  const std::string h = trace_header();
+  EXPECT_EQ(h.rfind("TIME", 0), 0u);
+  std::size_t prev = 0;
+  for (const char *col :
+       {"PID", "COMM", "EVENT", "KIND", "SIZE", "RESULT", "PATH/NAME", "DETAILS"}) {
+    const std::size_t at = h.find(col);
+    ASSERT_NE(at, std::string::npos) << col;
+    EXPECT_GT(at, prev) << col;
+    prev = at;
+  }
+  EXPECT_FALSE(has_raw_control(h));
+}
+
+TEST(TraceLine, CreateLineMatchesHeaderColumns) {
+  ScopedUtc utc;
+  Event e;
+  e.type = EventType::create;
+  e.kind = Kind::tmpfs;
+  e.ts_ns = 1'500'000'123;
+  e.pid = 4242;
+  e.comm = "writer";
+  e.dev = 23;
+  e.ino = 123;
+  e.size = 4096;
+  e.flags = 0x42;
+  e.mode = 0600;
+  e.fd = 3;
+  e.is_new = true;
+  e.path = "seg";
+  e.full_path = "/dev/shm/seg";
+  const std::string line = trace_line(e, test_clock);
+  EXPECT_EQ(line.find("22:13:21.500"), 0u) << line;
+  EXPECT_EQ(line.find("4242"), header_col("PID")) << line;
+  EXPECT_EQ(line.find("writer"), header_col("COMM")) << line;
+  EXPECT_EQ(line.find("create"), header_col("EVENT")) << line;
+  EXPECT_EQ(line.find("tmpfs"), header_col("KIND")) << line;
+  EXPECT_EQ(line.find("4096"), header_col("SIZE")) << line;
+  EXPECT_EQ(line.find("ok"), header_col("RESULT")) << line;
+  EXPECT_EQ(line.find("/dev/shm/seg"), header_col("PATH/NAME")) << line;
+  const std::string tail = line.substr(line.find("/dev/shm/seg"));
+  EXPECT_EQ(tail, "/dev/shm/seg  dev=0:23 ino=123 fd=3 flags=0x42 mode=0600 new");
+}
+
+TEST(TraceLine, ErrorShowsErrnoName) {
+  Event e;
+  e.type = EventType::resize;
+  e.kind = Kind::tmpfs;
+  e.ret = -ENOSPC;
+  e.err = ENOSPC;
+  e.name = "/big";
+  const std::string line = trace_line(e, test_clock);
+  EXPECT_EQ(line.find("ENOSPC"), header_col("RESULT")) << line;
+  EXPECT_NE(line.find(" /big"), std::string::npos) << line;
+}
+
+TEST(TraceLine, PathColumnFallbacks) {
+  Event e;
+  e.type = EventType::memfd_create;
+  e.kind = Kind::memfd;
+  e.path = "cache";
+  EXPECT_NE(trace_line(e, test_clock).find(" memfd:cache"), std::string::npos);
+  e.name = "memfd:cache (deleted)";
+  EXPECT_NE(trace_line(e, test_clock).find(" memfd:cache (deleted)"), std::string::npos);
+
+  Event s;
+  s.type = EventType::shmget;
+  s.kind = Kind::sysv;
+  s.key = 0xbeef;
+  s.shmid = 5;
+  s.arg_size = 1 << 20;
+  s.created = 1;
+  const std::string line = trace_line(s, test_clock);
+  EXPECT_EQ(line.find("key=0xbeef"), header_col("PATH/NAME")) << line;
+  EXPECT_EQ(line.find("1048576"), header_col("SIZE")) << line;
+  EXPECT_NE(line.find("shmid=5 key=0xbeef created"), std::string::npos) << line;
+}
+
+TEST(TraceLine, DetailsPerEventType) {
+  Event fr;
+  fr.type = EventType::free;
+  fr.kind = Kind::tmpfs;
+  fr.dev = 23;
+  fr.ino = 7;
+  fr.bytes = 4096;
+  fr.folios = 1;
+  fr.unlinked = true;
+  EXPECT_NE(trace_line(fr, test_clock).find("bytes=4096 folios=1 unlinked"), std::string::npos);
+
+  Event sb;
+  sb.type = EventType::sigbus;
+  sb.target_pid = 1234;
+  sb.target_comm = "victim";
+  sb.si_code = 2;
+  EXPECT_NE(trace_line(sb, test_clock).find("target=1234(victim) code=2"), std::string::npos);
+
+  Event ex;
+  ex.type = EventType::exit;
+  ex.exit_code = 3 << 8;
+  EXPECT_NE(trace_line(ex, test_clock).find("exit=3"), std::string::npos);
+  ex.exit_code = 9;
+  EXPECT_NE(trace_line(ex, test_clock).find("sig=9"), std::string::npos);
+  EXPECT_EQ(trace_line(ex, test_clock).find("exit="), std::string::npos);
+
+  Event exe;
+  exe.type = EventType::exec;
+  exe.pid = 10;
+  exe.old_pid = 10;
+  exe.filename = "/usr/bin/app";
+  EXPECT_NE(trace_line(exe, test_clock).find(" -  /usr/bin/app"), std::string::npos);
+
+  Event rn;
+  rn.type = EventType::rename;
+  rn.kind = Kind::tmpfs;
+  rn.path = "a";
+  rn.newpath = "b";
+  rn.full_path = "/dev/shm/a";
+  EXPECT_NE(trace_line(rn, test_clock).find("/dev/shm/a  -> b"), std::string::npos);
+}
+
+TEST(TraceLine, HostileStringsNeverReachTheTerminal) {
+  for (EventType t : all_types) {
+    const std::string line = trace_line(hostile_event(t), test_clock);
+    EXPECT_FALSE(has_raw_control(line)) << escape_text(line);
+    EXPECT_EQ(line.find("\xe2\x80\xae"), std::string::npos) << escape_text(line);
+    EXPECT_EQ(line.find("\xc2\x9b"), std::string::npos) << escape_text(line);
+    EXPECT_NE(line.find(escape_text(nasty)), std::string::npos) << escape_text(line);
+  }
+}
+
+// ---------------------------------------------------------------- trace_json
+
+TEST(TraceJson, EveryTypeIsOneParseableLine) {
+  for (EventType t : all_types) {
+    const std::string out = trace_json(hostile_event(t), test_clock);
+    ASSERT_FALSE(has_raw_control(out)) << escape_text(out); // includes '\n'
+    json j;
+    ASSERT_NO_THROW(j = json::parse(out)) << escape_text(out);
+    ASSERT_TRUE(j.is_object());
+    EXPECT_EQ(j["event"], std::string(to_string(t)));
+    EXPECT_EQ(j["ts_ns"], 1'500'000'123u);
+    EXPECT_EQ(j["time"], "2023-11-14T22:13:21.500000123Z");
+    EXPECT_EQ(j["pid"], 4242);
+    EXPECT_EQ(j["tid"], 4243);
+    EXPECT_EQ(j["ppid"], 1);
+    EXPECT_EQ(j["uid"], 1000);
+    EXPECT_EQ(j["comm"], escape_text(nasty));
+    EXPECT_EQ(j["cgroup_id"].get<uint64_t>(), std::numeric_limits<uint64_t>::max());
+    EXPECT_EQ(j["mntns"], 4026531841u);
+    EXPECT_EQ(j["ipcns"], 4026531839u);
+    EXPECT_EQ(j["errno"], 0);
+    EXPECT_EQ(j["ret"], 0);
+    if (kind_of(t) == Kind::none)
+      EXPECT_TRUE(j["kind"].is_null());
+    else
+      EXPECT_EQ(j["kind"], std::string(to_string(kind_of(t))));
+  }
+}
+
+TEST(TraceJson, FileEventFields) {
+  const json j = json::parse(trace_json(hostile_event(EventType::create), test_clock));
+  EXPECT_EQ(j["dev"], "0:23");
+  EXPECT_EQ(j["ino"], 123);
+  EXPECT_EQ(j["size"], 4096);
+  EXPECT_EQ(j["bytes"], 8192);
+  EXPECT_EQ(j["path"], "/dev/shm/" + escape_text(nasty));
+  EXPECT_EQ(j["path_arg"], escape_text(nasty));
+  EXPECT_EQ(j["name"], escape_text(nasty));
+  EXPECT_EQ(j["flags"], 0x42);
+  EXPECT_EQ(j["mode"], 0600);
+  EXPECT_EQ(j["fd"], 3);
+  EXPECT_EQ(j["new"], true);
+  EXPECT_EQ(j["origin"], "openat");
+  EXPECT_EQ(j["truncated"], true);
+  EXPECT_FALSE(j.contains("arg_size"));
+
+  const json o = json::parse(trace_json(hostile_event(EventType::open), test_clock));
+  EXPECT_FALSE(o.contains("new"));
+
+  Event r = hostile_event(EventType::resize);
+  r.origin = Origin::ftruncate;
+  const json rj = json::parse(trace_json(r, test_clock));
+  EXPECT_EQ(rj["arg_size"], 65536);
+  EXPECT_EQ(rj["origin"], "ftruncate");
+  EXPECT_FALSE(rj.contains("path_arg"));
+  EXPECT_FALSE(rj.contains("new"));
+}
+
+TEST(TraceJson, PathFallsBackToNameThenArgument) {
+  Event e = hostile_event(EventType::open);
+  e.full_path.clear();
+  e.name = "/in-mount";
+  EXPECT_EQ(json::parse(trace_json(e, test_clock))["path"], "/in-mount");
+  e.name.clear();
+  e.path = "rel";
+  EXPECT_EQ(json::parse(trace_json(e, test_clock))["path"], "rel");
+}
+
+TEST(TraceJson, FreeFields) {
+  const json j = json::parse(trace_json(hostile_event(EventType::free), test_clock));
+  EXPECT_EQ(j["dev"], "0:23");
+  EXPECT_EQ(j["ino"], 123);
+  EXPECT_EQ(j["bytes"], 8192);
+  EXPECT_EQ(j["folios"], 2);
+  EXPECT_EQ(j["nlink"], 0);
+  EXPECT_EQ(j["unlinked"], true);
+}
+
+TEST(TraceJson, UnlinkAndRenameFields) {
+  Event u = hostile_event(EventType::unlink);
+  u.full_path.clear();
+  json j = json::parse(trace_json(u, test_clock));
+  EXPECT_EQ(j["path"], escape_text(nasty));
+  EXPECT_EQ(j["path_arg"], escape_text(nasty));
+  EXPECT_EQ(j["dirfd"], 5);
+  EXPECT_EQ(j["dev"], "0:23");
+  EXPECT_EQ(j["ino"], 123);
+  EXPECT_FALSE(j.contains("newpath"));
+
+  u.ino = 0;
+  j = json::parse(trace_json(u, test_clock));
+  EXPECT_FALSE(j.contains("dev"));
+  EXPECT_FALSE(j.contains("ino"));
+
+  Event r = hostile_event(EventType::rename);
+  r.newpath = "new\nname";
+  j = json::parse(trace_json(r, test_clock));
+  EXPECT_EQ(j["path"], "/dev/shm/" + escape_text(nasty));
+  EXPECT_EQ(j["newpath"], "new\\nname");
+}
+
+TEST(TraceJson, SysvFields) {
+  Event g = hostile_event(EventType::shmget);
+  json j = json::parse(trace_json(g, test_clock));
+  EXPECT_EQ(j["shmid"], 7);
+  EXPECT_EQ(j["key"], 0x1234);
+  EXPECT_EQ(j["size"], 65536); // arg_size for shmget
+  EXPECT_EQ(j["addr"], 0x7f0000001000u);
+  EXPECT_EQ(j["shmflg"], 0x42);
+  EXPECT_EQ(j["created"], true);
+  g.created = 0;
+  EXPECT_EQ(json::parse(trace_json(g, test_clock))["created"], false);
+  g.created = 2;
+  EXPECT_TRUE(json::parse(trace_json(g, test_clock))["created"].is_null());
+
+  Event d = hostile_event(EventType::shmdt);
+  d.shmid = -1;
+  j = json::parse(trace_json(d, test_clock));
+  EXPECT_EQ(j["shmid"], -1);
+  EXPECT_EQ(j["size"], 4096);
+}
+
+TEST(TraceJson, ProcessEventFields) {
+  json j = json::parse(trace_json(hostile_event(EventType::sigbus), test_clock));
+  EXPECT_EQ(j["target_pid"], 99);
+  EXPECT_EQ(j["target_comm"], escape_text(nasty));
+  EXPECT_EQ(j["si_code"], 2);
+  EXPECT_FALSE(j.contains("path"));
+
+  Event x = hostile_event(EventType::exit);
+  x.exit_code = (3 << 8);
+  j = json::parse(trace_json(x, test_clock));
+  EXPECT_EQ(j["exit_code"], 768);
+  EXPECT_EQ(j["exit_status"], 3);
+  EXPECT_EQ(j["signal"], 0);
+  x.exit_code = 0x80 | 11; // SIGSEGV with core
+  j = json::parse(trace_json(x, test_clock));
+  EXPECT_EQ(j["exit_status"], 0);
+  EXPECT_EQ(j["signal"], 11);
+
+  j = json::parse(trace_json(hostile_event(EventType::exec), test_clock));
+  EXPECT_EQ(j["filename"], escape_text(nasty));
+  EXPECT_EQ(j["old_pid"], 4242);
+}
+
+TEST(TraceJson, ErrorsAndNegativeNumbers) {
+  Event e = hostile_event(EventType::open);
+  e.ret = -EACCES;
+  e.err = EACCES;
+  e.fd = -1;
+  const json j = json::parse(trace_json(e, test_clock));
+  EXPECT_EQ(j["errno"], EACCES);
+  EXPECT_EQ(j["ret"], -EACCES);
+  EXPECT_EQ(j["fd"], -1);
+}
+
+TEST(TraceJson, TerminalTitleSequenceRoundTripsAsText) {
+  Event e = hostile_event(EventType::create);
+  e.full_path = "/dev/shm/" + esc_title;
+  const std::string out = trace_json(e, test_clock);
+  EXPECT_EQ(out.find('\n'), std::string::npos);
+  const std::string path = json::parse(out)["path"];
+  EXPECT_EQ(path, "/dev/shm/\\x1b]0;x\\x07\\n");
+  EXPECT_EQ(path.find('\x1b'), std::string::npos);
+  EXPECT_EQ(path.find('\x07'), std::string::npos);
+  EXPECT_EQ(path.find('\n'), std::string::npos);
+}
+
+TEST(TraceJson, InvalidUtf8AndBidiRoundTripAsText) {
+  Event e = hostile_event(EventType::open);
+  e.full_path = "/dev/shm/\xff\xe2\x80\xae";
+  const std::string path = json::parse(trace_json(e, test_clock))["path"];
+  EXPECT_EQ(path, "/dev/shm/\\xff\\u{202e}");
+}
+
+TEST(TraceJson, TimeBeforeSecondBoundary) {
+  Event e = hostile_event(EventType::exit);
+  e.ts_ns = 999'999'999;
+  EXPECT_EQ(json::parse(trace_json(e, test_clock))["time"], "2023-11-14T22:13:20.999999999Z");
+  e.ts_ns = 0;
+  // Floor division: one nanosecond before the epoch, not a negative fraction.
+  EXPECT_EQ(json::parse(trace_json(e, TraceClock{-1}))["time"], "1969-12-31T23:59:59.999999999Z");
+}
+
+} // namespace
+} // namespace shmbpf

@@ -1,0 +1,79 @@
+#include "cli/app.hpp"
+
+#include "decode/result.hpp"
+
+#include <algorithm>
+#include <cstdio>
+
+namespace shmbpf {
+
+bool TraceOptions::matches(const Event &e) const {
+  if (!pids.empty() &&
+      std::find(pids.begin(), pids.end(), e.pid) == pids.end() &&
+      !(e.type == EventType::sigbus &&
+        std::find(pids.begin(), pids.end(), e.target_pid) != pids.end()))
+    return false;
+  if (!comms.empty() && std::find(comms.begin(), comms.end(), e.comm) == comms.end())
+    return false;
+  if (!kinds.empty() &&
+      std::find(kinds.begin(), kinds.end(), std::string(to_string(e.kind))) == kinds.end())
+    return false;
+  if (!events.empty() &&
+      std::find(events.begin(), events.end(), std::string(to_string(e.type))) == events.end())
+    return false;
+  return true;
+}
+
+std::unique_ptr<CLI::App> make_app(CliOptions &opts) {
+  auto app = std::make_unique<CLI::App>(
+      "shmbpf: see who creates, holds and leaks shared memory (tmpfs, /dev/shm, memfd, "
+      "System V), live, from the kernel.",
+      "shmbpf");
+  app->set_version_flag("--version", std::string("shmbpf ") + SHMBPF_VERSION);
+  app->require_subcommand(1);
+
+  auto *trace = app->add_subcommand(
+      "trace", "Print every shared-memory event as it happens (needs root).");
+  auto &t = opts.trace;
+  trace->add_option("-p,--pid", t.pids, "Only events of these process ids (repeatable)")
+      ->check(CLI::PositiveNumber);
+  trace->add_option("--comm", t.comms, "Only events of processes with this command name");
+  trace->add_option("--kind", t.kinds, "Only this kind of shared memory")
+      ->check(CLI::IsMember({"tmpfs", "memfd", "sysv"}));
+  trace->add_option("--event", t.events, "Only these events")
+      ->check(CLI::IsMember({"create", "open", "memfd_create", "resize", "unlink", "rename",
+                             "shmget", "shmat", "shmdt", "shm_rmid", "free", "sigbus", "exit",
+                             "exec"}));
+  trace->add_option("--duration", t.duration_s, "Stop after this many seconds")
+      ->check(CLI::PositiveNumber);
+  trace
+      ->add_option("--ring-buffer-size", t.ring_buffer_bytes,
+                   "BPF ring buffer size in bytes, a power of two (default 8388608)")
+      ->check(CLI::Range(size_t{4096}, size_t{1} << 30));
+  trace->add_flag("--json", t.json, "Print one JSON object per event (NDJSON)");
+  trace->add_flag("-v,--verbose", t.verbose, "Show libbpf's messages");
+  return app;
+}
+
+int run_cli(int argc, char **argv) {
+  CliOptions opts;
+  auto app = make_app(opts);
+  try {
+    app->parse(argc, argv);
+  } catch (const CLI::ParseError &e) {
+    return app->exit(e);
+  }
+  try {
+    if (app->got_subcommand("trace"))
+      return run_trace(opts.trace);
+  } catch (const FatalError &e) {
+    std::fprintf(stderr, "shmbpf: %s\n", e.what());
+    return e.exit_code();
+  } catch (const std::exception &e) {
+    std::fprintf(stderr, "shmbpf: internal error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
+
+} // namespace shmbpf

@@ -1,0 +1,43 @@
+// CLI11 wiring only: options structs, the app definition, and dispatch.
+// Each subcommand is a thin function over the pipeline stages.
+#pragma once
+
+#include "decode/event.hpp"
+
+#include <CLI/CLI.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace shmbpf {
+
+struct TraceOptions {
+  std::vector<uint32_t> pids;
+  std::vector<std::string> comms;
+  std::vector<std::string> kinds;  // tmpfs, memfd, sysv
+  std::vector<std::string> events; // create, open, ...
+  double duration_s = 0;           // 0: until SIGINT/SIGTERM
+  size_t ring_buffer_bytes = 8u << 20;
+  bool json = false;
+  bool verbose = false;
+
+  // Does an event pass the -p/--comm/--kind/--event filters?
+  bool matches(const Event &e) const;
+};
+
+struct CliOptions {
+  TraceOptions trace;
+};
+
+// Builds the app; parsed values land in opts. Subcommands are named "trace".
+std::unique_ptr<CLI::App> make_app(CliOptions &opts);
+
+// Parses and runs; returns the process exit status.
+int run_cli(int argc, char **argv);
+
+// `shmbpf trace`: returns the exit status.
+int run_trace(const TraceOptions &opts);
+
+} // namespace shmbpf

@@ -1,0 +1,3 @@
+#include "cli/app.hpp"
+
+int main(int argc, char **argv) { return shmbpf::run_cli(argc, argv); }

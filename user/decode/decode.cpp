@@ -1,0 +1,236 @@
+#include "decode/decode.hpp"
+
+#include <linux/types.h>
+
+#include "shmbpf_events.h"
+
+#include <cstring>
+#include <string_view>
+
+namespace shmbpf {
+
+static_assert(sizeof(shmbpf_hdr) == 64);
+static_assert(sizeof(shmbpf_file_event) == 640);
+static_assert(sizeof(shmbpf_path_event) == 896);
+static_assert(sizeof(shmbpf_sysv_event) == 96);
+static_assert(sizeof(shmbpf_free_event) == 112);
+static_assert(sizeof(shmbpf_sigbus_event) == 96);
+static_assert(sizeof(shmbpf_exit_event) == 72);
+static_assert(sizeof(shmbpf_exec_event) == 328);
+
+namespace {
+
+// A fixed-size char field up to its first NUL (or its end).
+std::string cstr(const char *p, size_t cap) { return std::string(p, strnlen(p, cap)); }
+
+size_t record_size(uint8_t type) {
+  switch (type) {
+  case SHMBPF_EV_CREATE:
+  case SHMBPF_EV_OPEN:
+  case SHMBPF_EV_MEMFD_CREATE:
+  case SHMBPF_EV_RESIZE:
+    return sizeof(shmbpf_file_event);
+  case SHMBPF_EV_UNLINK:
+  case SHMBPF_EV_RENAME:
+    return sizeof(shmbpf_path_event);
+  case SHMBPF_EV_SHMGET:
+  case SHMBPF_EV_SHMAT:
+  case SHMBPF_EV_SHMDT:
+  case SHMBPF_EV_SHM_RMID:
+    return sizeof(shmbpf_sysv_event);
+  case SHMBPF_EV_FREE:
+    return sizeof(shmbpf_free_event);
+  case SHMBPF_EV_SIGBUS:
+    return sizeof(shmbpf_sigbus_event);
+  case SHMBPF_EV_EXIT:
+    return sizeof(shmbpf_exit_event);
+  case SHMBPF_EV_EXEC:
+    return sizeof(shmbpf_exec_event);
+  default:
+    return 0;
+  }
+}
+
+void decode_hdr(const shmbpf_hdr &h, Event &e) {
+  e.type = static_cast<EventType>(h.type);
+  e.ts_ns = h.ts_ns;
+  e.pid = h.pid;
+  e.tid = h.tid;
+  e.ppid = h.ppid;
+  e.uid = h.uid;
+  e.mntns = h.mntns;
+  e.ipcns = h.ipcns;
+  e.cgroup_id = h.cgroup_id;
+  e.ret = h.ret;
+  e.err = h.ret < 0 ? -h.ret : 0;
+  e.comm = cstr(h.comm, sizeof(h.comm));
+}
+
+// Kind of a tmpfs inode from its kernel name: memfds and SysV segments live
+// on the kernel's internal shm mount as "memfd:<name>" and "SYSV<key>".
+Kind kind_of_name(std::string_view name) {
+  if (name.starts_with("memfd:") || name.starts_with("/memfd:"))
+    return Kind::memfd;
+  if (name.starts_with("SYSV") || name.starts_with("/SYSV"))
+    return Kind::sysv;
+  return Kind::tmpfs;
+}
+
+void decode_file(const shmbpf_file_event &r, Event &e) {
+  e.dev = r.dev;
+  e.mnt_id = r.mnt_id;
+  e.ino = r.ino;
+  e.size = r.size;
+  e.bytes = r.bytes;
+  e.arg_size = r.arg_size;
+  e.flags = r.flags;
+  e.mode = r.mode;
+  e.fd = r.fd;
+  e.origin = static_cast<Origin>(r.origin);
+  e.fs = r.fs;
+  e.is_new = r.flags_ev & SHMBPF_F_NEW;
+  e.truncated = r.flags_ev & SHMBPF_F_TRUNCATED;
+  e.unlinked = r.flags_ev & SHMBPF_F_UNLINKED;
+  e.path = std::string(r.path, std::min<size_t>(r.path_len, sizeof(r.path)));
+  e.path = cstr(e.path.data(), e.path.size());
+  size_t clen = std::min<size_t>(r.comp_len, sizeof(r.components));
+  std::string leaf = cstr(r.components, clen);
+  if (e.type == EventType::memfd_create || leaf.starts_with("memfd:")) {
+    e.name = leaf; // a pseudo dentry: its name is the whole story
+  } else {
+    e.name = join_components(r.components, clen, r.flags_ev & SHMBPF_F_MNT_ROOT);
+  }
+  if (e.type == EventType::memfd_create)
+    e.kind = Kind::memfd;
+  else
+    e.kind = kind_of_name(e.name);
+}
+
+void decode_path(const shmbpf_path_event &r, Event &e) {
+  e.kind = Kind::tmpfs;
+  e.origin = static_cast<Origin>(r.origin);
+  e.dirfd = r.dirfd;
+  e.newdirfd = r.newdirfd;
+  e.flags = r.flags;
+  e.absolute = r.flags_ev & SHMBPF_F_ABSOLUTE;
+  e.truncated = r.flags_ev & SHMBPF_F_TRUNCATED;
+  e.start_dev = r.start_dev;
+  e.start_mnt_id = r.start_mnt_id;
+  e.start_ino = r.start_ino;
+  e.dev = r.hint_dev;
+  e.ino = r.hint_ino;
+  e.path = cstr(r.path, std::min<size_t>(r.path_len, sizeof(r.path)));
+  e.newpath = cstr(r.newpath, std::min<size_t>(r.newpath_len, sizeof(r.newpath)));
+  if (r.start_ncomp > 0 || (r.flags_ev & SHMBPF_F_MNT_ROOT))
+    e.start_dir = join_components(r.start_components,
+                                  std::min<size_t>(r.start_comp_len, sizeof(r.start_components)),
+                                  r.flags_ev & SHMBPF_F_MNT_ROOT);
+}
+
+void decode_sysv(const shmbpf_sysv_event &r, Event &e) {
+  e.kind = Kind::sysv;
+  e.shmid = r.shmid;
+  e.key = r.key;
+  e.arg_size = r.size;
+  e.size = r.size;
+  e.addr = r.addr;
+  e.flags = r.shmflg;
+  e.created = static_cast<uint8_t>(r.created > 2 ? 2 : r.created);
+}
+
+void decode_free(const shmbpf_free_event &r, Event &e) {
+  e.kind = Kind::tmpfs; // refined by the resolver from what it knows of the inode
+  e.dev = r.dev;
+  e.ino = r.ino;
+  e.bytes = r.bytes;
+  e.folios = r.folios;
+  e.nlink = r.nlink;
+  e.unlinked = r.nlink == 0;
+  e.fs = r.fs;
+}
+
+template <class T> T copy_record(const void *data) {
+  T r;
+  std::memcpy(&r, data, sizeof(T)); // the ring buffer gives no alignment promise to C++
+  return r;
+}
+
+} // namespace
+
+std::string join_components(const char *buf, size_t len, bool reached_root) {
+  std::vector<std::string_view> parts;
+  size_t i = 0;
+  while (i < len) {
+    size_t n = strnlen(buf + i, len - i);
+    if (n > 0)
+      parts.emplace_back(buf + i, n);
+    i += n + 1;
+  }
+  std::string out = reached_root ? "" : "...";
+  for (auto it = parts.rbegin(); it != parts.rend(); ++it) {
+    out += '/';
+    out += *it;
+  }
+  if (out.empty())
+    out = "/";
+  return out;
+}
+
+Result<Event> decode_event(const void *data, size_t len) {
+  if (len < sizeof(shmbpf_hdr))
+    return Error{"record of " + std::to_string(len) + " bytes is shorter than the header"};
+  auto h = copy_record<shmbpf_hdr>(data);
+  if (h.abi != SHMBPF_ABI_VERSION)
+    return Error{"record has ABI version " + std::to_string(h.abi) + ", expected " +
+                 std::to_string(SHMBPF_ABI_VERSION)};
+  size_t want = record_size(h.type);
+  if (want == 0)
+    return Error{"unknown event type " + std::to_string(h.type)};
+  if (h.size != want || len < want)
+    return Error{"event type " + std::to_string(h.type) + " has size " + std::to_string(h.size) +
+                 " in a record of " + std::to_string(len) + " bytes, expected " +
+                 std::to_string(want)};
+
+  Event e;
+  decode_hdr(h, e);
+  switch (h.type) {
+  case SHMBPF_EV_CREATE:
+  case SHMBPF_EV_OPEN:
+  case SHMBPF_EV_MEMFD_CREATE:
+  case SHMBPF_EV_RESIZE:
+    decode_file(copy_record<shmbpf_file_event>(data), e);
+    break;
+  case SHMBPF_EV_UNLINK:
+  case SHMBPF_EV_RENAME:
+    decode_path(copy_record<shmbpf_path_event>(data), e);
+    break;
+  case SHMBPF_EV_SHMGET:
+  case SHMBPF_EV_SHMAT:
+  case SHMBPF_EV_SHMDT:
+  case SHMBPF_EV_SHM_RMID:
+    decode_sysv(copy_record<shmbpf_sysv_event>(data), e);
+    break;
+  case SHMBPF_EV_FREE:
+    decode_free(copy_record<shmbpf_free_event>(data), e);
+    break;
+  case SHMBPF_EV_SIGBUS: {
+    auto r = copy_record<shmbpf_sigbus_event>(data);
+    e.target_pid = r.target_pid;
+    e.target_comm = cstr(r.target_comm, sizeof(r.target_comm));
+    e.si_code = r.si_code;
+    break;
+  }
+  case SHMBPF_EV_EXIT:
+    e.exit_code = copy_record<shmbpf_exit_event>(data).exit_code;
+    break;
+  case SHMBPF_EV_EXEC: {
+    auto r = copy_record<shmbpf_exec_event>(data);
+    e.old_pid = r.old_pid;
+    e.filename = cstr(r.filename, std::min<size_t>(r.filename_len, sizeof(r.filename)));
+    break;
+  }
+  }
+  return e;
+}
+
+} // namespace shmbpf

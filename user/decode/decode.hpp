@@ -1,0 +1,22 @@
+// Ring-buffer records -> typed events. The decoder distrusts its input: it
+// checks the record's length, its ABI version and the size the kernel wrote
+// for its type before copying it into an aligned struct.
+#pragma once
+
+#include "decode/event.hpp"
+#include "decode/result.hpp"
+
+#include <cstddef>
+#include <string>
+#include <vector>
+
+namespace shmbpf {
+
+Result<Event> decode_event(const void *data, size_t len);
+
+// "name\0dir\0" (leaf first, as the kernel collects them) -> "/dir/name".
+// reached_root false means the walk stopped early: the path is marked with
+// a leading "..." instead of "/".
+std::string join_components(const char *buf, size_t len, bool reached_root);
+
+} // namespace shmbpf

@@ -1,0 +1,72 @@
+#include "decode/event.hpp"
+
+#include <array>
+#include <utility>
+
+namespace shmbpf {
+
+namespace {
+constexpr std::array<std::pair<EventType, std::string_view>, 14> kEventNames{{
+    {EventType::create, "create"},
+    {EventType::open, "open"},
+    {EventType::memfd_create, "memfd_create"},
+    {EventType::resize, "resize"},
+    {EventType::unlink, "unlink"},
+    {EventType::rename, "rename"},
+    {EventType::shmget, "shmget"},
+    {EventType::shmat, "shmat"},
+    {EventType::shmdt, "shmdt"},
+    {EventType::shm_rmid, "shm_rmid"},
+    {EventType::free, "free"},
+    {EventType::sigbus, "sigbus"},
+    {EventType::exit, "exit"},
+    {EventType::exec, "exec"},
+}};
+constexpr std::array<std::pair<Kind, std::string_view>, 3> kKindNames{{
+    {Kind::tmpfs, "tmpfs"},
+    {Kind::memfd, "memfd"},
+    {Kind::sysv, "sysv"},
+}};
+constexpr std::array<std::string_view, 13> kOriginNames{
+    "",         "open",     "openat",    "openat2", "creat",     "ftruncate",   "fallocate",
+    "unlink",   "unlinkat", "rename",    "renameat", "renameat2", "memfd_create"};
+} // namespace
+
+std::string_view to_string(EventType t) {
+  for (auto &[v, n] : kEventNames)
+    if (v == t)
+      return n;
+  return "unknown";
+}
+
+std::string_view to_string(Kind k) {
+  for (auto &[v, n] : kKindNames)
+    if (v == k)
+      return n;
+  return "";
+}
+
+std::string_view to_string(Origin o) {
+  auto i = static_cast<size_t>(o);
+  return i < kOriginNames.size() ? kOriginNames[i] : "";
+}
+
+std::optional<EventType> parse_event_type(std::string_view s) {
+  for (auto &[v, n] : kEventNames)
+    if (n == s)
+      return v;
+  return std::nullopt;
+}
+
+std::optional<Kind> parse_kind(std::string_view s) {
+  for (auto &[v, n] : kKindNames)
+    if (n == s)
+      return v;
+  return std::nullopt;
+}
+
+std::string dev_string(uint32_t kdev) {
+  return std::to_string(dev_major(kdev)) + ":" + std::to_string(dev_minor(kdev));
+}
+
+} // namespace shmbpf

@@ -1,0 +1,129 @@
+// Typed shmbpf events: what the decoder produces from ring-buffer records
+// and what every later stage (model, views) consumes.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace shmbpf {
+
+enum class EventType : uint8_t {
+  create = 1,
+  open = 2,
+  memfd_create = 3,
+  resize = 4,
+  unlink = 5,
+  rename = 6,
+  shmget = 7,
+  shmat = 8,
+  shmdt = 9,
+  shm_rmid = 10,
+  free = 11,
+  sigbus = 12,
+  exit = 13,
+  exec = 14,
+};
+
+// The kind of shared memory an event is about; none for process events.
+enum class Kind : uint8_t { none, tmpfs, memfd, sysv };
+
+// Which syscall produced the event (mirrors enum shmbpf_origin).
+enum class Origin : uint8_t {
+  none = 0,
+  open = 1,
+  openat = 2,
+  openat2 = 3,
+  creat = 4,
+  ftruncate = 5,
+  fallocate = 6,
+  unlink = 7,
+  unlinkat = 8,
+  rename = 9,
+  renameat = 10,
+  renameat2 = 11,
+  memfd_create = 12,
+};
+
+std::string_view to_string(EventType t);
+std::string_view to_string(Kind k);
+std::string_view to_string(Origin o);
+std::optional<EventType> parse_event_type(std::string_view s);
+std::optional<Kind> parse_kind(std::string_view s);
+
+// One decoded event. A flat struct: fields that do not apply to an event
+// type keep their defaults (0, -1 or empty), and the views print only the
+// fields that apply (see docs/EVENTS.md).
+struct Event {
+  EventType type = EventType::create;
+  Kind kind = Kind::none;
+  Origin origin = Origin::none;
+
+  // Common header.
+  uint64_t ts_ns = 0; // CLOCK_BOOTTIME
+  uint32_t pid = 0;
+  uint32_t tid = 0;
+  uint32_t ppid = 0;
+  uint32_t uid = 0;
+  uint32_t mntns = 0;
+  uint32_t ipcns = 0;
+  uint64_t cgroup_id = 0;
+  int32_t ret = 0;      // raw syscall result
+  int32_t err = 0;      // errno when ret < 0, else 0
+  std::string comm;
+
+  // Files (create/open/memfd_create/resize/free) and unlink hints.
+  uint32_t dev = 0;     // kernel dev_t: major << 20 | minor
+  uint32_t mnt_id = 0;
+  uint64_t ino = 0;
+  uint64_t size = 0;     // logical size after the call
+  uint64_t bytes = 0;    // resident bytes (free: bytes freed)
+  uint64_t arg_size = 0; // requested size (resize, shmget)
+  uint32_t flags = 0;    // open/memfd/fallocate/unlinkat flags, shmflg
+  uint32_t mode = 0;
+  int32_t fd = -1;
+  uint8_t fs = 0; // enum shmbpf_fs
+  bool is_new = false;
+  bool truncated = false; // a path or name was cut by the kernel
+  bool unlinked = false;  // free: inode had no links left
+  uint32_t nlink = 0;
+  uint64_t folios = 0;
+
+  std::string path;    // as passed by the caller (memfd: the name)
+  std::string name;    // in-mount path "/dir/leaf" (memfd: "memfd:name")
+  std::string newpath; // rename target as passed
+  std::string full_path; // resolved absolute path, filled by the resolver
+
+  // unlink/rename resolution.
+  int32_t dirfd = -100; // AT_FDCWD
+  int32_t newdirfd = -100;
+  bool absolute = false;
+  uint32_t start_dev = 0;
+  uint32_t start_mnt_id = 0;
+  uint64_t start_ino = 0;
+  std::string start_dir; // in-mount path of the start directory
+
+  // System V.
+  int32_t shmid = -1;
+  uint32_t key = 0;
+  uint64_t addr = 0;
+  uint8_t created = 2; // 1 created, 0 existing, 2 unknown
+
+  // sigbus.
+  uint32_t target_pid = 0;
+  std::string target_comm;
+  int32_t si_code = 0;
+
+  // exit / exec.
+  uint32_t exit_code = 0;
+  uint32_t old_pid = 0;
+  std::string filename;
+};
+
+// "maj:min" from a kernel dev_t (MAJOR = dev >> 20, MINOR = dev & 0xfffff).
+std::string dev_string(uint32_t kdev);
+inline uint32_t dev_major(uint32_t kdev) { return kdev >> 20; }
+inline uint32_t dev_minor(uint32_t kdev) { return kdev & 0xfffffu; }
+
+} // namespace shmbpf

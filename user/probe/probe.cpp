@@ -1,0 +1,256 @@
+#include "probe/probe.hpp"
+
+#include "decode/result.hpp"
+
+#include <linux/types.h>
+
+#include "shmbpf_events.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
+#include "shmbpf_bpf.skel.h"
+
+#include <linux/capability.h>
+#include <sched.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+#include <deque>
+#include <mutex>
+#include <string_view>
+
+namespace shmbpf {
+
+namespace {
+
+// libbpf talks through a global callback: keep the last lines for error
+// messages, and forward everything with -v.
+std::mutex g_log_mu;
+std::deque<std::string> g_log;
+bool g_verbose = false;
+
+int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap) {
+  char buf[1024];
+  vsnprintf(buf, sizeof(buf), fmt, ap);
+  if (g_verbose) {
+    fputs(buf, stderr);
+  }
+  if (level == LIBBPF_DEBUG && !g_verbose)
+    return 0;
+  std::lock_guard lk(g_log_mu);
+  g_log.emplace_back(buf);
+  while (g_log.size() > 8)
+    g_log.pop_front();
+  return 0;
+}
+
+std::string last_libbpf_line() {
+  std::lock_guard lk(g_log_mu);
+  for (auto it = g_log.rbegin(); it != g_log.rend(); ++it) {
+    std::string s = *it;
+    while (!s.empty() && (s.back() == '\n' || s.back() == ' '))
+      s.pop_back();
+    if (!s.empty())
+      return s;
+  }
+  return {};
+}
+
+std::string errno_text(int err) { return std::strerror(err < 0 ? -err : err); }
+
+bool exists(const std::string &p) {
+  struct stat st {};
+  return stat(p.c_str(), &st) == 0;
+}
+
+bool has_cap(const __user_cap_data_struct data[2], int cap) {
+  return data[cap / 32].effective & (1u << (cap % 32));
+}
+
+// "tracepoint/syscalls/sys_exit_openat" -> "syscalls/sys_exit_openat"
+std::string_view tracepoint_of(std::string_view sec) {
+  constexpr std::string_view prefix = "tracepoint/";
+  return sec.starts_with(prefix) ? sec.substr(prefix.size()) : std::string_view{};
+}
+
+} // namespace
+
+void require_bpf_privileges(const std::string &command) {
+  __user_cap_header_struct hdr{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct data[2]{};
+  if (syscall(SYS_capget, &hdr, data) != 0)
+    throw FatalError("capabilities", errno_text(errno), 2);
+  bool admin = has_cap(data, CAP_SYS_ADMIN);
+  bool bpf = has_cap(data, CAP_BPF) && has_cap(data, CAP_PERFMON);
+  if (!admin && !bpf)
+    throw FatalError("permission denied",
+                     "loading BPF programs needs root (or CAP_BPF and CAP_PERFMON); run: sudo "
+                     "shmbpf " + command,
+                     2);
+}
+
+std::string ensure_tracefs() {
+  const std::string tracing = "/sys/kernel/tracing";
+  // libbpf 1.1 prefers the debugfs path when it exists; either is fine if it works.
+  for (const char *dir : {"/sys/kernel/debug/tracing", "/sys/kernel/tracing"})
+    if (exists(std::string(dir) + "/events"))
+      return dir;
+  if (mount("nodev", tracing.c_str(), "tracefs", 0, nullptr) != 0 && errno != EBUSY)
+    throw FatalError("tracefs",
+                     "not mounted and mounting it at " + tracing + " failed: " +
+                         errno_text(errno) + " (try: mount -t tracefs nodev " + tracing + ")",
+                     2);
+  if (!exists(tracing + "/events"))
+    throw FatalError("tracefs", tracing + "/events does not exist after mounting tracefs", 2);
+  if (exists("/sys/kernel/debug/tracing") && !exists("/sys/kernel/debug/tracing/events"))
+    throw FatalError("tracefs",
+                     "/sys/kernel/debug/tracing exists but is empty; libbpf would look there",
+                     2);
+  return tracing;
+}
+
+void validate_ring_buffer_size(size_t bytes) {
+  size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  if (bytes < page || (bytes & (bytes - 1)) != 0 || bytes > (size_t{1} << 30))
+    throw FatalError("--ring-buffer-size",
+                     std::to_string(bytes) + " is not a power of two between " +
+                         std::to_string(page) + " and 1073741824 bytes",
+                     2);
+}
+
+void Probe::SkelDeleter::operator()(struct ::shmbpf_bpf *s) const { shmbpf_bpf__destroy(s); }
+void Probe::RingDeleter::operator()(ring_buffer *r) const { ring_buffer__free(r); }
+
+Probe::Probe(const ProbeOptions &opts) {
+  g_verbose = opts.verbose;
+  libbpf_set_print(libbpf_log);
+  require_bpf_privileges("trace");
+  validate_ring_buffer_size(opts.ring_buffer_bytes);
+  if (!exists("/sys/kernel/btf/vmlinux"))
+    throw FatalError("kernel BTF",
+                     "/sys/kernel/btf/vmlinux is missing; shmbpf needs a kernel built with "
+                     "CONFIG_DEBUG_INFO_BTF=y",
+                     2);
+  std::string tracefs = ensure_tracefs();
+  ncpus_ = libbpf_num_possible_cpus();
+
+  skel_.reset(shmbpf_bpf__open());
+  if (!skel_)
+    throw FatalError("opening BPF object", errno_text(errno));
+  skel_->rodata->page_size = static_cast<__u32>(sysconf(_SC_PAGESIZE));
+  if (int err = bpf_map__set_max_entries(skel_->maps.events,
+                                         static_cast<__u32>(opts.ring_buffer_bytes)))
+    throw FatalError("ring buffer size", errno_text(err));
+
+  // Load only what this kernel has: a missing tracepoint or BTF type turns
+  // one program off and is reported, instead of failing the whole load.
+  bpf_program *prog;
+  bpf_object__for_each_program(prog, skel_->obj) {
+    std::string sec = bpf_program__section_name(prog);
+    if (auto tp = tracepoint_of(sec); !tp.empty()) {
+      if (!exists(tracefs + "/events/" + std::string(tp))) {
+        bpf_program__set_autoload(prog, false);
+        missing_.push_back(std::string(tp) + ": no such tracepoint");
+      }
+    } else if (sec.starts_with("tp_btf/")) {
+      std::string name = "btf_trace_" + sec.substr(7);
+      if (libbpf_find_vmlinux_btf_id(sec.substr(7).c_str(), BPF_TRACE_RAW_TP) < 0) {
+        bpf_program__set_autoload(prog, false);
+        missing_.push_back(sec.substr(7) + ": not in kernel BTF (free events off)");
+      }
+    }
+  }
+  bpf_program__set_autoattach(skel_->progs.flush_free, false);
+
+  if (int err = shmbpf_bpf__load(skel_.get())) {
+    std::string detail = last_libbpf_line();
+    throw FatalError("loading BPF programs",
+                     errno_text(err) + (detail.empty() ? "" : " (" + detail + ")") +
+                         "; run with -v for libbpf's detail");
+  }
+  if (int err = shmbpf_bpf__attach(skel_.get())) {
+    std::string detail = last_libbpf_line();
+    throw FatalError("attaching BPF programs",
+                     errno_text(err) + (detail.empty() ? "" : " (" + detail + ")") +
+                         "; run with -v for libbpf's detail");
+  }
+
+  auto cb = [](void *ctx, void *data, size_t len) -> int {
+    auto *self = static_cast<Probe *>(ctx);
+    (*self->current_)(data, len);
+    return 0;
+  };
+  ring_.reset(ring_buffer__new(bpf_map__fd(skel_->maps.events), cb, this, nullptr));
+  if (!ring_)
+    throw FatalError("ring buffer", errno_text(errno));
+}
+
+Probe::~Probe() = default;
+
+int Probe::poll(int timeout_ms, const RecordFn &fn) {
+  current_ = &fn;
+  int n = ring_buffer__poll(ring_.get(), timeout_ms);
+  current_ = nullptr;
+  return n;
+}
+
+void Probe::flush_frees() {
+  int fd = bpf_map__fd(skel_->maps.free_acc);
+  __u32 zero = 0;
+  std::vector<shmbpf_free_event> acc(static_cast<size_t>(ncpus_));
+  if (bpf_map_lookup_elem(fd, &zero, acc.data()) != 0)
+    return;
+  cpu_set_t saved;
+  if (sched_getaffinity(0, sizeof(saved), &saved) != 0)
+    return;
+  int prog_fd = bpf_program__fd(skel_->progs.flush_free);
+  for (int cpu = 0; cpu < ncpus_; cpu++) {
+    if (acc[static_cast<size_t>(cpu)].folios == 0 || !CPU_ISSET(cpu, &saved))
+      continue;
+    // Run on that CPU from process context (not through an IPI), so the
+    // flush cannot interleave with a BPF program already using the slot.
+    cpu_set_t one;
+    CPU_ZERO(&one);
+    CPU_SET(cpu, &one);
+    if (sched_setaffinity(0, sizeof(one), &one) != 0)
+      continue;
+    LIBBPF_OPTS(bpf_test_run_opts, run);
+    bpf_prog_test_run_opts(prog_fd, &run);
+  }
+  sched_setaffinity(0, sizeof(saved), &saved);
+}
+
+uint64_t Probe::counter(uint32_t which) const {
+  std::vector<__u64> v(static_cast<size_t>(ncpus_));
+  if (bpf_map_lookup_elem(bpf_map__fd(skel_->maps.counters), &which, v.data()) != 0)
+    return 0;
+  uint64_t sum = 0;
+  for (auto x : v)
+    sum += x;
+  return sum;
+}
+
+uint64_t Probe::lost() const { return counter(SHMBPF_CNT_LOST); }
+uint64_t Probe::track_full() const { return counter(SHMBPF_CNT_TRACK_FULL); }
+
+void Probe::seed(const std::vector<TmpfsFile> &files) {
+  int tracked = bpf_map__fd(skel_->maps.tracked);
+  int names = bpf_map__fd(skel_->maps.tracked_names);
+  for (const auto &f : files) {
+    shmbpf_inode_key key{f.dev, 0, f.ino};
+    __u32 fs = SHMBPF_FS_TMPFS;
+    bpf_map_update_elem(tracked, &key, &fs, BPF_NOEXIST);
+    __u64 h = shm_name_hash(f.leaf);
+    shmbpf_name_val nv{f.dev, 0, f.ino};
+    bpf_map_update_elem(names, &h, &nv, BPF_NOEXIST);
+  }
+}
+
+} // namespace shmbpf

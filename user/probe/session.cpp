@@ -1,0 +1,72 @@
+#include "probe/session.hpp"
+
+#include "decode/decode.hpp"
+#include "sources/namespaces.hpp"
+
+namespace shmbpf {
+
+Session::Session(const ProbeOptions &opts) : probe_(opts) {
+  auto namespaces = scan_mount_namespaces();
+  auto files = scan_all_tmpfs(namespaces);
+  probe_.seed(files);
+  seeded_ = files.size();
+  for (auto &ns : namespaces)
+    resolver_.set_namespace(ns.mntns, std::move(ns.mounts));
+  last_refresh_ = std::chrono::steady_clock::now();
+}
+
+void Session::refresh_mounts() {
+  // Mounts appear all the time (a container starts): rescan on a miss, but
+  // not more than a few times a second however many events miss.
+  auto now = std::chrono::steady_clock::now();
+  if (now - last_refresh_ < std::chrono::milliseconds(250))
+    return;
+  last_refresh_ = now;
+  for (auto &ns : scan_mount_namespaces())
+    resolver_.set_namespace(ns.mntns, std::move(ns.mounts));
+}
+
+void Session::handle(const void *data, size_t len, const EventFn &fn) {
+  auto decoded = decode_event(data, len);
+  if (!decoded) {
+    stats_.decode_errors++;
+    return;
+  }
+  Event &e = *decoded;
+  auto outcome = resolver_.resolve(e);
+  if (outcome == PathResolver::Outcome::unknown_mount) {
+    // The process may still be alive: its own mount table is the best source.
+    if (mount_namespace_of(static_cast<int>(e.pid)) == e.mntns) {
+      auto mounts = read_mountinfo(static_cast<int>(e.pid));
+      if (!mounts.empty())
+        resolver_.set_namespace(e.mntns, std::move(mounts));
+    } else {
+      refresh_mounts();
+    }
+    outcome = resolver_.resolve(e);
+  }
+  if (outcome == PathResolver::Outcome::not_shared_mem) {
+    stats_.dropped++;
+    return;
+  }
+  stats_.delivered++;
+  fn(e);
+}
+
+int Session::poll(int timeout_ms, const EventFn &fn) {
+  auto now = std::chrono::steady_clock::now();
+  if (now - last_flush_ >= std::chrono::milliseconds(200)) {
+    probe_.flush_frees();
+    last_flush_ = now;
+  }
+  return probe_.poll(timeout_ms, [&](const void *d, size_t n) { handle(d, n, fn); });
+}
+
+void Session::drain(const EventFn &fn) {
+  auto handler = [&](const void *d, size_t n) { handle(d, n, fn); };
+  probe_.poll(0, handler);
+  probe_.flush_frees();
+  probe_.poll(0, handler);
+}
+
+} // namespace shmbpf

@@ -1,0 +1,53 @@
+// A running observation: the probe plus what turns its records into
+// resolved events (decoder, path resolver, mount-table refreshes). Used by
+// `shmbpf trace`, the engine, and the kernel tests alike.
+#pragma once
+
+#include "decode/event.hpp"
+#include "model/resolver.hpp"
+#include "probe/probe.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+
+namespace shmbpf {
+
+struct SessionStats {
+  uint64_t delivered = 0;     // events handed to the caller
+  uint64_t dropped = 0;       // unlink/rename candidates not on tmpfs
+  uint64_t decode_errors = 0; // records the decoder rejected
+};
+
+class Session {
+public:
+  using EventFn = std::function<void(Event &)>;
+
+  // Loads the probe, reads every namespace's mounts and seeds the kernel
+  // with the tmpfs files that already exist.
+  explicit Session(const ProbeOptions &opts);
+
+  // Polls once (up to timeout_ms) and flushes per-CPU free aggregates at
+  // most every 200 ms. Returns records consumed or -errno (-EINTR on signal).
+  int poll(int timeout_ms, const EventFn &fn);
+  // Pushes out everything pending in the kernel and delivers it.
+  void drain(const EventFn &fn);
+
+  const SessionStats &stats() const { return stats_; }
+  uint64_t lost() const { return probe_.lost(); }
+  const Probe &probe() const { return probe_; }
+  size_t seeded() const { return seeded_; }
+
+private:
+  void handle(const void *data, size_t len, const EventFn &fn);
+  void refresh_mounts();
+
+  Probe probe_;
+  PathResolver resolver_;
+  SessionStats stats_;
+  size_t seeded_ = 0;
+  std::chrono::steady_clock::time_point last_flush_{};
+  std::chrono::steady_clock::time_point last_refresh_{};
+};
+
+} // namespace shmbpf

@@ -1,0 +1,65 @@
+#include "sources/namespaces.hpp"
+
+#include <dirent.h>
+#include <sys/stat.h>
+
+#include <cstdlib>
+#include <string>
+#include <unordered_set>
+
+namespace shmbpf {
+
+uint32_t mount_namespace_of(int pid) {
+  struct stat st {};
+  std::string p = "/proc/" + std::to_string(pid) + "/ns/mnt";
+  if (stat(p.c_str(), &st) != 0)
+    return 0;
+  return static_cast<uint32_t>(st.st_ino);
+}
+
+std::vector<MountNamespace> scan_mount_namespaces() {
+  std::vector<MountNamespace> out;
+  std::unordered_set<uint32_t> seen;
+  DIR *d = opendir("/proc");
+  if (!d)
+    return out;
+  while (dirent *de = readdir(d)) {
+    char *end = nullptr;
+    long pid = std::strtol(de->d_name, &end, 10);
+    if (*end != '\0' || pid <= 0)
+      continue;
+    uint32_t ns = mount_namespace_of(static_cast<int>(pid));
+    if (ns == 0 || !seen.insert(ns).second)
+      continue;
+    MountNamespace m{ns, static_cast<int>(pid), read_mountinfo(static_cast<int>(pid))};
+    if (m.mounts.empty()) {
+      seen.erase(ns); // raced with an exit: let another member represent it
+      continue;
+    }
+    out.push_back(std::move(m));
+  }
+  closedir(d);
+  return out;
+}
+
+} // namespace shmbpf
+
+namespace shmbpf {
+
+std::vector<TmpfsFile> scan_all_tmpfs(const std::vector<MountNamespace> &namespaces) {
+  std::vector<TmpfsFile> out;
+  std::unordered_set<std::string> seen;
+  for (const auto &ns : namespaces) {
+    for (const auto &m : ns.mounts) {
+      if (!m.is_tmpfs() || !seen.insert(std::to_string(m.dev) + ":" + m.root).second)
+        continue;
+      std::string dir = "/proc/" + std::to_string(ns.pid) + "/root" + m.mountpoint;
+      auto files = scan_tmpfs_mount(dir);
+      out.insert(out.end(), std::make_move_iterator(files.begin()),
+                 std::make_move_iterator(files.end()));
+    }
+  }
+  return out;
+}
+
+} // namespace shmbpf

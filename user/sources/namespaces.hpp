@@ -1,0 +1,35 @@
+// Mount namespaces seen through /proc: one representative pid per namespace
+// and its mount table, so that every container's /dev/shm is visible.
+#pragma once
+
+#include "sources/mountinfo.hpp"
+
+#include <cstdint>
+#include <vector>
+
+namespace shmbpf {
+
+struct MountNamespace {
+  uint32_t mntns = 0; // inode number of /proc/<pid>/ns/mnt
+  int pid = 0;        // a process inside it
+  std::vector<MountInfo> mounts;
+};
+
+// Every mount namespace that has a live process, with its mount table.
+std::vector<MountNamespace> scan_mount_namespaces();
+
+// The mount namespace inode of a process, 0 if it is gone.
+uint32_t mount_namespace_of(int pid);
+
+} // namespace shmbpf
+
+#include "sources/tmpfs_scan.hpp"
+
+namespace shmbpf {
+
+// Every file on every tmpfs mount of every namespace, each filesystem
+// scanned once (mounts are deduplicated by device and root), through
+// /proc/<pid>/root so that containers' mounts are reachable.
+std::vector<TmpfsFile> scan_all_tmpfs(const std::vector<MountNamespace> &namespaces);
+
+} // namespace shmbpf

@@ -1,0 +1,41 @@
+// Bootstrap scan of a tmpfs mount: the shared-memory files that existed
+// before tracing started, keyed the way the kernel side keys them.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <sys/types.h>
+#include <vector>
+
+namespace shmbpf {
+
+struct TmpfsFile {
+  uint32_t dev = 0; // kernel encoding, see kernel_dev()
+  uint64_t ino = 0;
+  std::string path; // absolute as seen via the scanned root
+  std::string leaf; // last path component
+  uint64_t size = 0;
+  uint64_t bytes = 0; // st_blocks * 512: memory actually allocated
+  uint32_t uid = 0;
+  uint32_t nlink = 0;
+  int64_t mtime_s = 0;
+};
+
+// Lists the regular files under dir. Depth counts like find(1) -maxdepth:
+// files directly in dir are at depth 1, so max_depth <= 0 yields nothing.
+// Symlinks are never followed (dir itself excepted), other filesystems
+// mounted below dir are not entered, and entries that vanish or fail to stat
+// are skipped. Stops after max_files files.
+std::vector<TmpfsFile> scan_tmpfs_mount(const std::string &dir, int max_depth = 4,
+                                        size_t max_files = 2'000'000);
+
+// stat's st_dev in the kernel's internal encoding (major << 20 | minor), which
+// is what BPF programs read from sb->s_dev.
+uint32_t kernel_dev(dev_t userspace_dev);
+
+// FNV-1a 64 over the bytes of a file name; must match the BPF implementation.
+uint64_t shm_name_hash(std::string_view leaf);
+
+} // namespace shmbpf

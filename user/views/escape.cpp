@@ -1,0 +1,202 @@
+#include "views/escape.hpp"
+
+#include <cstddef>
+#include <cstdint>
+
+namespace shmbpf {
+namespace {
+
+constexpr char hex_digits[] = "0123456789abcdef";
+
+// One step of strict UTF-8 decoding (RFC 3629). len == 0 means the byte at
+// the current position does not start a valid sequence; the caller escapes
+// that single byte and resynchronises on the next one.
+struct Utf8Step {
+  char32_t cp = 0;
+  std::size_t len = 0;
+};
+
+Utf8Step decode_utf8(std::string_view s, std::size_t i) {
+  const auto b0 = static_cast<uint8_t>(s[i]);
+  if (b0 < 0x80)
+    return {b0, 1};
+
+  std::size_t len = 0;
+  char32_t cp = 0;
+  // Bounds for the second byte; they exclude overlong forms (E0, F0),
+  // surrogates (ED) and code points above U+10FFFF (F4).
+  uint8_t lo = 0x80, hi = 0xbf;
+  if (b0 >= 0xc2 && b0 <= 0xdf) {
+    len = 2;
+    cp = b0 & 0x1f;
+  } else if (b0 >= 0xe0 && b0 <= 0xef) {
+    len = 3;
+    cp = b0 & 0x0f;
+    if (b0 == 0xe0)
+      lo = 0xa0;
+    else if (b0 == 0xed)
+      hi = 0x9f;
+  } else if (b0 >= 0xf0 && b0 <= 0xf4) {
+    len = 4;
+    cp = b0 & 0x07;
+    if (b0 == 0xf0)
+      lo = 0x90;
+    else if (b0 == 0xf4)
+      hi = 0x8f;
+  } else {
+    return {};
+  }
+  if (s.size() - i < len)
+    return {};
+  for (std::size_t k = 1; k < len; ++k) {
+    const auto b = static_cast<uint8_t>(s[i + k]);
+    if (b < lo || b > hi)
+      return {};
+    cp = (cp << 6) | (b & 0x3f);
+    lo = 0x80;
+    hi = 0xbf;
+  }
+  return {cp, len};
+}
+
+// Valid code points that a terminal may still act on or that reorder or
+// break the displayed text: C1 controls, bidi controls and line/paragraph
+// separators.
+bool is_dangerous(char32_t cp) {
+  return (cp >= 0x80 && cp <= 0x9f) || cp == 0x61c || cp == 0x200e || cp == 0x200f ||
+         (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069) || cp == 0x2028 ||
+         cp == 0x2029;
+}
+
+void append_hex_byte(std::string &out, uint8_t b) {
+  out += hex_digits[b >> 4];
+  out += hex_digits[b & 0xf];
+}
+
+// Lowercase hex, at least four digits (all dangerous code points are < 0x10000).
+void append_hex_cp(std::string &out, char32_t cp) {
+  int shift = 12;
+  while (shift < 28 && (cp >> (shift + 4)) != 0)
+    shift += 4;
+  for (; shift >= 0; shift -= 4)
+    out += hex_digits[(cp >> shift) & 0xf];
+}
+
+bool is_plain_ascii(char c) { return c >= 0x20 && c < 0x7f && c != '\\' && c != '"'; }
+
+} // namespace
+
+std::string escape_text(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  std::size_t i = 0;
+  while (i < s.size()) {
+    const char c = s[i];
+    if (is_plain_ascii(c) || c == '"') {
+      out += c;
+      ++i;
+      continue;
+    }
+    const Utf8Step step = decode_utf8(s, i);
+    if (step.len == 0) {
+      out += "\\x";
+      append_hex_byte(out, static_cast<uint8_t>(c));
+      ++i;
+      continue;
+    }
+    if (step.len == 1) {
+      switch (c) {
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      default: // remaining C0 controls and DEL
+        out += "\\x";
+        append_hex_byte(out, static_cast<uint8_t>(c));
+        break;
+      }
+    } else if (is_dangerous(step.cp)) {
+      out += "\\u{";
+      append_hex_cp(out, step.cp);
+      out += '}';
+    } else {
+      out.append(s, i, step.len);
+    }
+    i += step.len;
+  }
+  return out;
+}
+
+void append_json_string(std::string &out, std::string_view s) {
+  out.reserve(out.size() + s.size() + 2);
+  out += '"';
+  std::size_t i = 0;
+  while (i < s.size()) {
+    const char c = s[i];
+    if (is_plain_ascii(c)) {
+      out += c;
+      ++i;
+      continue;
+    }
+    const Utf8Step step = decode_utf8(s, i);
+    if (step.len == 0) {
+      // Not representable as a JSON string: keep the byte visible as text.
+      out += "\\\\x";
+      append_hex_byte(out, static_cast<uint8_t>(c));
+      ++i;
+      continue;
+    }
+    if (step.len == 1) {
+      switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\b':
+        out += "\\b";
+        break;
+      case '\f':
+        out += "\\f";
+        break;
+      default: // remaining C0 controls and DEL
+        out += "\\u00";
+        append_hex_byte(out, static_cast<uint8_t>(c));
+        break;
+      }
+    } else if (is_dangerous(step.cp)) {
+      out += "\\u";
+      append_hex_cp(out, step.cp);
+    } else {
+      out.append(s, i, step.len);
+    }
+    i += step.len;
+  }
+  out += '"';
+}
+
+std::string json_string(std::string_view s) {
+  std::string out;
+  append_json_string(out, s);
+  return out;
+}
+
+} // namespace shmbpf
