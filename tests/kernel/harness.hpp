@@ -1,0 +1,145 @@
+// Kernel-test harness: a real Session (real BPF programs) polled on a
+// background thread, children that trigger syscalls, and waiting helpers.
+// Under CI=true a Session that cannot load is a failure, never a skip.
+#pragma once
+
+#include "decode/result.hpp"
+#include "probe/session.hpp"
+
+#include <gtest/gtest.h>
+
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace shmbpf::test {
+
+inline bool in_ci() {
+  const char *ci = std::getenv("CI");
+  return ci && std::string(ci) == "true";
+}
+
+class Collector {
+public:
+  explicit Collector(ProbeOptions opts = {}) {
+    session_ = std::make_unique<Session>(opts);
+    thread_ = std::thread([this] {
+      while (!stop_) {
+        session_->poll(50, [this](Event &e) {
+          std::lock_guard lk(mu_);
+          events_.push_back(e);
+          cv_.notify_all();
+        });
+      }
+    });
+  }
+  ~Collector() {
+    stop_ = true;
+    thread_.join();
+  }
+
+  // Events matching pred, waiting up to timeout for at least `count`.
+  std::vector<Event> wait_for(const std::function<bool(const Event &)> &pred, size_t count = 1,
+                              std::chrono::milliseconds timeout = std::chrono::seconds(5)) {
+    std::unique_lock lk(mu_);
+    std::vector<Event> out;
+    cv_.wait_for(lk, timeout, [&] {
+      out.clear();
+      for (const auto &e : events_)
+        if (pred(e))
+          out.push_back(e);
+      return out.size() >= count;
+    });
+    return out;
+  }
+
+  std::vector<Event> of_pid(uint32_t pid) {
+    std::lock_guard lk(mu_);
+    std::vector<Event> out;
+    for (const auto &e : events_)
+      if (e.pid == pid)
+        out.push_back(e);
+    return out;
+  }
+
+  uint64_t lost() const { return session_->lost(); }
+
+private:
+  std::unique_ptr<Session> session_;
+  std::thread thread_;
+  std::atomic<bool> stop_{false};
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<Event> events_;
+};
+
+// Loads the real programs; outside CI a machine that cannot is a skip.
+#define SHMBPF_COLLECTOR(var, ...)                                                                 \
+  std::unique_ptr<::shmbpf::test::Collector> var;                                                 \
+  try {                                                                                            \
+    var = std::make_unique<::shmbpf::test::Collector>(__VA_ARGS__);                               \
+  } catch (const ::shmbpf::FatalError &e) {                                                        \
+    if (::shmbpf::test::in_ci())                                                                   \
+      FAIL() << "BPF could not be loaded under CI=true: " << e.what();                             \
+    GTEST_SKIP() << "BPF could not be loaded: " << e.what();                                       \
+  }
+
+// Forks a child named `comm` that runs fn and exits with its return value.
+// The child waits for the parent's go-ahead so its pid is known first.
+struct Child {
+  pid_t pid = -1;
+  int status = 0;
+  int go_fd = -1;
+
+  void start() {
+    char c = 1;
+    EXPECT_EQ(write(go_fd, &c, 1), 1);
+    close(go_fd);
+  }
+  int wait() {
+    waitpid(pid, &status, 0);
+    return status;
+  }
+};
+
+inline Child spawn(const std::string &comm, const std::function<int()> &fn) {
+  int p[2];
+  if (pipe(p) != 0)
+    std::abort();
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(p[1]);
+    prctl(PR_SET_NAME, comm.c_str());
+    char c;
+    if (read(p[0], &c, 1) != 1)
+      _exit(99);
+    _exit(fn());
+  }
+  close(p[0]);
+  return Child{pid, 0, p[1]};
+}
+
+// Runs fn in a child named comm and waits for it to exit.
+inline Child run_child(const std::string &comm, const std::function<int()> &fn) {
+  Child c = spawn(comm, fn);
+  c.start();
+  c.wait();
+  return c;
+}
+
+inline uint32_t kdev_of(dev_t d) { return (major(d) << 20) | minor(d); }
+
+} // namespace shmbpf::test
