@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs everything shmbpf needs to build and test on Debian 12 (as root).
+set -euo pipefail
+export DEBIAN_FRONTEND=noninteractive
+pkgs=(
+  build-essential cmake pkg-config git     # toolchain
+  clang llvm libbpf-dev bpftool            # BPF compiler, libbpf, skeleton generator
+  libelf-dev zlib1g-dev                    # libbpf's own link dependencies
+  libcli11-dev                             # command line parsing
+  libgtest-dev nlohmann-json3-dev          # tests (JSON only to parse our NDJSON in tests)
+  clang-format                             # style check
+)
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  apt-get update -qq
+  apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi

@@ -1,0 +1,11 @@
+#!/usr/bin/env bash
+# Builds shmbpf warning-free and runs every test (unit, kernel, e2e) with
+# ctest. Kernel and e2e tests load real BPF programs: run as root.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/deps.sh
+bash scripts/check-format.sh
+cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSHMBPF_WERROR=ON
+cmake --build build -j"$(nproc)"
+cd build
+ctest --output-on-failure --timeout 300 -j2

@@ -1,0 +1,219 @@
+#include "decode/decode.hpp"
+
+#include <linux/types.h>
+
+#include "shmbpf_events.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <vector>
+
+namespace shmbpf {
+namespace {
+
+shmbpf_file_event file_record(uint8_t type) {
+  shmbpf_file_event r{};
+  r.hdr.type = type;
+  r.hdr.abi = SHMBPF_ABI_VERSION;
+  r.hdr.size = sizeof(r);
+  r.hdr.pid = 42;
+  r.hdr.tid = 43;
+  r.hdr.ppid = 1;
+  r.hdr.uid = 1000;
+  r.hdr.ts_ns = 123456789;
+  r.hdr.mntns = 4026531841u;
+  r.hdr.ipcns = 4026531839u;
+  r.hdr.cgroup_id = 77;
+  r.hdr.ret = 3;
+  std::strcpy(r.hdr.comm, "python3");
+  r.dev = (0u << 20) | 26;
+  r.mnt_id = 31;
+  r.ino = 110230;
+  r.size = 8192;
+  r.bytes = 4096;
+  r.flags = 0x80042;
+  r.mode = 0600;
+  r.fd = 3;
+  r.origin = SHMBPF_ORIG_OPENAT;
+  r.fs = SHMBPF_FS_TMPFS;
+  r.flags_ev = SHMBPF_F_NEW | SHMBPF_F_MNT_ROOT;
+  const char path[] = "/dev/shm/torch_1_2_3";
+  std::memcpy(r.path, path, sizeof(path));
+  r.path_len = sizeof(path) - 1;
+  // leaf first: "torch_1_2_3\0sub\0" -> "/sub/torch_1_2_3"
+  const char comps[] = "torch_1_2_3\0sub";
+  std::memcpy(r.components, comps, sizeof(comps));
+  r.comp_len = sizeof(comps);
+  r.ncomp = 2;
+  return r;
+}
+
+TEST(Decode, FileEventFields) {
+  auto r = file_record(SHMBPF_EV_CREATE);
+  auto res = decode_event(&r, sizeof(r));
+  ASSERT_TRUE(res.ok()) << res.error();
+  const Event &e = res.value();
+  EXPECT_EQ(e.type, EventType::create);
+  EXPECT_EQ(e.kind, Kind::tmpfs);
+  EXPECT_EQ(e.origin, Origin::openat);
+  EXPECT_EQ(e.pid, 42u);
+  EXPECT_EQ(e.tid, 43u);
+  EXPECT_EQ(e.ppid, 1u);
+  EXPECT_EQ(e.uid, 1000u);
+  EXPECT_EQ(e.ts_ns, 123456789u);
+  EXPECT_EQ(e.mntns, 4026531841u);
+  EXPECT_EQ(e.ipcns, 4026531839u);
+  EXPECT_EQ(e.cgroup_id, 77u);
+  EXPECT_EQ(e.ret, 3);
+  EXPECT_EQ(e.err, 0);
+  EXPECT_EQ(e.comm, "python3");
+  EXPECT_EQ(dev_string(e.dev), "0:26");
+  EXPECT_EQ(e.mnt_id, 31u);
+  EXPECT_EQ(e.ino, 110230u);
+  EXPECT_EQ(e.size, 8192u);
+  EXPECT_EQ(e.bytes, 4096u);
+  EXPECT_EQ(e.fd, 3);
+  EXPECT_TRUE(e.is_new);
+  EXPECT_FALSE(e.truncated);
+  EXPECT_EQ(e.path, "/dev/shm/torch_1_2_3");
+  EXPECT_EQ(e.name, "/sub/torch_1_2_3");
+}
+
+TEST(Decode, MemfdNameIsTheDentryName) {
+  auto r = file_record(SHMBPF_EV_MEMFD_CREATE);
+  std::memset(r.components, 0, sizeof(r.components));
+  const char comps[] = "memfd:cuda";
+  std::memcpy(r.components, comps, sizeof(comps));
+  r.comp_len = sizeof(comps);
+  auto res = decode_event(&r, sizeof(r));
+  ASSERT_TRUE(res.ok());
+  EXPECT_EQ(res->kind, Kind::memfd);
+  EXPECT_EQ(res->name, "memfd:cuda");
+}
+
+TEST(Decode, ResizeOfSysvInodeIsSysv) {
+  auto r = file_record(SHMBPF_EV_RESIZE);
+  std::memset(r.components, 0, sizeof(r.components));
+  const char comps[] = "SYSV0000abcd";
+  std::memcpy(r.components, comps, sizeof(comps));
+  r.comp_len = sizeof(comps);
+  auto res = decode_event(&r, sizeof(r));
+  ASSERT_TRUE(res.ok());
+  EXPECT_EQ(res->kind, Kind::sysv);
+}
+
+TEST(Decode, NegativeRetBecomesErrno) {
+  auto r = file_record(SHMBPF_EV_RESIZE);
+  r.hdr.ret = -28;
+  auto res = decode_event(&r, sizeof(r));
+  ASSERT_TRUE(res.ok());
+  EXPECT_EQ(res->err, 28);
+}
+
+TEST(Decode, RejectsShortRecord) {
+  auto r = file_record(SHMBPF_EV_CREATE);
+  auto res = decode_event(&r, sizeof(shmbpf_hdr) - 1);
+  ASSERT_FALSE(res.ok());
+  EXPECT_NE(res.error().find("shorter than the header"), std::string::npos);
+}
+
+TEST(Decode, RejectsWrongAbiVersion) {
+  auto r = file_record(SHMBPF_EV_CREATE);
+  r.hdr.abi = SHMBPF_ABI_VERSION + 1;
+  auto res = decode_event(&r, sizeof(r));
+  ASSERT_FALSE(res.ok());
+  EXPECT_NE(res.error().find("ABI version"), std::string::npos);
+}
+
+TEST(Decode, RejectsWrongSizeForType) {
+  auto r = file_record(SHMBPF_EV_CREATE);
+  r.hdr.size = sizeof(shmbpf_sysv_event);
+  EXPECT_FALSE(decode_event(&r, sizeof(r)).ok());
+  // The header claims the full size but the record is cut.
+  r.hdr.size = sizeof(r);
+  EXPECT_FALSE(decode_event(&r, sizeof(r) - 8).ok());
+}
+
+TEST(Decode, RejectsUnknownType) {
+  auto r = file_record(SHMBPF_EV_CREATE);
+  r.hdr.type = SHMBPF_EV_MAX;
+  auto res = decode_event(&r, sizeof(r));
+  ASSERT_FALSE(res.ok());
+  EXPECT_NE(res.error().find("unknown event type"), std::string::npos);
+}
+
+TEST(Decode, UnterminatedStringsStayInBounds) {
+  auto r = file_record(SHMBPF_EV_CREATE);
+  std::memset(r.hdr.comm, 'A', sizeof(r.hdr.comm));
+  std::memset(r.path, 'B', sizeof(r.path));
+  r.path_len = 0xffff; // lies: must be clamped
+  auto res = decode_event(&r, sizeof(r));
+  ASSERT_TRUE(res.ok());
+  EXPECT_EQ(res->comm, std::string(16, 'A'));
+  EXPECT_EQ(res->path, std::string(SHMBPF_PATH_LEN, 'B'));
+}
+
+TEST(Decode, SysvAndProcessEvents) {
+  shmbpf_sysv_event s{};
+  s.hdr.type = SHMBPF_EV_SHMGET;
+  s.hdr.abi = SHMBPF_ABI_VERSION;
+  s.hdr.size = sizeof(s);
+  s.shmid = 5;
+  s.key = 0x1234;
+  s.size = 1 << 20;
+  s.created = 1;
+  auto res = decode_event(&s, sizeof(s));
+  ASSERT_TRUE(res.ok());
+  EXPECT_EQ(res->kind, Kind::sysv);
+  EXPECT_EQ(res->shmid, 5);
+  EXPECT_EQ(res->key, 0x1234u);
+  EXPECT_EQ(res->arg_size, 1u << 20);
+  EXPECT_EQ(res->created, 1);
+
+  shmbpf_exit_event x{};
+  x.hdr.type = SHMBPF_EV_EXIT;
+  x.hdr.abi = SHMBPF_ABI_VERSION;
+  x.hdr.size = sizeof(x);
+  x.exit_code = 9;
+  auto xe = decode_event(&x, sizeof(x));
+  ASSERT_TRUE(xe.ok());
+  EXPECT_EQ(xe->type, EventType::exit);
+  EXPECT_EQ(xe->kind, Kind::none);
+  EXPECT_EQ(xe->exit_code, 9u);
+}
+
+TEST(Decode, PathEventStartDirectory) {
+  shmbpf_path_event p{};
+  p.hdr.type = SHMBPF_EV_UNLINK;
+  p.hdr.abi = SHMBPF_ABI_VERSION;
+  p.hdr.size = sizeof(p);
+  p.dirfd = 5;
+  p.origin = SHMBPF_ORIG_UNLINKAT;
+  const char path[] = "seg";
+  std::memcpy(p.path, path, sizeof(path));
+  p.path_len = 3;
+  const char comps[] = "b\0a";
+  std::memcpy(p.start_components, comps, sizeof(comps));
+  p.start_comp_len = sizeof(comps);
+  p.start_ncomp = 2;
+  p.flags_ev = SHMBPF_F_MNT_ROOT;
+  p.start_mnt_id = 9;
+  auto res = decode_event(&p, sizeof(p));
+  ASSERT_TRUE(res.ok());
+  EXPECT_FALSE(res->absolute);
+  EXPECT_EQ(res->dirfd, 5);
+  EXPECT_EQ(res->path, "seg");
+  EXPECT_EQ(res->start_dir, "/a/b");
+  EXPECT_EQ(res->start_mnt_id, 9u);
+}
+
+TEST(JoinComponents, Cases) {
+  const char one[] = "leaf";
+  EXPECT_EQ(join_components(one, sizeof(one), true), "/leaf");
+  EXPECT_EQ(join_components(one, sizeof(one), false), ".../leaf");
+  EXPECT_EQ(join_components("", 0, true), "/");
+}
+
+} // namespace
+} // namespace shmbpf

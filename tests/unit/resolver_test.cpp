@@ -1,0 +1,134 @@
+#include "model/resolver.hpp"
+
+#include <gtest/gtest.h>
+
+namespace shmbpf {
+namespace {
+
+constexpr uint32_t kNs = 4026531841u;
+
+std::vector<MountInfo> host_mounts() {
+  return parse_mountinfo(
+      "1 0 254:0 / / rw,relatime shared:1 - ext4 /dev/vda rw\n"
+      "25 1 0:26 / /dev/shm rw,nosuid,nodev shared:4 - tmpfs tmpfs rw,size=65536k\n"
+      "26 1 0:27 /sub /srv/bind rw - tmpfs tmpfs rw\n");
+}
+
+PathResolver resolver() {
+  PathResolver r;
+  r.set_namespace(kNs, host_mounts());
+  return r;
+}
+
+Event create_in(uint32_t mnt_id, std::string name, uint64_t ino = 7) {
+  Event e;
+  e.type = EventType::create;
+  e.kind = Kind::tmpfs;
+  e.mntns = kNs;
+  e.mnt_id = mnt_id;
+  e.dev = 26;
+  e.ino = ino;
+  e.name = std::move(name);
+  return e;
+}
+
+TEST(Resolver, CreateJoinsMountPoint) {
+  auto r = resolver();
+  auto e = create_in(25, "/torch_1_2_3");
+  EXPECT_EQ(r.resolve(e), PathResolver::Outcome::resolved);
+  EXPECT_EQ(e.full_path, "/dev/shm/torch_1_2_3");
+}
+
+TEST(Resolver, BindMountRootIsStripped) {
+  auto r = resolver();
+  auto e = create_in(26, "/sub/x");
+  EXPECT_EQ(r.resolve(e), PathResolver::Outcome::resolved);
+  EXPECT_EQ(e.full_path, "/srv/bind/x");
+}
+
+TEST(Resolver, UnknownMountAsksForRefresh) {
+  auto r = resolver();
+  auto e = create_in(99, "/x");
+  EXPECT_EQ(r.resolve(e), PathResolver::Outcome::unknown_mount);
+}
+
+Event unlink_of(std::string path) {
+  Event e;
+  e.type = EventType::unlink;
+  e.kind = Kind::tmpfs;
+  e.mntns = kNs;
+  e.absolute = !path.empty() && path[0] == '/';
+  e.path = std::move(path);
+  return e;
+}
+
+TEST(Resolver, AbsoluteUnlinkGetsInodeOfCreate) {
+  auto r = resolver();
+  auto c = create_in(25, "/seg", 1234);
+  r.resolve(c);
+  auto u = unlink_of("/dev/shm//./seg");
+  u.dev = 999; // a stale hint from the kernel
+  EXPECT_EQ(r.resolve(u), PathResolver::Outcome::resolved);
+  EXPECT_EQ(u.full_path, "/dev/shm/seg");
+  EXPECT_EQ(u.ino, 1234u);
+  EXPECT_EQ(u.dev, 26u);
+}
+
+TEST(Resolver, UnlinkOnExt4IsDropped) {
+  auto r = resolver();
+  auto u = unlink_of("/home/me/seg");
+  EXPECT_EQ(r.resolve(u), PathResolver::Outcome::not_shared_mem);
+}
+
+TEST(Resolver, RelativeUnlinkUsesStartDirectory) {
+  auto r = resolver();
+  auto u = unlink_of("seg");
+  u.start_mnt_id = 25;
+  u.start_dir = "/";
+  EXPECT_EQ(r.resolve(u), PathResolver::Outcome::resolved);
+  EXPECT_EQ(u.full_path, "/dev/shm/seg");
+
+  auto up = unlink_of("../shm/seg2");
+  up.start_mnt_id = 1;
+  up.start_dir = "/dev/other";
+  EXPECT_EQ(r.resolve(up), PathResolver::Outcome::resolved);
+  EXPECT_EQ(up.full_path, "/dev/shm/seg2");
+}
+
+TEST(Resolver, RenameMovesThePath) {
+  auto r = resolver();
+  auto c = create_in(25, "/a", 55);
+  r.resolve(c);
+  Event rn = unlink_of("/dev/shm/a");
+  rn.type = EventType::rename;
+  rn.newpath = "/dev/shm/b";
+  ASSERT_EQ(r.resolve(rn), PathResolver::Outcome::resolved);
+  EXPECT_EQ(rn.ino, 55u);
+  auto u = unlink_of("/dev/shm/b");
+  ASSERT_EQ(r.resolve(u), PathResolver::Outcome::resolved);
+  EXPECT_EQ(u.ino, 55u);
+}
+
+TEST(Resolver, FreeTakesKindAndPathOfKnownInode) {
+  auto r = resolver();
+  auto c = create_in(25, "/seg", 77);
+  r.resolve(c);
+  Event f;
+  f.type = EventType::free;
+  f.kind = Kind::tmpfs;
+  f.dev = 26;
+  f.ino = 77;
+  f.unlinked = true;
+  r.resolve(f);
+  EXPECT_EQ(f.full_path, "/dev/shm/seg");
+}
+
+TEST(Resolver, Normalize) {
+  EXPECT_EQ(PathResolver::normalize("/a/./b//../c"), "/a/c");
+  EXPECT_EQ(PathResolver::normalize("/../.."), "/");
+  EXPECT_EQ(PathResolver::normalize("rel"), "");
+  EXPECT_EQ(PathResolver::normalize("/dev/shm/"), "/dev/shm");
+}
+
+} // namespace
+} // namespace shmbpf
