@@ -16,20 +16,20 @@
 #include "core_fixes.bpf.h"
 #include "shmbpf_events.h"
 
-#define TMPFS_MAGIC 0x01021994
+#define TMPFS_MAGIC	0x01021994
 #define HUGETLBFS_MAGIC 0x958458f6
 
-#define O_CREAT 00000100
-#define __O_TMPFILE 020000000
-#define AT_FDCWD -100
+#define O_CREAT	     00000100
+#define __O_TMPFILE  020000000
+#define AT_FDCWD     -100
 #define AT_REMOVEDIR 0x200
-#define IPC_CREAT 00001000
-#define IPC_EXCL 00002000
-#define IPC_PRIVATE 0
-#define IPC_RMID 0
-#define IPC_SHM_IDS 2
-#define SIGBUS 7
-#define NAME_MAX 255
+#define IPC_CREAT    00001000
+#define IPC_EXCL     00002000
+#define IPC_PRIVATE  0
+#define IPC_RMID     0
+#define IPC_SHM_IDS  2
+#define SIGBUS	     7
+#define NAME_MAX     255
 
 #ifdef SHMBPF_DEFINE_MAPS
 #define SHMBPF_EXTERN
@@ -153,7 +153,7 @@ static __always_inline struct file *fd_to_file(int fd)
 	return f;
 }
 
-#define S_IFMT 00170000
+#define S_IFMT	00170000
 #define S_IFREG 0100000
 
 /* enum shmbpf_fs of a superblock: the cheap in-kernel filter. */
@@ -214,8 +214,8 @@ static __always_inline __u16 collect_components(struct dentry *d, struct vfsmoun
 			break;
 		}
 		name = BPF_CORE_READ(d, d_name.name);
-		len = bpf_probe_read_kernel_str(&s->buf[off & (SHMBPF_PATH_LEN - 1)], SHMBPF_PATH_LEN,
-						name);
+		len = bpf_probe_read_kernel_str(&s->buf[off & (SHMBPF_PATH_LEN - 1)],
+						SHMBPF_PATH_LEN, name);
 		if (len <= 0)
 			break;
 		off += len;
@@ -279,8 +279,8 @@ static __always_inline __u64 dentry_name_hash(struct dentry *d)
 
 static __always_inline void track_inode(__u32 dev, __u64 ino, __u32 fs, struct dentry *d)
 {
-	struct shmbpf_inode_key key = { .dev = dev, .ino = ino };
-	struct shmbpf_name_val nv = { .dev = dev, .ino = ino };
+	struct shmbpf_inode_key key = {.dev = dev, .ino = ino};
+	struct shmbpf_name_val nv = {.dev = dev, .ino = ino};
 	__u64 h;
 
 	if (bpf_map_update_elem(&tracked, &key, &fs, BPF_ANY))

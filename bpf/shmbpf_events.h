@@ -67,26 +67,26 @@ enum shmbpf_fs {
 };
 
 /* shmbpf_file_event.flags_ev / shmbpf_path_event.flags_ev bits */
-#define SHMBPF_F_NEW 0x1	     /* the open created the file (FMODE_CREATED) */
-#define SHMBPF_F_TRUNCATED 0x2	     /* a path or name did not fit */
-#define SHMBPF_F_UNLINKED 0x4	     /* inode has no links left (i_nlink == 0) */
-#define SHMBPF_F_ABSOLUTE 0x8	     /* path as passed starts with '/' */
-#define SHMBPF_F_MNT_ROOT 0x10	     /* component walk reached the mount root */
+#define SHMBPF_F_NEW	   0x1	/* the open created the file (FMODE_CREATED) */
+#define SHMBPF_F_TRUNCATED 0x2	/* a path or name did not fit */
+#define SHMBPF_F_UNLINKED  0x4	/* inode has no links left (i_nlink == 0) */
+#define SHMBPF_F_ABSOLUTE  0x8	/* path as passed starts with '/' */
+#define SHMBPF_F_MNT_ROOT  0x10 /* component walk reached the mount root */
 
 /* Common header: every record starts with it. 64 bytes. */
 struct shmbpf_hdr {
-	__u8 type;     /* enum shmbpf_event_type */
-	__u8 abi;      /* SHMBPF_ABI_VERSION */
-	__u16 size;    /* size of the whole record in bytes */
-	__u32 tid;     /* thread id of the current task */
-	__u64 ts_ns;   /* CLOCK_BOOTTIME nanoseconds */
-	__u32 pid;     /* thread-group id of the current task */
-	__u32 ppid;    /* thread-group id of the real parent */
-	__u32 uid;     /* real uid (initial user namespace) */
-	__u32 mntns;   /* mount namespace inode number */
+	__u8 type;	 /* enum shmbpf_event_type */
+	__u8 abi;	 /* SHMBPF_ABI_VERSION */
+	__u16 size;	 /* size of the whole record in bytes */
+	__u32 tid;	 /* thread id of the current task */
+	__u64 ts_ns;	 /* CLOCK_BOOTTIME nanoseconds */
+	__u32 pid;	 /* thread-group id of the current task */
+	__u32 ppid;	 /* thread-group id of the real parent */
+	__u32 uid;	 /* real uid (initial user namespace) */
+	__u32 mntns;	 /* mount namespace inode number */
 	__u64 cgroup_id; /* cgroup v2 id of the current task */
-	__u32 ipcns;   /* IPC namespace inode number */
-	__s32 ret;     /* syscall result: >= 0 value or -errno */
+	__u32 ipcns;	 /* IPC namespace inode number */
+	__s32 ret;	 /* syscall result: >= 0 value or -errno */
 	char comm[SHMBPF_COMM_LEN];
 };
 
@@ -99,21 +99,21 @@ struct shmbpf_hdr {
  */
 struct shmbpf_file_event {
 	struct shmbpf_hdr hdr;
-	__u32 dev;	   /* kernel dev_t of the superblock: major << 20 | minor */
-	__u32 mnt_id;	   /* mount id as in /proc/<pid>/mountinfo, 0 if unknown */
+	__u32 dev;    /* kernel dev_t of the superblock: major << 20 | minor */
+	__u32 mnt_id; /* mount id as in /proc/<pid>/mountinfo, 0 if unknown */
 	__u64 ino;
-	__u64 size;	   /* i_size after the call */
-	__u64 bytes;	   /* i_blocks * 512 after the call: pages actually held */
-	__u64 arg_size;	   /* resize: requested length (ftruncate) or offset+len */
-	__u32 flags;	   /* open flags / memfd flags / fallocate mode */
-	__u32 mode;	   /* create mode as passed, or the inode's i_mode */
-	__s32 fd;	   /* the fd returned or operated on, -1 if none */
-	__u16 origin;	   /* enum shmbpf_origin */
-	__u8 fs;	   /* enum shmbpf_fs */
-	__u8 ncomp;	   /* number of components filled in */
-	__u32 flags_ev;	   /* SHMBPF_F_* */
-	__u16 path_len;	   /* bytes used in path, without NUL */
-	__u16 comp_len;	   /* bytes used in components, including NULs */
+	__u64 size;	/* i_size after the call */
+	__u64 bytes;	/* i_blocks * 512 after the call: pages actually held */
+	__u64 arg_size; /* resize: requested length (ftruncate) or offset+len */
+	__u32 flags;	/* open flags / memfd flags / fallocate mode */
+	__u32 mode;	/* create mode as passed, or the inode's i_mode */
+	__s32 fd;	/* the fd returned or operated on, -1 if none */
+	__u16 origin;	/* enum shmbpf_origin */
+	__u8 fs;	/* enum shmbpf_fs */
+	__u8 ncomp;	/* number of components filled in */
+	__u32 flags_ev; /* SHMBPF_F_* */
+	__u16 path_len; /* bytes used in path, without NUL */
+	__u16 comp_len; /* bytes used in components, including NULs */
 	char path[SHMBPF_PATH_LEN];
 	char components[SHMBPF_PATH_LEN];
 };
@@ -128,15 +128,15 @@ struct shmbpf_path_event {
 	struct shmbpf_hdr hdr;
 	__s32 dirfd;
 	__s32 newdirfd;
-	__u32 flags;	     /* unlinkat/renameat2 flags */
-	__u32 flags_ev;	     /* SHMBPF_F_* */
-	__u32 start_dev;     /* start directory of a relative path */
+	__u32 flags;	 /* unlinkat/renameat2 flags */
+	__u32 flags_ev;	 /* SHMBPF_F_* */
+	__u32 start_dev; /* start directory of a relative path */
 	__u32 start_mnt_id;
 	__u64 start_ino;
 	__u32 hint_dev;
 	__u32 pad0;
 	__u64 hint_ino;
-	__u16 origin;	     /* enum shmbpf_origin */
+	__u16 origin; /* enum shmbpf_origin */
 	__u16 path_len;
 	__u16 newpath_len;
 	__u16 start_comp_len;
@@ -150,7 +150,7 @@ struct shmbpf_path_event {
 /* shmget, shmat, shmdt, shm_rmid */
 struct shmbpf_sysv_event {
 	struct shmbpf_hdr hdr;
-	__s32 shmid;   /* -1 when unknown (shmdt) */
+	__s32 shmid; /* -1 when unknown (shmdt) */
 	__u32 key;
 	__u64 size;    /* shmget: size as passed */
 	__u64 addr;    /* shmat: address returned; shmdt: address passed */
@@ -168,7 +168,7 @@ struct shmbpf_free_event {
 	__u64 bytes; /* bytes freed in this run */
 	__u64 folios;
 	__u64 first_ts_ns;
-	__u8 fs;     /* enum shmbpf_fs */
+	__u8 fs; /* enum shmbpf_fs */
 	__u8 pad[7];
 };
 
@@ -199,8 +199,8 @@ struct shmbpf_exec_event {
 
 /* Per-CPU delivery counters, indexed by enum shmbpf_counter. */
 enum shmbpf_counter {
-	SHMBPF_CNT_LOST = 0,	      /* bpf_ringbuf_reserve failed */
-	SHMBPF_CNT_TRACK_FULL = 1,    /* tracked-inode map insert failed */
+	SHMBPF_CNT_LOST = 0,	   /* bpf_ringbuf_reserve failed */
+	SHMBPF_CNT_TRACK_FULL = 1, /* tracked-inode map insert failed */
 	SHMBPF_CNT_MAX = 2,
 };
 
@@ -223,6 +223,6 @@ struct shmbpf_name_val {
  * and on unlink/rename arguments) and in userspace (seeding at start-up).
  */
 #define SHMBPF_FNV_OFFSET 0xcbf29ce484222325ULL
-#define SHMBPF_FNV_PRIME 0x100000001b3ULL
+#define SHMBPF_FNV_PRIME  0x100000001b3ULL
 
 #endif /* SHMBPF_EVENTS_H */

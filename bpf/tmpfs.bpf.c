@@ -444,7 +444,7 @@ int BPF_PROG(tp_btf__mm_filemap_delete_from_page_cache, struct folio *folio)
 	if (acc->nlink == 0 && acc->folios == 1) {
 		/* An unlinked inode losing pages is being evicted (or truncated
 		 * while held): stop following it. */
-		struct shmbpf_inode_key key = { .dev = dev, .ino = ino };
+		struct shmbpf_inode_key key = {.dev = dev, .ino = ino};
 
 		bpf_map_delete_elem(&tracked, &key);
 	}

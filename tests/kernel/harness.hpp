@@ -88,9 +88,9 @@ private:
 
 // Loads the real programs; outside CI a machine that cannot is a skip.
 #define SHMBPF_COLLECTOR(var, ...)                                                                 \
-  std::unique_ptr<::shmbpf::test::Collector> var;                                                 \
+  std::unique_ptr<::shmbpf::test::Collector> var;                                                  \
   try {                                                                                            \
-    var = std::make_unique<::shmbpf::test::Collector>(__VA_ARGS__);                               \
+    var = std::make_unique<::shmbpf::test::Collector>(__VA_ARGS__);                                \
   } catch (const ::shmbpf::FatalError &e) {                                                        \
     if (::shmbpf::test::in_ci())                                                                   \
       FAIL() << "BPF could not be loaded under CI=true: " << e.what();                             \

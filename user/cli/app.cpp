@@ -8,8 +8,7 @@
 namespace shmbpf {
 
 bool TraceOptions::matches(const Event &e) const {
-  if (!pids.empty() &&
-      std::find(pids.begin(), pids.end(), e.pid) == pids.end() &&
+  if (!pids.empty() && std::find(pids.begin(), pids.end(), e.pid) == pids.end() &&
       !(e.type == EventType::sigbus &&
         std::find(pids.begin(), pids.end(), e.target_pid) != pids.end()))
     return false;
@@ -32,8 +31,8 @@ std::unique_ptr<CLI::App> make_app(CliOptions &opts) {
   app->set_version_flag("--version", std::string("shmbpf ") + SHMBPF_VERSION);
   app->require_subcommand(1);
 
-  auto *trace = app->add_subcommand(
-      "trace", "Print every shared-memory event as it happens (needs root).");
+  auto *trace =
+      app->add_subcommand("trace", "Print every shared-memory event as it happens (needs root).");
   auto &t = opts.trace;
   trace->add_option("-p,--pid", t.pids, "Only events of these process ids (repeatable)")
       ->check(CLI::PositiveNumber);
@@ -41,9 +40,9 @@ std::unique_ptr<CLI::App> make_app(CliOptions &opts) {
   trace->add_option("--kind", t.kinds, "Only this kind of shared memory")
       ->check(CLI::IsMember({"tmpfs", "memfd", "sysv"}));
   trace->add_option("--event", t.events, "Only these events")
-      ->check(CLI::IsMember({"create", "open", "memfd_create", "resize", "unlink", "rename",
-                             "shmget", "shmat", "shmdt", "shm_rmid", "free", "sigbus", "exit",
-                             "exec"}));
+      ->check(
+          CLI::IsMember({"create", "open", "memfd_create", "resize", "unlink", "rename", "shmget",
+                         "shmat", "shmdt", "shm_rmid", "free", "sigbus", "exit", "exec"}));
   trace->add_option("--duration", t.duration_s, "Stop after this many seconds")
       ->check(CLI::PositiveNumber);
   trace

@@ -28,8 +28,8 @@ constexpr std::array<std::pair<Kind, std::string_view>, 3> kKindNames{{
     {Kind::sysv, "sysv"},
 }};
 constexpr std::array<std::string_view, 13> kOriginNames{
-    "",         "open",     "openat",    "openat2", "creat",     "ftruncate",   "fallocate",
-    "unlink",   "unlinkat", "rename",    "renameat", "renameat2", "memfd_create"};
+    "",       "open",     "openat", "openat2",  "creat",     "ftruncate",   "fallocate",
+    "unlink", "unlinkat", "rename", "renameat", "renameat2", "memfd_create"};
 } // namespace
 
 std::string_view to_string(EventType t) {

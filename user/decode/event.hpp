@@ -69,12 +69,12 @@ struct Event {
   uint32_t mntns = 0;
   uint32_t ipcns = 0;
   uint64_t cgroup_id = 0;
-  int32_t ret = 0;      // raw syscall result
-  int32_t err = 0;      // errno when ret < 0, else 0
+  int32_t ret = 0; // raw syscall result
+  int32_t err = 0; // errno when ret < 0, else 0
   std::string comm;
 
   // Files (create/open/memfd_create/resize/free) and unlink hints.
-  uint32_t dev = 0;     // kernel dev_t: major << 20 | minor
+  uint32_t dev = 0; // kernel dev_t: major << 20 | minor
   uint32_t mnt_id = 0;
   uint64_t ino = 0;
   uint64_t size = 0;     // logical size after the call
@@ -90,9 +90,9 @@ struct Event {
   uint32_t nlink = 0;
   uint64_t folios = 0;
 
-  std::string path;    // as passed by the caller (memfd: the name)
-  std::string name;    // in-mount path "/dir/leaf" (memfd: "memfd:name")
-  std::string newpath; // rename target as passed
+  std::string path;      // as passed by the caller (memfd: the name)
+  std::string name;      // in-mount path "/dir/leaf" (memfd: "memfd:name")
+  std::string newpath;   // rename target as passed
   std::string full_path; // resolved absolute path, filled by the resolver
 
   // unlink/rename resolution.

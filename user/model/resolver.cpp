@@ -44,9 +44,9 @@ const MountInfo *PathResolver::mount_for_path(uint32_t mntns, const std::string 
   // Later lines in mountinfo are mounted on top of earlier ones: prefer them.
   for (const auto &m : it->second) {
     const auto &mp = m.mountpoint;
-    bool under = mp == "/" || abs == mp ||
-                 (abs.size() > mp.size() && abs.compare(0, mp.size(), mp) == 0 &&
-                  abs[mp.size()] == '/');
+    bool under =
+        mp == "/" || abs == mp ||
+        (abs.size() > mp.size() && abs.compare(0, mp.size(), mp) == 0 && abs[mp.size()] == '/');
     if (under && (!best || mp.size() >= best->mountpoint.size()))
       best = &m;
   }

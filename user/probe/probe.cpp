@@ -92,7 +92,8 @@ void require_bpf_privileges(const std::string &command) {
   if (!admin && !bpf)
     throw FatalError("permission denied",
                      "loading BPF programs needs root (or CAP_BPF and CAP_PERFMON); run: sudo "
-                     "shmbpf " + command,
+                     "shmbpf " +
+                         command,
                      2);
 }
 
@@ -104,15 +105,14 @@ std::string ensure_tracefs() {
       return dir;
   if (mount("nodev", tracing.c_str(), "tracefs", 0, nullptr) != 0 && errno != EBUSY)
     throw FatalError("tracefs",
-                     "not mounted and mounting it at " + tracing + " failed: " +
-                         errno_text(errno) + " (try: mount -t tracefs nodev " + tracing + ")",
+                     "not mounted and mounting it at " + tracing + " failed: " + errno_text(errno) +
+                         " (try: mount -t tracefs nodev " + tracing + ")",
                      2);
   if (!exists(tracing + "/events"))
     throw FatalError("tracefs", tracing + "/events does not exist after mounting tracefs", 2);
   if (exists("/sys/kernel/debug/tracing") && !exists("/sys/kernel/debug/tracing/events"))
     throw FatalError("tracefs",
-                     "/sys/kernel/debug/tracing exists but is empty; libbpf would look there",
-                     2);
+                     "/sys/kernel/debug/tracing exists but is empty; libbpf would look there", 2);
   return tracing;
 }
 
@@ -145,8 +145,8 @@ Probe::Probe(const ProbeOptions &opts) {
   if (!skel_)
     throw FatalError("opening BPF object", errno_text(errno));
   skel_->rodata->page_size = static_cast<__u32>(sysconf(_SC_PAGESIZE));
-  if (int err = bpf_map__set_max_entries(skel_->maps.events,
-                                         static_cast<__u32>(opts.ring_buffer_bytes)))
+  if (int err =
+          bpf_map__set_max_entries(skel_->maps.events, static_cast<__u32>(opts.ring_buffer_bytes)))
     throw FatalError("ring buffer size", errno_text(err));
 
   // Load only what this kernel has: a missing tracepoint or BTF type turns
@@ -171,15 +171,15 @@ Probe::Probe(const ProbeOptions &opts) {
 
   if (int err = shmbpf_bpf__load(skel_.get())) {
     std::string detail = last_libbpf_line();
-    throw FatalError("loading BPF programs",
-                     errno_text(err) + (detail.empty() ? "" : " (" + detail + ")") +
-                         "; run with -v for libbpf's detail");
+    throw FatalError("loading BPF programs", errno_text(err) +
+                                                 (detail.empty() ? "" : " (" + detail + ")") +
+                                                 "; run with -v for libbpf's detail");
   }
   if (int err = shmbpf_bpf__attach(skel_.get())) {
     std::string detail = last_libbpf_line();
-    throw FatalError("attaching BPF programs",
-                     errno_text(err) + (detail.empty() ? "" : " (" + detail + ")") +
-                         "; run with -v for libbpf's detail");
+    throw FatalError("attaching BPF programs", errno_text(err) +
+                                                   (detail.empty() ? "" : " (" + detail + ")") +
+                                                   "; run with -v for libbpf's detail");
   }
 
   auto cb = [](void *ctx, void *data, size_t len) -> int {
