@@ -30,4 +30,25 @@ static __always_inline unsigned int folio_order_of(struct folio *folio)
 	return flags_1 & 0xff;
 }
 
+/*
+ * Is the task hitting sched_process_exit the last thread of its process?
+ * Newer kernels (v6.18 has it) pass do_exit()'s group_dead in the
+ * tracepoint: the result of the atomic decrement of signal->live, true for
+ * exactly one thread. Older kernels lack the field; there we can only read
+ * signal->live afterwards, and two threads dying together (exit_group) can
+ * both see 0 and both report.
+ */
+struct trace_event_raw_sched_process_exit___group_dead {
+	bool group_dead;
+} __attribute__((preserve_access_index));
+
+static __always_inline int exit_is_group_dead(void *ctx, struct task_struct *t)
+{
+	struct trace_event_raw_sched_process_exit___group_dead *tp = ctx;
+
+	if (bpf_core_field_exists(tp->group_dead))
+		return tp->group_dead;
+	return BPF_CORE_READ(t, signal, live.counter) == 0;
+}
+
 #endif /* SHMBPF_CORE_FIXES_H */

@@ -14,9 +14,8 @@ int tracepoint__sched__sched_process_exit(void *ctx)
 	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
 	struct shmbpf_exit_event *e;
 
-	/* Only the last thread of a process: signal->live drops to 0 before
-	 * this tracepoint (v6.18 also passes group_dead, older kernels do not). */
-	if (BPF_CORE_READ(t, signal, live.counter) != 0)
+	/* Only the last thread of a process (see exit_is_group_dead). */
+	if (!exit_is_group_dead(ctx, t))
 		return 0;
 	e = reserve(sizeof(*e));
 	if (!e)
