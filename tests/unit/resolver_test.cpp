@@ -42,8 +42,20 @@ TEST(Resolver, CreateJoinsMountPoint) {
 TEST(Resolver, BindMountRootIsStripped) {
   auto r = resolver();
   auto e = create_in(26, "/sub/x");
+  e.dev = 27;
   EXPECT_EQ(r.resolve(e), PathResolver::Outcome::resolved);
   EXPECT_EQ(e.full_path, "/srv/bind/x");
+}
+
+TEST(Resolver, ReusedMountIdIsNotTrusted) {
+  auto r = resolver();
+  auto e = create_in(25, "/x");
+  e.dev = 99; // mount id 25 now names another tmpfs
+  EXPECT_EQ(r.resolve(e), PathResolver::Outcome::unknown_mount);
+  // A new table for the namespace replaces the old ids.
+  r.set_namespace(kNs, parse_mountinfo("25 1 0:99 / /mnt/new rw - tmpfs tmpfs rw\n"));
+  EXPECT_EQ(r.resolve(e), PathResolver::Outcome::resolved);
+  EXPECT_EQ(e.full_path, "/mnt/new/x");
 }
 
 TEST(Resolver, UnknownMountAsksForRefresh) {
@@ -84,12 +96,14 @@ TEST(Resolver, RelativeUnlinkUsesStartDirectory) {
   auto r = resolver();
   auto u = unlink_of("seg");
   u.start_mnt_id = 25;
+  u.start_dev = 26;
   u.start_dir = "/";
   EXPECT_EQ(r.resolve(u), PathResolver::Outcome::resolved);
   EXPECT_EQ(u.full_path, "/dev/shm/seg");
 
   auto up = unlink_of("../shm/seg2");
   up.start_mnt_id = 1;
+  up.start_dev = (254u << 20) | 0;
   up.start_dir = "/dev/other";
   EXPECT_EQ(r.resolve(up), PathResolver::Outcome::resolved);
   EXPECT_EQ(up.full_path, "/dev/shm/seg2");

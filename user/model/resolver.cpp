@@ -5,6 +5,10 @@
 namespace shmbpf {
 
 void PathResolver::set_namespace(uint32_t mntns, std::vector<MountInfo> mounts) {
+  // Mount ids are reused after an unmount: forget this namespace's old ones.
+  if (auto old = by_ns_.find(mntns); old != by_ns_.end())
+    for (const auto &m : old->second)
+      by_id_.erase(m.mnt_id);
   for (const auto &m : mounts)
     by_id_[m.mnt_id] = m;
   by_ns_[mntns] = std::move(mounts);
@@ -63,7 +67,8 @@ PathResolver::Outcome PathResolver::resolve(Event &e) {
       return Outcome::resolved;
     }
     auto m = by_id_.find(e.mnt_id);
-    if (m == by_id_.end())
+    // A different device under a known id means the id was reused.
+    if (m == by_id_.end() || m->second.dev != e.dev)
       return Outcome::unknown_mount;
     if (auto p = join_mount_path(m->second, e.name))
       e.full_path = *p;
@@ -92,7 +97,7 @@ PathResolver::Outcome PathResolver::resolve(Event &e) {
       abs = normalize(e.path);
     } else {
       auto m = by_id_.find(e.start_mnt_id);
-      if (m == by_id_.end())
+      if (m == by_id_.end() || m->second.dev != e.start_dev)
         return Outcome::unknown_mount;
       auto dir = join_mount_path(m->second, e.start_dir);
       if (!dir)

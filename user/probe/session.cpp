@@ -15,11 +15,20 @@ Session::Session(const ProbeOptions &opts) : probe_(opts) {
   last_refresh_ = std::chrono::steady_clock::now();
 }
 
-void Session::refresh_mounts() {
-  // Mounts appear all the time (a container starts): rescan on a miss, but
-  // not more than a few times a second however many events miss.
+void Session::refresh_mounts(const Event &missed) {
+  // Mounts appear all the time (a container starts): rescan on a miss. The
+  // first miss of a mount rescans at once, since an event on a new mount
+  // often comes right after another rescan; later misses of a mount that
+  // stays unknown (gone already) rescan at most a few times a second.
+  bool relative =
+      (missed.type == EventType::unlink || missed.type == EventType::rename) && !missed.absolute;
+  uint64_t key =
+      static_cast<uint64_t>(missed.mntns) << 32 | (relative ? missed.start_mnt_id : missed.mnt_id);
+  if (rescanned_for_.size() >= 4096)
+    rescanned_for_.clear();
+  bool first_miss = rescanned_for_.insert(key).second;
   auto now = std::chrono::steady_clock::now();
-  if (now - last_refresh_ < std::chrono::milliseconds(250))
+  if (!first_miss && now - last_refresh_ < std::chrono::milliseconds(250))
     return;
   last_refresh_ = now;
   for (auto &ns : scan_mount_namespaces())
@@ -41,7 +50,7 @@ void Session::handle(const void *data, size_t len, const EventFn &fn) {
       if (!mounts.empty())
         resolver_.set_namespace(e.mntns, std::move(mounts));
     } else {
-      refresh_mounts();
+      refresh_mounts(e);
     }
     outcome = resolver_.resolve(e);
   }

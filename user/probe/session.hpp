@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <unordered_set>
 
 namespace shmbpf {
 
@@ -40,7 +41,7 @@ public:
 
 private:
   void handle(const void *data, size_t len, const EventFn &fn);
-  void refresh_mounts();
+  void refresh_mounts(const Event &missed);
 
   Probe probe_;
   PathResolver resolver_;
@@ -48,6 +49,8 @@ private:
   size_t seeded_ = 0;
   std::chrono::steady_clock::time_point last_flush_{};
   std::chrono::steady_clock::time_point last_refresh_{};
+  // (mntns, mount id) pairs that already caused a rescan; see refresh_mounts().
+  std::unordered_set<uint64_t> rescanned_for_;
 };
 
 } // namespace shmbpf
