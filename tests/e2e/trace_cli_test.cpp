@@ -1,0 +1,544 @@
+// End-to-end tests of `shmbpf trace`: the real binary, run as a child with
+// its output captured, driven by real processes and signals. Every wait is
+// bounded; a binary that hangs is killed and the test fails.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <mutex>
+#include <new>
+#include <optional>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace shmbpf::test {
+namespace {
+
+using namespace std::chrono_literals;
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+constexpr auto load_timeout = 20s; // loading BPF takes about a second
+
+std::vector<std::string> lines_of(const std::string &s) {
+  std::vector<std::string> out;
+  std::istringstream in(s);
+  for (std::string line; std::getline(in, line);)
+    out.push_back(line);
+  return out;
+}
+
+std::string last_line(const std::string &s) {
+  auto lines = lines_of(s);
+  return lines.empty() ? std::string() : lines.back();
+}
+
+uint32_t ns_inode(const char *name) {
+  struct stat st {};
+  std::string p = std::string("/proc/self/ns/") + name;
+  if (stat(p.c_str(), &st) != 0)
+    ADD_FAILURE() << "stat " << p << ": " << std::strerror(errno);
+  return static_cast<uint32_t>(st.st_ino);
+}
+
+// The shmbpf binary running in a child, stdout and stderr captured by a
+// reader thread.
+class Shmbpf {
+public:
+  // before_exec runs in the child between fork and exec (e.g. to drop root).
+  explicit Shmbpf(const std::vector<std::string> &args,
+                  const std::function<void()> &before_exec = {}) {
+    int out[2], err[2];
+    if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0)
+      std::abort();
+    pid_ = fork();
+    if (pid_ < 0)
+      std::abort();
+    if (pid_ == 0) {
+      int devnull = open("/dev/null", O_RDONLY);
+      dup2(devnull, 0);
+      dup2(out[1], 1);
+      dup2(err[1], 2);
+      if (before_exec)
+        before_exec();
+      std::vector<char *> argv;
+      argv.push_back(const_cast<char *>(SHMBPF_BINARY));
+      for (const auto &a : args)
+        argv.push_back(const_cast<char *>(a.c_str()));
+      argv.push_back(nullptr);
+      execv(SHMBPF_BINARY, argv.data());
+      _exit(127);
+    }
+    close(out[1]);
+    close(err[1]);
+    reader_ = std::thread([this, o = out[0], e = err[0]] { read_loop(o, e); });
+  }
+
+  ~Shmbpf() {
+    if (!status_) {
+      kill(pid_, SIGKILL);
+      int st = 0;
+      waitpid(pid_, &st, 0);
+    }
+    stop_ = true;
+    reader_.join();
+  }
+
+  Shmbpf(const Shmbpf &) = delete;
+  Shmbpf &operator=(const Shmbpf &) = delete;
+
+  pid_t pid() const { return pid_; }
+
+  std::string out() {
+    std::lock_guard lk(mu_);
+    return out_;
+  }
+  std::string err() {
+    std::lock_guard lk(mu_);
+    return err_;
+  }
+
+  // Waits until pred(stdout so far) holds; false after timeout.
+  bool wait_output(const std::function<bool(const std::string &)> &pred,
+                   std::chrono::milliseconds timeout) {
+    std::unique_lock lk(mu_);
+    return cv_.wait_for(lk, timeout, [&] { return pred(out_) || eof_; }) && pred(out_);
+  }
+  bool wait_output(const std::string &needle, std::chrono::milliseconds timeout) {
+    return wait_output([&](const std::string &s) { return s.find(needle) != std::string::npos; },
+                       timeout);
+  }
+
+  // The wait status, or nothing if the process did not exit in time (it
+  // is then killed). Also waits for the output to be complete.
+  std::optional<int> wait(std::chrono::milliseconds timeout) {
+    if (status_)
+      return status_;
+    auto deadline = Clock::now() + timeout;
+    int st = 0;
+    while (waitpid(pid_, &st, WNOHANG) == 0) {
+      if (Clock::now() >= deadline) {
+        kill(pid_, SIGKILL);
+        waitpid(pid_, &st, 0);
+        status_ = st;
+        return std::nullopt;
+      }
+      std::this_thread::sleep_for(10ms);
+    }
+    status_ = st;
+    std::unique_lock lk(mu_);
+    cv_.wait_for(lk, 5s, [&] { return eof_; });
+    return st;
+  }
+
+  void signal(int sig) { kill(pid_, sig); }
+
+private:
+  void read_loop(int out_fd, int err_fd) {
+    pollfd fds[2] = {{out_fd, POLLIN, 0}, {err_fd, POLLIN, 0}};
+    int open_fds = 2;
+    char buf[65536];
+    while (open_fds > 0 && !stop_) {
+      if (poll(fds, 2, 100) <= 0)
+        continue;
+      for (int i = 0; i < 2; i++) {
+        if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR)))
+          continue;
+        ssize_t n = read(fds[i].fd, buf, sizeof(buf));
+        std::lock_guard lk(mu_);
+        if (n > 0) {
+          (i == 0 ? out_ : err_).append(buf, static_cast<size_t>(n));
+        } else {
+          close(fds[i].fd);
+          fds[i].fd = -1;
+          open_fds--;
+        }
+        cv_.notify_all();
+      }
+    }
+    for (auto &f : fds)
+      if (f.fd >= 0)
+        close(f.fd);
+    std::lock_guard lk(mu_);
+    eof_ = true;
+    cv_.notify_all();
+  }
+
+  pid_t pid_ = -1;
+  std::optional<int> status_;
+  std::thread reader_;
+  std::atomic<bool> stop_{false};
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::string out_, err_;
+  bool eof_ = false;
+};
+
+// Text mode prints its header once the programs are attached and the
+// signal handlers installed.
+::testing::AssertionResult wait_loaded_text(Shmbpf &p) {
+  if (p.wait_output("PATH/NAME", load_timeout))
+    return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "no header from shmbpf trace; stderr: " << p.err();
+}
+
+// JSON mode prints nothing of its own: make memfds until one shows up.
+::testing::AssertionResult wait_loaded_json(Shmbpf &p) {
+  const std::string marker = "e2e-ready-" + std::to_string(getpid());
+  auto deadline = Clock::now() + load_timeout;
+  while (Clock::now() < deadline) {
+    int fd = memfd_create(marker.c_str(), MFD_CLOEXEC);
+    if (fd >= 0)
+      close(fd);
+    if (p.wait_output(marker, 100ms))
+      return ::testing::AssertionSuccess();
+  }
+  return ::testing::AssertionFailure()
+         << "shmbpf trace --json never showed a memfd; stderr: " << p.err();
+}
+
+// A child named comm that runs fn once released, so that its pid is known
+// before it does anything.
+class GatedChild {
+public:
+  GatedChild(const std::string &comm, const std::function<int()> &fn) {
+    int p[2];
+    if (pipe2(p, O_CLOEXEC) != 0)
+      std::abort();
+    pid_ = fork();
+    if (pid_ < 0)
+      std::abort();
+    if (pid_ == 0) {
+      close(p[1]);
+      prctl(PR_SET_NAME, comm.c_str());
+      char c;
+      if (read(p[0], &c, 1) != 1)
+        _exit(99);
+      _exit(fn());
+    }
+    close(p[0]);
+    gate_ = p[1];
+  }
+  ~GatedChild() {
+    if (gate_ >= 0)
+      close(gate_); // the child reads EOF and exits
+    if (!status_)
+      wait(5s);
+    if (!status_) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+  }
+  GatedChild(const GatedChild &) = delete;
+  GatedChild &operator=(const GatedChild &) = delete;
+
+  pid_t pid() const { return pid_; }
+  void release() {
+    char c = 1;
+    EXPECT_EQ(write(gate_, &c, 1), 1);
+    close(gate_);
+    gate_ = -1;
+  }
+  std::optional<int> wait(std::chrono::milliseconds timeout) {
+    auto deadline = Clock::now() + timeout;
+    int st = 0;
+    while (waitpid(pid_, &st, WNOHANG) == 0) {
+      if (Clock::now() >= deadline)
+        return std::nullopt;
+      std::this_thread::sleep_for(5ms);
+    }
+    status_ = st;
+    return st;
+  }
+
+private:
+  pid_t pid_ = -1;
+  int gate_ = -1;
+  std::optional<int> status_;
+};
+
+// Memory a child writes and the parent reads after the child exits.
+template <class T> class Shared {
+public:
+  Shared() {
+    void *p = mmap(nullptr, sizeof(T), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+      std::abort();
+    p_ = new (p) T{};
+  }
+  ~Shared() { munmap(p_, sizeof(T)); }
+  Shared(const Shared &) = delete;
+  Shared &operator=(const Shared &) = delete;
+  T *operator->() const { return p_; }
+
+private:
+  T *p_;
+};
+
+// Creates path, grows it to size, and unlinks it.
+int create_resize_unlink(const std::string &path, off_t size, struct stat *st = nullptr) {
+  int fd = open(path.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+  if (fd < 0)
+    return 1;
+  int rc = 0;
+  if (ftruncate(fd, size) != 0)
+    rc = 2;
+  if (st && fstat(fd, st) != 0)
+    rc = 3;
+  close(fd);
+  if (unlink(path.c_str()) != 0)
+    rc = 4;
+  return rc;
+}
+
+void expect_exit_code(const std::optional<int> &st, int code) {
+  ASSERT_TRUE(st.has_value()) << "timed out";
+  ASSERT_TRUE(WIFEXITED(*st)) << "wait status " << *st;
+  EXPECT_EQ(WEXITSTATUS(*st), code);
+}
+
+const std::regex summary_re(R"(^shmbpf: (\d+) events, 0 lost$)");
+
+TEST(TraceCli, JsonStreamCarriesEveryField) {
+  Shmbpf p({"trace", "--json", "--duration", "3"});
+  ASSERT_TRUE(wait_loaded_json(p));
+
+  Shared<struct stat> st;
+  const std::string comm = "e2e-json";
+  GatedChild c(comm, [&] {
+    return create_resize_unlink("/dev/shm/e2e-" + std::to_string(getpid()), 8192, st.operator->());
+  });
+  const std::string path = "/dev/shm/e2e-" + std::to_string(c.pid());
+  c.release();
+  expect_exit_code(c.wait(5s), 0);
+
+  // --duration ends it; well within the bound.
+  expect_exit_code(p.wait(15s), 0);
+
+  auto lines = lines_of(p.out());
+  std::vector<json> mine;
+  for (const auto &line : lines) {
+    json j;
+    ASSERT_NO_THROW(j = json::parse(line)) << line;
+    ASSERT_TRUE(j.is_object()) << line;
+    if (j.value("pid", 0u) == uint32_t(c.pid()) && j.value("path", "") == path)
+      mine.push_back(j);
+  }
+  ASSERT_EQ(mine.size(), 3u) << p.out();
+  const std::vector<std::string> want_events = {"create", "resize", "unlink"};
+  const std::string dev =
+      std::to_string(major(st->st_dev)) + ":" + std::to_string(minor(st->st_dev));
+  for (size_t i = 0; i < mine.size(); i++) {
+    const json &j = mine[i];
+    SCOPED_TRACE(j.dump());
+    EXPECT_EQ(j["event"], want_events[i]);
+    for (const char *k : {"event", "kind", "ts_ns", "pid", "tid", "ppid", "uid", "comm",
+                          "cgroup_id", "mntns", "ipcns", "dev", "ino", "path", "errno"})
+      EXPECT_TRUE(j.contains(k)) << k;
+    if (j["event"] != "unlink") {
+      EXPECT_TRUE(j.contains("size"));
+    }
+    EXPECT_EQ(j["kind"], "tmpfs");
+    EXPECT_TRUE(j["ts_ns"].is_number_unsigned());
+    EXPECT_EQ(j["tid"], c.pid());
+    EXPECT_EQ(j["ppid"], getpid());
+    EXPECT_EQ(j["uid"], getuid());
+    EXPECT_EQ(j["comm"], comm);
+    EXPECT_NE(j["cgroup_id"], 0);
+    EXPECT_EQ(j["mntns"], ns_inode("mnt"));
+    EXPECT_EQ(j["ipcns"], ns_inode("ipc"));
+    EXPECT_EQ(j["dev"], dev);
+    EXPECT_EQ(j["ino"], st->st_ino);
+    EXPECT_EQ(j["errno"], 0);
+  }
+  EXPECT_EQ(mine[0]["size"], 0);
+  EXPECT_EQ(mine[1]["size"], 8192);
+  EXPECT_LT(mine[0]["ts_ns"], mine[1]["ts_ns"]);
+  EXPECT_LT(mine[1]["ts_ns"], mine[2]["ts_ns"]);
+
+  std::smatch m;
+  const std::string summary = last_line(p.err());
+  ASSERT_TRUE(std::regex_match(summary, m, summary_re)) << p.err();
+  // No filter: every delivered event is a line.
+  EXPECT_EQ(std::stoull(m[1].str()), lines.size());
+}
+
+class TraceSignal : public ::testing::TestWithParam<int> {};
+
+TEST_P(TraceSignal, StopsCleanlyWithSummary) {
+  Shmbpf p({"trace"});
+  ASSERT_TRUE(wait_loaded_text(p));
+  std::this_thread::sleep_for(500ms);
+  p.signal(GetParam());
+  auto st = p.wait(2s);
+  expect_exit_code(st, 0);
+  EXPECT_TRUE(std::regex_match(last_line(p.err()), summary_re)) << p.err();
+}
+
+INSTANTIATE_TEST_SUITE_P(Signals, TraceSignal, ::testing::Values(SIGINT, SIGTERM),
+                         [](const auto &info) { return std::string(sigabbrev_np(info.param)); });
+
+TEST(TraceCli, NotRootIsToldToUseSudo) {
+  Shmbpf p({"trace"}, [] {
+    const uid_t nobody = 65534;
+    if (setgroups(0, nullptr) != 0 || setgid(nobody) != 0 || setuid(nobody) != 0)
+      _exit(126);
+  });
+  expect_exit_code(p.wait(10s), 2);
+  bool one_line = false;
+  for (const auto &line : lines_of(p.err()))
+    one_line = one_line || (line.starts_with("shmbpf: ") &&
+                            line.find("sudo shmbpf trace") != std::string::npos);
+  EXPECT_TRUE(one_line) << p.err();
+  EXPECT_EQ(p.out(), "");
+}
+
+TEST(TraceCli, RejectsUnknownKind) {
+  Shmbpf p({"trace", "--kind", "bogus"});
+  auto st = p.wait(10s);
+  ASSERT_TRUE(st.has_value());
+  ASSERT_TRUE(WIFEXITED(*st));
+  EXPECT_NE(WEXITSTATUS(*st), 0);
+  EXPECT_NE(p.err().find("--kind"), std::string::npos) << p.err();
+  EXPECT_NE(p.err().find("bogus"), std::string::npos) << p.err();
+  EXPECT_EQ(p.out(), "");
+}
+
+TEST(TraceCli, RejectsRingBufferSizeNotAPowerOfTwo) {
+  Shmbpf p({"trace", "--ring-buffer-size", "5000"});
+  expect_exit_code(p.wait(10s), 2);
+  const std::string err = p.err();
+  EXPECT_NE(err.find("--ring-buffer-size"), std::string::npos) << err;
+  EXPECT_NE(err.find("power of two"), std::string::npos) << err;
+  EXPECT_EQ(lines_of(err).size(), 1u) << err;
+  EXPECT_EQ(p.out(), "");
+}
+
+TEST(TraceCli, HelpListsSubcommandAndEveryFlag) {
+  {
+    Shmbpf p({"--help"});
+    expect_exit_code(p.wait(10s), 0);
+    // The top level lists subcommands; their flags are in their own help.
+    EXPECT_NE(p.out().find("trace"), std::string::npos) << p.out();
+  }
+  Shmbpf p({"trace", "--help"});
+  expect_exit_code(p.wait(10s), 0);
+  const std::string out = p.out();
+  for (const char *flag : {"-p,--pid", "--comm", "--kind", "--event", "--duration",
+                           "--ring-buffer-size", "--json", "-v,--verbose"})
+    EXPECT_NE(out.find(flag), std::string::npos) << flag << " missing from:\n" << out;
+}
+
+class TraceEscaping : public ::testing::TestWithParam<bool> {};
+
+TEST_P(TraceEscaping, HostileFileNameStaysOnOneLine) {
+  const bool as_json = GetParam();
+  std::vector<std::string> args = {"trace"};
+  if (as_json)
+    args.push_back("--json");
+  Shmbpf p(args);
+  ASSERT_TRUE(as_json ? wait_loaded_json(p) : wait_loaded_text(p));
+
+  const std::string stem = "e2e-esc-" + std::to_string(getpid());
+  const std::string path = "/dev/shm/" + stem + "\x1b[31mred\nx";
+  GatedChild c("e2e-escape", [&] { return create_resize_unlink(path, 4096); });
+  c.release();
+  expect_exit_code(c.wait(5s), 0);
+  const std::string escaped = "/dev/shm/" + stem + "\\x1b[31mred\\nx";
+  // create, resize and unlink: three records naming the file.
+  auto records_of = [&](const std::string &s) {
+    auto lines = lines_of(s);
+    return std::count_if(lines.begin(), lines.end(),
+                         [&](const std::string &l) { return l.find(stem) != std::string::npos; });
+  };
+  ASSERT_TRUE(p.wait_output([&](const std::string &s) { return records_of(s) >= 3; }, 10s))
+      << p.out();
+  p.signal(SIGINT);
+  expect_exit_code(p.wait(5s), 0);
+
+  const std::string out = p.out();
+  EXPECT_EQ(out.find('\x1b'), std::string::npos);
+  for (const auto &line : lines_of(out)) {
+    if (line.find(stem) == std::string::npos) {
+      // What follows the newline in the name must not start a line.
+      EXPECT_FALSE(line.starts_with("x")) << line;
+      continue;
+    }
+    if (as_json) {
+      json j;
+      ASSERT_NO_THROW(j = json::parse(line)) << line;
+      EXPECT_EQ(j["path"], escaped) << line;
+    } else {
+      EXPECT_NE(line.find(escaped), std::string::npos) << line;
+    }
+  }
+  EXPECT_EQ(records_of(out), 3) << out;
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, TraceEscaping, ::testing::Values(false, true),
+                         [](const auto &info) { return info.param ? "json" : "text"; });
+
+TEST(TraceCli, PidFilterShowsOnlyThatProcess) {
+  auto job = [](const std::string &tag) {
+    return [tag] {
+      return create_resize_unlink("/dev/shm/e2e-pid-" + tag + "-" + std::to_string(getpid()), 4096);
+    };
+  };
+  GatedChild first("e2e-pid-first", job("first"));
+  GatedChild second("e2e-pid-second", job("second"));
+  Shmbpf p({"trace", "-p", std::to_string(first.pid())});
+  ASSERT_TRUE(wait_loaded_text(p));
+  first.release();
+  second.release();
+  expect_exit_code(first.wait(5s), 0);
+  expect_exit_code(second.wait(5s), 0);
+  const std::string first_file = "/dev/shm/e2e-pid-first-" + std::to_string(first.pid());
+  // The exit is the first process's last event.
+  ASSERT_TRUE(p.wait_output(
+      [&](const std::string &s) {
+        return s.find(first_file) != std::string::npos && s.find(" exit ") != std::string::npos;
+      },
+      10s))
+      << p.out();
+  // Stopping drains everything the kernel still holds.
+  p.signal(SIGINT);
+  expect_exit_code(p.wait(5s), 0);
+
+  const std::string out = p.out();
+  EXPECT_EQ(out.find("e2e-pid-second"), std::string::npos) << out;
+  auto lines = lines_of(out);
+  ASSERT_GE(lines.size(), 5u) << out; // header, create, resize, unlink, exit
+  std::vector<std::string> events;
+  for (size_t i = 1; i < lines.size(); i++) {
+    std::istringstream words(lines[i]);
+    std::string time, pid, comm, event;
+    words >> time >> pid >> comm >> event;
+    EXPECT_EQ(pid, std::to_string(first.pid())) << lines[i];
+    EXPECT_EQ(comm, "e2e-pid-first") << lines[i];
+    events.push_back(event);
+  }
+  EXPECT_EQ(events, (std::vector<std::string>{"create", "resize", "unlink", "exit"})) << out;
+}
+
+} // namespace
+} // namespace shmbpf::test
