@@ -1,0 +1,30 @@
+// Which container (if any) a cgroup v2 path belongs to. Pure string work: the
+// engine feeds it paths that sources read from cgroupfs.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace shmbpf {
+
+struct ContainerRef {
+  std::string id;      // full container id (views shorten); a bare pod's uid for "kubernetes"
+  std::string runtime; // "docker", "containerd", "cri-o", "podman" or "kubernetes"
+  std::string pod_uid; // Kubernetes pod uid with dashes, "" outside Kubernetes
+  bool operator==(const ContainerRef &) const = default;
+};
+
+// Recognises, anywhere in the path (the innermost match wins):
+//   docker-<64hex>.scope, /docker/<64hex>           -> docker
+//   cri-containerd-<64hex>.scope                    -> containerd
+//   crio-<64hex>.scope (not crio-conmon-*)          -> cri-o
+//   libpod-<64hex>.scope (not libpod-conmon-*)      -> podman
+// and the pod uid of kubepods paths, systemd style
+// (kubepods-<qos>-pod<uid_with_underscores>.slice) or cgroupfs style
+// (/kubepods/<qos>/pod<uid>/<64hex>). A pod with no recognised runtime scope
+// gives runtime "kubernetes" with the bare container id if there is one, else
+// the pod uid as id. Anything else is the host: nullopt.
+std::optional<ContainerRef> container_from_cgroup_path(std::string_view path);
+
+} // namespace shmbpf

@@ -1,0 +1,1323 @@
+#include "model/engine.hpp"
+
+#include "model/resolver.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fcntl.h>
+#include <fnmatch.h>
+#include <unordered_set>
+
+namespace shmbpf {
+namespace {
+
+constexpr uint32_t kMfdCloexec = 0x1;     // MFD_CLOEXEC
+constexpr uint32_t kRenameExchange = 0x2; // RENAME_EXCHANGE
+constexpr double kRateTauS = 10.0;        // decay time constant of the rates
+constexpr uint8_t kShmgetCreated = 1;     // Event::created
+
+uint64_t sat_sub(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
+
+std::string_view leaf_of(std::string_view path) { return path.substr(path.rfind('/') + 1); }
+
+std::string sysv_name(uint32_t key) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "SYSV%08x", key);
+  return buf;
+}
+
+// The path a rename gives its file, or "" when the event does not say it:
+// an absolute target, or a relative one from the same start directory as a
+// relative source (recovered by stripping the source from its resolved path).
+std::string renamed_path(const Event &e) {
+  if (e.newpath.starts_with('/'))
+    return PathResolver::normalize(e.newpath);
+  if (e.newpath.empty() || e.full_path.empty() || e.path.starts_with('/') || e.absolute ||
+      e.dirfd != e.newdirfd)
+    return {};
+  std::string_view p = e.path;
+  for (size_t i = 0; i <= p.size();) {
+    size_t j = std::min(p.find('/', i), p.size());
+    if (p.substr(i, j - i) == "..")
+      return {}; // normalisation may have eaten the start directory
+    i = j + 1;
+  }
+  std::string rel = PathResolver::normalize("/" + e.path);
+  if (rel == "/" || !std::string_view(e.full_path).ends_with(rel))
+    return {};
+  std::string start = e.full_path.substr(0, e.full_path.size() - rel.size());
+  return PathResolver::normalize(start + "/" + e.newpath);
+}
+
+bool container_matches(const ContainerRef *c, const std::string &want) {
+  if (want.empty())
+    return c == nullptr;
+  return c != nullptr && c->id.starts_with(want);
+}
+
+} // namespace
+
+std::string_view to_string(SegmentState s) {
+  switch (s) {
+  case SegmentState::linked:
+    return "linked";
+  case SegmentState::unlinked:
+    return "unlinked";
+  case SegmentState::gone:
+    return "gone";
+  }
+  return "?";
+}
+
+std::string_view to_string(NamePattern p) {
+  switch (p) {
+  case NamePattern::none:
+    return "";
+  case NamePattern::torch:
+    return "torch";
+  case NamePattern::psm:
+    return "psm";
+  case NamePattern::sem:
+    return "sem";
+  }
+  return "?";
+}
+
+NameClass classify_shm_name(std::string_view path) {
+  std::string_view leaf = leaf_of(path);
+  if (leaf.starts_with("torch_")) {
+    // torch_<pid>_<random>_<counter>: only the pid part is relied on.
+    std::string_view rest = leaf.substr(6);
+    uint64_t pid = 0;
+    size_t i = 0;
+    while (i < rest.size() && rest[i] >= '0' && rest[i] <= '9' && pid <= 0xffffffffu)
+      pid = pid * 10 + static_cast<uint64_t>(rest[i++] - '0');
+    if (i > 0 && i + 1 < rest.size() && rest[i] == '_' && pid > 0 && pid <= 0xffffffffu)
+      return {NamePattern::torch, static_cast<uint32_t>(pid)};
+    return {};
+  }
+  if (leaf.starts_with("psm_") && leaf.size() > 4)
+    return {NamePattern::psm, 0};
+  if (leaf.starts_with("sem.") && leaf.size() > 4)
+    return {NamePattern::sem, 0};
+  return {};
+}
+
+size_t SegmentKeyHash::operator()(const SegmentKey &k) const noexcept {
+  // splitmix64 finaliser over (ino, dev, space): inode numbers are dense.
+  uint64_t x = k.ino_or_shmid * 0x9e3779b97f4a7c15ull;
+  x ^= (static_cast<uint64_t>(k.dev_or_ipcns) << 1) | (k.is_sysv() ? 1 : 0);
+  x ^= x >> 30;
+  x *= 0xbf58476d1ce4e5b9ull;
+  x ^= x >> 27;
+  x *= 0x94d049bb133111ebull;
+  x ^= x >> 31;
+  return static_cast<size_t>(x);
+}
+
+// --- PidList -----------------------------------------------------------------
+
+Engine::PidList &Engine::PidList::operator=(const PidList &o) {
+  if (this != &o) {
+    release();
+    copy_from(o);
+  }
+  return *this;
+}
+
+Engine::PidList &Engine::PidList::operator=(PidList &&o) noexcept {
+  if (this != &o) {
+    release();
+    steal(o);
+  }
+  return *this;
+}
+
+void Engine::PidList::copy_from(const PidList &o) {
+  if (o.size_ > kInline) {
+    heap_ = new uint32_t[o.size_];
+    cap_ = o.size_;
+  }
+  std::copy(o.begin(), o.end(), data());
+  size_ = o.size_;
+}
+
+void Engine::PidList::steal(PidList &o) noexcept {
+  size_ = o.size_;
+  cap_ = o.cap_;
+  if (o.cap_ > kInline)
+    heap_ = o.heap_;
+  else
+    std::copy(o.inline_, o.inline_ + o.size_, inline_);
+  o.size_ = 0;
+  o.cap_ = kInline;
+}
+
+void Engine::PidList::release() noexcept {
+  if (cap_ > kInline)
+    delete[] heap_;
+  size_ = 0;
+  cap_ = kInline;
+}
+
+bool Engine::PidList::contains(uint32_t pid) const {
+  return std::find(begin(), end(), pid) != end();
+}
+
+bool Engine::PidList::insert(uint32_t pid) {
+  if (contains(pid))
+    return false;
+  if (size_ == cap_) {
+    uint32_t grown = cap_ * 2;
+    auto *p = new uint32_t[grown];
+    std::copy(begin(), end(), p);
+    if (cap_ > kInline)
+      delete[] heap_;
+    heap_ = p;
+    cap_ = grown;
+  }
+  data()[size_++] = pid;
+  return true;
+}
+
+bool Engine::PidList::erase(uint32_t pid) {
+  uint32_t *d = data();
+  uint32_t *it = std::find(d, d + size_, pid);
+  if (it == d + size_)
+    return false;
+  *it = d[--size_];
+  return true;
+}
+
+// --- RateCounter -------------------------------------------------------------
+
+void Engine::RateCounter::hit(uint64_t ts_ns) {
+  if (count > 0 && ts_ns > last_ns)
+    ewma *= std::exp(-static_cast<double>(ts_ns - last_ns) / 1e9 / kRateTauS);
+  ewma += 1.0 / kRateTauS;
+  last_ns = std::max(last_ns, ts_ns);
+  ++count;
+}
+
+double Engine::RateCounter::rate(uint64_t now_ns) const {
+  if (count == 0)
+    return 0;
+  uint64_t dt = sat_sub(now_ns, last_ns);
+  return ewma * std::exp(-static_cast<double>(dt) / 1e9 / kRateTauS);
+}
+
+// --- setup -------------------------------------------------------------------
+
+Engine::Engine(EngineConfig config) : config_(std::move(config)) {
+  static_assert(sizeof(Segment) <= 152, "keep Segment compact: see the estimate above it");
+  last_ts_ = config_.start_ns;
+  if (config_.expected_segments) {
+    segs_.reserve(config_.expected_segments);
+    by_path_.reserve(config_.expected_segments);
+  }
+}
+
+void Engine::apply(const Event &e) {
+  ++stats_.events;
+  last_ts_ = std::max(last_ts_, e.ts_ns);
+  switch (e.type) {
+  case EventType::create:
+  case EventType::open:
+    on_open(e);
+    break;
+  case EventType::memfd_create:
+    on_memfd_create(e);
+    break;
+  case EventType::resize:
+    on_resize(e);
+    break;
+  case EventType::unlink:
+    on_unlink(e);
+    break;
+  case EventType::rename:
+    on_rename(e);
+    break;
+  case EventType::free:
+    on_free(e);
+    break;
+  case EventType::shmget:
+    on_shmget(e);
+    break;
+  case EventType::shmat:
+    on_shmat(e);
+    break;
+  case EventType::shmdt:
+    on_shmdt(e);
+    break;
+  case EventType::shm_rmid:
+    on_shm_rmid(e);
+    break;
+  case EventType::exit:
+    on_exit(e);
+    break;
+  case EventType::exec:
+    on_exec(e);
+    break;
+  case EventType::sigbus:
+    on_sigbus(e);
+    break;
+  }
+}
+
+// --- internal bookkeeping ----------------------------------------------------
+
+Engine::Process &Engine::process_entry(uint32_t pid) {
+  auto [it, inserted] = procs_.try_emplace(pid);
+  if (inserted) {
+    if (++next_serial_ == 0)
+      ++next_serial_; // 0 means "any incarnation"
+    it->second.serial = next_serial_;
+  }
+  return it->second;
+}
+
+Engine::Process &Engine::touch_process(const Event &e) {
+  Process &p = process_entry(e.pid);
+  if (!e.comm.empty())
+    p.comm = e.comm;
+  p.uid = e.uid;
+  p.ppid = e.ppid;
+  if (e.cgroup_id)
+    p.cgroup_id = e.cgroup_id;
+  if (e.mntns)
+    p.mntns = e.mntns;
+  return p;
+}
+
+Engine::SegIt Engine::insert_segment(const SegmentKey &key, Kind kind) {
+  auto it = segs_.try_emplace(key).first;
+  it->second.kind = kind;
+  if (!key.is_sysv())
+    ++devs_[key.dev_or_ipcns].segments;
+  return it;
+}
+
+void Engine::erase_segment(SegIt it) {
+  const SegmentKey key = it->first;
+  Segment &s = it->second;
+  unindex_path(it);
+  if (!key.is_sysv()) {
+    DevStats &d = devs_[key.dev_or_ipcns];
+    d.bytes = sat_sub(d.bytes, s.bytes);
+    d.segments = sat_sub(d.segments, 1);
+  }
+  for (uint32_t pid : s.holders) {
+    auto pit = procs_.find(pid);
+    if (pit == procs_.end())
+      continue;
+    auto &held = pit->second.held;
+    for (size_t i = held.size(); i-- > 0;) {
+      if (held[i].key == key) {
+        held[i] = held.back();
+        held.pop_back();
+        break;
+      }
+    }
+    std::erase_if(pit->second.attachments, [&](const Attachment &a) { return a.key == key; });
+  }
+  segs_.erase(it);
+  ++stats_.gone;
+}
+
+uint64_t Engine::path_hash(std::string_view path) const {
+  return std::hash<std::string_view>{}(path);
+}
+
+// Invariant: a segment is in by_path_ exactly when it is a linked tmpfs file
+// with a resolved path. Every change of path, state or kind goes through
+// set_path/set_state, which unindex before and index after.
+void Engine::index_path(SegIt it) {
+  const Segment &s = it->second;
+  if (it->first.is_sysv() || s.kind != Kind::tmpfs || s.state != SegmentState::linked ||
+      !(s.flags & kPathFull) || s.path.empty())
+    return;
+  by_path_.emplace(path_hash(s.path), it->first);
+}
+
+void Engine::unindex_path(SegIt it) {
+  if (it->first.is_sysv() || it->second.path.empty())
+    return;
+  auto [b, e] = by_path_.equal_range(path_hash(it->second.path));
+  for (auto i = b; i != e; ++i) {
+    if (i->second == it->first) {
+      by_path_.erase(i);
+      return;
+    }
+  }
+}
+
+void Engine::set_path(SegIt it, std::string path, bool full) {
+  unindex_path(it);
+  Segment &s = it->second;
+  s.path = std::move(path);
+  s.flags = static_cast<uint8_t>(full ? s.flags | kPathFull : s.flags & ~kPathFull);
+  s.pattern = classify_shm_name(s.path).pattern;
+  index_path(it);
+}
+
+void Engine::set_state(SegIt it, SegmentState state) {
+  if (it->second.state == state)
+    return;
+  unindex_path(it);
+  it->second.state = state;
+  index_path(it);
+}
+
+void Engine::set_bytes(SegIt it, uint64_t bytes) {
+  Segment &s = it->second;
+  if (!it->first.is_sysv()) {
+    DevStats &d = devs_[it->first.dev_or_ipcns];
+    d.bytes = sat_sub(d.bytes, s.bytes) + bytes;
+  }
+  s.bytes = bytes;
+}
+
+void Engine::set_creator(Segment &s, uint32_t pid, const Process &p) {
+  s.creator_pid = pid;
+  s.creator_uid = p.uid;
+  s.creator_cgroup = p.cgroup_id;
+  s.creator_serial = p.serial;
+  s.creator_comm.fill('\0');
+  std::copy_n(p.comm.begin(), std::min(p.comm.size(), s.creator_comm.size() - 1),
+              s.creator_comm.begin());
+}
+
+void Engine::hold(SegIt it, uint32_t pid, Process &p, ExecHint hint) {
+  if (it->second.holders.insert(pid)) {
+    p.held.push_back({it->first, hint != ExecHint::cloexec});
+    return;
+  }
+  if (hint != ExecHint::survives)
+    return;
+  // Already a holder: a new fd without O_CLOEXEC keeps it past exec. Recent
+  // holds are at the back.
+  for (size_t i = p.held.size(); i-- > 0;) {
+    if (p.held[i].key == it->first) {
+      p.held[i].keep_on_exec = true;
+      return;
+    }
+  }
+}
+
+void Engine::unhold(SegIt it, uint32_t pid) {
+  if (!it->second.holders.erase(pid))
+    return;
+  auto pit = procs_.find(pid);
+  if (pit == procs_.end())
+    return;
+  auto &held = pit->second.held;
+  for (size_t i = held.size(); i-- > 0;) {
+    if (held[i].key == it->first) {
+      held[i] = held.back();
+      held.pop_back();
+      break;
+    }
+  }
+  std::erase_if(pit->second.attachments, [&](const Attachment &a) { return a.key == it->first; });
+}
+
+void Engine::release(uint32_t pid, Process &p, bool exec_only, uint64_t ts) {
+  std::vector<SegmentKey> touched;
+  size_t kept = 0;
+  for (const Held &h : p.held) {
+    // Mappings, and so SysV attachments, never survive exec; fds do unless
+    // they were opened close-on-exec.
+    if (exec_only && h.keep_on_exec && !h.key.is_sysv()) {
+      p.held[kept++] = h;
+      continue;
+    }
+    auto it = segs_.find(h.key);
+    if (it == segs_.end())
+      continue;
+    Segment &s = it->second;
+    s.holders.erase(pid);
+    if (h.key.is_sysv()) {
+      // Attachments seen through shmat, or at least one if the hold came
+      // from a maps scan.
+      auto n = std::count_if(p.attachments.begin(), p.attachments.end(),
+                             [&](const Attachment &a) { return a.key == h.key; });
+      s.nattch = static_cast<uint32_t>(sat_sub(s.nattch, std::max<uint64_t>(n, 1)));
+    }
+    s.changed_ns = std::max(s.changed_ns, ts);
+    touched.push_back(h.key);
+  }
+  p.held.resize(kept);
+  p.attachments.clear();
+  for (const SegmentKey &key : touched)
+    if (auto it = segs_.find(key); it != segs_.end())
+      collect_if_unused(it);
+}
+
+bool Engine::collect_if_unused(SegIt it) {
+  const Segment &s = it->second;
+  if (s.state != SegmentState::unlinked)
+    return false;
+  if (it->first.is_sysv() ? s.nattch != 0 : !s.holders.empty())
+    return false;
+  erase_segment(it);
+  return true;
+}
+
+Engine::SegIt Engine::find_by_path(const std::string &path, uint32_t dev) {
+  SegIt found = segs_.end();
+  int matches = 0;
+  auto [b, e] = by_path_.equal_range(path_hash(path));
+  for (auto i = b; i != e; ++i) {
+    if (dev != 0 && i->second.dev_or_ipcns != dev)
+      continue;
+    auto it = segs_.find(i->second);
+    if (it == segs_.end() || it->second.path != path)
+      continue;
+    found = it;
+    ++matches;
+  }
+  // The same path in two mount namespaces with no dev to tell them apart.
+  return matches == 1 ? found : segs_.end();
+}
+
+Engine::SegIt Engine::find_linked_by_name(const Event &e) {
+  if (e.ino != 0) {
+    auto it = segs_.find(SegmentKey::file(e.dev, e.ino));
+    // The (dev, ino) of an unlink is a hint: trust it only if the path agrees.
+    if (it != segs_.end() && it->second.state == SegmentState::linked &&
+        (e.full_path.empty() || !(it->second.flags & kPathFull) || it->second.path == e.full_path))
+      return it;
+  }
+  if (e.full_path.empty())
+    return segs_.end();
+  return find_by_path(e.full_path, e.dev);
+}
+
+// --- events ------------------------------------------------------------------
+
+namespace {
+
+// The path to show for a file event: resolved, else in-mount, else as passed.
+std::pair<std::string, bool> event_path(const Event &e) {
+  if (!e.full_path.empty())
+    return {e.full_path, e.full_path.starts_with('/')};
+  if (!e.name.empty())
+    return {e.name, false};
+  return {e.path, false};
+}
+
+} // namespace
+
+void Engine::on_open(const Event &e) {
+  if (e.ret < 0 || e.ino == 0 || e.kind == Kind::sysv) {
+    ++stats_.ignored;
+    return;
+  }
+  Process &p = touch_process(e);
+  const SegmentKey key = SegmentKey::file(e.dev, e.ino);
+  const bool fresh = e.type == EventType::create && e.is_new;
+  auto it = segs_.find(key);
+  if (it != segs_.end() && fresh) {
+    erase_segment(it); // the inode number was reused after a destruction we missed
+    it = segs_.end();
+  }
+  if (it == segs_.end()) {
+    it = insert_segment(key, e.kind == Kind::memfd ? Kind::memfd : Kind::tmpfs);
+    if (fresh) {
+      set_creator(it->second, e.pid, p);
+      it->second.created_ns = e.ts_ns;
+      p.creates.hit(e.ts_ns);
+    } else {
+      it->second.flags |= kExistedBefore;
+    }
+  }
+  Segment &s = it->second;
+  if (e.kind == Kind::memfd)
+    s.kind = Kind::memfd;
+  if (fresh || !(s.flags & kPathFull)) {
+    auto [path, full] = event_path(e);
+    if (!path.empty())
+      set_path(it, std::move(path), full);
+  }
+  if (e.mnt_id)
+    s.mnt_id = e.mnt_id;
+  s.size = e.size;
+  set_bytes(it, e.bytes);
+  set_state(it,
+            s.kind == Kind::memfd || e.unlinked ? SegmentState::unlinked : SegmentState::linked);
+  hold(it, e.pid, p, (e.flags & O_CLOEXEC) ? ExecHint::cloexec : ExecHint::survives);
+  s.changed_ns = e.ts_ns;
+}
+
+void Engine::on_memfd_create(const Event &e) {
+  if (e.ret < 0 || e.ino == 0) {
+    ++stats_.ignored;
+    return;
+  }
+  Process &p = touch_process(e);
+  const SegmentKey key = SegmentKey::file(e.dev, e.ino);
+  if (auto old = segs_.find(key); old != segs_.end())
+    erase_segment(old);
+  auto it = insert_segment(key, Kind::memfd);
+  Segment &s = it->second;
+  set_creator(s, e.pid, p);
+  s.created_ns = e.ts_ns;
+  p.creates.hit(e.ts_ns);
+  set_path(it, !e.name.empty() ? e.name : "memfd:" + e.path, false);
+  if (e.mnt_id)
+    s.mnt_id = e.mnt_id;
+  s.size = e.size;
+  set_bytes(it, e.bytes);
+  set_state(it, SegmentState::unlinked); // a memfd never has a name
+  hold(it, e.pid, p, (e.flags & kMfdCloexec) ? ExecHint::cloexec : ExecHint::survives);
+  s.changed_ns = e.ts_ns;
+}
+
+void Engine::on_resize(const Event &e) {
+  if (e.ret < 0 && (e.err == ENOSPC || e.ret == -ENOSPC) && e.dev != 0)
+    ++devs_[e.dev].enospc;
+  if (e.ino == 0 || e.kind == Kind::sysv) {
+    ++stats_.ignored;
+    return;
+  }
+  Process &p = touch_process(e);
+  const SegmentKey key = SegmentKey::file(e.dev, e.ino);
+  auto it = segs_.find(key);
+  if (it == segs_.end()) {
+    if (e.ret < 0) {
+      ++stats_.ignored;
+      return;
+    }
+    // A file created before tracking (or whose create was lost).
+    it = insert_segment(key, e.kind == Kind::memfd ? Kind::memfd : Kind::tmpfs);
+    it->second.flags |= kExistedBefore;
+    auto [path, full] = event_path(e);
+    set_path(it, std::move(path), full);
+  }
+  Segment &s = it->second;
+  if (e.mnt_id)
+    s.mnt_id = e.mnt_id;
+  // size and bytes are observed after the call, failed or not.
+  s.size = e.size;
+  set_bytes(it, e.bytes);
+  set_state(it,
+            s.kind == Kind::memfd || e.unlinked ? SegmentState::unlinked : SegmentState::linked);
+  hold(it, e.pid, p, ExecHint::unknown);
+  s.changed_ns = e.ts_ns;
+}
+
+void Engine::on_unlink(const Event &e) {
+  if (e.ret != 0) {
+    ++stats_.ignored;
+    return;
+  }
+  touch_process(e).unlinks.hit(e.ts_ns);
+  auto it = find_linked_by_name(e);
+  if (it == segs_.end()) {
+    ++stats_.ignored;
+    return;
+  }
+  set_state(it, SegmentState::unlinked);
+  it->second.changed_ns = e.ts_ns;
+  // With bytes left, the kernel's frees (or a reconcile) finish the job.
+  if (it->second.holders.empty() && it->second.bytes == 0)
+    erase_segment(it);
+}
+
+void Engine::on_rename(const Event &e) {
+  if (e.ret != 0) {
+    ++stats_.ignored;
+    return;
+  }
+  touch_process(e);
+  auto it = find_linked_by_name(e);
+  if (it == segs_.end()) {
+    ++stats_.ignored;
+    return;
+  }
+  std::string to = renamed_path(e);
+  if (to.empty()) {
+    // Unknown target directory: show the name as passed until a reconcile.
+    set_path(it, e.newpath, false);
+  } else {
+    auto target = find_by_path(to, it->first.dev_or_ipcns);
+    if (target != segs_.end() && target != it) {
+      if (e.flags & kRenameExchange) {
+        set_path(target, it->second.path, true);
+        target->second.changed_ns = e.ts_ns;
+      } else {
+        // Replaced: the old target lost its name.
+        set_state(target, SegmentState::unlinked);
+        target->second.changed_ns = e.ts_ns;
+        if (target->second.holders.empty() && target->second.bytes == 0)
+          erase_segment(target);
+      }
+    }
+    set_path(it, std::move(to), true);
+  }
+  it->second.changed_ns = e.ts_ns;
+}
+
+void Engine::on_free(const Event &e) {
+  // The header is whoever freed the pages (often a kernel thread): no
+  // process bookkeeping.
+  auto it = e.ino ? segs_.find(SegmentKey::file(e.dev, e.ino)) : segs_.end();
+  if (it == segs_.end()) {
+    ++stats_.ignored;
+    return;
+  }
+  set_bytes(it, sat_sub(it->second.bytes, e.bytes));
+  it->second.changed_ns = e.ts_ns;
+  if (e.unlinked) {
+    set_state(it, SegmentState::unlinked);
+    if (it->second.holders.empty())
+      erase_segment(it); // eviction: the last reference is gone
+  }
+}
+
+void Engine::on_shmget(const Event &e) {
+  if (e.ret < 0) {
+    ++stats_.ignored;
+    return;
+  }
+  Process &p = touch_process(e);
+  const SegmentKey key = SegmentKey::sysv(e.ipcns, e.shmid >= 0 ? e.shmid : e.ret);
+  const bool created = e.created == kShmgetCreated;
+  auto it = segs_.find(key);
+  if (it != segs_.end() && created) {
+    erase_segment(it); // shmid reused after a removal we missed
+    it = segs_.end();
+  }
+  if (it == segs_.end()) {
+    it = insert_segment(key, Kind::sysv);
+    if (created) {
+      set_creator(it->second, e.pid, p);
+      it->second.created_ns = e.ts_ns;
+      p.creates.hit(e.ts_ns);
+    } else {
+      it->second.flags |= kExistedBefore;
+    }
+  }
+  Segment &s = it->second;
+  s.sysv_key = e.key;
+  if (created || s.size == 0)
+    s.size = e.size;
+  s.changed_ns = e.ts_ns;
+}
+
+void Engine::on_shmat(const Event &e) {
+  if (e.ret < 0 || e.shmid < 0) {
+    ++stats_.ignored;
+    return;
+  }
+  Process &p = touch_process(e);
+  const SegmentKey key = SegmentKey::sysv(e.ipcns, e.shmid);
+  auto it = segs_.find(key);
+  if (it == segs_.end()) {
+    it = insert_segment(key, Kind::sysv);
+    it->second.flags |= kExistedBefore;
+  }
+  ++it->second.nattch;
+  hold(it, e.pid, p, ExecHint::cloexec);
+  p.attachments.push_back({e.addr, key});
+  it->second.changed_ns = e.ts_ns;
+}
+
+void Engine::on_shmdt(const Event &e) {
+  if (e.ret < 0) {
+    ++stats_.ignored;
+    return;
+  }
+  Process &p = touch_process(e);
+  // shmdt names an address only: map it back through the shmat we saw.
+  auto a = std::find_if(p.attachments.rbegin(), p.attachments.rend(),
+                        [&](const Attachment &x) { return x.addr == e.addr; });
+  if (a == p.attachments.rend()) {
+    ++stats_.ignored;
+    return;
+  }
+  const SegmentKey key = a->key;
+  p.attachments.erase(std::next(a).base());
+  auto it = segs_.find(key);
+  if (it == segs_.end())
+    return;
+  Segment &s = it->second;
+  s.nattch = static_cast<uint32_t>(sat_sub(s.nattch, 1));
+  s.changed_ns = e.ts_ns;
+  if (std::none_of(p.attachments.begin(), p.attachments.end(),
+                   [&](const Attachment &x) { return x.key == key; }))
+    unhold(it, e.pid);
+  collect_if_unused(it);
+}
+
+void Engine::on_shm_rmid(const Event &e) {
+  if (e.ret < 0) {
+    ++stats_.ignored;
+    return;
+  }
+  touch_process(e).unlinks.hit(e.ts_ns);
+  auto it = segs_.find(SegmentKey::sysv(e.ipcns, e.shmid));
+  if (it == segs_.end()) {
+    ++stats_.ignored;
+    return;
+  }
+  set_state(it, SegmentState::unlinked); // destroyed at the last detach
+  it->second.changed_ns = e.ts_ns;
+  collect_if_unused(it);
+}
+
+void Engine::on_exit(const Event &e) {
+  auto pit = procs_.find(e.pid);
+  if (pit == procs_.end())
+    return; // exit may be reported twice
+  release(e.pid, pit->second, false, e.ts_ns);
+  procs_.erase(pit);
+}
+
+void Engine::on_exec(const Event &e) { release(e.pid, touch_process(e), true, e.ts_ns); }
+
+void Engine::on_sigbus(const Event &e) {
+  // Kernel-generated (a fault, the interesting case) has si_code > 0;
+  // kill(2) and friends have si_code <= 0.
+  if (e.si_code > 0)
+    ++touch_process(e).sigbus;
+  else
+    ++stats_.ignored;
+}
+
+// --- bootstrap and reconcile -------------------------------------------------
+
+void Engine::add_existing_file(const TmpfsFile &f, uint32_t mnt_id_or_0, std::string mountpoint) {
+  if (!mountpoint.empty()) {
+    if (mnt_id_or_0)
+      mnt_names_.try_emplace(mnt_id_or_0, mountpoint);
+    dev_names_.try_emplace(f.dev, std::move(mountpoint));
+  }
+  const SegmentKey key = SegmentKey::file(f.dev, f.ino);
+  auto it = segs_.find(key);
+  if (it == segs_.end()) {
+    it = insert_segment(key, Kind::tmpfs);
+    Segment &s = it->second;
+    s.flags |= kExistedBefore;
+    s.creator_uid = f.uid; // the owner: the best guess at who created it
+    s.mtime_s = f.mtime_s;
+    s.changed_ns = last_ts_;
+    set_path(it, f.path, f.path.starts_with('/'));
+    set_state(it, f.nlink == 0 ? SegmentState::unlinked : SegmentState::linked);
+  } else if (!(it->second.flags & kPathFull) && !f.path.empty()) {
+    set_path(it, f.path, f.path.starts_with('/'));
+  }
+  Segment &s = it->second;
+  if (!s.mnt_id)
+    s.mnt_id = mnt_id_or_0;
+  s.size = f.size;
+  set_bytes(it, f.bytes);
+}
+
+bool Engine::add_holder(uint32_t pid, SegmentKey key) {
+  auto it = segs_.find(key);
+  if (it == segs_.end())
+    return false;
+  Process &p = process_entry(pid);
+  hold(it, pid, p, ExecHint::unknown);
+  if (key.is_sysv())
+    it->second.nattch = std::max(it->second.nattch, it->second.holders.size());
+  return true;
+}
+
+bool Engine::set_holders(SegmentKey key, std::vector<uint32_t> pids) {
+  auto it = segs_.find(key);
+  if (it == segs_.end())
+    return false;
+  std::sort(pids.begin(), pids.end());
+  pids.erase(std::unique(pids.begin(), pids.end()), pids.end());
+  std::vector<uint32_t> gone_holders;
+  for (uint32_t pid : it->second.holders)
+    if (!std::binary_search(pids.begin(), pids.end(), pid))
+      gone_holders.push_back(pid);
+  for (uint32_t pid : gone_holders)
+    unhold(it, pid);
+  for (uint32_t pid : pids)
+    hold(it, pid, process_entry(pid), ExecHint::unknown);
+  if (key.is_sysv())
+    it->second.nattch = std::max(it->second.nattch, it->second.holders.size());
+  collect_if_unused(it);
+  return true;
+}
+
+void Engine::add_process(uint32_t pid, uint32_t ppid, uint32_t uid, std::string comm,
+                         uint64_t cgroup_id, uint32_t mntns) {
+  Process &p = process_entry(pid);
+  p.ppid = ppid;
+  p.uid = uid;
+  p.comm = std::move(comm);
+  p.cgroup_id = cgroup_id;
+  p.mntns = mntns;
+}
+
+void Engine::add_sysv(uint32_t ipcns, int32_t shmid, uint32_t key, uint64_t size,
+                      uint64_t rss_bytes, uint32_t cpid, uint32_t nattch) {
+  upsert_sysv(ipcns, SysvEntry{shmid, key, size, rss_bytes, cpid, nattch, false}, last_ts_);
+}
+
+void Engine::upsert_sysv(uint32_t ipcns, const SysvEntry &t, uint64_t now_ns) {
+  if (t.shmid < 0)
+    return;
+  const SegmentKey key = SegmentKey::sysv(ipcns, t.shmid);
+  auto it = segs_.find(key);
+  if (it == segs_.end()) {
+    it = insert_segment(key, Kind::sysv);
+    it->second.flags |= kExistedBefore;
+  }
+  Segment &s = it->second;
+  if (s.creator_pid == 0 && t.cpid != 0) {
+    // Scans may list segments before their creator's process: match any
+    // incarnation of cpid (serial 0) rather than guess it exited.
+    if (auto pit = procs_.find(t.cpid); pit != procs_.end())
+      set_creator(s, t.cpid, pit->second);
+    s.creator_pid = t.cpid;
+    s.creator_serial = 0;
+  }
+  s.sysv_key = t.key;
+  s.size = t.size;
+  s.bytes = t.rss_bytes;
+  s.nattch = t.nattch;
+  s.changed_ns = now_ns;
+  if (t.nattch == 0) {
+    // Nobody is attached, whatever our shmat/exit bookkeeping says.
+    std::vector<uint32_t> stale(s.holders.begin(), s.holders.end());
+    for (uint32_t pid : stale)
+      unhold(it, pid);
+  }
+  if (t.removed)
+    set_state(it, SegmentState::unlinked);
+  collect_if_unused(it);
+}
+
+void Engine::set_cgroup_path(uint64_t cgroup_id, std::string path) {
+  auto container = container_from_cgroup_path(path);
+  cgroups_[cgroup_id] = CgroupEntry{std::move(path), std::move(container)};
+}
+
+void Engine::set_mount(MountState m) {
+  MountEntry &entry = mounts_[m.mnt_id];
+  auto d = devs_.find(m.dev);
+  entry.baseline = d == devs_.end() ? 0 : static_cast<int64_t>(d->second.bytes);
+  mnt_names_[m.mnt_id] = m.mountpoint;
+  dev_names_.try_emplace(m.dev, m.mountpoint);
+  entry.state = std::move(m);
+}
+
+uint64_t Engine::used_now(const MountEntry &m) const {
+  auto d = devs_.find(m.state.dev);
+  int64_t tracked = d == devs_.end() ? 0 : static_cast<int64_t>(d->second.bytes);
+  int64_t used = static_cast<int64_t>(m.state.used_bytes) + (tracked - m.baseline);
+  return used > 0 ? static_cast<uint64_t>(used) : 0;
+}
+
+void Engine::sample_mounts(uint64_t now_ns) {
+  for (auto &[id, m] : mounts_) {
+    m.samples.emplace_back(now_ns, used_now(m));
+    while (m.samples.size() > std::max<size_t>(config_.max_samples, 2) ||
+           (m.samples.size() > 1 &&
+            sat_sub(now_ns, m.samples.front().first) > config_.growth_window_ns))
+      m.samples.pop_front();
+  }
+}
+
+void Engine::reconcile_tmpfs(uint32_t dev, const std::vector<TmpfsFile> &truth, uint64_t now_ns) {
+  std::unordered_set<uint64_t> present;
+  present.reserve(truth.size());
+  for (const TmpfsFile &f : truth) {
+    if (f.dev != dev)
+      continue;
+    present.insert(f.ino);
+    auto it = segs_.find(SegmentKey::file(f.dev, f.ino));
+    if (it == segs_.end()) {
+      add_existing_file(f, 0, {});
+      segs_.find(SegmentKey::file(f.dev, f.ino))->second.changed_ns = now_ns;
+      continue;
+    }
+    Segment &s = it->second;
+    bool changed = false;
+    if (s.path != f.path || !(s.flags & kPathFull)) {
+      set_path(it, f.path, f.path.starts_with('/')); // a rename we missed
+      changed = true;
+    }
+    if (s.state != SegmentState::linked) {
+      set_state(it, SegmentState::linked);
+      changed = true;
+    }
+    if (s.size != f.size || s.bytes != f.bytes) {
+      s.size = f.size;
+      set_bytes(it, f.bytes);
+      changed = true;
+    }
+    if (changed)
+      s.changed_ns = now_ns;
+  }
+
+  std::vector<SegmentKey> vanished;
+  for (const auto &[key, s] : segs_)
+    if (!key.is_sysv() && key.dev_or_ipcns == dev && s.kind == Kind::tmpfs &&
+        !present.count(key.ino_or_shmid))
+      vanished.push_back(key);
+  for (const SegmentKey &key : vanished) {
+    auto it = segs_.find(key);
+    if (it->second.holders.empty()) {
+      erase_segment(it); // an unlinked file nobody holds cannot exist either
+    } else if (it->second.state == SegmentState::linked) {
+      set_state(it, SegmentState::unlinked);
+      it->second.changed_ns = now_ns;
+    }
+  }
+}
+
+void Engine::reconcile_sysv(uint32_t ipcns, const std::vector<SysvEntry> &truth, uint64_t now_ns) {
+  now_ns = now_or_last(now_ns);
+  std::unordered_set<uint64_t> present;
+  present.reserve(truth.size());
+  for (const SysvEntry &t : truth) {
+    if (t.shmid < 0)
+      continue;
+    present.insert(SegmentKey::sysv(ipcns, t.shmid).ino_or_shmid);
+    upsert_sysv(ipcns, t, now_ns);
+  }
+  std::vector<SegmentKey> vanished;
+  for (const auto &[key, s] : segs_)
+    if (key.is_sysv() && key.dev_or_ipcns == ipcns && !present.count(key.ino_or_shmid))
+      vanished.push_back(key);
+  for (const SegmentKey &key : vanished)
+    erase_segment(segs_.find(key));
+}
+
+void Engine::reconcile_processes(const std::vector<uint32_t> &live_pids) {
+  std::unordered_set<uint32_t> live(live_pids.begin(), live_pids.end());
+  std::vector<uint32_t> dead;
+  for (const auto &[pid, p] : procs_)
+    if (!live.count(pid))
+      dead.push_back(pid);
+  for (uint32_t pid : dead) {
+    auto pit = procs_.find(pid);
+    release(pid, pit->second, false, last_ts_);
+    procs_.erase(pit);
+  }
+}
+
+// --- queries -----------------------------------------------------------------
+
+bool Engine::creator_alive(const Segment &s) const {
+  if (s.creator_pid == 0)
+    return false;
+  auto pit = procs_.find(s.creator_pid);
+  return pit != procs_.end() && (s.creator_serial == 0 || pit->second.serial == s.creator_serial);
+}
+
+uint64_t Engine::age_ns(const Segment &s, uint64_t now_ns) const {
+  if (!(s.flags & kExistedBefore))
+    return sat_sub(now_ns, s.created_ns);
+  if (s.mtime_s != 0 && config_.realtime_offset_ns) {
+    int64_t real_now = static_cast<int64_t>(now_ns) + *config_.realtime_offset_ns;
+    int64_t mtime_ns = s.mtime_s * 1'000'000'000;
+    return real_now > mtime_ns ? static_cast<uint64_t>(real_now - mtime_ns) : 0;
+  }
+  return sat_sub(now_ns, config_.start_ns);
+}
+
+const ContainerRef *Engine::container_of(uint64_t cgroup_id) const {
+  auto it = cgroups_.find(cgroup_id);
+  if (it == cgroups_.end() || !it->second.container)
+    return nullptr;
+  return &*it->second.container;
+}
+
+std::string Engine::mountpoint_of(const SegmentKey &key, const Segment &s) const {
+  if (key.is_sysv())
+    return {};
+  if (s.mnt_id)
+    if (auto it = mnt_names_.find(s.mnt_id); it != mnt_names_.end())
+      return it->second;
+  if (auto it = dev_names_.find(key.dev_or_ipcns); it != dev_names_.end())
+    return it->second;
+  return {};
+}
+
+SegmentInfo Engine::info(const SegmentKey &key, const Segment &s) const {
+  SegmentInfo i;
+  i.key = key;
+  i.key.kind = s.kind;
+  i.kind = s.kind;
+  i.path = key.is_sysv() ? sysv_name(s.sysv_key) : s.path;
+  i.mnt_id = s.mnt_id;
+  i.mountpoint = mountpoint_of(key, s);
+  i.size = s.size;
+  i.bytes = s.bytes;
+  i.state = s.state;
+  i.creator.pid = s.creator_pid;
+  i.creator.uid = s.creator_uid;
+  i.creator.comm.assign(s.creator_comm.data(), ::strnlen(s.creator_comm.data(), 16));
+  i.creator.cgroup_id = s.creator_cgroup;
+  if (const ContainerRef *c = container_of(s.creator_cgroup))
+    i.creator.container_id = c->id;
+  i.creator.known = s.creator_pid != 0;
+  i.creator.exited = i.creator.known && !creator_alive(s);
+  i.created_ns = s.created_ns;
+  i.existed_before = s.flags & kExistedBefore;
+  i.mtime_s = s.mtime_s;
+  i.holders.assign(s.holders.begin(), s.holders.end());
+  std::sort(i.holders.begin(), i.holders.end());
+  i.nattch = s.nattch;
+  i.sysv_key = s.sysv_key;
+  i.changed_ns = s.changed_ns;
+  i.pattern = s.pattern;
+  if (!i.creator.known && s.pattern == NamePattern::torch)
+    i.inferred_pid = classify_shm_name(s.path).pid;
+  return i;
+}
+
+std::optional<SegmentInfo> Engine::segment(const SegmentKey &key) const {
+  auto it = segs_.find(key);
+  if (it == segs_.end())
+    return std::nullopt;
+  return info(it->first, it->second);
+}
+
+bool Engine::matches(const SegmentKey &key, const Segment &s, const SegmentFilter &f) const {
+  if (f.kind && s.kind != *f.kind)
+    return false;
+  if (f.state && s.state != *f.state)
+    return false;
+  if (f.pid && s.creator_pid != *f.pid && !s.holders.contains(*f.pid))
+    return false;
+  if (f.container) {
+    bool any = container_matches(container_of(s.creator_cgroup), *f.container);
+    for (uint32_t pid : s.holders) {
+      if (any)
+        break;
+      auto pit = procs_.find(pid);
+      any = pit != procs_.end() &&
+            container_matches(container_of(pit->second.cgroup_id), *f.container);
+    }
+    if (!any)
+      return false;
+  }
+  if (f.mount && mountpoint_of(key, s) != *f.mount)
+    return false;
+  if (f.path_glob) {
+    std::string path = key.is_sysv() ? sysv_name(s.sysv_key) : s.path;
+    if (::fnmatch(f.path_glob->c_str(), path.c_str(), 0) != 0)
+      return false;
+  }
+  return true;
+}
+
+std::vector<SegmentInfo> Engine::segments(const SegmentFilter &filter) const {
+  std::vector<SegmentInfo> out;
+  for (const auto &[key, s] : segs_)
+    if (matches(key, s, filter))
+      out.push_back(info(key, s));
+  std::sort(out.begin(), out.end(), [](const SegmentInfo &a, const SegmentInfo &b) {
+    if (a.path != b.path)
+      return a.path < b.path;
+    return a.key < b.key;
+  });
+  return out;
+}
+
+ProcessInfo Engine::process_info(uint32_t pid, const Process &p, uint64_t now_ns) const {
+  ProcessInfo i;
+  i.pid = pid;
+  i.ppid = p.ppid;
+  i.uid = p.uid;
+  i.mntns = p.mntns;
+  i.comm = p.comm;
+  i.cgroup_id = p.cgroup_id;
+  if (const ContainerRef *c = container_of(p.cgroup_id)) {
+    i.container_id = c->id;
+    i.runtime = c->runtime;
+    i.pod_uid = c->pod_uid;
+  }
+  for (const Held &h : p.held) {
+    if (auto it = segs_.find(h.key); it != segs_.end()) {
+      ++i.segments_held;
+      i.bytes_held += it->second.bytes;
+    }
+  }
+  i.sysv_attachments = p.attachments.size();
+  i.creates = p.creates.count;
+  i.unlinks = p.unlinks.count;
+  i.create_rate = p.creates.rate(now_ns);
+  i.unlink_rate = p.unlinks.rate(now_ns);
+  i.last_create_ns = p.creates.last_ns;
+  i.last_unlink_ns = p.unlinks.last_ns;
+  i.sigbus = p.sigbus;
+  return i;
+}
+
+std::vector<ProcessInfo> Engine::processes(uint64_t now_ns) const {
+  now_ns = now_or_last(now_ns);
+  std::unordered_map<uint32_t, std::pair<uint64_t, uint64_t>> created; // pid -> (count, bytes)
+  for (const auto &[key, s] : segs_) {
+    if (creator_alive(s)) {
+      auto &c = created[s.creator_pid];
+      ++c.first;
+      c.second += s.bytes;
+    }
+  }
+  std::vector<ProcessInfo> out;
+  out.reserve(procs_.size());
+  for (const auto &[pid, p] : procs_) {
+    out.push_back(process_info(pid, p, now_ns));
+    if (auto c = created.find(pid); c != created.end()) {
+      out.back().segments_created = c->second.first;
+      out.back().bytes_created = c->second.second;
+    }
+  }
+  std::sort(out.begin(), out.end(),
+            [](const ProcessInfo &a, const ProcessInfo &b) { return a.pid < b.pid; });
+  return out;
+}
+
+std::optional<ProcessInfo> Engine::process(uint32_t pid, uint64_t now_ns) const {
+  auto pit = procs_.find(pid);
+  if (pit == procs_.end())
+    return std::nullopt;
+  ProcessInfo i = process_info(pid, pit->second, now_or_last(now_ns));
+  for (const auto &[key, s] : segs_) {
+    if (s.creator_pid == pid && creator_alive(s)) {
+      ++i.segments_created;
+      i.bytes_created += s.bytes;
+    }
+  }
+  return i;
+}
+
+std::vector<ContainerInfo> Engine::containers(uint64_t now_ns) const {
+  now_ns = now_or_last(now_ns);
+  std::map<std::string, ContainerInfo> rows;
+  auto row = [&](const ContainerRef *c) -> ContainerInfo & {
+    ContainerInfo &r = rows[c ? c->id : std::string()];
+    if (r.runtime.empty()) {
+      r.id = c ? c->id : std::string();
+      r.runtime = c ? c->runtime : "host";
+      r.pod_uid = c ? c->pod_uid : std::string();
+    }
+    return r;
+  };
+  row(nullptr); // the host is always a row
+  for (const auto &[pid, p] : procs_) {
+    ContainerInfo &r = row(container_of(p.cgroup_id));
+    ++r.processes;
+    r.creates += p.creates.count;
+    r.unlinks += p.unlinks.count;
+    r.create_rate += p.creates.rate(now_ns);
+  }
+  for (const auto &[key, s] : segs_) {
+    ContainerInfo &r = row(container_of(s.creator_cgroup));
+    ++r.segments;
+    r.bytes += s.bytes;
+  }
+  std::vector<ContainerInfo> out;
+  out.reserve(rows.size());
+  for (auto &[id, r] : rows)
+    out.push_back(std::move(r));
+  return out;
+}
+
+std::vector<MountUsage> Engine::mounts() const {
+  std::vector<MountUsage> out;
+  for (const auto &[id, m] : mounts_) {
+    MountUsage u;
+    u.mount = m.state;
+    u.mount.used_bytes = used_now(m);
+    if (auto d = devs_.find(m.state.dev); d != devs_.end()) {
+      u.tracked_bytes = d->second.bytes;
+      u.segments = d->second.segments;
+      u.enospc = d->second.enospc;
+    }
+    const double limit = static_cast<double>(m.state.size_limit);
+    const double used = static_cast<double>(u.mount.used_bytes);
+    if (m.state.size_limit)
+      u.percent = 100.0 * used / limit;
+    // Least-squares slope, times relative to the first sample.
+    if (m.samples.size() >= 2) {
+      double n = 0, st = 0, sy = 0, stt = 0, sty = 0;
+      const auto [t0, y0] = m.samples.front();
+      for (const auto &[t, y] : m.samples) {
+        double x = static_cast<double>(t - t0) / 1e9;
+        double v = static_cast<double>(y) - static_cast<double>(y0);
+        n += 1;
+        st += x;
+        sy += v;
+        stt += x * x;
+        sty += x * v;
+      }
+      double denom = n * stt - st * st;
+      if (denom > 0)
+        u.growth_bytes_per_s = (n * sty - st * sy) / denom;
+    }
+    if (m.state.size_limit && u.growth_bytes_per_s > 0)
+      u.seconds_to_full = std::max(0.0, limit - used) / u.growth_bytes_per_s;
+    out.push_back(std::move(u));
+  }
+  std::sort(out.begin(), out.end(), [](const MountUsage &a, const MountUsage &b) {
+    if (a.mount.mountpoint != b.mount.mountpoint)
+      return a.mount.mountpoint < b.mount.mountpoint;
+    if (a.mount.mntns != b.mount.mntns)
+      return a.mount.mntns < b.mount.mntns;
+    return a.mount.mnt_id < b.mount.mnt_id;
+  });
+  return out;
+}
+
+std::vector<Orphan> Engine::orphans(uint64_t now_ns, uint64_t min_age_ns) const {
+  std::vector<Orphan> out;
+  for (const auto &[key, s] : segs_) {
+    const bool pins = key.is_sysv() ? s.state == SegmentState::linked
+                                    : s.state == SegmentState::linked || s.bytes > 0;
+    if (!pins || !s.holders.empty() || (key.is_sysv() && s.nattch > 0))
+      continue;
+    if (creator_alive(s))
+      continue;
+    if (s.creator_pid == 0 && s.pattern == NamePattern::torch &&
+        procs_.count(classify_shm_name(s.path).pid))
+      continue; // the pid in the torch name is alive: assume it is the creator
+    uint64_t age = age_ns(s, now_ns);
+    if (age < min_age_ns)
+      continue;
+    out.push_back({info(key, s), age});
+  }
+  std::sort(out.begin(), out.end(), [](const Orphan &a, const Orphan &b) {
+    if (a.segment.bytes != b.segment.bytes)
+      return a.segment.bytes > b.segment.bytes;
+    if (a.segment.path != b.segment.path)
+      return a.segment.path < b.segment.path;
+    return a.segment.key < b.segment.key;
+  });
+  return out;
+}
+
+std::vector<uint64_t> Engine::unknown_cgroups() const {
+  std::unordered_set<uint64_t> ids;
+  for (const auto &[pid, p] : procs_)
+    if (p.cgroup_id && !cgroups_.count(p.cgroup_id))
+      ids.insert(p.cgroup_id);
+  for (const auto &[key, s] : segs_)
+    if (s.creator_cgroup && !cgroups_.count(s.creator_cgroup))
+      ids.insert(s.creator_cgroup);
+  std::vector<uint64_t> out(ids.begin(), ids.end());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+EngineStats Engine::stats() const {
+  EngineStats s = stats_;
+  s.segments = segs_.size();
+  s.processes = procs_.size();
+  return s;
+}
+
+} // namespace shmbpf

@@ -1,0 +1,457 @@
+// The state engine: every shared-memory segment (tmpfs file, memfd, System V
+// segment), who created and holds it, and what it costs, built from decoded
+// events plus bootstrap/reconcile scans. Pure: no I/O and no clock reads;
+// time comes from event timestamps and explicit now_ns arguments, all
+// CLOCK_BOOTTIME nanoseconds. The model behind `shmbpf ls`, `leaks` and `top`.
+#pragma once
+
+#include "decode/event.hpp"
+#include "model/containers.hpp"
+#include "sources/tmpfs_scan.hpp"
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+namespace shmbpf {
+
+// linked: the segment has a name (a tmpfs path, a SysV key not yet
+// IPC_RMID'ed). unlinked: nameless but alive while held (unlinked files,
+// every memfd, SysV segments marked for destruction). gone: destroyed; gone
+// segments leave the table, so queries never return this state.
+enum class SegmentState : uint8_t { linked, unlinked, gone };
+std::string_view to_string(SegmentState s);
+
+// Well-known naming schemes of segment creators.
+enum class NamePattern : uint8_t {
+  none,
+  torch, // torch_<pid>_<rand>_<n>: PyTorch file_system sharing strategy
+  psm,   // psm_*: Python multiprocessing.shared_memory
+  sem,   // sem.*: POSIX named semaphores (sem.mp-* from multiprocessing)
+};
+std::string_view to_string(NamePattern p);
+
+struct NameClass {
+  NamePattern pattern = NamePattern::none;
+  uint32_t pid = 0; // the creator pid embedded in a torch name, else 0
+};
+// Classifies the last component of a path or name.
+NameClass classify_shm_name(std::string_view path);
+
+// tmpfs files and memfds are keyed by inode (dev, ino), SysV segments by
+// (ipcns, shmid). tmpfs and memfd keys share one space: a file's identity is
+// its inode, and events (free) or /proc scans cannot always tell the two
+// apart, so SegmentKey{Kind::memfd, d, i} == SegmentKey{Kind::tmpfs, d, i}.
+struct SegmentKey {
+  Kind kind = Kind::tmpfs;
+  uint32_t dev_or_ipcns = 0;
+  uint64_t ino_or_shmid = 0;
+
+  bool is_sysv() const { return kind == Kind::sysv; }
+  static SegmentKey file(uint32_t dev, uint64_t ino) { return {Kind::tmpfs, dev, ino}; }
+  static SegmentKey sysv(uint32_t ipcns, int32_t shmid) {
+    return {Kind::sysv, ipcns, static_cast<uint64_t>(static_cast<uint32_t>(shmid))};
+  }
+  friend bool operator==(const SegmentKey &a, const SegmentKey &b) {
+    return a.is_sysv() == b.is_sysv() && a.dev_or_ipcns == b.dev_or_ipcns &&
+           a.ino_or_shmid == b.ino_or_shmid;
+  }
+  friend bool operator<(const SegmentKey &a, const SegmentKey &b) {
+    if (a.is_sysv() != b.is_sysv())
+      return !a.is_sysv();
+    if (a.dev_or_ipcns != b.dev_or_ipcns)
+      return a.dev_or_ipcns < b.dev_or_ipcns;
+    return a.ino_or_shmid < b.ino_or_shmid;
+  }
+};
+
+struct SegmentKeyHash {
+  size_t operator()(const SegmentKey &k) const noexcept;
+};
+
+// One tmpfs mount as the mountinfo and statfs scanners see it.
+struct MountState {
+  uint32_t mnt_id = 0;
+  uint32_t mntns = 0;
+  std::string mountpoint;
+  uint32_t dev = 0;        // kernel encoding
+  uint64_t size_limit = 0; // bytes, 0 = unlimited
+  uint64_t used_bytes = 0; // statfs: (f_blocks - f_bfree) * f_bsize
+};
+
+// One line of /proc/sysvipc/shm.
+struct SysvEntry {
+  int32_t shmid = -1;
+  uint32_t key = 0;
+  uint64_t size = 0;
+  uint64_t rss_bytes = 0;
+  uint32_t cpid = 0;
+  uint32_t nattch = 0;
+  bool removed = false; // SHM_DEST set: IPC_RMID done, waiting for the last detach
+};
+
+struct CreatorInfo {
+  uint32_t pid = 0; // 0: unknown (the segment predates shmbpf or its creation was lost)
+  uint32_t uid = 0; // for unknown creators of files: the file owner
+  std::string comm;
+  uint64_t cgroup_id = 0;
+  std::string container_id; // "" = host
+  bool known = false;
+  bool exited = false;
+};
+
+struct SegmentInfo {
+  SegmentKey key;
+  Kind kind = Kind::tmpfs;
+  std::string path; // absolute path, memfd:<name>, SYSV<key in 8 hex>, or as passed if unresolved
+  uint32_t mnt_id = 0;
+  std::string mountpoint;
+  uint64_t size = 0;  // logical size
+  uint64_t bytes = 0; // resident: i_blocks * 512, or SysV rss
+  SegmentState state = SegmentState::linked;
+  CreatorInfo creator;
+  uint64_t created_ns = 0; // 0: existed before shmbpf started (or creation not seen)
+  bool existed_before = false;
+  int64_t mtime_s = 0;           // pre-existing files: mtime from the scan, else 0
+  std::vector<uint32_t> holders; // pids with an fd or mapping, sorted
+  uint32_t nattch = 0;           // SysV attach count
+  uint32_t sysv_key = 0;
+  uint64_t changed_ns = 0;
+  NamePattern pattern = NamePattern::none;
+  uint32_t inferred_pid = 0; // torch name of a segment with an unknown creator
+};
+
+// Every set field must match. pid matches the creator or a holder; container
+// (an id or a prefix of one, "" for the host) matches the creator's or a
+// holder's container; mount is a mountpoint; path_glob is fnmatch(3) without
+// flags, so '*' also matches '/'.
+struct SegmentFilter {
+  std::optional<uint32_t> pid;
+  std::optional<std::string> container;
+  std::optional<std::string> mount;
+  std::optional<Kind> kind;
+  std::optional<std::string> path_glob;
+  std::optional<SegmentState> state;
+};
+
+struct Orphan {
+  SegmentInfo segment;
+  uint64_t age_ns = 0;
+};
+
+struct ProcessInfo {
+  uint32_t pid = 0;
+  uint32_t ppid = 0;
+  uint32_t uid = 0;
+  uint32_t mntns = 0;
+  std::string comm;
+  uint64_t cgroup_id = 0;
+  std::string container_id; // "" = host
+  std::string runtime;
+  std::string pod_uid;
+  uint64_t segments_created = 0; // live segments this process created
+  uint64_t bytes_created = 0;
+  uint64_t segments_held = 0;
+  uint64_t bytes_held = 0;
+  uint64_t sysv_attachments = 0;
+  uint64_t creates = 0;   // files, memfds and SysV segments created since start
+  uint64_t unlinks = 0;   // unlinks and IPC_RMIDs since start
+  double create_rate = 0; // per second, exponentially decayed over ~10 s
+  double unlink_rate = 0;
+  uint64_t last_create_ns = 0;
+  uint64_t last_unlink_ns = 0;
+  uint64_t sigbus = 0; // SIGBUS faults (kernel-generated, si_code > 0)
+};
+
+struct ContainerInfo {
+  std::string id; // "" = host
+  std::string runtime;
+  std::string pod_uid;
+  uint64_t processes = 0;
+  uint64_t segments = 0; // live segments created from this container
+  uint64_t bytes = 0;
+  uint64_t creates = 0; // summed over live processes
+  uint64_t unlinks = 0;
+  double create_rate = 0;
+};
+
+struct MountUsage {
+  MountState mount;           // used_bytes: statfs value moved by the events since
+  uint64_t tracked_bytes = 0; // resident bytes of the segments shmbpf knows on this fs
+  uint64_t segments = 0;
+  std::optional<double> percent;         // nullopt when unlimited
+  double growth_bytes_per_s = 0;         // least-squares slope over the sample window
+  std::optional<double> seconds_to_full; // nullopt unless growing towards a limit
+  uint64_t enospc = 0;                   // failed resizes with ENOSPC
+};
+
+struct EngineStats {
+  uint64_t events = 0;
+  uint64_t ignored = 0; // failed calls, unknown segments, unmatched shmdt
+  uint64_t segments = 0;
+  uint64_t processes = 0;
+  uint64_t gone = 0; // segments destroyed since start
+};
+
+struct EngineConfig {
+  uint64_t start_ns = 0; // CLOCK_BOOTTIME when shmbpf started
+  // CLOCK_REALTIME - CLOCK_BOOTTIME, to age pre-existing files by mtime.
+  std::optional<int64_t> realtime_offset_ns;
+  size_t expected_segments = 0; // reserved up front
+  uint64_t growth_window_ns = 60'000'000'000;
+  size_t max_samples = 240;
+};
+
+class Engine {
+public:
+  explicit Engine(EngineConfig config = {});
+
+  // Lifecycle rules: creates, opens, memfd_create, resizes and shmat make the
+  // caller a holder; exit (and exec, for mappings and close-on-exec fds)
+  // drops its holds. A file is gone when it is unlinked and unheld: at once
+  // on unlink if it has no bytes left, on the free that evicts it, or on its
+  // last holder's exit. A SysV segment is gone at IPC_RMID with no
+  // attachment left, or at its last detach after IPC_RMID. Failed calls,
+  // and frees or unlinks of unknown segments, change nothing.
+  void apply(const Event &e);
+
+  // --- bootstrap and reconcile (scanner outputs) ---------------------------
+  // A file that existed before shmbpf started; updates sizes if known.
+  void add_existing_file(const TmpfsFile &f, uint32_t mnt_id_or_0, std::string mountpoint);
+  // From /proc/*/fd and /proc/*/maps. False when the segment is unknown.
+  bool add_holder(uint32_t pid, SegmentKey key);
+  bool set_holders(SegmentKey key, std::vector<uint32_t> pids);
+  void add_process(uint32_t pid, uint32_t ppid, uint32_t uid, std::string comm, uint64_t cgroup_id,
+                   uint32_t mntns);
+  void add_sysv(uint32_t ipcns, int32_t shmid, uint32_t key, uint64_t size, uint64_t rss_bytes,
+                uint32_t cpid, uint32_t nattch);
+  void set_cgroup_path(uint64_t cgroup_id, std::string path);
+  void set_mount(MountState m);
+  void sample_mounts(uint64_t now_ns);
+
+  // Makes the linked files of filesystem dev equal to truth, a full scan of
+  // it (paths as users see them): missing files are added as pre-existing,
+  // vanished ones become unlinked if held and gone if not, sizes and paths are
+  // refreshed. Unlinked files nobody holds are dropped too (their final free
+  // was lost).
+  void reconcile_tmpfs(uint32_t dev, const std::vector<TmpfsFile> &truth, uint64_t now_ns);
+  // The same for one IPC namespace; segments missing from truth are gone.
+  // now_ns == 0: the latest event time.
+  void reconcile_sysv(uint32_t ipcns, const std::vector<SysvEntry> &truth, uint64_t now_ns = 0);
+  // Known processes missing from live_pids exited without an event.
+  void reconcile_processes(const std::vector<uint32_t> &live_pids);
+
+  // --- queries (sorted, deterministic) -------------------------------------
+  std::optional<SegmentInfo> segment(const SegmentKey &key) const;
+  std::vector<SegmentInfo> segments(const SegmentFilter &filter = {}) const; // by path, key
+  std::vector<ProcessInfo> processes(uint64_t now_ns = 0) const;             // by pid
+  std::optional<ProcessInfo> process(uint32_t pid, uint64_t now_ns = 0) const;
+  std::vector<ContainerInfo> containers(uint64_t now_ns = 0) const; // by id, host ("") first
+  std::vector<MountUsage> mounts() const;                           // by mountpoint, mntns, mnt_id
+  // Segments pinning memory or a name with no live holder whose creator is
+  // gone or unknown, at least min_age_ns old; largest first.
+  std::vector<Orphan> orphans(uint64_t now_ns, uint64_t min_age_ns) const;
+  // cgroup ids in use that set_cgroup_path has not described yet.
+  std::vector<uint64_t> unknown_cgroups() const;
+  EngineStats stats() const;
+  size_t segment_count() const { return segs_.size(); }
+
+private:
+  // Holder pids of one segment: nearly always 0-4, kept inline so that only
+  // widely shared segments allocate.
+  class PidList {
+  public:
+    PidList() = default;
+    PidList(const PidList &o) { copy_from(o); }
+    PidList(PidList &&o) noexcept { steal(o); }
+    PidList &operator=(const PidList &o);
+    PidList &operator=(PidList &&o) noexcept;
+    ~PidList() { release(); }
+
+    uint32_t size() const { return size_; }
+    bool empty() const { return size_ == 0; }
+    const uint32_t *begin() const { return data(); }
+    const uint32_t *end() const { return data() + size_; }
+    bool contains(uint32_t pid) const;
+    bool insert(uint32_t pid); // false if already there
+    bool erase(uint32_t pid);  // false if absent
+
+  private:
+    static constexpr uint32_t kInline = 4;
+    uint32_t *data() { return cap_ > kInline ? heap_ : inline_; }
+    const uint32_t *data() const { return cap_ > kInline ? heap_ : inline_; }
+    void copy_from(const PidList &o);
+    void steal(PidList &o) noexcept;
+    void release() noexcept;
+
+    uint32_t size_ = 0;
+    uint32_t cap_ = kInline;
+    union {
+      uint32_t inline_[kInline] = {};
+      uint32_t *heap_;
+    };
+  };
+
+  // Memory per segment (x86-64, libstdc++): this struct is 152 bytes; with
+  // its key and the hash-node link 176 (a 192-byte malloc chunk), plus an
+  // 8-byte bucket. A path longer than 15 bytes adds a heap block (~48 bytes
+  // for /dev/shm names), a linked file a path-index node (~56 bytes with its
+  // bucket), and each holder a 24-byte Held entry in its process. About
+  // 330 bytes per linked tmpfs file with one holder: ~330 MB per 1,000,000.
+  struct Segment {
+    std::string path;
+    PidList holders;
+    uint64_t size = 0;
+    uint64_t bytes = 0;
+    uint64_t created_ns = 0;
+    uint64_t changed_ns = 0;
+    int64_t mtime_s = 0;
+    uint64_t creator_cgroup = 0;
+    std::array<char, 16> creator_comm{};
+    uint32_t creator_pid = 0;
+    uint32_t creator_uid = 0;
+    uint32_t creator_serial = 0; // process incarnation; 0 = any process with that pid
+    uint32_t mnt_id = 0;
+    uint32_t sysv_key = 0;
+    uint32_t nattch = 0;
+    Kind kind = Kind::tmpfs;
+    SegmentState state = SegmentState::linked;
+    NamePattern pattern = NamePattern::none;
+    uint8_t flags = 0; // kPathFull, kExistedBefore
+  };
+  static constexpr uint8_t kPathFull = 1;      // path is an absolute, resolved path
+  static constexpr uint8_t kExistedBefore = 2; // creation not observed
+
+  // A rate that decays exponentially, so `top` shows recent activity.
+  struct RateCounter {
+    uint64_t count = 0;
+    uint64_t last_ns = 0;
+    double ewma = 0; // events per second at last_ns
+    void hit(uint64_t ts_ns);
+    double rate(uint64_t now_ns) const;
+  };
+
+  // What an event tells about an fd's fate at exec.
+  enum class ExecHint : uint8_t { cloexec, survives, unknown };
+
+  struct Held {
+    SegmentKey key;
+    bool keep_on_exec = true; // an fd without O_CLOEXEC may survive exec
+  };
+  struct Attachment {
+    uint64_t addr = 0;
+    SegmentKey key;
+  };
+
+  struct Process {
+    uint32_t serial = 0;
+    uint32_t ppid = 0;
+    uint32_t uid = 0;
+    uint32_t mntns = 0;
+    uint64_t cgroup_id = 0;
+    std::string comm;
+    std::vector<Held> held; // each key at most once, kept exact
+    std::vector<Attachment> attachments;
+    RateCounter creates;
+    RateCounter unlinks;
+    uint64_t sigbus = 0;
+  };
+
+  struct CgroupEntry {
+    std::string path;
+    std::optional<ContainerRef> container;
+  };
+
+  struct DevStats {
+    uint64_t bytes = 0;
+    uint64_t segments = 0;
+    uint64_t enospc = 0;
+  };
+
+  struct MountEntry {
+    MountState state;
+    int64_t baseline = 0; // tracked bytes of the dev when used_bytes was measured
+    std::deque<std::pair<uint64_t, uint64_t>> samples; // (now_ns, used bytes)
+  };
+
+  using SegMap = std::unordered_map<SegmentKey, Segment, SegmentKeyHash>;
+  using SegIt = SegMap::iterator;
+
+  // Events, one handler each.
+  void on_open(const Event &e); // create and open
+  void on_memfd_create(const Event &e);
+  void on_resize(const Event &e);
+  void on_unlink(const Event &e);
+  void on_rename(const Event &e);
+  void on_free(const Event &e);
+  void on_shmget(const Event &e);
+  void on_shmat(const Event &e);
+  void on_shmdt(const Event &e);
+  void on_shm_rmid(const Event &e);
+  void on_exit(const Event &e);
+  void on_exec(const Event &e);
+  void on_sigbus(const Event &e);
+
+  Process &touch_process(const Event &e);
+  Process &process_entry(uint32_t pid);
+  SegIt insert_segment(const SegmentKey &key, Kind kind);
+  void erase_segment(SegIt it);
+  void set_path(SegIt it, std::string path, bool full);
+  void set_state(SegIt it, SegmentState state);
+  void set_bytes(SegIt it, uint64_t bytes);
+  void set_creator(Segment &s, uint32_t pid, const Process &p);
+  void hold(SegIt it, uint32_t pid, Process &p, ExecHint hint);
+  void unhold(SegIt it, uint32_t pid);
+  // Drops a process's holds (all, or only those exec closes) and attachments.
+  void release(uint32_t pid, Process &p, bool exec_only, uint64_t ts);
+  // Destroys the segment when nothing keeps it any more.
+  bool collect_if_unused(SegIt it);
+  SegIt find_by_path(const std::string &path, uint32_t dev_or_0);
+  SegIt find_linked_by_name(const Event &e);
+  void upsert_sysv(uint32_t ipcns, const SysvEntry &t, uint64_t now_ns);
+  uint64_t used_now(const MountEntry &m) const;
+
+  void index_path(SegIt it);
+  void unindex_path(SegIt it);
+  uint64_t path_hash(std::string_view path) const;
+
+  bool creator_alive(const Segment &s) const;
+  uint64_t age_ns(const Segment &s, uint64_t now_ns) const;
+  const ContainerRef *container_of(uint64_t cgroup_id) const;
+  std::string mountpoint_of(const SegmentKey &key, const Segment &s) const;
+  SegmentInfo info(const SegmentKey &key, const Segment &s) const;
+  bool matches(const SegmentKey &key, const Segment &s, const SegmentFilter &f) const;
+  ProcessInfo process_info(uint32_t pid, const Process &p, uint64_t now_ns) const;
+  uint64_t now_or_last(uint64_t now_ns) const { return now_ns ? now_ns : last_ts_; }
+
+  EngineConfig config_;
+  SegMap segs_;
+  // hash(path) -> linked files with a resolved path, to find unlink and
+  // rename targets whose (dev, ino) hint is missing or wrong.
+  std::unordered_multimap<uint64_t, SegmentKey> by_path_;
+  std::unordered_map<uint32_t, Process> procs_;
+  std::unordered_map<uint64_t, CgroupEntry> cgroups_;
+  std::unordered_map<uint32_t, DevStats> devs_;
+  std::map<uint32_t, MountEntry> mounts_;               // by mnt_id
+  std::unordered_map<uint32_t, std::string> mnt_names_; // mnt_id -> mountpoint
+  std::unordered_map<uint32_t, std::string> dev_names_; // dev -> a mountpoint
+  uint32_t next_serial_ = 0;
+  uint64_t last_ts_ = 0;
+  EngineStats stats_;
+};
+
+} // namespace shmbpf
+
+template <> struct std::hash<shmbpf::SegmentKey> {
+  size_t operator()(const shmbpf::SegmentKey &k) const noexcept {
+    return shmbpf::SegmentKeyHash{}(k);
+  }
+};
