@@ -253,4 +253,10 @@ void Probe::seed(const std::vector<TmpfsFile> &files) {
   }
 }
 
+void Probe::restore_name(std::string_view leaf, uint32_t dev, uint64_t ino) {
+  __u64 h = shm_name_hash(leaf);
+  shmbpf_name_val nv{dev, 0, ino};
+  bpf_map_update_elem(bpf_map__fd(skel_->maps.tracked_names), &h, &nv, BPF_NOEXIST);
+}
+
 } // namespace shmbpf

@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 struct shmbpf_bpf; // the generated skeleton
@@ -52,6 +53,9 @@ public:
   uint64_t track_full() const;
   // Follow files that existed before start: opens and unlinks of them.
   void seed(const std::vector<TmpfsFile> &files);
+  // Gives a tracked file its leaf name back after the kernel dropped it for
+  // an unlink/rename that turned out not to be on tmpfs. Never overwrites.
+  void restore_name(std::string_view leaf, uint32_t dev, uint64_t ino);
   // Hooks this kernel lacks, each "name: reason".
   const std::vector<std::string> &missing_hooks() const { return missing_; }
 

@@ -22,8 +22,11 @@ void Session::refresh_mounts(const Event &missed) {
   // stays unknown (gone already) rescan at most a few times a second.
   bool relative =
       (missed.type == EventType::unlink || missed.type == EventType::rename) && !missed.absolute;
-  uint64_t key =
-      static_cast<uint64_t>(missed.mntns) << 32 | (relative ? missed.start_mnt_id : missed.mnt_id);
+  // Mount ids are reused after an unmount: the device tells a new mount
+  // under an old id apart. A collision only means a rate-limited rescan.
+  uint64_t id = relative ? missed.start_mnt_id : missed.mnt_id;
+  uint64_t dev = relative ? missed.start_dev : missed.dev;
+  uint64_t key = (id << 32 | dev) ^ (static_cast<uint64_t>(missed.mntns) * 0x9e3779b97f4a7c15ULL);
   if (rescanned_for_.size() >= 4096)
     rescanned_for_.clear();
   bool first_miss = rescanned_for_.insert(key).second;
@@ -42,6 +45,11 @@ void Session::handle(const void *data, size_t len, const EventFn &fn) {
     return;
   }
   Event &e = *decoded;
+  // An unlink/rename reaches us because its leaf name hashed to a tracked
+  // file's (the hint), and the kernel has forgotten that name already.
+  const bool by_name = e.type == EventType::unlink || e.type == EventType::rename;
+  const uint32_t hint_dev = e.dev;
+  const uint64_t hint_ino = e.ino;
   auto outcome = resolver_.resolve(e);
   if (outcome == PathResolver::Outcome::unknown_mount) {
     // The process may still be alive: its own mount table is the best source.
@@ -53,6 +61,17 @@ void Session::handle(const void *data, size_t len, const EventFn &fn) {
       refresh_mounts(e);
     }
     outcome = resolver_.resolve(e);
+  }
+  // When the path was not on tmpfs, or named another file than the hint,
+  // the hinted file still has that name: give it back, or unlinking
+  // /var/tmp/x would hide a later unlink of /dev/shm/x.
+  if (by_name && hint_ino != 0 && !e.truncated && !e.path.empty() &&
+      outcome != PathResolver::Outcome::unknown_mount &&
+      (outcome == PathResolver::Outcome::not_shared_mem || e.dev != hint_dev ||
+       e.ino != hint_ino)) {
+    auto slash = e.path.rfind('/');
+    probe_.restore_name(slash == std::string::npos ? e.path : e.path.substr(slash + 1), hint_dev,
+                        hint_ino);
   }
   if (outcome == PathResolver::Outcome::not_shared_mem) {
     stats_.dropped++;

@@ -49,7 +49,7 @@ private:
   size_t seeded_ = 0;
   std::chrono::steady_clock::time_point last_flush_{};
   std::chrono::steady_clock::time_point last_refresh_{};
-  // (mntns, mount id) pairs that already caused a rescan; see refresh_mounts().
+  // (mntns, mount id, dev) keys that already caused a rescan; see refresh_mounts().
   std::unordered_set<uint64_t> rescanned_for_;
 };
 

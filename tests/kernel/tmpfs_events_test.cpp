@@ -1,0 +1,1105 @@
+// Kernel tests for tmpfs, /dev/shm and memfd events: a named child makes
+// real syscalls, a real Session collects what the BPF programs report, and
+// every field is checked against what the child saw itself (fstat, its
+// fdinfo, its namespaces and cgroup).
+#include "kernel/harness.hpp"
+
+#include "views/trace_view.hpp"
+
+#include <fcntl.h>
+#include <linux/magic.h>
+#include <mntent.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <new>
+#include <string>
+#include <thread>
+#include <type_traits>
+#include <vector>
+
+namespace shmbpf::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+constexpr uint64_t kMiB = 1u << 20;
+
+// What a child knows about one of its files, written for the parent to
+// compare with the events.
+struct FileFacts {
+  int32_t fd = -1;
+  uint32_t dev = 0; // kernel encoding
+  uint64_t ino = 0;
+  uint64_t size = 0;
+  uint64_t bytes = 0; // st_blocks * 512
+  uint32_t mode = 0;
+  uint32_t mnt_id = 0; // from /proc/self/fdinfo
+  uint32_t nlink = 0;
+};
+
+// What a child knows about itself, plus up to four files.
+struct Facts {
+  uint32_t mntns = 0;
+  uint32_t ipcns = 0;
+  uint64_t cgroup_id = 0; // 0 when the child could not work it out
+  int32_t err = 0;        // errno of the call that was meant to fail
+  FileFacts f[4];
+};
+
+// A T in a shared anonymous mapping: what the child writes, the parent reads.
+template <class T> class Shared {
+  static_assert(std::is_trivially_destructible_v<T>);
+
+public:
+  Shared() {
+    void *p = mmap(nullptr, sizeof(T), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+      std::abort();
+    p_ = new (p) T{};
+  }
+  Shared(const Shared &) = delete;
+  Shared &operator=(const Shared &) = delete;
+  ~Shared() { munmap(p_, sizeof(T)); }
+  T *operator->() const { return p_; }
+  T &operator*() const { return *p_; }
+
+private:
+  T *p_;
+};
+
+// Files, mounts and directories removed when a test ends, however it ends.
+struct Cleanup {
+  std::vector<std::string> files, mounts, dirs;
+  Cleanup() = default;
+  Cleanup(const Cleanup &) = delete;
+  Cleanup &operator=(const Cleanup &) = delete;
+  ~Cleanup() {
+    for (const auto &f : files)
+      unlink(f.c_str());
+    for (auto it = mounts.rbegin(); it != mounts.rend(); ++it)
+      if (umount2(it->c_str(), 0) != 0)
+        umount2(it->c_str(), MNT_DETACH);
+    for (auto it = dirs.rbegin(); it != dirs.rend(); ++it)
+      rmdir(it->c_str());
+  }
+};
+
+uint32_t ns_inode(const char *path) {
+  struct stat st {};
+  return stat(path, &st) == 0 ? static_cast<uint32_t>(st.st_ino) : 0;
+}
+
+// The cgroup v2 id of the calling process: the inode of its cgroup
+// directory on the cgroup2 mount ("0::<path>" in /proc/self/cgroup).
+uint64_t own_cgroup_id() {
+  std::string rel;
+  std::ifstream cg("/proc/self/cgroup");
+  for (std::string line; std::getline(cg, line);)
+    if (line.starts_with("0::"))
+      rel = line.substr(3);
+  if (rel.empty())
+    return 0;
+  std::string mnt;
+  if (FILE *m = setmntent("/proc/self/mounts", "r")) {
+    while (mntent *ent = getmntent(m))
+      if (std::string(ent->mnt_type) == "cgroup2") {
+        mnt = ent->mnt_dir;
+        break;
+      }
+    endmntent(m);
+  }
+  struct stat st {};
+  if (mnt.empty() || stat((mnt + rel).c_str(), &st) != 0)
+    return 0;
+  return st.st_ino;
+}
+
+// In the child: its namespaces and cgroup.
+void note_self(Facts &facts) {
+  facts.mntns = ns_inode("/proc/self/ns/mnt");
+  facts.ipcns = ns_inode("/proc/self/ns/ipc");
+  facts.cgroup_id = own_cgroup_id();
+}
+
+// In the child: fstat and fdinfo of fd. False when either fails.
+bool note_file(int fd, FileFacts &ff) {
+  struct stat st {};
+  if (fstat(fd, &st) != 0)
+    return false;
+  ff.fd = fd;
+  ff.dev = kdev_of(st.st_dev);
+  ff.ino = st.st_ino;
+  ff.size = static_cast<uint64_t>(st.st_size);
+  ff.bytes = static_cast<uint64_t>(st.st_blocks) * 512;
+  ff.mode = st.st_mode;
+  ff.nlink = static_cast<uint32_t>(st.st_nlink);
+  std::ifstream info("/proc/self/fdinfo/" + std::to_string(fd));
+  bool found = false;
+  for (std::string line; std::getline(info, line);)
+    if (line.starts_with("mnt_id:")) {
+      ff.mnt_id = static_cast<uint32_t>(std::stoul(line.substr(7)));
+      found = true; // 0 for the kernel's internal mounts (memfd)
+    }
+  return found;
+}
+
+uint64_t boottime_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_BOOTTIME, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+std::string show(const Event &e) { return trace_json(e, TraceClock{}); }
+
+std::string show(const std::vector<Event> &evs) {
+  std::string out;
+  for (const auto &e : evs)
+    out += "\n  " + show(e);
+  return out;
+}
+
+std::vector<Event> of_type(const std::vector<Event> &evs, EventType t) {
+  std::vector<Event> out;
+  for (const auto &e : evs)
+    if (e.type == t)
+      out.push_back(e);
+  return out;
+}
+
+// Everything the child produced but frees: once its exit event is in,
+// nothing it did before can still be in the ring buffer (records are
+// consumed in order). Frees are left out: they carry whoever freed the
+// first page and come whenever a per-CPU aggregate is flushed, so tests
+// look for them by inode (wait_frees).
+std::vector<Event> events_after_exit(Collector &col, const Child &c) {
+  auto exits = col.wait_for([&](const Event &e) {
+    return e.pid == static_cast<uint32_t>(c.pid) && e.type == EventType::exit;
+  });
+  EXPECT_EQ(exits.size(), 1u) << "no exit event for pid " << c.pid;
+  std::vector<Event> out;
+  for (auto &e : col.of_pid(static_cast<uint32_t>(c.pid)))
+    if (e.type != EventType::free)
+      out.push_back(std::move(e));
+  return out;
+}
+
+// The frees of one inode, waiting (up to 5 s) until they add up to bytes.
+std::vector<Event> wait_frees(Collector &col, uint32_t dev, uint64_t ino, uint64_t bytes) {
+  auto is_free = [&](const Event &e) {
+    return e.type == EventType::free && e.dev == dev && e.ino == ino;
+  };
+  std::vector<Event> frees;
+  uint64_t freed = 0;
+  for (auto deadline = std::chrono::steady_clock::now() + 5s;
+       freed < bytes && std::chrono::steady_clock::now() < deadline;) {
+    frees = col.wait_for(is_free, frees.size() + 1, 100ms);
+    freed = 0;
+    for (const auto &f : frees)
+      freed += f.bytes;
+  }
+  EXPECT_EQ(freed, bytes) << show(frees);
+  return frees;
+}
+
+// Frees of an unlinked inode the resolver knew as full_path.
+void expect_frees_of_unlinked(const std::vector<Event> &frees, const std::string &full_path,
+                              uint64_t after_ts) {
+  uint64_t folios = 0, bytes = 0;
+  for (const auto &f : frees) {
+    SCOPED_TRACE(show(f));
+    EXPECT_TRUE(f.unlinked);
+    EXPECT_EQ(f.nlink, 0u);
+    EXPECT_EQ(f.kind, Kind::tmpfs);
+    EXPECT_EQ(f.full_path, full_path); // what the resolver knew of the inode
+    EXPECT_EQ(f.fs, 1u);
+    EXPECT_EQ(f.ret, 0);
+    EXPECT_GT(f.folios, 0u);
+    EXPECT_GT(f.ts_ns, after_ts);
+    EXPECT_LE(f.ts_ns, boottime_ns());
+    folios += f.folios;
+    bytes += f.bytes;
+  }
+  EXPECT_GE(folios, 1u);
+  EXPECT_LE(folios, bytes / 4096); // folios of at least a page
+}
+
+void expect_exited_ok(const Child &c) {
+  ASSERT_TRUE(WIFEXITED(c.status)) << "child killed by signal " << WTERMSIG(c.status);
+  ASSERT_EQ(WEXITSTATUS(c.status), 0) << "child failed at step " << WEXITSTATUS(c.status);
+}
+
+// The common header of an event caused by the (single-threaded) child.
+void expect_header(const Event &e, const Child &c, const std::string &comm, const Facts &facts) {
+  SCOPED_TRACE(show(e));
+  EXPECT_EQ(e.pid, static_cast<uint32_t>(c.pid));
+  EXPECT_EQ(e.tid, static_cast<uint32_t>(c.pid));
+  EXPECT_EQ(e.ppid, static_cast<uint32_t>(getpid()));
+  EXPECT_EQ(e.uid, getuid());
+  EXPECT_EQ(e.comm, comm);
+  EXPECT_NE(facts.mntns, 0u);
+  EXPECT_EQ(e.mntns, facts.mntns);
+  EXPECT_EQ(e.mntns, ns_inode("/proc/self/ns/mnt")); // the child shares ours
+  EXPECT_NE(facts.ipcns, 0u);
+  EXPECT_EQ(e.ipcns, facts.ipcns);
+  EXPECT_NE(e.cgroup_id, 0u);
+  if (facts.cgroup_id != 0) {
+    EXPECT_EQ(e.cgroup_id, facts.cgroup_id);
+  }
+  EXPECT_GT(e.ts_ns, 0u);
+  EXPECT_LE(e.ts_ns, boottime_ns());
+  EXPECT_FALSE(e.truncated);
+}
+
+// A successful file event (create/open/memfd_create/resize) on the file the
+// child described in ff, as it was after the call.
+void expect_file(const Event &e, const FileFacts &ff) {
+  SCOPED_TRACE(show(e));
+  EXPECT_NE(ff.ino, 0u);
+  EXPECT_EQ(e.dev, ff.dev);
+  EXPECT_EQ(e.ino, ff.ino);
+  EXPECT_EQ(e.mnt_id, ff.mnt_id);
+  EXPECT_EQ(e.fd, ff.fd);
+  EXPECT_EQ(e.size, ff.size);
+  EXPECT_EQ(e.bytes, ff.bytes);
+  EXPECT_EQ(e.fs, 1u);                  // SHMBPF_FS_TMPFS
+  EXPECT_EQ(e.unlinked, ff.nlink == 0); // memfds never had a link
+}
+
+void expect_ok(const Event &e, int32_t ret) {
+  EXPECT_EQ(e.ret, ret) << show(e);
+  EXPECT_EQ(e.err, 0) << show(e);
+}
+
+void expect_exit_event(const Event &e, const Child &c, const std::string &comm) {
+  SCOPED_TRACE(show(e));
+  EXPECT_EQ(e.type, EventType::exit);
+  EXPECT_EQ(e.kind, Kind::none);
+  EXPECT_EQ(e.pid, static_cast<uint32_t>(c.pid));
+  EXPECT_EQ(e.ppid, static_cast<uint32_t>(getpid()));
+  EXPECT_EQ(e.comm, comm);
+  EXPECT_EQ(e.exit_code, static_cast<uint32_t>(c.status));
+}
+
+// A fresh tmpfs mounted on a new directory under /tmp, gone at the end.
+std::string mount_tmpfs(Cleanup &cleanup, const char *options) {
+  char tmpl[] = "/tmp/kt-tmpfs-XXXXXX";
+  if (!mkdtemp(tmpl)) {
+    ADD_FAILURE() << "mkdtemp: " << strerror(errno);
+    return {};
+  }
+  cleanup.dirs.push_back(tmpl);
+  if (mount("tmpfs", tmpl, "tmpfs", 0, options) != 0) {
+    ADD_FAILURE() << "mount tmpfs on " << tmpl << ": " << strerror(errno);
+    return {};
+  }
+  cleanup.mounts.push_back(tmpl);
+  return tmpl;
+}
+
+std::string uniq(const std::string &stem) { return stem + "-" + std::to_string(getpid()); }
+
+constexpr int kOpenFlags = O_RDWR | O_LARGEFILE;
+constexpr int kShmFlags = O_NOFOLLOW | O_CLOEXEC | O_LARGEFILE; // what glibc's shm_open adds
+
+// 1. shm_open creates, re-creates and opens one file; each child gets its own
+// event, and the three agree on the inode.
+TEST(TmpfsEvents, ShmOpenCreateReopenOpen) {
+  const std::string name = uniq("kt-shm");
+  const std::string full = "/dev/shm/" + name;
+  Cleanup cleanup;
+  cleanup.files.push_back(full);
+  SHMBPF_COLLECTOR(col);
+
+  Shared<Facts> a, b, c;
+  Child ca = run_child("kt-shm-create", [&] {
+    note_self(*a);
+    int fd = shm_open(("/" + name).c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+    if (fd < 0 || !note_file(fd, a->f[0]))
+      return 1;
+    char page[4096] = {1};
+    if (ftruncate(fd, 8192) != 0 ||
+        pwrite(fd, page, sizeof(page), 0) != static_cast<ssize_t>(sizeof(page)))
+      return 2;
+    return 0;
+  });
+  ASSERT_NO_FATAL_FAILURE(expect_exited_ok(ca));
+  Child cb = run_child("kt-shm-reopen", [&] {
+    note_self(*b);
+    int fd = shm_open(("/" + name).c_str(), O_CREAT | O_RDWR, 0644);
+    return fd >= 0 && note_file(fd, b->f[0]) ? 0 : 1;
+  });
+  ASSERT_NO_FATAL_FAILURE(expect_exited_ok(cb));
+  Child cc = run_child("kt-shm-open", [&] {
+    note_self(*c);
+    int fd = shm_open(("/" + name).c_str(), O_RDWR, 0);
+    return fd >= 0 && note_file(fd, c->f[0]) ? 0 : 1;
+  });
+  ASSERT_NO_FATAL_FAILURE(expect_exited_ok(cc));
+
+  // The creating child: one create that made the file, then its resize.
+  auto evs = events_after_exit(*col, ca);
+  auto creates = of_type(evs, EventType::create);
+  ASSERT_EQ(creates.size(), 1u) << show(evs);
+  const Event &e1 = creates[0];
+  expect_header(e1, ca, "kt-shm-create", *a);
+  expect_file(e1, a->f[0]);
+  expect_ok(e1, a->f[0].fd);
+  EXPECT_EQ(e1.kind, Kind::tmpfs);
+  EXPECT_EQ(e1.origin, Origin::openat);
+  EXPECT_TRUE(e1.is_new);
+  EXPECT_EQ(e1.size, 0u);
+  EXPECT_EQ(e1.bytes, 0u);
+  EXPECT_EQ(e1.flags, static_cast<uint32_t>(O_CREAT | O_EXCL | kOpenFlags | kShmFlags));
+  EXPECT_EQ(e1.mode, 0600u);
+  EXPECT_EQ(e1.path, full);
+  EXPECT_EQ(e1.name, "/" + name);
+  EXPECT_EQ(e1.full_path, full);
+  EXPECT_EQ(e1.arg_size, 0u);
+  EXPECT_EQ(of_type(evs, EventType::resize).size(), 1u) << show(evs);
+  EXPECT_EQ(of_type(evs, EventType::open).size(), 0u) << show(evs);
+  EXPECT_EQ(of_type(evs, EventType::exit).size(), 1u);
+
+  // O_CREAT on an existing file: still a create, but not a new file.
+  evs = events_after_exit(*col, cb);
+  creates = of_type(evs, EventType::create);
+  ASSERT_EQ(creates.size(), 1u) << show(evs);
+  const Event &e2 = creates[0];
+  expect_header(e2, cb, "kt-shm-reopen", *b);
+  expect_file(e2, b->f[0]);
+  expect_ok(e2, b->f[0].fd);
+  EXPECT_EQ(e2.kind, Kind::tmpfs);
+  EXPECT_EQ(e2.origin, Origin::openat);
+  EXPECT_FALSE(e2.is_new);
+  EXPECT_EQ(e2.ino, a->f[0].ino);
+  EXPECT_EQ(e2.dev, a->f[0].dev);
+  EXPECT_EQ(e2.size, 8192u);
+  EXPECT_EQ(e2.bytes, 4096u);
+  EXPECT_EQ(e2.flags, static_cast<uint32_t>(O_CREAT | kOpenFlags | kShmFlags));
+  EXPECT_EQ(e2.mode, 0644u);
+  EXPECT_EQ(e2.path, full);
+  EXPECT_EQ(e2.name, "/" + name);
+  EXPECT_EQ(e2.full_path, full);
+  EXPECT_EQ(evs.size(), 2u) << show(evs); // create + exit
+
+  // Without O_CREAT: an open of the tracked inode.
+  evs = events_after_exit(*col, cc);
+  auto opens = of_type(evs, EventType::open);
+  ASSERT_EQ(opens.size(), 1u) << show(evs);
+  const Event &e3 = opens[0];
+  expect_header(e3, cc, "kt-shm-open", *c);
+  expect_file(e3, c->f[0]);
+  expect_ok(e3, c->f[0].fd);
+  EXPECT_EQ(e3.kind, Kind::tmpfs);
+  EXPECT_EQ(e3.origin, Origin::openat);
+  EXPECT_FALSE(e3.is_new);
+  EXPECT_EQ(e3.ino, a->f[0].ino);
+  EXPECT_EQ(e3.dev, a->f[0].dev);
+  EXPECT_EQ(e3.flags, static_cast<uint32_t>(kOpenFlags | kShmFlags));
+  EXPECT_EQ(e3.path, full);
+  EXPECT_EQ(e3.name, "/" + name);
+  EXPECT_EQ(e3.full_path, full);
+  EXPECT_EQ(evs.size(), 2u) << show(evs); // open + exit
+}
+
+// 2. PyTorch's file_descriptor sharing: create, size, map, fault in, unlink
+// at once and live on the fd. Every event names the same inode, and its
+// pages come back as frees once the last reference goes.
+TEST(TmpfsEvents, UnlinkedWhileMappedThenFreed) {
+  const std::string name = uniq("kt-torch");
+  const std::string full = "/dev/shm/" + name;
+  Cleanup cleanup;
+  cleanup.files.push_back(full);
+  SHMBPF_COLLECTOR(col);
+
+  Shared<Facts> facts;
+  Child c = run_child("kt-torch", [&] {
+    note_self(*facts);
+    int fd = shm_open(("/" + name).c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+    if (fd < 0 || !note_file(fd, facts->f[0]))
+      return 1;
+    if (ftruncate(fd, kMiB) != 0 || !note_file(fd, facts->f[1]))
+      return 2;
+    auto *p = static_cast<volatile char *>(
+        mmap(nullptr, kMiB, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
+    if (p == MAP_FAILED)
+      return 3;
+    for (size_t off = 0; off < kMiB; off += 4096)
+      p[off] = 1;
+    if (shm_unlink(("/" + name).c_str()) != 0 || !note_file(fd, facts->f[2]))
+      return 4;
+    munmap(const_cast<char *>(p), kMiB);
+    close(fd);
+    return 0;
+  });
+  ASSERT_NO_FATAL_FAILURE(expect_exited_ok(c));
+  const FileFacts &created = facts->f[0];
+  EXPECT_EQ(facts->f[2].bytes, kMiB); // every page was faulted in
+
+  auto evs = events_after_exit(*col, c);
+  auto creates = of_type(evs, EventType::create);
+  auto resizes = of_type(evs, EventType::resize);
+  auto unlinks = of_type(evs, EventType::unlink);
+  ASSERT_EQ(creates.size(), 1u) << show(evs);
+  ASSERT_EQ(resizes.size(), 1u) << show(evs);
+  ASSERT_EQ(unlinks.size(), 1u) << show(evs);
+
+  const Event &cr = creates[0];
+  expect_header(cr, c, "kt-torch", *facts);
+  expect_file(cr, created);
+  expect_ok(cr, created.fd);
+  EXPECT_TRUE(cr.is_new);
+  EXPECT_EQ(cr.kind, Kind::tmpfs);
+  EXPECT_EQ(cr.full_path, full);
+  EXPECT_EQ(cr.name, "/" + name);
+
+  const Event &rs = resizes[0];
+  expect_header(rs, c, "kt-torch", *facts);
+  expect_file(rs, facts->f[1]);
+  expect_ok(rs, 0);
+  EXPECT_EQ(rs.kind, Kind::tmpfs);
+  EXPECT_EQ(rs.origin, Origin::ftruncate);
+  EXPECT_EQ(rs.size, kMiB);
+  EXPECT_EQ(rs.arg_size, kMiB);
+  EXPECT_EQ(rs.bytes, 0u); // ftruncate allocates nothing
+  EXPECT_EQ(rs.flags, 0u);
+  EXPECT_EQ(rs.mode, facts->f[1].mode);
+  EXPECT_EQ(rs.path, "");
+  EXPECT_EQ(rs.name, "/" + name);
+  EXPECT_EQ(rs.full_path, full);
+  EXPECT_FALSE(rs.is_new);
+
+  const Event &ul = unlinks[0];
+  expect_header(ul, c, "kt-torch", *facts);
+  expect_ok(ul, 0);
+  EXPECT_EQ(ul.kind, Kind::tmpfs);
+  EXPECT_EQ(ul.origin, Origin::unlink);
+  EXPECT_EQ(ul.path, full);
+  EXPECT_EQ(ul.full_path, full);
+  EXPECT_EQ(ul.dev, created.dev);
+  EXPECT_EQ(ul.ino, created.ino);
+  EXPECT_EQ(ul.dirfd, AT_FDCWD);
+  EXPECT_TRUE(ul.absolute);
+  EXPECT_EQ(ul.flags, 0u);
+  EXPECT_LT(cr.ts_ns, rs.ts_ns);
+  EXPECT_LT(rs.ts_ns, ul.ts_ns);
+
+  // The frees: whoever dropped the last reference, all of the inode's pages.
+  auto frees = wait_frees(*col, created.dev, created.ino, kMiB);
+  ASSERT_FALSE(frees.empty());
+  expect_frees_of_unlinked(frees, full, ul.ts_ns);
+}
+
+// 3. A tmpfs mounted after the session started: the resolver has to learn
+// the new mount to give the full path.
+TEST(TmpfsEvents, NewTmpfsMountCreateAndFallocate) {
+  Cleanup cleanup;
+  SHMBPF_COLLECTOR(col);
+  const std::string dir = mount_tmpfs(cleanup, "size=4m");
+  ASSERT_FALSE(dir.empty());
+  const std::string name = uniq("kt-file");
+  const std::string path = dir + "/" + name;
+
+  Shared<Facts> facts;
+  Child c = run_child("kt-mnt-tmpfs", [&] {
+    note_self(*facts);
+    int fd = open(path.c_str(), O_CREAT | O_EXCL | O_RDWR, 0640);
+    if (fd < 0 || !note_file(fd, facts->f[0]))
+      return 1;
+    if (fallocate(fd, 0, 4096, 61440) != 0 || !note_file(fd, facts->f[1]))
+      return 2;
+    close(fd);
+    return 0;
+  });
+  ASSERT_NO_FATAL_FAILURE(expect_exited_ok(c));
+
+  auto evs = events_after_exit(*col, c);
+  auto creates = of_type(evs, EventType::create);
+  auto resizes = of_type(evs, EventType::resize);
+  ASSERT_EQ(creates.size(), 1u) << show(evs);
+  ASSERT_EQ(resizes.size(), 1u) << show(evs);
+  EXPECT_EQ(evs.size(), 3u) << show(evs);
+
+  const Event &cr = creates[0];
+  expect_header(cr, c, "kt-mnt-tmpfs", *facts);
+  expect_file(cr, facts->f[0]);
+  expect_ok(cr, facts->f[0].fd);
+  EXPECT_EQ(cr.kind, Kind::tmpfs);
+  EXPECT_EQ(cr.origin, Origin::openat);
+  EXPECT_TRUE(cr.is_new);
+  EXPECT_EQ(cr.flags, static_cast<uint32_t>(O_CREAT | O_EXCL | kOpenFlags));
+  EXPECT_EQ(cr.mode, 0640u);
+  EXPECT_EQ(cr.path, path);
+  EXPECT_EQ(cr.name, "/" + name);
+  EXPECT_EQ(cr.full_path, path);
+
+  const Event &rs = resizes[0];
+  expect_header(rs, c, "kt-mnt-tmpfs", *facts);
+  expect_file(rs, facts->f[1]);
+  expect_ok(rs, 0);
+  EXPECT_EQ(rs.kind, Kind::tmpfs);
+  EXPECT_EQ(rs.origin, Origin::fallocate);
+  EXPECT_EQ(rs.flags, 0u);        // fallocate mode
+  EXPECT_EQ(rs.arg_size, 65536u); // offset + len
+  EXPECT_EQ(rs.size, 65536u);
+  EXPECT_GT(rs.bytes, 0u);
+  EXPECT_EQ(rs.bytes, 61440u); // the first page is a hole
+  EXPECT_EQ(rs.mode, facts->f[1].mode);
+  EXPECT_EQ(rs.path, "");
+  EXPECT_EQ(rs.name, "/" + name);
+  EXPECT_EQ(rs.full_path, path);
+}
+
+// 3b. The same, with the creator gone before its event is handled and the
+// session's last mount rescan only just behind it: the rescan must not be
+// skipped for a mount it has never seen. A Session is driven directly so
+// that the order is certain.
+TEST(TmpfsEvents, NewTmpfsMountResolvedAfterCreatorExit) {
+  Cleanup cleanup;
+  std::unique_ptr<Session> session;
+  try {
+    session = std::make_unique<Session>(ProbeOptions{});
+  } catch (const FatalError &e) {
+    if (in_ci())
+      FAIL() << "BPF could not be loaded under CI=true: " << e.what();
+    GTEST_SKIP() << "BPF could not be loaded: " << e.what();
+  }
+  const std::string dir = mount_tmpfs(cleanup, "size=4m");
+  ASSERT_FALSE(dir.empty());
+  const std::string path = dir + "/" + uniq("kt-gone");
+
+  Shared<Facts> facts;
+  Child c = run_child("kt-gone", [&] {
+    note_self(*facts);
+    int fd = open(path.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+    return fd >= 0 && note_file(fd, facts->f[0]) ? 0 : 1;
+  });
+  ASSERT_NO_FATAL_FAILURE(expect_exited_ok(c)); // reaped: /proc/<pid> is gone
+
+  std::vector<Event> evs;
+  session->drain([&](Event &e) {
+    if (e.pid == static_cast<uint32_t>(c.pid) && e.type != EventType::free)
+      evs.push_back(e);
+  });
+  ASSERT_EQ(evs.size(), 2u) << show(evs);
+  const Event &cr = evs[0];
+  ASSERT_EQ(cr.type, EventType::create) << show(cr);
+  expect_header(cr, c, "kt-gone", *facts);
+  expect_file(cr, facts->f[0]);
+  expect_ok(cr, facts->f[0].fd);
+  EXPECT_TRUE(cr.is_new);
+  EXPECT_EQ(cr.path, path);
+  EXPECT_EQ(cr.name, path.substr(dir.size()));
+  EXPECT_EQ(cr.full_path, path);
+  expect_exit_event(evs[1], c, "kt-gone");
+}
+
+// 4. The same syscalls on a disk filesystem are not shared memory: nothing
+// but the exit, even where a leaf name collides with a tracked tmpfs file.
+TEST(TmpfsEvents, DiskFilesystemIsIgnored) {
+  Cleanup cleanup;
+  std::string dir;
+  for (const std::string &base : std::vector<std::string>{"/var/tmp", SHMBPF_SOURCE_DIR, "/tmp"}) {
+    struct statfs sfs {};
+    if (statfs(base.c_str(), &sfs) != 0 || sfs.f_type == TMPFS_MAGIC ||
+        sfs.f_type == HUGETLBFS_MAGIC)
+      continue;
+    std::string tmpl = base + "/kt-disk-XXXXXX";
+    if (mkdtemp(tmpl.data())) {
+      dir = tmpl;
+      break;
+    }
+  }
+  if (dir.empty())
+    GTEST_SKIP() << "no directory on a non-tmpfs filesystem";
+  cleanup.dirs.push_back(dir);
+  const std::string leaf = uniq("kt-same");
+  const std::string leaf2 = uniq("kt-same2");
+  cleanup.files = {dir + "/" + leaf, dir + "/" + leaf2, "/dev/shm/" + leaf};
+  SHMBPF_COLLECTOR(col);
+
+  // A tracked tmpfs file with the same leaf name, created by us.
+  const std::string shm_path = "/dev/shm/" + leaf;
+  int shm = open(shm_path.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0600);
+  ASSERT_GE(shm, 0) << strerror(errno);
+  struct stat shm_st {};
+  ASSERT_EQ(fstat(shm, &shm_st), 0);
+  close(shm);
+  ASSERT_EQ(col->wait_for([&](const Event &e) {
+                 return e.pid == static_cast<uint32_t>(getpid()) && e.type == EventType::create &&
+                        e.full_path == "/dev/shm/" + leaf;
+               })
+                .size(),
+            1u);
+
+  Child c = run_child("kt-disk", [&] {
+    std::string p = dir + "/" + leaf;
+    int fd = open(p.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+    if (fd < 0)
+      return 1;
+    char page[4096] = {1};
+    if (write(fd, page, sizeof(page)) != static_cast<ssize_t>(sizeof(page)) ||
+        ftruncate(fd, 8192) != 0 || fallocate(fd, 0, 0, 16384) != 0)
+      return 2;
+    int fd2 = open(p.c_str(), O_RDONLY);
+    if (fd2 < 0)
+      return 3;
+    close(fd2);
+    if (rename(p.c_str(), (dir + "/" + leaf2).c_str()) != 0) // leaf is a tracked name
+      return 4;
+    if (chdir(dir.c_str()) != 0 || unlink(leaf2.c_str()) != 0) // relative, on disk
+      return 5;
+    close(fd);
+    return 0;
+  });
+  ASSERT_NO_FATAL_FAILURE(expect_exited_ok(c));
+
+  auto evs = events_after_exit(*col, c);
+  std::this_thread::sleep_for(1s); // let anything late arrive
+  evs = col->of_pid(static_cast<uint32_t>(c.pid));
+  ASSERT_EQ(evs.size(), 1u) << show(evs);
+  expect_exit_event(evs[0], c, "kt-disk");
+
+  // The disk rename matched the tmpfs file's leaf name in the kernel; that
+  // must not hide the tmpfs file's own unlink afterwards.
+  Shared<Facts> facts;
+  Child u = run_child("kt-disk-after", [&] {
+    note_self(*facts);
+    return unlink(shm_path.c_str()) == 0 ? 0 : 1;
+  });
+  ASSERT_NO_FATAL_FAILURE(expect_exited_ok(u));
+  evs = events_after_exit(*col, u);
+  auto unlinks = of_type(evs, EventType::unlink);
+  ASSERT_EQ(unlinks.size(), 1u) << show(evs);
+  const Event &ul = unlinks[0];
+  expect_header(ul, u, "kt-disk-after", *facts);
+  expect_ok(ul, 0);
+  EXPECT_EQ(ul.path, shm_path);
+  EXPECT_EQ(ul.full_path, shm_path);
+  EXPECT_EQ(ul.dev, kdev_of(shm_st.st_dev));
+  EXPECT_EQ(ul.ino, shm_st.st_ino);
+}
+
+// 5. memfd_create, then a resize while empty and one after a write.
+TEST(TmpfsEvents, MemfdCreateAndResize) {
+  SHMBPF_COLLECTOR(col);
+  Shared<Facts> facts;
+  Child c = run_child("kt-memfd", [&] {
+    note_self(*facts);
+    int fd = memfd_create("kt-memfd", MFD_CLOEXEC);
+    if (fd < 0 || !note_file(fd, facts->f[0]))
+      return 1;
+    if (ftruncate(fd, 65536) != 0 || !note_file(fd, facts->f[1]))
+      return 2;
+    char page[4096] = {1};
+    if (write(fd, page, sizeof(page)) != static_cast<ssize_t>(sizeof(page)))
+      return 3;
+    if (ftruncate(fd, 8192) != 0 || !note_file(fd, facts->f[2]))
+      return 4;
+    return 0;
+  });
+  ASSERT_NO_FATAL_FAILURE(expect_exited_ok(c));
+
+  auto evs = events_after_exit(*col, c);
+  auto memfds = of_type(evs, EventType::memfd_create);
+  auto resizes = of_type(evs, EventType::resize);
+  ASSERT_EQ(memfds.size(), 1u) << show(evs);
+  ASSERT_EQ(resizes.size(), 2u) << show(evs);
+  EXPECT_EQ(of_type(evs, EventType::create).size(), 0u) << show(evs);
+  EXPECT_EQ(of_type(evs, EventType::open).size(), 0u) << show(evs);
+
+  const Event &m = memfds[0];
+  expect_header(m, c, "kt-memfd", *facts);
+  expect_file(m, facts->f[0]);
+  expect_ok(m, facts->f[0].fd);
+  EXPECT_EQ(m.kind, Kind::memfd);
+  EXPECT_EQ(m.origin, Origin::memfd_create);
+  EXPECT_EQ(m.flags, static_cast<uint32_t>(MFD_CLOEXEC));
+  EXPECT_EQ(m.mode, 0u);
+  EXPECT_EQ(m.size, 0u);
+  EXPECT_EQ(m.bytes, 0u);
+  EXPECT_EQ(m.path, "kt-memfd");
+  EXPECT_EQ(m.name, "memfd:kt-memfd");
+  EXPECT_EQ(m.full_path, ""); // a memfd has no path
+  EXPECT_FALSE(m.is_new);
+
+  for (int i = 0; i < 2; i++) {
+    const Event &rs = resizes[i];
+    const FileFacts &ff = facts->f[i + 1];
+    expect_header(rs, c, "kt-memfd", *facts);
+    expect_file(rs, ff);
+    expect_ok(rs, 0);
+    EXPECT_EQ(rs.kind, Kind::memfd);
+    EXPECT_EQ(rs.origin, Origin::ftruncate);
+    EXPECT_EQ(rs.ino, m.ino);
+    EXPECT_EQ(rs.mode, ff.mode);
+    EXPECT_EQ(rs.flags, 0u);
+    EXPECT_EQ(rs.path, "");
+    EXPECT_EQ(rs.name, "memfd:kt-memfd");
+    EXPECT_EQ(rs.full_path, "");
+  }
+  EXPECT_EQ(resizes[0].arg_size, 65536u);
+  EXPECT_EQ(resizes[0].size, 65536u);
+  EXPECT_EQ(resizes[0].bytes, 0u);
+  EXPECT_EQ(resizes[1].arg_size, 8192u);
+  EXPECT_EQ(resizes[1].size, 8192u);
+  EXPECT_EQ(resizes[1].bytes, 4096u);
+}
+
+// 6. A full tmpfs: a sparse ftruncate fits, a fallocate of the same size
+// does not, and the failure is reported with its errno.
+TEST(TmpfsEvents, FallocateEnospcOnFullTmpfs) {
+  Cleanup cleanup;
+  SHMBPF_COLLECTOR(col);
+  const std::string dir = mount_tmpfs(cleanup, "size=64k");
+  ASSERT_FALSE(dir.empty());
+  const std::string path = dir + "/" + uniq("kt-full");
+
+  Shared<Facts> facts;
+  Child c = run_child("kt-enospc", [&] {
+    note_self(*facts);
+    int fd = open(path.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+    if (fd < 0 || !note_file(fd, facts->f[0]))
+      return 1;
+    if (ftruncate(fd, kMiB) != 0 || !note_file(fd, facts->f[1]))
+      return 2;
+    if (fallocate(fd, 0, 0, kMiB) == 0)
+      return 3;
+    facts->err = errno;
+    if (!note_file(fd, facts->f[2]))
+      return 4;
+    close(fd);
+    return 0;
+  });
+  ASSERT_NO_FATAL_FAILURE(expect_exited_ok(c));
+  EXPECT_EQ(facts->err, ENOSPC);
+
+  auto evs = events_after_exit(*col, c);
+  auto resizes = of_type(evs, EventType::resize);
+  ASSERT_EQ(resizes.size(), 2u) << show(evs);
+  ASSERT_EQ(of_type(evs, EventType::create).size(), 1u) << show(evs);
+
+  const Event &ok = resizes[0];
+  expect_header(ok, c, "kt-enospc", *facts);
+  expect_file(ok, facts->f[1]);
+  expect_ok(ok, 0);
+  EXPECT_EQ(ok.origin, Origin::ftruncate);
+  EXPECT_EQ(ok.arg_size, kMiB);
+  EXPECT_EQ(ok.size, kMiB);
+  EXPECT_EQ(ok.bytes, 0u);
+  EXPECT_EQ(ok.full_path, path);
+
+  const Event &bad = resizes[1];
+  expect_header(bad, c, "kt-enospc", *facts);
+  expect_file(bad, facts->f[2]);
+  EXPECT_EQ(bad.err, ENOSPC) << show(bad);
+  EXPECT_EQ(bad.ret, -ENOSPC) << show(bad);
+  EXPECT_EQ(bad.kind, Kind::tmpfs);
+  EXPECT_EQ(bad.origin, Origin::fallocate);
+  EXPECT_EQ(bad.flags, 0u);
+  EXPECT_EQ(bad.arg_size, kMiB);
+  EXPECT_EQ(bad.size, kMiB); // from the ftruncate
+  EXPECT_EQ(bad.bytes, 0u);  // nothing kept
+  EXPECT_EQ(bad.mode, facts->f[2].mode);
+  EXPECT_EQ(bad.name, path.substr(dir.size()));
+  EXPECT_EQ(bad.full_path, path);
+}
+
+// 7. A renamed file keeps being followed under its new name.
+TEST(TmpfsEvents, RenameThenUnlinkNewName) {
+  const std::string from = "/dev/shm/" + uniq("a");
+  const std::string to = "/dev/shm/" + uniq("b");
+  Cleanup cleanup;
+  cleanup.files = {from, to};
+  SHMBPF_COLLECTOR(col);
+
+  Shared<Facts> facts;
+  Child c = run_child("kt-rename", [&] {
+    note_self(*facts);
+    int fd = open(from.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+    if (fd < 0 || !note_file(fd, facts->f[0]))
+      return 1;
+    if (rename(from.c_str(), to.c_str()) != 0 || !note_file(fd, facts->f[1]))
+      return 2;
+    if (unlink(to.c_str()) != 0)
+      return 3;
+    close(fd);
+    return 0;
+  });
+  ASSERT_NO_FATAL_FAILURE(expect_exited_ok(c));
+  const FileFacts &ff = facts->f[0];
+  EXPECT_EQ(facts->f[1].ino, ff.ino);
+
+  auto evs = events_after_exit(*col, c);
+  auto creates = of_type(evs, EventType::create);
+  auto renames = of_type(evs, EventType::rename);
+  auto unlinks = of_type(evs, EventType::unlink);
+  ASSERT_EQ(creates.size(), 1u) << show(evs);
+  ASSERT_EQ(renames.size(), 1u) << show(evs);
+  ASSERT_EQ(unlinks.size(), 1u) << show(evs);
+  EXPECT_EQ(evs.size(), 4u) << show(evs);
+  expect_file(creates[0], ff);
+  EXPECT_EQ(creates[0].full_path, from);
+
+  const Event &rn = renames[0];
+  expect_header(rn, c, "kt-rename", *facts);
+  expect_ok(rn, 0);
+  EXPECT_EQ(rn.kind, Kind::tmpfs);
+  EXPECT_EQ(rn.origin, Origin::rename);
+  EXPECT_EQ(rn.path, from);
+  EXPECT_EQ(rn.newpath, to);
+  EXPECT_EQ(rn.full_path, from);
+  EXPECT_EQ(rn.dev, ff.dev);
+  EXPECT_EQ(rn.ino, ff.ino);
+  EXPECT_EQ(rn.dirfd, AT_FDCWD);
+  EXPECT_EQ(rn.newdirfd, AT_FDCWD);
+  EXPECT_EQ(rn.flags, 0u);
+  EXPECT_TRUE(rn.absolute);
+
+  const Event &ul = unlinks[0];
+  expect_header(ul, c, "kt-rename", *facts);
+  expect_ok(ul, 0);
+  EXPECT_EQ(ul.kind, Kind::tmpfs);
+  EXPECT_EQ(ul.origin, Origin::unlink);
+  EXPECT_EQ(ul.path, to);
+  EXPECT_EQ(ul.newpath, "");
+  EXPECT_EQ(ul.full_path, to);
+  EXPECT_EQ(ul.dev, ff.dev);
+  EXPECT_EQ(ul.ino, ff.ino);
+  EXPECT_TRUE(ul.absolute);
+  EXPECT_LT(rn.ts_ns, ul.ts_ns);
+}
+
+// 8. A bare name relative to a directory fd on /dev/shm.
+TEST(TmpfsEvents, UnlinkatWithDirfd) {
+  const std::string name = uniq("kt-at");
+  const std::string full = "/dev/shm/" + name;
+  Cleanup cleanup;
+  cleanup.files.push_back(full);
+  SHMBPF_COLLECTOR(col);
+
+  Shared<Facts> facts;
+  Child c = run_child("kt-unlinkat", [&] {
+    note_self(*facts);
+    int dfd = open("/dev/shm", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd < 0 || !note_file(dfd, facts->f[1]))
+      return 1;
+    int fd = openat(dfd, name.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
+    if (fd < 0 || !note_file(fd, facts->f[0]))
+      return 2;
+    if (unlinkat(dfd, name.c_str(), 0) != 0)
+      return 3;
+    close(fd);
+    close(dfd);
+    return 0;
+  });
+  ASSERT_NO_FATAL_FAILURE(expect_exited_ok(c));
+  const FileFacts &ff = facts->f[0];
+  const FileFacts &dir = facts->f[1];
+
+  auto evs = events_after_exit(*col, c);
+  auto creates = of_type(evs, EventType::create);
+  auto unlinks = of_type(evs, EventType::unlink);
+  ASSERT_EQ(creates.size(), 1u) << show(evs);
+  ASSERT_EQ(unlinks.size(), 1u) << show(evs);
+  EXPECT_EQ(evs.size(), 3u) << show(evs); // no event for the directory
+
+  const Event &cr = creates[0];
+  expect_header(cr, c, "kt-unlinkat", *facts);
+  expect_file(cr, ff);
+  expect_ok(cr, ff.fd);
+  EXPECT_TRUE(cr.is_new);
+  EXPECT_EQ(cr.path, name);
+  EXPECT_EQ(cr.name, "/" + name);
+  EXPECT_EQ(cr.full_path, full);
+  EXPECT_EQ(cr.flags, static_cast<uint32_t>(O_CREAT | O_EXCL | O_CLOEXEC | kOpenFlags));
+
+  const Event &ul = unlinks[0];
+  expect_header(ul, c, "kt-unlinkat", *facts);
+  expect_ok(ul, 0);
+  EXPECT_EQ(ul.kind, Kind::tmpfs);
+  EXPECT_EQ(ul.origin, Origin::unlinkat);
+  EXPECT_EQ(ul.path, name);
+  EXPECT_EQ(ul.full_path, full);
+  EXPECT_EQ(ul.dirfd, dir.fd);
+  EXPECT_EQ(ul.flags, 0u);
+  EXPECT_FALSE(ul.absolute);
+  EXPECT_EQ(ul.dev, ff.dev);
+  EXPECT_EQ(ul.ino, ff.ino);
+  EXPECT_EQ(ul.start_dev, dir.dev);
+  EXPECT_EQ(ul.start_ino, dir.ino);
+  EXPECT_EQ(ul.start_mnt_id, dir.mnt_id);
+  EXPECT_EQ(ul.start_dir, "/");
+}
+
+// 9. Terminal escapes and a newline in a name reach the model unaltered
+// (only the views escape them).
+TEST(TmpfsEvents, ControlCharactersKeptRaw) {
+  const std::string leaf = "kt\x1b[2J\nx-" + std::to_string(getpid());
+  const std::string full = "/dev/shm/" + leaf;
+  Cleanup cleanup;
+  cleanup.files.push_back(full);
+  SHMBPF_COLLECTOR(col);
+
+  Shared<Facts> facts;
+  Child c = run_child("kt-escape", [&] {
+    note_self(*facts);
+    int fd = open(full.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
+    if (fd < 0 || !note_file(fd, facts->f[0]))
+      return 1;
+    if (unlink(full.c_str()) != 0)
+      return 2;
+    close(fd);
+    return 0;
+  });
+  ASSERT_NO_FATAL_FAILURE(expect_exited_ok(c));
+
+  auto evs = events_after_exit(*col, c);
+  auto creates = of_type(evs, EventType::create);
+  auto unlinks = of_type(evs, EventType::unlink);
+  ASSERT_EQ(creates.size(), 1u) << show(evs);
+  ASSERT_EQ(unlinks.size(), 1u) << show(evs);
+
+  const Event &cr = creates[0];
+  expect_header(cr, c, "kt-escape", *facts);
+  expect_file(cr, facts->f[0]);
+  expect_ok(cr, facts->f[0].fd);
+  EXPECT_EQ(cr.path, full);
+  EXPECT_EQ(cr.name, "/" + leaf);
+  EXPECT_EQ(cr.full_path, full);
+  EXPECT_EQ(show(cr).find('\n'), std::string::npos); // while the view escapes
+
+  const Event &ul = unlinks[0];
+  expect_header(ul, c, "kt-escape", *facts);
+  EXPECT_EQ(ul.path, full);
+  EXPECT_EQ(ul.full_path, full);
+  EXPECT_EQ(ul.ino, facts->f[0].ino);
+}
+
+// 10. A file that predates the session is known from the start-up scan.
+TEST(TmpfsEvents, PreexistingFileOpenAndUnlink) {
+  const std::string full = "/dev/shm/" + uniq("kt-pre");
+  Cleanup cleanup;
+  cleanup.files.push_back(full);
+  {
+    int fd = open(full.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
+    ASSERT_GE(fd, 0) << strerror(errno);
+    char page[4096] = {1};
+    ASSERT_EQ(write(fd, page, sizeof(page)), static_cast<ssize_t>(sizeof(page)));
+    close(fd);
+  }
+  SHMBPF_COLLECTOR(col);
+
+  Shared<Facts> facts;
+  Child c = run_child("kt-preexist", [&] {
+    note_self(*facts);
+    int fd = open(full.c_str(), O_RDWR);
+    if (fd < 0 || !note_file(fd, facts->f[0]))
+      return 1;
+    if (unlink(full.c_str()) != 0)
+      return 2;
+    close(fd);
+    return 0;
+  });
+  ASSERT_NO_FATAL_FAILURE(expect_exited_ok(c));
+  const FileFacts &ff = facts->f[0];
+
+  auto evs = events_after_exit(*col, c);
+  auto opens = of_type(evs, EventType::open);
+  auto unlinks = of_type(evs, EventType::unlink);
+  ASSERT_EQ(opens.size(), 1u) << show(evs);
+  ASSERT_EQ(unlinks.size(), 1u) << show(evs);
+  EXPECT_EQ(evs.size(), 3u) << show(evs);
+
+  const Event &op = opens[0];
+  expect_header(op, c, "kt-preexist", *facts);
+  expect_file(op, ff);
+  expect_ok(op, ff.fd);
+  EXPECT_EQ(op.kind, Kind::tmpfs);
+  EXPECT_EQ(op.origin, Origin::openat);
+  EXPECT_EQ(op.flags, static_cast<uint32_t>(kOpenFlags));
+  EXPECT_EQ(op.size, 4096u);
+  EXPECT_EQ(op.bytes, 4096u);
+  EXPECT_FALSE(op.is_new);
+  EXPECT_EQ(op.path, full);
+  EXPECT_EQ(op.name, full.substr(std::strlen("/dev/shm")));
+  EXPECT_EQ(op.full_path, full);
+
+  const Event &ul = unlinks[0];
+  expect_header(ul, c, "kt-preexist", *facts);
+  expect_ok(ul, 0);
+  EXPECT_EQ(ul.origin, Origin::unlink);
+  EXPECT_EQ(ul.path, full);
+  EXPECT_EQ(ul.full_path, full);
+  EXPECT_EQ(ul.dev, ff.dev);
+  EXPECT_EQ(ul.ino, ff.ino);
+
+  // Its one page goes when the child's close drops the last reference.
+  auto frees = wait_frees(*col, ff.dev, ff.ino, 4096);
+  ASSERT_FALSE(frees.empty());
+  expect_frees_of_unlinked(frees, full, ul.ts_ns);
+}
+
+// 11. Two tracked tmpfs files share a leaf name: the kernel keeps one hint
+// per name, so the first unlink carries the other file's inode. Userspace
+// names the right inode, and the second unlink is still seen.
+TEST(TmpfsEvents, SameLeafNameOnTwoTmpfsMounts) {
+  Cleanup cleanup;
+  SHMBPF_COLLECTOR(col);
+  const std::string dir = mount_tmpfs(cleanup, "size=1m");
+  ASSERT_FALSE(dir.empty());
+  const std::string leaf = uniq("kt-dup");
+  const std::string first = "/dev/shm/" + leaf;
+  const std::string second = dir + "/" + leaf;
+  cleanup.files = {first, second};
+
+  Shared<Facts> facts;
+  Child c = run_child("kt-dup", [&] {
+    note_self(*facts);
+    int fd = open(first.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
+    if (fd < 0 || !note_file(fd, facts->f[0]))
+      return 1;
+    int fd2 = open(second.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
+    if (fd2 < 0 || !note_file(fd2, facts->f[1]))
+      return 2;
+    if (unlink(first.c_str()) != 0) // the kernel's hint is the second file
+      return 3;
+    return 0;
+  });
+  ASSERT_NO_FATAL_FAILURE(expect_exited_ok(c));
+  // Only once the first unlink has been handled may the second one come.
+  events_after_exit(*col, c);
+  Child d = run_child("kt-dup-2", [&] { return unlink(second.c_str()) == 0 ? 0 : 1; });
+  ASSERT_NO_FATAL_FAILURE(expect_exited_ok(d));
+
+  auto evs = events_after_exit(*col, c);
+  ASSERT_EQ(of_type(evs, EventType::create).size(), 2u) << show(evs);
+  auto unlinks = of_type(evs, EventType::unlink);
+  ASSERT_EQ(unlinks.size(), 1u) << show(evs);
+  const Event &u1 = unlinks[0];
+  expect_header(u1, c, "kt-dup", *facts);
+  EXPECT_EQ(u1.full_path, first);
+  EXPECT_EQ(u1.dev, facts->f[0].dev);
+  EXPECT_EQ(u1.ino, facts->f[0].ino);
+
+  evs = events_after_exit(*col, d);
+  unlinks = of_type(evs, EventType::unlink);
+  ASSERT_EQ(unlinks.size(), 1u) << "the second file's unlink was lost" << show(evs);
+  const Event &u2 = unlinks[0];
+  EXPECT_EQ(u2.comm, "kt-dup-2");
+  EXPECT_EQ(u2.path, second);
+  EXPECT_EQ(u2.full_path, second);
+  EXPECT_EQ(u2.dev, facts->f[1].dev);
+  EXPECT_EQ(u2.ino, facts->f[1].ino);
+}
+
+} // namespace
+} // namespace shmbpf::test
