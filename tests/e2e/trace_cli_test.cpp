@@ -1,6 +1,8 @@
 // End-to-end tests of `shmbpf trace`: the real binary, run as a child with
 // its output captured, driven by real processes and signals. Every wait is
 // bounded; a binary that hangs is killed and the test fails.
+#include "support.hpp"
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -51,14 +53,6 @@ std::vector<std::string> lines_of(const std::string &s) {
 std::string last_line(const std::string &s) {
   auto lines = lines_of(s);
   return lines.empty() ? std::string() : lines.back();
-}
-
-uint32_t ns_inode(const char *name) {
-  struct stat st {};
-  std::string p = std::string("/proc/self/ns/") + name;
-  if (stat(p.c_str(), &st) != 0)
-    ADD_FAILURE() << "stat " << p << ": " << std::strerror(errno);
-  return static_cast<uint32_t>(st.st_ino);
 }
 
 // The shmbpf binary running in a child, stdout and stderr captured by a
@@ -277,24 +271,6 @@ private:
   std::optional<int> status_;
 };
 
-// Memory a child writes and the parent reads after the child exits.
-template <class T> class Shared {
-public:
-  Shared() {
-    void *p = mmap(nullptr, sizeof(T), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED)
-      std::abort();
-    p_ = new (p) T{};
-  }
-  ~Shared() { munmap(p_, sizeof(T)); }
-  Shared(const Shared &) = delete;
-  Shared &operator=(const Shared &) = delete;
-  T *operator->() const { return p_; }
-
-private:
-  T *p_;
-};
-
 // Creates path, grows it to size, and unlinks it.
 int create_resize_unlink(const std::string &path, off_t size, struct stat *st = nullptr) {
   int fd = open(path.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
@@ -365,8 +341,8 @@ TEST(TraceCli, JsonStreamCarriesEveryField) {
     EXPECT_EQ(j["uid"], getuid());
     EXPECT_EQ(j["comm"], comm);
     EXPECT_NE(j["cgroup_id"], 0);
-    EXPECT_EQ(j["mntns"], ns_inode("mnt"));
-    EXPECT_EQ(j["ipcns"], ns_inode("ipc"));
+    EXPECT_EQ(j["mntns"], ns_inode("/proc/self/ns/mnt"));
+    EXPECT_EQ(j["ipcns"], ns_inode("/proc/self/ns/ipc"));
     EXPECT_EQ(j["dev"], dev);
     EXPECT_EQ(j["ino"], st->st_ino);
     EXPECT_EQ(j["errno"], 0);

@@ -2,6 +2,7 @@
 // SIGBUS), and for the lost-record counter: real BPF programs, real
 // syscalls from children with their own comm, every field checked.
 #include "kernel/harness.hpp"
+#include "support.hpp"
 
 #include <gtest/gtest.h>
 
@@ -32,69 +33,6 @@ using namespace std::chrono_literals;
 
 constexpr uint64_t mib = 1u << 20;
 
-uint32_t ns_inode(const char *name) {
-  struct stat st {};
-  std::string p = std::string("/proc/self/ns/") + name;
-  if (stat(p.c_str(), &st) != 0)
-    ADD_FAILURE() << "stat " << p << ": " << std::strerror(errno);
-  return static_cast<uint32_t>(st.st_ino);
-}
-
-// The cgroup v2 id of this process (children inherit it), as
-// bpf_get_current_cgroup_id() reports it: the file handle of its cgroup
-// directory. 0 when cgroup v2 is not mounted.
-uint64_t own_cgroup_id() {
-  std::string rel;
-  std::ifstream cg("/proc/self/cgroup");
-  for (std::string line; std::getline(cg, line);)
-    if (line.starts_with("0::"))
-      rel = line.substr(3);
-  std::string root;
-  std::ifstream mi("/proc/self/mountinfo");
-  for (std::string line; std::getline(mi, line);) {
-    auto sep = line.find(" - ");
-    if (sep == std::string::npos || line.compare(sep + 3, 8, "cgroup2 ") != 0)
-      continue;
-    std::istringstream f(line);
-    std::string id, parent, dev, fsroot, mnt;
-    f >> id >> parent >> dev >> fsroot >> mnt;
-    root = mnt;
-    break;
-  }
-  if (rel.empty() || root.empty())
-    return 0;
-  struct {
-    file_handle fh;
-    unsigned char buf[sizeof(uint64_t)];
-  } h{};
-  h.fh.handle_bytes = sizeof(uint64_t);
-  int mount_id = 0;
-  std::string dir = root + (rel == "/" ? "" : rel);
-  if (name_to_handle_at(AT_FDCWD, dir.c_str(), &h.fh, &mount_id, 0) != 0)
-    return 0;
-  uint64_t id = 0;
-  std::memcpy(&id, h.fh.f_handle, sizeof(id));
-  return id;
-}
-
-// Memory the child writes and the parent reads after the child exits.
-template <class T> class Shared {
-public:
-  Shared() {
-    void *p = mmap(nullptr, sizeof(T), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED)
-      std::abort();
-    p_ = new (p) T{};
-  }
-  ~Shared() { munmap(p_, sizeof(T)); }
-  Shared(const Shared &) = delete;
-  Shared &operator=(const Shared &) = delete;
-  T *operator->() const { return p_; }
-
-private:
-  T *p_;
-};
-
 // The header fields every event of a child of ours must carry. tid is
 // checked by the callers: it is the pid only for single-threaded children.
 void expect_header(const Event &e, pid_t pid, const std::string &comm) {
@@ -103,8 +41,8 @@ void expect_header(const Event &e, pid_t pid, const std::string &comm) {
   EXPECT_EQ(e.ppid, static_cast<uint32_t>(getpid()));
   EXPECT_EQ(e.comm, comm);
   EXPECT_EQ(e.uid, getuid());
-  EXPECT_EQ(e.ipcns, ns_inode("ipc"));
-  EXPECT_EQ(e.mntns, ns_inode("mnt"));
+  EXPECT_EQ(e.ipcns, ns_inode("/proc/self/ns/ipc"));
+  EXPECT_EQ(e.mntns, ns_inode("/proc/self/ns/mnt"));
   EXPECT_NE(e.cgroup_id, 0u);
   if (uint64_t cg = own_cgroup_id()) {
     EXPECT_EQ(e.cgroup_id, cg);

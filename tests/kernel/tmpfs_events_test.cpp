@@ -3,6 +3,7 @@
 // every field is checked against what the child saw itself (fstat, its
 // fdinfo, its namespaces and cgroup).
 #include "kernel/harness.hpp"
+#include "support.hpp"
 
 #include "views/trace_view.hpp"
 
@@ -55,27 +56,6 @@ struct Facts {
   FileFacts f[4];
 };
 
-// A T in a shared anonymous mapping: what the child writes, the parent reads.
-template <class T> class Shared {
-  static_assert(std::is_trivially_destructible_v<T>);
-
-public:
-  Shared() {
-    void *p = mmap(nullptr, sizeof(T), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (p == MAP_FAILED)
-      std::abort();
-    p_ = new (p) T{};
-  }
-  Shared(const Shared &) = delete;
-  Shared &operator=(const Shared &) = delete;
-  ~Shared() { munmap(p_, sizeof(T)); }
-  T *operator->() const { return p_; }
-  T &operator*() const { return *p_; }
-
-private:
-  T *p_;
-};
-
 // Files, mounts and directories removed when a test ends, however it ends.
 struct Cleanup {
   std::vector<std::string> files, mounts, dirs;
@@ -92,36 +72,6 @@ struct Cleanup {
       rmdir(it->c_str());
   }
 };
-
-uint32_t ns_inode(const char *path) {
-  struct stat st {};
-  return stat(path, &st) == 0 ? static_cast<uint32_t>(st.st_ino) : 0;
-}
-
-// The cgroup v2 id of the calling process: the inode of its cgroup
-// directory on the cgroup2 mount ("0::<path>" in /proc/self/cgroup).
-uint64_t own_cgroup_id() {
-  std::string rel;
-  std::ifstream cg("/proc/self/cgroup");
-  for (std::string line; std::getline(cg, line);)
-    if (line.starts_with("0::"))
-      rel = line.substr(3);
-  if (rel.empty())
-    return 0;
-  std::string mnt;
-  if (FILE *m = setmntent("/proc/self/mounts", "r")) {
-    while (mntent *ent = getmntent(m))
-      if (std::string(ent->mnt_type) == "cgroup2") {
-        mnt = ent->mnt_dir;
-        break;
-      }
-    endmntent(m);
-  }
-  struct stat st {};
-  if (mnt.empty() || stat((mnt + rel).c_str(), &st) != 0)
-    return 0;
-  return st.st_ino;
-}
 
 // In the child: its namespaces and cgroup.
 void note_self(Facts &facts) {

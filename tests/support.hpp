@@ -1,0 +1,61 @@
+// Helpers shared by the kernel and e2e tests.
+#pragma once
+
+#include "sources/mountinfo.hpp"
+
+#include <sys/mman.h>
+#include <sys/stat.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <fstream>
+#include <new>
+#include <string>
+#include <type_traits>
+
+namespace shmbpf::test {
+
+// A T in a shared anonymous mapping: what a child writes, the parent reads.
+template <class T> class Shared {
+  static_assert(std::is_trivially_destructible_v<T>);
+
+public:
+  Shared() {
+    void *p = mmap(nullptr, sizeof(T), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+      std::abort();
+    p_ = new (p) T{};
+  }
+  Shared(const Shared &) = delete;
+  Shared &operator=(const Shared &) = delete;
+  ~Shared() { munmap(p_, sizeof(T)); }
+  T *operator->() const { return p_; }
+  T &operator*() const { return *p_; }
+
+private:
+  T *p_;
+};
+
+// Inode number of a namespace file such as "/proc/self/ns/mnt"; 0 if absent.
+inline uint32_t ns_inode(const char *path) {
+  struct stat st {};
+  return stat(path, &st) == 0 ? static_cast<uint32_t>(st.st_ino) : 0;
+}
+
+// The cgroup v2 id of the calling process, as bpf_get_current_cgroup_id()
+// reports it: the inode of its directory on the cgroup2 mount, found from
+// mountinfo (never assumed to be /sys/fs/cgroup). 0 without cgroup v2.
+inline uint64_t own_cgroup_id() {
+  std::string rel;
+  std::ifstream cg("/proc/self/cgroup");
+  for (std::string line; std::getline(cg, line);)
+    if (line.starts_with("0::"))
+      rel = line.substr(3);
+  auto mnt = find_cgroup2_mount(read_mountinfo(0));
+  struct stat st {};
+  if (rel.empty() || !mnt || stat((*mnt + (rel == "/" ? "" : rel)).c_str(), &st) != 0)
+    return 0;
+  return st.st_ino;
+}
+
+} // namespace shmbpf::test
