@@ -160,7 +160,6 @@ Probe::Probe(const ProbeOptions &opts) {
         missing_.push_back(std::string(tp) + ": no such tracepoint");
       }
     } else if (sec.starts_with("tp_btf/")) {
-      std::string name = "btf_trace_" + sec.substr(7);
       if (libbpf_find_vmlinux_btf_id(sec.substr(7).c_str(), BPF_TRACE_RAW_TP) < 0) {
         bpf_program__set_autoload(prog, false);
         missing_.push_back(sec.substr(7) + ": not in kernel BTF (free events off)");
