@@ -1,0 +1,254 @@
+#include "sources/proc_scan.hpp"
+#include "sources/tmpfs_scan.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <fcntl.h>
+#include <string>
+#include <sys/ipc.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/shm.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+
+namespace shmbpf {
+namespace {
+
+TEST(ProcScanParse, StatCommWithParensAndSpaces) {
+  auto r = parse_stat_ppid_comm("1234 (a) (b c) S 77 1234 1234 0 -1 4194560 100 0 0 0\n");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->first, 77u);
+  EXPECT_EQ(r->second, "a) (b c");
+
+  auto plain = parse_stat_ppid_comm("1 (systemd) S 0 1 1 0 -1");
+  ASSERT_TRUE(plain);
+  EXPECT_EQ(plain->first, 0u);
+  EXPECT_EQ(plain->second, "systemd");
+
+  EXPECT_FALSE(parse_stat_ppid_comm("1 systemd S 0"));
+  EXPECT_FALSE(parse_stat_ppid_comm("1 (x) S"));
+}
+
+TEST(ProcScanParse, CgroupV2PathFromHybrid) {
+  const char *hybrid = "12:memory:/user.slice\n"
+                       "11:cpu,cpuacct:/user.slice\n"
+                       "1:name=systemd:/user.slice/user-1000.slice/session-2.scope\n"
+                       "0::/user.slice/user-1000.slice/session-2.scope\n";
+  EXPECT_EQ(parse_cgroup_v2_path(hybrid), "/user.slice/user-1000.slice/session-2.scope");
+  EXPECT_EQ(parse_cgroup_v2_path("0::/\n"), "/");
+  EXPECT_FALSE(parse_cgroup_v2_path("4:memory:/docker/abc\n1:name=systemd:/docker/abc\n"));
+}
+
+TEST(ProcScanParse, MapsLines) {
+  auto f = parse_maps_line(
+      "7f0000000000-7f0000001000 rw-s 00000000 00:1a 4242                       /dev/shm/my file");
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->start, 0x7f0000000000u);
+  EXPECT_EQ(f->end, 0x7f0000001000u);
+  EXPECT_EQ(f->dev, 26u);
+  EXPECT_EQ(f->ino, 4242u);
+  EXPECT_EQ(f->path, "/dev/shm/my file");
+  EXPECT_FALSE(f->deleted);
+
+  auto d = parse_maps_line("7f01-7f02 rw-s 00000000 00:1a 99 /dev/shm/x (deleted)");
+  ASSERT_TRUE(d);
+  EXPECT_EQ(d->path, "/dev/shm/x");
+  EXPECT_TRUE(d->deleted);
+
+  auto mfd = parse_maps_line("7f01-7f02 rw-s 00000000 00:01 1025 /memfd:foo (deleted)");
+  ASSERT_TRUE(mfd);
+  EXPECT_EQ(mfd->path, "/memfd:foo");
+  EXPECT_EQ(mfd->dev, 1u);
+  EXPECT_TRUE(mfd->deleted);
+
+  auto sysv = parse_maps_line("7f01-7f02 rw-s 00000000 00:01 32769 /SYSV00001234 (deleted)");
+  ASSERT_TRUE(sysv);
+  EXPECT_EQ(sysv->path, "/SYSV00001234");
+  EXPECT_EQ(sysv->ino, 32769u);
+  EXPECT_TRUE(sysv->deleted);
+
+  auto anon = parse_maps_line("7ffd1000-7ffd2000 rw-p 00000000 00:00 0 ");
+  ASSERT_TRUE(anon);
+  EXPECT_EQ(anon->ino, 0u);
+  EXPECT_EQ(anon->path, "");
+  auto heap = parse_maps_line("55aa0000-55ab0000 rw-p 00000000 00:00 0          [heap]");
+  ASSERT_TRUE(heap);
+  EXPECT_EQ(heap->path, "[heap]");
+
+  // Major in the high bits, both halves hex.
+  auto big = parse_maps_line("1000-2000 r--p 00000000 fd:1a 5 /lib/x.so");
+  ASSERT_TRUE(big);
+  EXPECT_EQ(big->dev, (0xfdu << 20) | 0x1au);
+
+  EXPECT_FALSE(parse_maps_line(""));
+  EXPECT_FALSE(parse_maps_line("zzz rw-p 0 00:00 0"));
+}
+
+TEST(ProcScanParse, SysvipcShm) {
+  const char *text =
+      "       key      shmid perms                  size  cpid  lpid nattch   uid   gid  cuid  "
+      "cgid      atime      dtime      ctime                   rss                  swap\n"
+      "      4660          5   600               1048576  1200  1300      2  1000  1000  1000  "
+      "1000 1700000000 1700000001 1700000002                  8192                     0\n"
+      "-559038737      32769  1600                  4096  1400     0      1     0     0     0     "
+      "0          0          0 1700000003                     0                     0\n"
+      "garbage line\n";
+  auto v = parse_sysvipc_shm(text);
+  ASSERT_EQ(v.size(), 2u);
+  EXPECT_EQ(v[0].key, 0x1234u);
+  EXPECT_EQ(v[0].shmid, 5);
+  EXPECT_EQ(v[0].size, 1048576u);
+  EXPECT_EQ(v[0].cpid, 1200u);
+  EXPECT_EQ(v[0].nattch, 2u);
+  EXPECT_EQ(v[0].rss_bytes, 8192u);
+  EXPECT_FALSE(v[0].removed);
+  EXPECT_EQ(v[1].key, 0xdeadbeefu);
+  EXPECT_EQ(v[1].shmid, 32769);
+  EXPECT_EQ(v[1].size, 4096u);
+  EXPECT_EQ(v[1].nattch, 1u);
+  EXPECT_TRUE(v[1].removed); // 1600 octal includes SHM_DEST
+
+  EXPECT_TRUE(parse_sysvipc_shm("").empty());
+}
+
+struct Fstat {
+  uint32_t dev;
+  uint64_t ino;
+};
+
+Fstat fstat_of(int fd) {
+  struct stat st {};
+  EXPECT_EQ(::fstat(fd, &st), 0);
+  return {kernel_dev(st.st_dev), st.st_ino};
+}
+
+const HeldFile *find_held(const std::vector<HeldFile> &v, Fstat k) {
+  for (const HeldFile &h : v)
+    if (h.dev == k.dev && h.ino == k.ino)
+      return &h;
+  return nullptr;
+}
+
+TEST(ProcScanLive, HoldingsOfSelf) {
+  struct statfs sfs {};
+  if (::statfs("/dev/shm", &sfs) != 0 || static_cast<long>(sfs.f_type) != 0x01021994)
+    GTEST_SKIP() << "/dev/shm is not tmpfs";
+  const long page = ::sysconf(_SC_PAGESIZE);
+  const std::string a = "/dev/shm/ps-" + std::to_string(::getpid());
+  const std::string b = a + "-unlinked";
+
+  // a: open fd and a mapping.
+  int fa = ::open(a.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  ASSERT_GE(fa, 0);
+  ASSERT_EQ(::ftruncate(fa, page), 0);
+  void *ma = ::mmap(nullptr, page, PROT_READ | PROT_WRITE, MAP_SHARED, fa, 0);
+  ASSERT_NE(ma, MAP_FAILED);
+  Fstat ka = fstat_of(fa);
+
+  // b: mapped only, then unlinked.
+  int fb = ::open(b.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  ASSERT_GE(fb, 0);
+  ASSERT_EQ(::ftruncate(fb, page), 0);
+  void *mb = ::mmap(nullptr, page, PROT_READ | PROT_WRITE, MAP_SHARED, fb, 0);
+  ASSERT_NE(mb, MAP_FAILED);
+  Fstat kb = fstat_of(fb);
+  ::close(fb);
+  ::unlink(b.c_str());
+
+  // memfd: fd only.
+  int fm = ::memfd_create("ps-test", MFD_CLOEXEC);
+  ASSERT_GE(fm, 0);
+  ASSERT_EQ(::ftruncate(fm, page), 0);
+  Fstat km = fstat_of(fm);
+
+  auto held = scan_holdings(static_cast<uint32_t>(::getpid()));
+
+  const HeldFile *ha = find_held(held, ka);
+  ASSERT_NE(ha, nullptr);
+  EXPECT_TRUE(ha->via_fd);
+  EXPECT_TRUE(ha->via_map);
+  EXPECT_FALSE(ha->deleted);
+  EXPECT_EQ(ha->path, a);
+
+  const HeldFile *hb = find_held(held, kb);
+  ASSERT_NE(hb, nullptr);
+  EXPECT_FALSE(hb->via_fd);
+  EXPECT_TRUE(hb->via_map);
+  EXPECT_TRUE(hb->deleted);
+  EXPECT_EQ(hb->path, b);
+
+  const HeldFile *hm = find_held(held, km);
+  ASSERT_NE(hm, nullptr);
+  EXPECT_TRUE(hm->via_fd);
+  EXPECT_FALSE(hm->via_map);
+  EXPECT_TRUE(hm->deleted);
+  EXPECT_EQ(hm->path, "/memfd:ps-test");
+
+  // Nothing outside shared memory: every entry is unique by (dev, ino).
+  for (size_t i = 0; i < held.size(); ++i)
+    for (size_t j = i + 1; j < held.size(); ++j)
+      EXPECT_FALSE(held[i].dev == held[j].dev && held[i].ino == held[j].ino);
+
+  ::munmap(ma, page);
+  ::munmap(mb, page);
+  ::close(fa);
+  ::close(fm);
+  ::unlink(a.c_str());
+}
+
+TEST(ProcScanLive, SysvSegmentOfSelf) {
+  int id = ::shmget(IPC_PRIVATE, 4096, IPC_CREAT | 0600);
+  if (id < 0)
+    GTEST_SKIP() << "shmget unavailable";
+  void *p = ::shmat(id, nullptr, 0);
+  ASSERT_NE(p, reinterpret_cast<void *>(-1));
+  ::shmctl(id, IPC_RMID, nullptr);
+
+  auto held = scan_holdings(static_cast<uint32_t>(::getpid()));
+  bool found = false;
+  for (const HeldFile &h : held)
+    if (h.path == "/SYSV00000000" && h.ino == static_cast<uint64_t>(id))
+      found = h.via_map;
+  EXPECT_TRUE(found);
+
+  bool listed = false;
+  for (const SysvEntry &e : read_sysvipc_shm())
+    if (e.shmid == id) {
+      listed = true;
+      EXPECT_EQ(e.size, 4096u);
+      EXPECT_EQ(e.nattch, 1u);
+      EXPECT_TRUE(e.removed);
+      EXPECT_EQ(e.cpid, static_cast<uint32_t>(::getpid()));
+    }
+  EXPECT_TRUE(listed);
+  ::shmdt(p);
+}
+
+TEST(ProcScanLive, ReadSelf) {
+  auto id = read_process(static_cast<uint32_t>(::getpid()));
+  ASSERT_TRUE(id);
+  char comm[17] = {};
+  ASSERT_EQ(::prctl(PR_GET_NAME, comm), 0);
+  EXPECT_EQ(id->pid, static_cast<uint32_t>(::getpid()));
+  EXPECT_EQ(id->comm, comm);
+  EXPECT_EQ(id->ppid, static_cast<uint32_t>(::getppid()));
+  EXPECT_EQ(id->uid, ::getuid());
+  struct stat st {};
+  ASSERT_EQ(::stat("/proc/self/ns/mnt", &st), 0);
+  EXPECT_EQ(id->mntns, static_cast<uint32_t>(st.st_ino));
+  ASSERT_EQ(::stat("/proc/self/ns/ipc", &st), 0);
+  EXPECT_EQ(id->ipcns, static_cast<uint32_t>(st.st_ino));
+
+  EXPECT_FALSE(read_process(0));
+}
+
+TEST(ProcScanLive, ListPidsHasSelf) {
+  auto pids = list_pids();
+  EXPECT_TRUE(std::binary_search(pids.begin(), pids.end(), static_cast<uint32_t>(::getpid())));
+}
+
+} // namespace
+} // namespace shmbpf

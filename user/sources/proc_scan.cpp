@@ -1,0 +1,321 @@
+#include "sources/proc_scan.hpp"
+
+#include "sources/mountinfo.hpp"
+#include "sources/tmpfs_scan.hpp"
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <dirent.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <map>
+#include <memory>
+#include <set>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <unistd.h>
+
+namespace shmbpf {
+
+namespace {
+
+constexpr long kTmpfsMagic = 0x01021994;
+constexpr long kHugetlbfsMagic = 0x958458f6;
+constexpr std::string_view kDeletedSuffix = " (deleted)";
+
+// Whole file via read(2): /proc files report size 0, so no stat-sized reads.
+std::optional<std::string> read_text(const std::string &path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return std::nullopt;
+  std::string out;
+  char buf[8192];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof(buf));
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0) {
+      ::close(fd);
+      return std::nullopt;
+    }
+    if (n == 0)
+      break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  ::close(fd);
+  return out;
+}
+
+std::optional<std::string> read_link(const std::string &path) {
+  char buf[PATH_MAX];
+  ssize_t n = ::readlink(path.c_str(), buf, sizeof(buf));
+  if (n < 0)
+    return std::nullopt;
+  return std::string(buf, static_cast<size_t>(n));
+}
+
+template <typename T> bool parse_num(std::string_view s, T &out, int base = 10) {
+  if (s.empty())
+    return false;
+  auto [p, ec] = std::from_chars(s.data(), s.data() + s.size(), out, base);
+  return ec == std::errc() && p == s.data() + s.size();
+}
+
+bool is_space(char c) { return c == ' ' || c == '\t'; }
+
+// Splits off the next whitespace-separated field of s.
+std::string_view next_field(std::string_view &s) {
+  size_t b = 0;
+  while (b < s.size() && is_space(s[b]))
+    ++b;
+  size_t e = b;
+  while (e < s.size() && !is_space(s[e]))
+    ++e;
+  std::string_view f = s.substr(b, e - b);
+  s.remove_prefix(e);
+  return f;
+}
+
+// Calls fn(line) for each line of text, without the newline.
+template <typename Fn> void for_each_line(std::string_view text, Fn fn) {
+  while (!text.empty()) {
+    size_t nl = text.find('\n');
+    std::string_view line = text.substr(0, nl);
+    fn(line);
+    if (nl == std::string_view::npos)
+      break;
+    text.remove_prefix(nl + 1);
+  }
+}
+
+bool strip_deleted(std::string &path) {
+  if (path.size() < kDeletedSuffix.size() ||
+      path.compare(path.size() - kDeletedSuffix.size(), kDeletedSuffix.size(), kDeletedSuffix) != 0)
+    return false;
+  path.resize(path.size() - kDeletedSuffix.size());
+  return true;
+}
+
+bool starts_with(std::string_view s, std::string_view prefix) {
+  return s.substr(0, prefix.size()) == prefix;
+}
+
+uint32_t ns_inode(uint32_t pid, const char *ns) {
+  struct stat st {};
+  std::string p = "/proc/" + std::to_string(pid) + "/ns/" + ns;
+  if (::stat(p.c_str(), &st) != 0)
+    return 0;
+  return static_cast<uint32_t>(st.st_ino);
+}
+
+std::optional<uint32_t> parse_real_uid(std::string_view status) {
+  std::optional<uint32_t> uid;
+  for_each_line(status, [&](std::string_view line) {
+    if (uid || !starts_with(line, "Uid:"))
+      return;
+    line.remove_prefix(4);
+    uint32_t v = 0;
+    if (parse_num(next_field(line), v))
+      uid = v;
+  });
+  return uid;
+}
+
+struct DirCloser {
+  void operator()(DIR *d) const { ::closedir(d); }
+};
+using DirPtr = std::unique_ptr<DIR, DirCloser>;
+
+// Numeric names in dir, ascending.
+std::vector<uint32_t> numeric_entries(const std::string &dir) {
+  std::vector<uint32_t> out;
+  DirPtr d(::opendir(dir.c_str()));
+  if (!d)
+    return out;
+  while (dirent *e = ::readdir(d.get())) {
+    uint32_t v = 0;
+    if (parse_num(std::string_view(e->d_name), v))
+      out.push_back(v);
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+} // namespace
+
+std::optional<std::pair<uint32_t, std::string>> parse_stat_ppid_comm(std::string_view stat) {
+  size_t open = stat.find('(');
+  size_t close = stat.rfind(')');
+  if (open == std::string_view::npos || close == std::string_view::npos || close < open)
+    return std::nullopt;
+  std::string comm(stat.substr(open + 1, close - open - 1));
+  std::string_view rest = stat.substr(close + 1);
+  next_field(rest); // state
+  uint32_t ppid = 0;
+  if (!parse_num(next_field(rest), ppid))
+    return std::nullopt;
+  return std::make_pair(ppid, std::move(comm));
+}
+
+std::optional<std::string> parse_cgroup_v2_path(std::string_view cgroup) {
+  std::optional<std::string> path;
+  for_each_line(cgroup, [&](std::string_view line) {
+    if (!path && starts_with(line, "0::"))
+      path = std::string(line.substr(3));
+  });
+  return path;
+}
+
+std::optional<ProcIdentity> read_process(uint32_t pid) {
+  const std::string base = "/proc/" + std::to_string(pid);
+  auto stat = read_text(base + "/stat");
+  if (!stat)
+    return std::nullopt;
+  auto pc = parse_stat_ppid_comm(*stat);
+  if (!pc)
+    return std::nullopt;
+  ProcIdentity id;
+  id.pid = pid;
+  id.ppid = pc->first;
+  id.comm = std::move(pc->second);
+  if (auto status = read_text(base + "/status"))
+    id.uid = parse_real_uid(*status).value_or(0);
+  id.mntns = ns_inode(pid, "mnt");
+  id.ipcns = ns_inode(pid, "ipc");
+  if (auto cg = read_text(base + "/cgroup"))
+    id.cgroup_path = parse_cgroup_v2_path(*cg).value_or("");
+  return id;
+}
+
+std::vector<uint32_t> list_pids() { return numeric_entries("/proc"); }
+
+std::optional<MapsEntry> parse_maps_line(std::string_view line) {
+  // start-end perms offset maj:min inode [path]
+  std::string_view rest = line;
+  std::string_view range = next_field(rest);
+  next_field(rest); // perms
+  next_field(rest); // offset
+  std::string_view dev = next_field(rest);
+  std::string_view ino = next_field(rest);
+  MapsEntry m;
+  size_t dash = range.find('-');
+  size_t colon = dev.find(':');
+  uint32_t major = 0, minor = 0;
+  if (dash == std::string_view::npos || colon == std::string_view::npos ||
+      !parse_num(range.substr(0, dash), m.start, 16) ||
+      !parse_num(range.substr(dash + 1), m.end, 16) ||
+      !parse_num(dev.substr(0, colon), major, 16) || !parse_num(dev.substr(colon + 1), minor, 16) ||
+      !parse_num(ino, m.ino))
+    return std::nullopt;
+  m.dev = major << 20 | minor;
+  // The path is the rest after the padding; it may contain spaces.
+  while (!rest.empty() && is_space(rest.front()))
+    rest.remove_prefix(1);
+  m.path = std::string(rest);
+  m.deleted = strip_deleted(m.path);
+  return m;
+}
+
+std::vector<HeldFile> scan_holdings(uint32_t pid) {
+  const std::string base = "/proc/" + std::to_string(pid);
+  std::map<std::pair<uint32_t, uint64_t>, HeldFile> held;
+
+  for (uint32_t fd : numeric_entries(base + "/fd")) {
+    const std::string link = base + "/fd/" + std::to_string(fd);
+    auto target = read_link(link);
+    struct stat st {};
+    struct statfs sfs {};
+    // stat/statfs of the magic link reach the open file itself, even unlinked.
+    if (!target || ::stat(link.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
+      continue;
+    bool shm_fs =
+        ::statfs(link.c_str(), &sfs) == 0 && (static_cast<long>(sfs.f_type) == kTmpfsMagic ||
+                                              static_cast<long>(sfs.f_type) == kHugetlbfsMagic);
+    if (!shm_fs && !starts_with(*target, "/memfd:"))
+      continue;
+    HeldFile &h = held[{kernel_dev(st.st_dev), st.st_ino}];
+    h.dev = kernel_dev(st.st_dev);
+    h.ino = st.st_ino;
+    h.via_fd = true;
+    h.deleted = strip_deleted(*target);
+    h.path = std::move(*target);
+  }
+
+  // Linked tmpfs files in maps carry no marker: recognise their filesystem
+  // by device, from the mounts this process sees.
+  std::set<uint32_t> shm_devs;
+  for (const MountInfo &m : read_mountinfo(static_cast<int>(pid)))
+    if (m.is_tmpfs())
+      shm_devs.insert(m.dev);
+  if (auto maps = read_text(base + "/maps")) {
+    for_each_line(*maps, [&](std::string_view line) {
+      auto m = parse_maps_line(line);
+      if (!m || m->ino == 0 || m->path.empty())
+        return;
+      if (!m->deleted && !shm_devs.count(m->dev) && !starts_with(m->path, "/memfd:") &&
+          !starts_with(m->path, "/SYSV"))
+        return;
+      HeldFile &h = held[{m->dev, m->ino}];
+      if (!h.via_fd) {
+        h.dev = m->dev;
+        h.ino = m->ino;
+        h.deleted = m->deleted;
+        h.path = std::move(m->path);
+      }
+      h.via_map = true;
+    });
+  }
+
+  std::vector<HeldFile> out;
+  out.reserve(held.size());
+  for (auto &[key, h] : held)
+    out.push_back(std::move(h));
+  return out;
+}
+
+std::vector<SysvEntry> parse_sysvipc_shm(std::string_view text) {
+  std::vector<SysvEntry> out;
+  bool header = true;
+  for_each_line(text, [&](std::string_view line) {
+    if (header) {
+      header = false;
+      return;
+    }
+    // key shmid perms size cpid lpid nattch uid gid cuid cgid atime dtime ctime rss swap
+    std::string_view f[16];
+    size_t n = 0;
+    std::string_view rest = line;
+    while (n < 16) {
+      std::string_view v = next_field(rest);
+      if (v.empty())
+        break;
+      f[n++] = v;
+    }
+    SysvEntry e;
+    int64_t key = 0;
+    uint32_t perms = 0, lpid = 0;
+    if (n < 7 || !parse_num(f[0], key) || !parse_num(f[1], e.shmid) || !parse_num(f[2], perms, 8) ||
+        !parse_num(f[3], e.size) || !parse_num(f[4], e.cpid) || !parse_num(f[5], lpid) ||
+        !parse_num(f[6], e.nattch))
+      return;
+    // Keys >= 2^31 are printed as negative ints.
+    e.key = static_cast<uint32_t>(key);
+    // The mode column includes SHM_DEST (01000): IPC_RMID done, still attached.
+    e.removed = (perms & 01000) != 0;
+    // rss (already in bytes) appeared in later kernels; absent means unknown.
+    if (n >= 15 && !parse_num(f[14], e.rss_bytes))
+      e.rss_bytes = 0;
+    out.push_back(e);
+  });
+  return out;
+}
+
+std::vector<SysvEntry> read_sysvipc_shm() {
+  auto text = read_text("/proc/sysvipc/shm");
+  if (!text)
+    return {};
+  return parse_sysvipc_shm(*text);
+}
+
+} // namespace shmbpf

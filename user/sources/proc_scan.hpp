@@ -1,0 +1,82 @@
+// Bootstrap/reconcile scanners over /proc: process identities, the shared
+// memory each process holds (open fds and mappings), and SysV segments.
+// Parsers take text and are pure; the read_* / scan_* / list_* functions are
+// thin readers of /proc around them.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include "model/engine.hpp"
+
+namespace shmbpf {
+
+// What the engine's add_process/set_cgroup_path need about one process.
+struct ProcIdentity {
+  uint32_t pid = 0;
+  uint32_t ppid = 0;
+  uint32_t uid = 0; // real uid
+  std::string comm;
+  uint32_t mntns = 0; // inode numbers of /proc/<pid>/ns/{mnt,ipc}
+  uint32_t ipcns = 0;
+  std::string cgroup_path; // cgroup v2 path ("0::" line), "" when unknown
+};
+
+// /proc/<pid>/stat -> (ppid, comm). comm is taken between the first '(' and
+// the last ')', since it may itself contain spaces and parentheses.
+std::optional<std::pair<uint32_t, std::string>> parse_stat_ppid_comm(std::string_view stat);
+
+// The path of the "0::" line of /proc/<pid>/cgroup (unified or hybrid hosts);
+// nullopt on pure cgroup v1 hosts.
+std::optional<std::string> parse_cgroup_v2_path(std::string_view cgroup);
+
+// nullopt when the process is gone or its stat is unreadable. Fields that
+// need more privilege (ns links of other users' processes) are left 0.
+std::optional<ProcIdentity> read_process(uint32_t pid);
+
+// Numeric entries of /proc, ascending.
+std::vector<uint32_t> list_pids();
+
+// One line of /proc/<pid>/maps.
+struct MapsEntry {
+  uint64_t start = 0;
+  uint64_t end = 0;
+  uint32_t dev = 0; // kernel encoding: major << 20 | minor
+  uint64_t ino = 0;
+  std::string path; // without the " (deleted)" suffix; "" for anonymous
+  bool deleted = false;
+};
+
+std::optional<MapsEntry> parse_maps_line(std::string_view line);
+
+// A shared-memory file a process holds open or mapped, one per (dev, ino).
+// SysV segments are reported too, as path "/SYSV<key in 8 hex>" with
+// ino == shmid; memfds as "/memfd:<name>". Both always carry deleted = true
+// because the kernel prints them that way; only for tmpfs files does
+// deleted mean "unlinked".
+struct HeldFile {
+  uint32_t dev = 0; // kernel encoding
+  uint64_t ino = 0;
+  bool via_fd = false;
+  bool via_map = false;
+  bool deleted = false;
+  std::string path;
+};
+
+// Empty when the process is gone or its fds/maps are not readable.
+std::vector<HeldFile> scan_holdings(uint32_t pid);
+
+// /proc/sysvipc/shm text (header line first). Malformed lines are skipped.
+std::vector<SysvEntry> parse_sysvipc_shm(std::string_view text);
+
+// The reader's own IPC namespace only: /proc/sysvipc/shm shows the namespace
+// of the process reading it, not of the /proc it was reached through, so
+// going through /proc/<pid>/root of another namespace's process is not
+// enough. Callers wanting other namespaces setns(CLONE_NEWIPC) first.
+std::vector<SysvEntry> read_sysvipc_shm();
+
+} // namespace shmbpf
