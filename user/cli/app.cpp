@@ -51,6 +51,23 @@ std::unique_ptr<CLI::App> make_app(CliOptions &opts) {
       ->check(CLI::Range(size_t{4096}, size_t{1} << 30));
   trace->add_flag("--json", t.json, "Print one JSON object per event (NDJSON)");
   trace->add_flag("-v,--verbose", t.verbose, "Show libbpf's messages");
+
+  auto *ls = app->add_subcommand(
+      "ls", "List shared-memory segments (or processes, containers, mounts) that exist now. "
+            "A scan of /proc and every tmpfs mount: no BPF needed; as root it sees every "
+            "namespace.");
+  auto &l = opts.ls;
+  ls->add_option("--by", l.by, "What to list (default segments)")
+      ->check(CLI::IsMember({"segments", "process", "container", "mount"}));
+  ls->add_option("-p,--pid", l.pid, "Only segments this process created or holds")
+      ->check(CLI::PositiveNumber);
+  ls->add_option("--container", l.container,
+                 "Only segments of this container (id or id prefix; \"host\" for the host)");
+  ls->add_option("--mount", l.mount, "Only segments on this mount point");
+  ls->add_option("--kind", l.kind, "Only this kind of shared memory")
+      ->check(CLI::IsMember({"tmpfs", "memfd", "sysv"}));
+  ls->add_option("--match", l.match, "Only segments whose path matches this glob");
+  ls->add_flag("--json", l.json, "Print JSON");
   return app;
 }
 
@@ -65,6 +82,8 @@ int run_cli(int argc, char **argv) {
   try {
     if (app->got_subcommand("trace"))
       return run_trace(opts.trace);
+    if (app->got_subcommand("ls"))
+      return run_ls(opts.ls);
   } catch (const FatalError &e) {
     std::fprintf(stderr, "shmbpf: %s\n", e.what());
     return e.exit_code();

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -27,8 +28,19 @@ struct TraceOptions {
   bool matches(const Event &e) const;
 };
 
+struct LsOptions {
+  std::string by = "segments"; // segments, process, container, mount
+  std::optional<uint32_t> pid;
+  std::optional<std::string> container;
+  std::optional<std::string> mount;
+  std::optional<std::string> kind;
+  std::optional<std::string> match; // glob on the path
+  bool json = false;
+};
+
 struct CliOptions {
   TraceOptions trace;
+  LsOptions ls;
 };
 
 // Builds the app; parsed values land in opts. Subcommands are named "trace".
@@ -39,5 +51,8 @@ int run_cli(int argc, char **argv);
 
 // `shmbpf trace`: returns the exit status.
 int run_trace(const TraceOptions &opts);
+
+// `shmbpf ls`: returns the exit status.
+int run_ls(const LsOptions &opts);
 
 } // namespace shmbpf

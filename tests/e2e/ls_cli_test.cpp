@@ -1,0 +1,124 @@
+// `shmbpf ls` end to end: real files in /dev/shm, a real holder process,
+// the real binary's JSON.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
+#include <vector>
+
+namespace {
+
+// Runs the binary with args, returns (exit status, stdout).
+std::pair<int, std::string> run(const std::string &args) {
+  std::string cmd = std::string(SHMBPF_BINARY) + " " + args + " 2>/dev/null";
+  FILE *p = popen(cmd.c_str(), "r");
+  std::string out;
+  char buf[4096];
+  size_t n;
+  while ((n = fread(buf, 1, sizeof(buf), p)) > 0)
+    out.append(buf, n);
+  int st = pclose(p);
+  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
+}
+
+std::string devstr(dev_t d) { return std::to_string(major(d)) + ":" + std::to_string(minor(d)); }
+
+const nlohmann::json *find_path(const nlohmann::json &segs, const std::string &path) {
+  for (const auto &s : segs)
+    if (s["path"] == path)
+      return &s;
+  return nullptr;
+}
+
+TEST(LsCli, ListsLinkedAndUnlinkedButHeldSegments) {
+  std::string linked = "/dev/shm/e2e-ls-" + std::to_string(getpid());
+  std::string held = linked + "-held";
+  int fd = open(linked.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(ftruncate(fd, 1 << 20), 0);
+  std::string data(8192, 'x');
+  ASSERT_EQ(write(fd, data.data(), data.size()), static_cast<ssize_t>(data.size()));
+  struct stat st {};
+  ASSERT_EQ(fstat(fd, &st), 0);
+  close(fd);
+
+  // A child keeps an fd to a file it has unlinked, like PyTorch's
+  // file_descriptor strategy.
+  int ready[2];
+  ASSERT_EQ(pipe(ready), 0);
+  pid_t child = fork();
+  if (child == 0) {
+    int h = open(held.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+    if (h < 0 || write(h, data.data(), 4096) != 4096 || unlink(held.c_str()) != 0)
+      _exit(1);
+    char c = 1;
+    if (write(ready[1], &c, 1) != 1)
+      _exit(1);
+    pause();
+    _exit(0);
+  }
+  close(ready[1]);
+  char c;
+  ASSERT_EQ(read(ready[0], &c, 1), 1);
+  close(ready[0]);
+
+  auto [code, out] = run("ls --json");
+  kill(child, SIGKILL);
+  waitpid(child, nullptr, 0);
+  unlink(linked.c_str());
+  ASSERT_EQ(code, 0) << out;
+  auto j = nlohmann::json::parse(out);
+  ASSERT_TRUE(j.contains("segments"));
+
+  const auto *s = find_path(j["segments"], linked);
+  ASSERT_NE(s, nullptr) << out;
+  EXPECT_EQ((*s)["kind"], "tmpfs");
+  EXPECT_EQ((*s)["dev"], devstr(st.st_dev));
+  EXPECT_EQ((*s)["ino"], st.st_ino);
+  EXPECT_EQ((*s)["size"], 1 << 20);
+  EXPECT_EQ((*s)["bytes"], st.st_blocks * 512);
+  EXPECT_EQ((*s)["state"], "linked");
+  EXPECT_EQ((*s)["mount"], "/dev/shm");
+
+  const auto *h = find_path(j["segments"], held);
+  ASSERT_NE(h, nullptr) << out;
+  EXPECT_EQ((*h)["state"], "unlinked");
+  std::vector<int> holders = (*h)["holders"];
+  EXPECT_NE(std::find(holders.begin(), holders.end(), child), holders.end());
+
+  // The filters narrow it down.
+  auto [code2, out2] = run("ls --json --match '*e2e-ls-" + std::to_string(getpid()) + "'");
+  ASSERT_EQ(code2, 0);
+  auto j2 = nlohmann::json::parse(out2);
+  EXPECT_EQ(j2["segments"].size(), 0u) << "the file was removed before this run: " << out2;
+}
+
+TEST(LsCli, MountsViewShowsDevShm) {
+  auto [code, out] = run("ls --by mount --json");
+  ASSERT_EQ(code, 0);
+  auto j = nlohmann::json::parse(out);
+  bool found = false;
+  for (const auto &m : j["mounts"])
+    if (m["mountpoint"] == "/dev/shm") {
+      found = true;
+      EXPECT_TRUE(m["size_bytes"].is_number());
+      EXPECT_TRUE(m["used_bytes"].is_number());
+      EXPECT_TRUE(m["percent"].is_number());
+    }
+  EXPECT_TRUE(found) << out;
+}
+
+TEST(LsCli, RejectsUnknownView) {
+  auto [code, out] = run("ls --by bogus");
+  EXPECT_NE(code, 0);
+}
+
+} // namespace

@@ -1,0 +1,279 @@
+#include "views/ls_view.hpp"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace shmbpf {
+namespace {
+
+using nlohmann::json;
+
+constexpr uint64_t sec = 1'000'000'000;
+constexpr uint64_t now = 1000 * sec;
+
+SegmentInfo tmpfs_segment() {
+  SegmentInfo s;
+  s.key = SegmentKey::file((0u << 20) | 25u, 4242);
+  s.kind = Kind::tmpfs;
+  s.path = "/dev/shm/torch_100_abc_0";
+  s.mountpoint = "/dev/shm";
+  s.size = 1024 * 1024;
+  s.bytes = 64 * 1024;
+  s.state = SegmentState::linked;
+  s.creator.pid = 100;
+  s.creator.uid = 1000;
+  s.creator.comm = "python3";
+  s.creator.known = true;
+  s.creator.container_id = "0123456789abcdef0123";
+  s.created_ns = now - 5 * sec;
+  s.holders = {100, 101, 102, 103, 104};
+  s.pattern = NamePattern::torch;
+  return s;
+}
+
+SegmentInfo sysv_segment() {
+  SegmentInfo s;
+  s.key = SegmentKey::sysv(4026531839u, 7);
+  s.kind = Kind::sysv;
+  s.path = "SYSV0000abcd";
+  s.size = 4096;
+  s.bytes = 4096;
+  s.state = SegmentState::unlinked;
+  s.existed_before = true; // creator unknown, age unknown
+  s.sysv_key = 0xabcd;
+  return s;
+}
+
+TEST(LsViewTest, HumanBytes) {
+  EXPECT_EQ(human_bytes(0), "0B");
+  EXPECT_EQ(human_bytes(512), "512B");
+  EXPECT_EQ(human_bytes(1024), "1.0K");
+  EXPECT_EQ(human_bytes(64 * 1024), "64K");
+  EXPECT_EQ(human_bytes(1024 * 1024), "1.0M");
+  EXPECT_EQ(human_bytes(1536 * 1024), "1.5M");
+  EXPECT_EQ(human_bytes(3ull << 30), "3.0G");
+  EXPECT_EQ(human_bytes(UINT64_MAX), "16E");
+}
+
+TEST(LsViewTest, HumanAge) {
+  EXPECT_EQ(human_age(std::nullopt), "?");
+  EXPECT_EQ(human_age(0), "0s");
+  EXPECT_EQ(human_age(5), "5s");
+  EXPECT_EQ(human_age(180), "3m");
+  EXPECT_EQ(human_age(2 * 3600 + 59), "2h");
+  EXPECT_EQ(human_age(4 * 86400), "4d");
+}
+
+TEST(LsViewTest, SegmentsTable) {
+  SegmentInfo exited = tmpfs_segment();
+  exited.creator.exited = true;
+  exited.holders.clear();
+  const std::string t = segments_table({tmpfs_segment(), sysv_segment(), exited}, now);
+  for (const char *col :
+       {"PATH", "KIND", "SIZE", "BYTES", "STATE", "CREATOR", "HOLDERS", "CONTAINER", "AGE"})
+    EXPECT_NE(t.find(col), std::string::npos) << col;
+  EXPECT_NE(t.find("/dev/shm/torch_100_abc_0"), std::string::npos);
+  EXPECT_NE(t.find("1.0M"), std::string::npos);
+  EXPECT_NE(t.find("64K"), std::string::npos);
+  EXPECT_NE(t.find("100/python3"), std::string::npos);
+  EXPECT_NE(t.find("100,101,102,+2"), std::string::npos);
+  EXPECT_NE(t.find("0123456789ab "), std::string::npos);
+  EXPECT_EQ(t.find("0123456789abc"), std::string::npos);
+  EXPECT_NE(t.find("5s"), std::string::npos);
+  EXPECT_NE(t.find("(exited)"), std::string::npos);
+  EXPECT_NE(t.find("SYSV0000abcd"), std::string::npos);
+  EXPECT_NE(t.find("unlinked"), std::string::npos);
+  // header + 3 rows, no trailing blanks
+  EXPECT_EQ(std::count(t.begin(), t.end(), '\n'), 4);
+  EXPECT_EQ(t.find(" \n"), std::string::npos);
+}
+
+TEST(LsViewTest, SegmentsTableEscapesHostilePath) {
+  SegmentInfo s = tmpfs_segment();
+  s.path = "/dev/shm/\x1b]0;pwned\x07\x1b[2J\nfake";
+  s.creator.comm = "c\x1b[31m";
+  const std::string t = segments_table({s}, now);
+  EXPECT_EQ(t.find('\x1b'), std::string::npos);
+  EXPECT_EQ(t.find('\x07'), std::string::npos);
+  EXPECT_EQ(std::count(t.begin(), t.end(), '\n'), 2);
+  const std::string j = segments_json({s}, now);
+  EXPECT_EQ(j.find('\x1b'), std::string::npos);
+  EXPECT_EQ(json::parse(j)["segments"][0]["path"], s.path);
+}
+
+TEST(LsViewTest, SegmentsJson) {
+  const std::string out = segments_json({tmpfs_segment(), sysv_segment()}, now);
+  ASSERT_FALSE(out.empty());
+  EXPECT_EQ(out.back(), '\n');
+  const json doc = json::parse(out);
+  ASSERT_TRUE(doc["segments"].is_array());
+  ASSERT_EQ(doc["segments"].size(), 2u);
+
+  const json &f = doc["segments"][0];
+  for (const char *k : {"kind", "path", "dev", "ino", "shmid", "size", "bytes", "state", "mount",
+                        "age_s", "orphan", "creator", "holders", "container", "pattern"})
+    EXPECT_TRUE(f.contains(k)) << k;
+  EXPECT_EQ(f["kind"], "tmpfs");
+  EXPECT_EQ(f["dev"], "0:25");
+  EXPECT_EQ(f["ino"], 4242);
+  EXPECT_TRUE(f["shmid"].is_null());
+  EXPECT_EQ(f["size"], 1024 * 1024);
+  EXPECT_EQ(f["bytes"], 64 * 1024);
+  EXPECT_EQ(f["state"], "linked");
+  EXPECT_EQ(f["mount"], "/dev/shm");
+  EXPECT_EQ(f["age_s"], 5);
+  EXPECT_EQ(f["orphan"], false);
+  EXPECT_EQ(f["creator"]["pid"], 100);
+  EXPECT_EQ(f["creator"]["comm"], "python3");
+  EXPECT_EQ(f["creator"]["uid"], 1000);
+  EXPECT_EQ(f["creator"]["exited"], false);
+  EXPECT_EQ(f["holders"], json::array({100, 101, 102, 103, 104}));
+  EXPECT_EQ(f["container"]["id"], "0123456789abcdef0123");
+  EXPECT_TRUE(f["container"].contains("runtime"));
+  EXPECT_TRUE(f["container"].contains("pod_uid"));
+  EXPECT_EQ(f["pattern"], "torch");
+
+  const json &v = doc["segments"][1];
+  EXPECT_EQ(v["kind"], "sysv");
+  EXPECT_TRUE(v["dev"].is_null());
+  EXPECT_TRUE(v["ino"].is_null());
+  EXPECT_EQ(v["shmid"], 7);
+  EXPECT_TRUE(v["mount"].is_null());
+  EXPECT_TRUE(v["age_s"].is_null());
+  EXPECT_TRUE(v["creator"].is_null());
+  EXPECT_TRUE(v["container"].is_null());
+  EXPECT_TRUE(v["holders"].is_array());
+  EXPECT_TRUE(v["holders"].empty());
+  EXPECT_TRUE(v["pattern"].is_null());
+
+  EXPECT_EQ(json::parse(segments_json({}, now)), json::parse(R"({"segments": []})"));
+}
+
+TEST(LsViewTest, ProcessesTableAndJson) {
+  ProcessInfo p;
+  p.pid = 4321;
+  p.uid = 1000;
+  p.comm = "worker";
+  p.container_id = "fedcba9876543210";
+  p.runtime = "containerd";
+  p.segments_created = 3;
+  p.bytes_created = 2 * 1024 * 1024;
+  p.segments_held = 4;
+  p.bytes_held = 64 * 1024;
+  p.create_rate = 1.5;
+  ProcessInfo host;
+  host.pid = 1;
+  host.comm = "init";
+
+  const std::string t = processes_table({p, host});
+  for (const char *col : {"PID", "USER", "COMM", "CONTAINER", "SEGS", "BYTES", "HELD"})
+    EXPECT_NE(t.find(col), std::string::npos) << col;
+  EXPECT_NE(t.find("4321"), std::string::npos);
+  EXPECT_NE(t.find("worker"), std::string::npos);
+  EXPECT_NE(t.find("fedcba987654"), std::string::npos);
+  EXPECT_NE(t.find("2.0M"), std::string::npos);
+  EXPECT_NE(t.find("64K"), std::string::npos);
+
+  const std::string out = processes_json({p, host});
+  EXPECT_EQ(out.back(), '\n');
+  const json doc = json::parse(out);
+  ASSERT_EQ(doc["processes"].size(), 2u);
+  const json &j = doc["processes"][0];
+  EXPECT_EQ(j["pid"], 4321);
+  EXPECT_EQ(j["uid"], 1000);
+  EXPECT_EQ(j["comm"], "worker");
+  EXPECT_EQ(j["container"]["id"], "fedcba9876543210");
+  EXPECT_EQ(j["container"]["runtime"], "containerd");
+  EXPECT_TRUE(j["container"]["pod_uid"].is_null());
+  EXPECT_EQ(j["segments_created"], 3);
+  EXPECT_EQ(j["bytes_created"], 2 * 1024 * 1024);
+  EXPECT_EQ(j["segments_held"], 4);
+  EXPECT_EQ(j["bytes_held"], 64 * 1024);
+  EXPECT_DOUBLE_EQ(j["create_rate"].get<double>(), 1.5);
+  EXPECT_TRUE(doc["processes"][1]["container"].is_null());
+}
+
+TEST(LsViewTest, ContainersTableAndJson) {
+  ContainerInfo c;
+  c.id = "abcdef0123456789abcdef";
+  c.runtime = "docker";
+  c.pod_uid = "pod-1";
+  c.processes = 2;
+  c.segments = 5;
+  c.bytes = 3 * 1024;
+  ContainerInfo host;
+  host.processes = 7;
+
+  const std::string t = containers_table({c, host});
+  for (const char *col : {"ID", "RUNTIME", "POD", "PROCS", "SEGS", "BYTES"})
+    EXPECT_NE(t.find(col), std::string::npos) << col;
+  EXPECT_NE(t.find("abcdef012345 "), std::string::npos);
+  EXPECT_NE(t.find("docker"), std::string::npos);
+  EXPECT_NE(t.find("pod-1"), std::string::npos);
+  EXPECT_NE(t.find("3.0K"), std::string::npos);
+  EXPECT_NE(t.find("host"), std::string::npos);
+
+  const json doc = json::parse(containers_json({c, host}));
+  ASSERT_EQ(doc["containers"].size(), 2u);
+  EXPECT_EQ(doc["containers"][0]["id"], c.id);
+  EXPECT_EQ(doc["containers"][0]["runtime"], "docker");
+  EXPECT_EQ(doc["containers"][0]["pod_uid"], "pod-1");
+  EXPECT_EQ(doc["containers"][0]["processes"], 2);
+  EXPECT_EQ(doc["containers"][0]["segments"], 5);
+  EXPECT_EQ(doc["containers"][0]["bytes"], 3 * 1024);
+  EXPECT_EQ(doc["containers"][1]["id"], "");
+  EXPECT_EQ(doc["containers"][1]["host"], true);
+  EXPECT_TRUE(doc["containers"][1]["runtime"].is_null());
+}
+
+TEST(LsViewTest, MountsTableAndJson) {
+  MountUsage m;
+  m.mount.mountpoint = "/dev/shm";
+  m.mount.mntns = 4026531840u;
+  m.mount.size_limit = 64ull << 20;
+  m.mount.used_bytes = 16ull << 20;
+  m.percent = 25.0;
+  m.growth_bytes_per_s = 1024.0 * 1024.0;
+  m.seconds_to_full = 48.0;
+  MountUsage unlimited;
+  unlimited.mount.mountpoint = "/run/shm";
+  unlimited.mount.used_bytes = 4096;
+
+  const std::string t = mounts_table({m, unlimited});
+  for (const char *col :
+       {"MOUNTPOINT", "MNTNS", "SIZE", "USED", "PERCENT", "GROWTH/s", "TIME-TO-FULL"})
+    EXPECT_NE(t.find(col), std::string::npos) << col;
+  EXPECT_NE(t.find("64M"), std::string::npos);
+  EXPECT_NE(t.find("16M"), std::string::npos);
+  EXPECT_NE(t.find("25.0%"), std::string::npos);
+  EXPECT_NE(t.find("+1.0M"), std::string::npos);
+  EXPECT_NE(t.find("48s"), std::string::npos);
+  EXPECT_NE(t.find("unlimited"), std::string::npos);
+
+  const std::string out = mounts_json({m, unlimited});
+  EXPECT_EQ(out.back(), '\n');
+  const json doc = json::parse(out);
+  ASSERT_EQ(doc["mounts"].size(), 2u);
+  const json &a = doc["mounts"][0];
+  EXPECT_EQ(a["mountpoint"], "/dev/shm");
+  EXPECT_EQ(a["mntns"], 4026531840u);
+  EXPECT_EQ(a["size_bytes"], 64ull << 20);
+  EXPECT_EQ(a["used_bytes"], 16ull << 20);
+  EXPECT_DOUBLE_EQ(a["percent"].get<double>(), 25.0);
+  EXPECT_DOUBLE_EQ(a["growth_bytes_per_s"].get<double>(), 1048576.0);
+  EXPECT_DOUBLE_EQ(a["seconds_to_full"].get<double>(), 48.0);
+  const json &b = doc["mounts"][1];
+  EXPECT_TRUE(b["size_bytes"].is_null());
+  EXPECT_TRUE(b["percent"].is_null());
+  EXPECT_TRUE(b["seconds_to_full"].is_null());
+  EXPECT_TRUE(b["growth_bytes_per_s"].is_number());
+  EXPECT_EQ(b["used_bytes"], 4096);
+}
+
+} // namespace
+} // namespace shmbpf

@@ -1,0 +1,65 @@
+// `shmbpf ls`: what exists now, from a scan of /proc and every tmpfs mount.
+#include "cli/app.hpp"
+
+#include "model/engine.hpp"
+#include "sources/bootstrap.hpp"
+#include "sources/namespaces.hpp"
+#include "views/ls_view.hpp"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <ctime>
+
+namespace shmbpf {
+
+namespace {
+
+uint64_t clock_ns(clockid_t id) {
+  timespec ts{};
+  clock_gettime(id, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+} // namespace
+
+int run_ls(const LsOptions &opts) {
+  if (geteuid() != 0)
+    std::fprintf(stderr, "shmbpf: note: not root: other users' processes and other "
+                         "namespaces may be missing (sudo shmbpf ls sees everything)\n");
+  uint64_t now = clock_ns(CLOCK_BOOTTIME);
+  EngineConfig cfg;
+  cfg.start_ns = now;
+  cfg.realtime_offset_ns =
+      static_cast<int64_t>(clock_ns(CLOCK_REALTIME)) - static_cast<int64_t>(now);
+  Engine engine(cfg);
+  bootstrap(engine, scan_mount_namespaces());
+  engine.sample_mounts(now);
+
+  std::string out;
+  if (opts.by == "process") {
+    auto v = engine.processes(now);
+    out = opts.json ? processes_json(v) : processes_table(v);
+  } else if (opts.by == "container") {
+    auto v = engine.containers(now);
+    out = opts.json ? containers_json(v) : containers_table(v);
+  } else if (opts.by == "mount") {
+    auto v = engine.mounts();
+    out = opts.json ? mounts_json(v) : mounts_table(v);
+  } else {
+    SegmentFilter f;
+    f.pid = opts.pid;
+    if (opts.container)
+      f.container = *opts.container == "host" ? std::string() : *opts.container;
+    f.mount = opts.mount;
+    if (opts.kind)
+      f.kind = parse_kind(*opts.kind);
+    f.path_glob = opts.match;
+    auto v = engine.segments(f);
+    out = opts.json ? segments_json(v, now) : segments_table(v, now);
+  }
+  std::fwrite(out.data(), 1, out.size(), stdout);
+  return std::fflush(stdout) == 0 ? 0 : 1;
+}
+
+} // namespace shmbpf

@@ -1,0 +1,36 @@
+// Output views of `shmbpf ls`: aligned tables for terminals and single JSON
+// documents for scripts, for segments, processes, containers and tmpfs
+// mounts. Pure: ages are computed against an explicit now_ns
+// (CLOCK_BOOTTIME nanoseconds), and every untrusted string is escaped.
+#pragma once
+
+#include "model/engine.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace shmbpf {
+
+// 1024-based sizes: "512B", "64K", "1.0M", "12G" (one decimal below 10).
+std::string human_bytes(uint64_t bytes);
+// "5s", "3m", "2h", "4d"; "?" when unknown.
+std::string human_age(std::optional<uint64_t> seconds);
+
+// Age of a segment in whole seconds, nullopt when its creation was not seen.
+std::optional<uint64_t> segment_age_s(const SegmentInfo &s, uint64_t now_ns);
+
+// Tables: a header line and one line per entry, each ending in '\n'.
+std::string segments_table(const std::vector<SegmentInfo> &segments, uint64_t now_ns);
+std::string processes_table(const std::vector<ProcessInfo> &processes);
+std::string containers_table(const std::vector<ContainerInfo> &containers);
+std::string mounts_table(const std::vector<MountUsage> &mounts);
+
+// One JSON document each, ending in '\n': {"segments": [...]} and so on.
+std::string segments_json(const std::vector<SegmentInfo> &segments, uint64_t now_ns);
+std::string processes_json(const std::vector<ProcessInfo> &processes);
+std::string containers_json(const std::vector<ContainerInfo> &containers);
+std::string mounts_json(const std::vector<MountUsage> &mounts);
+
+} // namespace shmbpf
