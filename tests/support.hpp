@@ -3,15 +3,19 @@
 
 #include "sources/mountinfo.hpp"
 
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 
 #include <cstdint>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
 #include <new>
 #include <string>
 #include <type_traits>
+#include <unistd.h>
 
 namespace shmbpf::test {
 
@@ -56,6 +60,33 @@ inline uint64_t own_cgroup_id() {
   if (rel.empty() || !mnt || stat((*mnt + (rel == "/" ? "" : rel)).c_str(), &st) != 0)
     return 0;
   return st.st_ino;
+}
+
+// Forks a child named comm (prctl) that waits until a byte arrives on the
+// returned gate fd, then runs fn and exits with its result; EOF on the gate
+// makes it exit 99 without running fn. Lets the parent learn the pid first.
+struct GatedFork {
+  pid_t pid = -1;
+  int gate_fd = -1;
+};
+
+inline GatedFork fork_gated(const std::string &comm, const std::function<int()> &fn) {
+  int p[2];
+  if (pipe2(p, O_CLOEXEC) != 0)
+    std::abort();
+  pid_t pid = fork();
+  if (pid < 0)
+    std::abort();
+  if (pid == 0) {
+    close(p[1]);
+    prctl(PR_SET_NAME, comm.c_str());
+    char c;
+    if (read(p[0], &c, 1) != 1)
+      _exit(99);
+    _exit(fn());
+  }
+  close(p[0]);
+  return {pid, p[1]};
 }
 
 } // namespace shmbpf::test

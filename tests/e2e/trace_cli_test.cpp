@@ -216,22 +216,9 @@ private:
 class GatedChild {
 public:
   GatedChild(const std::string &comm, const std::function<int()> &fn) {
-    int p[2];
-    if (pipe2(p, O_CLOEXEC) != 0)
-      std::abort();
-    pid_ = fork();
-    if (pid_ < 0)
-      std::abort();
-    if (pid_ == 0) {
-      close(p[1]);
-      prctl(PR_SET_NAME, comm.c_str());
-      char c;
-      if (read(p[0], &c, 1) != 1)
-        _exit(99);
-      _exit(fn());
-    }
-    close(p[0]);
-    gate_ = p[1];
+    GatedFork f = fork_gated(comm, fn);
+    pid_ = f.pid;
+    gate_ = f.gate_fd;
   }
   ~GatedChild() {
     if (gate_ >= 0)

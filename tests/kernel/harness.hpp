@@ -5,6 +5,7 @@
 
 #include "decode/result.hpp"
 #include "probe/session.hpp"
+#include "support.hpp"
 
 #include <gtest/gtest.h>
 
@@ -116,20 +117,8 @@ struct Child {
 };
 
 inline Child spawn(const std::string &comm, const std::function<int()> &fn) {
-  int p[2];
-  if (pipe(p) != 0)
-    std::abort();
-  pid_t pid = fork();
-  if (pid == 0) {
-    close(p[1]);
-    prctl(PR_SET_NAME, comm.c_str());
-    char c;
-    if (read(p[0], &c, 1) != 1)
-      _exit(99);
-    _exit(fn());
-  }
-  close(p[0]);
-  return Child{pid, 0, p[1]};
+  GatedFork f = fork_gated(comm, fn);
+  return Child{f.pid, 0, f.gate_fd};
 }
 
 // Runs fn in a child named comm and waits for it to exit.
