@@ -1087,3 +1087,116 @@ TEST(Engine, SmokeTwoHundredThousandSegments) {
 
 } // namespace
 } // namespace shmbpf
+
+namespace shmbpf {
+namespace {
+
+TEST(EngineQueries, SegmentsWithTimeCarryAgeAndOrphanVerdict) {
+  Engine engine;
+  engine.apply(create(100, 1, "/dev/shm/left", sec(10)));
+  engine.apply(resize(100, 1, kMiB, kMiB, sec(10)));
+  engine.apply(create(200, 2, "/dev/shm/kept", sec(10)));
+  engine.apply(exit_of(100, sec(11)));
+
+  auto v = engine.segments({}, sec(100), sec(60));
+  ASSERT_EQ(v.size(), 2u); // sorted by path
+  EXPECT_EQ(v[0].path, "/dev/shm/kept");
+  EXPECT_FALSE(v[0].orphan); // creator 200 is alive and holds it
+  EXPECT_EQ(v[1].path, "/dev/shm/left");
+  EXPECT_TRUE(v[1].orphan);
+  EXPECT_EQ(v[1].age_ns, sec(90));
+  // Too young for this min-age: not an orphan yet.
+  EXPECT_FALSE(engine.segments({}, sec(30), sec(60))[1].orphan);
+  // Without a time nothing is judged.
+  EXPECT_FALSE(engine.segments()[1].age_ns.has_value());
+}
+
+TEST(EngineQueries, TotalsByKindOrphansRatesAndSigbus) {
+  Engine engine;
+  engine.apply(create(100, 1, "/dev/shm/a", sec(1)));
+  engine.apply(resize(100, 1, kMiB, kMiB, sec(1)));
+  engine.apply(memfd(100, 2, "buf", sec(1), 0));
+  engine.apply(unlink_file(100, "/dev/shm/a", sec(2)));
+  engine.apply(create(200, 3, "/dev/shm/b", sec(2)));
+  engine.apply(resize(200, 3, 2 * kMiB, 2 * kMiB, sec(2)));
+  engine.apply(exit_of(200, sec(3)));
+  Event bus = base(EventType::sigbus, 100, sec(3));
+  bus.si_code = 2;
+  engine.apply(bus);
+
+  EngineTotals t = engine.totals(sec(100), sec(60));
+  EXPECT_EQ(t.tmpfs.segments, 2u); // a (unlinked, held by 100) and b
+  EXPECT_EQ(t.tmpfs.bytes, 3 * kMiB);
+  EXPECT_EQ(t.memfd.segments, 1u);
+  EXPECT_EQ(t.sysv.segments, 0u);
+  EXPECT_EQ(t.orphans, 1u); // b: creator exited, nobody holds it
+  EXPECT_EQ(t.orphan_bytes, 2 * kMiB);
+  EXPECT_EQ(t.creates, 3u);
+  EXPECT_EQ(t.unlinks, 1u);
+  EXPECT_EQ(t.sigbus, 1u);
+  // Rates survive the exit of the processes that made them.
+  EXPECT_GT(engine.totals(sec(4), 0).create_rate, 0.0);
+}
+
+TEST(EngineQueries, SegmentOfUnknownCreatorBelongsToItsMountsContainer) {
+  const std::string id(64, 'a');
+  Engine engine;
+  engine.set_cgroup_path(11, "/system.slice/docker-" + id + ".scope");
+  engine.set_cgroup_path(12, "/user.slice");
+  engine.set_mount({40, 7001, "/dev/shm", 50, 64 * kMiB, 0}); // the container's own /dev/shm
+  engine.set_mount({kMntId, 7000, "/dev/shm", kDev, 0, 0});   // the host's
+  engine.add_process(500, 1, 0, "app", 11, 7001);
+  engine.add_process(600, 1, 0, "bash", 12, 7000);
+  TmpfsFile in_container = existing(9, "/dev/shm/c", 4096);
+  in_container.dev = 50;
+  engine.add_existing_file(in_container, 40, "/dev/shm");
+  engine.add_existing_file(existing(8, "/dev/shm/h", 4096), kMntId, "/dev/shm");
+
+  auto c = engine.segment(file_key(9, 50));
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->container.id, id);
+  EXPECT_EQ(c->container.runtime, "docker");
+  EXPECT_EQ(engine.segment(file_key(8))->container.id, "");
+
+  SegmentFilter f;
+  f.container = id.substr(0, 12);
+  auto v = engine.segments(f);
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_EQ(v[0].key, file_key(9, 50));
+  auto rows = engine.containers();
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[1].id, id);
+  EXPECT_EQ(rows[1].segments, 1u);
+
+  // A host process joining that namespace makes it ambiguous: no container.
+  engine.add_process(601, 1, 0, "nsenter", 12, 7001);
+  EXPECT_EQ(engine.segment(file_key(9, 50))->container.id, "");
+}
+
+TEST(EngineQueries, ReconcileHoldersDropsClosedFdsAndCollectsUnlinked) {
+  Engine engine;
+  engine.apply(create(100, 1, "/dev/shm/a", sec(1)));
+  engine.apply(resize(100, 1, kMiB, kMiB, sec(1)));
+  engine.apply(create(100, 2, "/dev/shm/b", sec(1)));
+  engine.apply(unlink_file(100, "/dev/shm/b", sec(2)));
+  engine.add_process(200, 1, 0, "peer", 0, 0);
+  // The scan: 100 closed everything (no event says so), 200 holds a.
+  engine.reconcile_holders({{200, file_key(1)}, {200, file_key(77)}});
+  EXPECT_EQ(engine.segment(file_key(1))->holders, (Pids{200}));
+  EXPECT_FALSE(engine.segment(file_key(2))); // unlinked and unheld: gone
+  EXPECT_EQ(engine.process(100)->segments_held, 0u);
+}
+
+TEST(EngineQueries, ReconcileMountsForgetsUnmounted) {
+  Engine engine;
+  engine.set_mount({40, 7001, "/dev/shm", 50, 64 * kMiB, 0});
+  engine.set_mount({kMntId, 7000, "/dev/shm", kDev, 0, 0});
+  engine.reconcile_mounts({{kMntId, 7000, "/dev/shm", kDev, 0, 4096}});
+  auto m = engine.mounts();
+  ASSERT_EQ(m.size(), 1u);
+  EXPECT_EQ(m[0].mount.mnt_id, kMntId);
+  EXPECT_EQ(m[0].mount.used_bytes, 4096u);
+}
+
+} // namespace
+} // namespace shmbpf

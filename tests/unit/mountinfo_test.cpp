@@ -221,3 +221,19 @@ TEST(Mountinfo, ReadSelf) {
 
 } // namespace
 } // namespace shmbpf
+
+namespace shmbpf {
+namespace {
+
+TEST(Mountinfo, OvermountedMountIsHidden) {
+  auto t = parse_mountinfo("24 23 0:22 / /dev/shm rw - tmpfs tmpfs rw,size=100k\n"
+                           "29 24 0:26 / /dev/shm rw - tmpfs tmpfs rw,size=200k\n"
+                           "30 29 0:27 / /dev/shm/sub rw - tmpfs tmpfs rw\n");
+  ASSERT_EQ(t.size(), 3u);
+  EXPECT_TRUE(is_overmounted(t, t[0]));
+  EXPECT_FALSE(is_overmounted(t, t[1])); // a mount below it is not on top of it
+  EXPECT_FALSE(is_overmounted(t, t[2]));
+}
+
+} // namespace
+} // namespace shmbpf

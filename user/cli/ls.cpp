@@ -3,7 +3,6 @@
 
 #include "model/engine.hpp"
 #include "sources/bootstrap.hpp"
-#include "sources/namespaces.hpp"
 #include "views/ls_view.hpp"
 
 #include <unistd.h>
@@ -33,7 +32,7 @@ int run_ls(const LsOptions &opts) {
   cfg.realtime_offset_ns =
       static_cast<int64_t>(clock_ns(CLOCK_REALTIME)) - static_cast<int64_t>(now);
   Engine engine(cfg);
-  bootstrap(engine, scan_mount_namespaces());
+  bootstrap(engine, scan_system());
   engine.sample_mounts(now);
 
   std::string out;
@@ -55,7 +54,8 @@ int run_ls(const LsOptions &opts) {
     if (opts.kind)
       f.kind = parse_kind(*opts.kind);
     f.path_glob = opts.match;
-    auto v = engine.segments(f);
+    // The orphan verdict uses leaks' default --min-age.
+    auto v = engine.segments(f, now, 60'000'000'000);
     out = opts.json ? segments_json(v, now) : segments_table(v, now);
   }
   std::fwrite(out.data(), 1, out.size(), stdout);

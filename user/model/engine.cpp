@@ -289,6 +289,8 @@ Engine::Process &Engine::touch_process(const Event &e) {
     p.cgroup_id = e.cgroup_id;
   if (e.mntns)
     p.mntns = e.mntns;
+  if (e.ipcns)
+    p.ipcns = e.ipcns;
   return p;
 }
 
@@ -530,6 +532,7 @@ void Engine::on_open(const Event &e) {
       set_creator(it->second, e.pid, p);
       it->second.created_ns = e.ts_ns;
       p.creates.hit(e.ts_ns);
+      creates_.hit(e.ts_ns);
     } else {
       it->second.flags |= kExistedBefore;
     }
@@ -566,6 +569,7 @@ void Engine::on_memfd_create(const Event &e) {
   set_creator(s, e.pid, p);
   s.created_ns = e.ts_ns;
   p.creates.hit(e.ts_ns);
+  creates_.hit(e.ts_ns);
   set_path(it, !e.name.empty() ? e.name : "memfd:" + e.path, false);
   if (e.mnt_id)
     s.mnt_id = e.mnt_id;
@@ -615,6 +619,7 @@ void Engine::on_unlink(const Event &e) {
     return;
   }
   touch_process(e).unlinks.hit(e.ts_ns);
+  unlinks_.hit(e.ts_ns);
   auto it = find_linked_by_name(e);
   if (it == segs_.end()) {
     ++stats_.ignored;
@@ -697,6 +702,7 @@ void Engine::on_shmget(const Event &e) {
       set_creator(it->second, e.pid, p);
       it->second.created_ns = e.ts_ns;
       p.creates.hit(e.ts_ns);
+      creates_.hit(e.ts_ns);
     } else {
       it->second.flags |= kExistedBefore;
     }
@@ -759,6 +765,7 @@ void Engine::on_shm_rmid(const Event &e) {
     return;
   }
   touch_process(e).unlinks.hit(e.ts_ns);
+  unlinks_.hit(e.ts_ns);
   auto it = segs_.find(SegmentKey::sysv(e.ipcns, e.shmid));
   if (it == segs_.end()) {
     ++stats_.ignored;
@@ -782,13 +789,25 @@ void Engine::on_exec(const Event &e) { release(e.pid, touch_process(e), true, e.
 void Engine::on_sigbus(const Event &e) {
   // Kernel-generated (a fault, the interesting case) has si_code > 0;
   // kill(2) and friends have si_code <= 0.
-  if (e.si_code > 0)
+  if (e.si_code > 0) {
     ++touch_process(e).sigbus;
-  else
+    ++sigbus_;
+  } else
     ++stats_.ignored;
 }
 
 // --- bootstrap and reconcile -------------------------------------------------
+
+bool Engine::set_file_usage(SegmentKey key, uint64_t size, uint64_t bytes, uint64_t now_ns) {
+  auto it = segs_.find(key);
+  if (it == segs_.end() || key.is_sysv())
+    return false;
+  if (it->second.size != size || it->second.bytes != bytes)
+    it->second.changed_ns = now_ns;
+  it->second.size = size;
+  set_bytes(it, bytes);
+  return true;
+}
 
 void Engine::add_existing_file(const TmpfsFile &f, uint32_t mnt_id_or_0, std::string mountpoint) {
   if (!mountpoint.empty()) {
@@ -849,13 +868,15 @@ bool Engine::set_holders(SegmentKey key, std::vector<uint32_t> pids) {
 }
 
 void Engine::add_process(uint32_t pid, uint32_t ppid, uint32_t uid, std::string comm,
-                         uint64_t cgroup_id, uint32_t mntns) {
+                         uint64_t cgroup_id, uint32_t mntns, uint32_t ipcns) {
   Process &p = process_entry(pid);
   p.ppid = ppid;
   p.uid = uid;
   p.comm = std::move(comm);
   p.cgroup_id = cgroup_id;
   p.mntns = mntns;
+  if (ipcns)
+    p.ipcns = ipcns;
 }
 
 void Engine::add_sysv(uint32_t ipcns, int32_t shmid, uint32_t key, uint64_t size,
@@ -909,6 +930,22 @@ void Engine::set_mount(MountState m) {
   mnt_names_[m.mnt_id] = m.mountpoint;
   dev_names_.try_emplace(m.dev, m.mountpoint);
   entry.state = std::move(m);
+}
+
+void Engine::reconcile_mounts(std::vector<MountState> mounts) {
+  std::unordered_set<uint32_t> present;
+  for (const MountState &m : mounts)
+    present.insert(m.mnt_id);
+  for (auto it = mounts_.begin(); it != mounts_.end();) {
+    if (present.count(it->first)) {
+      ++it;
+      continue;
+    }
+    mnt_names_.erase(it->first);
+    it = mounts_.erase(it);
+  }
+  for (MountState &m : mounts)
+    set_mount(std::move(m));
 }
 
 uint64_t Engine::used_now(const MountEntry &m) const {
@@ -1007,6 +1044,54 @@ void Engine::reconcile_processes(const std::vector<uint32_t> &live_pids) {
   }
 }
 
+void Engine::reconcile_holders(const std::vector<std::pair<uint32_t, SegmentKey>> &holdings) {
+  std::unordered_map<SegmentKey, std::vector<uint32_t>, SegmentKeyHash> truth;
+  for (const auto &[pid, key] : holdings)
+    if (segs_.count(key))
+      truth[key].push_back(pid);
+  std::vector<SegmentKey> keys;
+  keys.reserve(segs_.size());
+  for (const auto &[key, s] : segs_)
+    if (!s.holders.empty() || truth.count(key))
+      keys.push_back(key);
+  // set_holders may destroy a segment (unlinked, last holder gone): work
+  // from a copy of the keys.
+  for (const SegmentKey &key : keys) {
+    auto t = truth.find(key);
+    set_holders(key, t == truth.end() ? std::vector<uint32_t>{} : std::move(t->second));
+  }
+}
+
+bool Engine::reconcile_process_files(uint32_t pid, std::vector<SegmentKey> files) {
+  auto pit = procs_.find(pid);
+  if (pit == procs_.end())
+    return false;
+  std::unordered_set<SegmentKey, SegmentKeyHash> truth(files.begin(), files.end());
+  std::vector<SegmentKey> dropped;
+  for (const Held &h : pit->second.held)
+    if (!h.key.is_sysv() && !truth.count(h.key))
+      dropped.push_back(h.key);
+  for (const SegmentKey &key : dropped)
+    if (auto it = segs_.find(key); it != segs_.end()) {
+      unhold(it, pid);
+      collect_if_unused(it);
+    }
+  for (const SegmentKey &key : truth)
+    if (auto it = segs_.find(key); it != segs_.end() && !key.is_sysv())
+      hold(it, pid, procs_.find(pid)->second, ExecHint::unknown);
+  return true;
+}
+
+std::vector<uint32_t> Engine::holders_of(const std::vector<SegmentKey> &keys) const {
+  std::vector<uint32_t> out;
+  for (const SegmentKey &key : keys)
+    if (auto it = segs_.find(key); it != segs_.end())
+      out.insert(out.end(), it->second.holders.begin(), it->second.holders.end());
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
 // --- queries -----------------------------------------------------------------
 
 bool Engine::creator_alive(const Segment &s) const {
@@ -1014,6 +1099,81 @@ bool Engine::creator_alive(const Segment &s) const {
     return false;
   auto pit = procs_.find(s.creator_pid);
   return pit != procs_.end() && (s.creator_serial == 0 || pit->second.serial == s.creator_serial);
+}
+
+bool Engine::is_orphan(const Segment &s, bool sysv, uint64_t now_ns, uint64_t min_age_ns) const {
+  // It must pin something: a name, or pages of an unlinked file.
+  const bool pins =
+      sysv ? s.state == SegmentState::linked : s.state == SegmentState::linked || s.bytes > 0;
+  if (!pins || !s.holders.empty() || (sysv && s.nattch > 0))
+    return false;
+  if (creator_alive(s))
+    return false;
+  if (s.creator_pid == 0 && s.pattern == NamePattern::torch &&
+      procs_.count(classify_shm_name(s.path).pid))
+    return false; // the pid in the torch name is alive: assume it is the creator
+  return age_ns(s, now_ns) >= min_age_ns;
+}
+
+Engine::NsContainers Engine::ns_containers() const {
+  // A namespace belongs to a container when every process in it that we
+  // know is in that container: the host's has host processes, and one
+  // shared by two containers (a pod's IPC namespace) is ambiguous.
+  NsContainers out;
+  auto note = [](std::unordered_map<uint32_t, const ContainerRef *> &map,
+                 std::unordered_set<uint32_t> &mixed, uint32_t ns, const ContainerRef *c) {
+    if (!ns || mixed.count(ns))
+      return;
+    auto [it, fresh] = map.try_emplace(ns, c);
+    if (!fresh && it->second != c && !(it->second && c && it->second->id == c->id)) {
+      map.erase(it);
+      mixed.insert(ns);
+    }
+  };
+  std::unordered_set<uint32_t> mixed_mnt, mixed_ipc;
+  for (const auto &[pid, p] : procs_) {
+    const ContainerRef *c = container_of(p.cgroup_id);
+    note(out.mnt, mixed_mnt, p.mntns, c);
+    note(out.ipc, mixed_ipc, p.ipcns, c);
+  }
+  return out;
+}
+
+const ContainerRef *Engine::segment_container(const SegmentKey &key, const Segment &s,
+                                              const NsContainers &ns) const {
+  if (s.creator_pid != 0 && s.creator_cgroup != 0)
+    return container_of(s.creator_cgroup);
+  // Creator unknown: the namespace it lives in tells. A SysV segment
+  // belongs to an IPC namespace; a file to the mount namespace of the mount
+  // it was found on (a container's own /dev/shm).
+  auto in = [](const std::unordered_map<uint32_t, const ContainerRef *> &map,
+               uint32_t id) -> std::optional<const ContainerRef *> {
+    if (auto it = map.find(id); it != map.end())
+      return it->second;
+    return std::nullopt;
+  };
+  if (key.is_sysv()) {
+    if (auto c = in(ns.ipc, key.dev_or_ipcns))
+      return *c;
+  } else if (s.mnt_id) {
+    if (auto m = mounts_.find(s.mnt_id); m != mounts_.end())
+      if (auto c = in(ns.mnt, m->second.state.mntns))
+        return *c;
+  }
+  // Otherwise the holders, when they agree.
+  const ContainerRef *found = nullptr;
+  bool first = true;
+  for (uint32_t pid : s.holders) {
+    auto pit = procs_.find(pid);
+    if (pit == procs_.end())
+      continue;
+    const ContainerRef *c = container_of(pit->second.cgroup_id);
+    if (!first && c != found)
+      return nullptr;
+    found = c;
+    first = false;
+  }
+  return found;
 }
 
 uint64_t Engine::age_ns(const Segment &s, uint64_t now_ns) const {
@@ -1045,7 +1205,7 @@ std::string Engine::mountpoint_of(const SegmentKey &key, const Segment &s) const
   return {};
 }
 
-SegmentInfo Engine::info(const SegmentKey &key, const Segment &s) const {
+SegmentInfo Engine::info(const SegmentKey &key, const Segment &s, const NsContainers *ns) const {
   SegmentInfo i;
   i.key = key;
   i.key.kind = s.kind;
@@ -1075,6 +1235,15 @@ SegmentInfo Engine::info(const SegmentKey &key, const Segment &s) const {
   i.pattern = s.pattern;
   if (!i.creator.known && s.pattern == NamePattern::torch)
     i.inferred_pid = classify_shm_name(s.path).pid;
+  const ContainerRef *c = nullptr;
+  if (ns) {
+    c = segment_container(key, s, *ns);
+  } else {
+    const NsContainers own = ns_containers();
+    c = segment_container(key, s, own);
+  }
+  if (c)
+    i.container = *c;
   return i;
 }
 
@@ -1085,7 +1254,8 @@ std::optional<SegmentInfo> Engine::segment(const SegmentKey &key) const {
   return info(it->first, it->second);
 }
 
-bool Engine::matches(const SegmentKey &key, const Segment &s, const SegmentFilter &f) const {
+bool Engine::matches(const SegmentKey &key, const Segment &s, const SegmentFilter &f,
+                     const NsContainers &ns) const {
   if (f.kind && s.kind != *f.kind)
     return false;
   if (f.state && s.state != *f.state)
@@ -1093,7 +1263,7 @@ bool Engine::matches(const SegmentKey &key, const Segment &s, const SegmentFilte
   if (f.pid && s.creator_pid != *f.pid && !s.holders.contains(*f.pid))
     return false;
   if (f.container) {
-    bool any = container_matches(container_of(s.creator_cgroup), *f.container);
+    bool any = container_matches(segment_container(key, s, ns), *f.container);
     for (uint32_t pid : s.holders) {
       if (any)
         break;
@@ -1115,10 +1285,22 @@ bool Engine::matches(const SegmentKey &key, const Segment &s, const SegmentFilte
 }
 
 std::vector<SegmentInfo> Engine::segments(const SegmentFilter &filter) const {
+  return segments(filter, 0, 0);
+}
+
+std::vector<SegmentInfo> Engine::segments(const SegmentFilter &filter, uint64_t now_ns,
+                                          uint64_t orphan_min_age_ns) const {
   std::vector<SegmentInfo> out;
-  for (const auto &[key, s] : segs_)
-    if (matches(key, s, filter))
-      out.push_back(info(key, s));
+  const NsContainers ns = ns_containers();
+  for (const auto &[key, s] : segs_) {
+    if (!matches(key, s, filter, ns))
+      continue;
+    out.push_back(info(key, s, &ns));
+    if (now_ns) {
+      out.back().age_ns = age_ns(s, now_ns);
+      out.back().orphan = is_orphan(s, key.is_sysv(), now_ns, orphan_min_age_ns);
+    }
+  }
   std::sort(out.begin(), out.end(), [](const SegmentInfo &a, const SegmentInfo &b) {
     if (a.path != b.path)
       return a.path < b.path;
@@ -1215,8 +1397,9 @@ std::vector<ContainerInfo> Engine::containers(uint64_t now_ns) const {
     r.unlinks += p.unlinks.count;
     r.create_rate += p.creates.rate(now_ns);
   }
+  const NsContainers ns = ns_containers();
   for (const auto &[key, s] : segs_) {
-    ContainerInfo &r = row(container_of(s.creator_cgroup));
+    ContainerInfo &r = row(segment_container(key, s, ns));
     ++r.segments;
     r.bytes += s.bytes;
   }
@@ -1275,20 +1458,14 @@ std::vector<MountUsage> Engine::mounts() const {
 
 std::vector<Orphan> Engine::orphans(uint64_t now_ns, uint64_t min_age_ns) const {
   std::vector<Orphan> out;
+  const NsContainers ns = ns_containers();
   for (const auto &[key, s] : segs_) {
-    const bool pins = key.is_sysv() ? s.state == SegmentState::linked
-                                    : s.state == SegmentState::linked || s.bytes > 0;
-    if (!pins || !s.holders.empty() || (key.is_sysv() && s.nattch > 0))
+    if (!is_orphan(s, key.is_sysv(), now_ns, min_age_ns))
       continue;
-    if (creator_alive(s))
-      continue;
-    if (s.creator_pid == 0 && s.pattern == NamePattern::torch &&
-        procs_.count(classify_shm_name(s.path).pid))
-      continue; // the pid in the torch name is alive: assume it is the creator
     uint64_t age = age_ns(s, now_ns);
-    if (age < min_age_ns)
-      continue;
-    out.push_back({info(key, s), age});
+    out.push_back({info(key, s, &ns), age});
+    out.back().segment.age_ns = age;
+    out.back().segment.orphan = true;
   }
   std::sort(out.begin(), out.end(), [](const Orphan &a, const Orphan &b) {
     if (a.segment.bytes != b.segment.bytes)
@@ -1298,6 +1475,26 @@ std::vector<Orphan> Engine::orphans(uint64_t now_ns, uint64_t min_age_ns) const 
     return a.segment.key < b.segment.key;
   });
   return out;
+}
+
+EngineTotals Engine::totals(uint64_t now_ns, uint64_t orphan_min_age_ns) const {
+  now_ns = now_or_last(now_ns);
+  EngineTotals t;
+  for (const auto &[key, s] : segs_) {
+    KindTotals &k = s.kind == Kind::sysv ? t.sysv : s.kind == Kind::memfd ? t.memfd : t.tmpfs;
+    ++k.segments;
+    k.bytes += s.bytes;
+    if (is_orphan(s, key.is_sysv(), now_ns, orphan_min_age_ns)) {
+      ++t.orphans;
+      t.orphan_bytes += s.bytes;
+    }
+  }
+  t.creates = creates_.count;
+  t.unlinks = unlinks_.count;
+  t.create_rate = creates_.rate(now_ns);
+  t.unlink_rate = unlinks_.rate(now_ns);
+  t.sigbus = sigbus_;
+  return t;
 }
 
 std::vector<uint64_t> Engine::unknown_cgroups() const {

@@ -127,6 +127,14 @@ struct SegmentInfo {
   uint64_t changed_ns = 0;
   NamePattern pattern = NamePattern::none;
   uint32_t inferred_pid = 0; // torch name of a segment with an unknown creator
+  // The container the segment belongs to: its creator's, else (creator
+  // unknown) the one whose processes own the mount namespace of its mount.
+  // Empty id: the host.
+  ContainerRef container;
+  // Set by queries given a time: age (creation, else mtime for pre-existing
+  // files, else time since shmbpf started) and the orphan verdict.
+  std::optional<uint64_t> age_ns;
+  bool orphan = false;
 };
 
 // Every set field must match. pid matches the creator or a holder; container
@@ -193,6 +201,23 @@ struct MountUsage {
   uint64_t enospc = 0;                   // failed resizes with ENOSPC
 };
 
+struct KindTotals {
+  uint64_t segments = 0;
+  uint64_t bytes = 0;
+};
+
+// Host-wide figures for headers (top) and exporters.
+struct EngineTotals {
+  KindTotals tmpfs, memfd, sysv;
+  uint64_t orphans = 0; // as orphans(now_ns, min_age_ns)
+  uint64_t orphan_bytes = 0;
+  uint64_t creates = 0; // since start, exited processes included
+  uint64_t unlinks = 0;
+  double create_rate = 0; // per second, decayed like ProcessInfo's
+  double unlink_rate = 0;
+  uint64_t sigbus = 0; // kernel-generated SIGBUS since start
+};
+
 struct EngineStats {
   uint64_t events = 0;
   uint64_t ignored = 0; // failed calls, unknown segments, unmatched shmdt
@@ -230,11 +255,17 @@ public:
   bool add_holder(uint32_t pid, SegmentKey key);
   bool set_holders(SegmentKey key, std::vector<uint32_t> pids);
   void add_process(uint32_t pid, uint32_t ppid, uint32_t uid, std::string comm, uint64_t cgroup_id,
-                   uint32_t mntns);
+                   uint32_t mntns, uint32_t ipcns = 0);
   void add_sysv(uint32_t ipcns, int32_t shmid, uint32_t key, uint64_t size, uint64_t rss_bytes,
                 uint32_t cpid, uint32_t nattch);
   void set_cgroup_path(uint64_t cgroup_id, std::string path);
+  // Size and resident bytes of a file measured by stat: writes and page
+  // faults raise them without any event. False when the segment is unknown.
+  bool set_file_usage(SegmentKey key, uint64_t size, uint64_t bytes, uint64_t now_ns);
   void set_mount(MountState m);
+  // Every tmpfs mount that exists: set_mount for each, and mounts missing
+  // from the list (unmounted, a container that stopped) are forgotten.
+  void reconcile_mounts(std::vector<MountState> mounts);
   void sample_mounts(uint64_t now_ns);
 
   // Makes the linked files of filesystem dev equal to truth, a full scan of
@@ -248,11 +279,31 @@ public:
   void reconcile_sysv(uint32_t ipcns, const std::vector<SysvEntry> &truth, uint64_t now_ns = 0);
   // Known processes missing from live_pids exited without an event.
   void reconcile_processes(const std::vector<uint32_t> &live_pids);
+  // Every (pid, segment) hold that exists, from a full /proc scan: holds
+  // not listed are dropped (fds closed, munmaps: no event tells), listed
+  // ones added. Unknown segments are skipped.
+  void reconcile_holders(const std::vector<std::pair<uint32_t, SegmentKey>> &holdings);
+  // The same for the files (not SysV) of one process, from a scan of its
+  // fds and maps. Returns false when the process is unknown.
+  bool reconcile_process_files(uint32_t pid, std::vector<SegmentKey> files);
+  // Pids holding any of keys, sorted and unique.
+  std::vector<uint32_t> holders_of(const std::vector<SegmentKey> &keys) const;
 
   // --- queries (sorted, deterministic) -------------------------------------
   std::optional<SegmentInfo> segment(const SegmentKey &key) const;
+  bool contains(const SegmentKey &key) const { return segs_.count(key) != 0; }
+  // Whether a segment is held right now; cheap, unlike segment().
+  std::optional<bool> is_held(const SegmentKey &key) const {
+    auto it = segs_.find(key);
+    if (it == segs_.end())
+      return std::nullopt;
+    return !it->second.holders.empty();
+  }
   std::vector<SegmentInfo> segments(const SegmentFilter &filter = {}) const; // by path, key
-  std::vector<ProcessInfo> processes(uint64_t now_ns = 0) const;             // by pid
+  // The same with age_ns and orphan filled in (orphan as orphans()).
+  std::vector<SegmentInfo> segments(const SegmentFilter &filter, uint64_t now_ns,
+                                    uint64_t orphan_min_age_ns) const;
+  std::vector<ProcessInfo> processes(uint64_t now_ns = 0) const; // by pid
   std::optional<ProcessInfo> process(uint32_t pid, uint64_t now_ns = 0) const;
   std::vector<ContainerInfo> containers(uint64_t now_ns = 0) const; // by id, host ("") first
   std::vector<MountUsage> mounts() const;                           // by mountpoint, mntns, mnt_id
@@ -262,6 +313,7 @@ public:
   // cgroup ids in use that set_cgroup_path has not described yet.
   std::vector<uint64_t> unknown_cgroups() const;
   EngineStats stats() const;
+  EngineTotals totals(uint64_t now_ns, uint64_t orphan_min_age_ns) const;
   size_t segment_count() const { return segs_.size(); }
 
 private:
@@ -356,6 +408,7 @@ private:
     uint32_t ppid = 0;
     uint32_t uid = 0;
     uint32_t mntns = 0;
+    uint32_t ipcns = 0;
     uint64_t cgroup_id = 0;
     std::string comm;
     std::vector<Held> held; // each key at most once, kept exact
@@ -424,11 +477,20 @@ private:
   uint64_t path_hash(std::string_view path) const;
 
   bool creator_alive(const Segment &s) const;
+  bool is_orphan(const Segment &s, bool sysv, uint64_t now_ns, uint64_t min_age_ns) const;
+  // mntns and ipcns -> the one container all their known processes are in.
+  struct NsContainers {
+    std::unordered_map<uint32_t, const ContainerRef *> mnt, ipc;
+  };
+  NsContainers ns_containers() const;
+  const ContainerRef *segment_container(const SegmentKey &key, const Segment &s,
+                                        const NsContainers &ns) const;
   uint64_t age_ns(const Segment &s, uint64_t now_ns) const;
   const ContainerRef *container_of(uint64_t cgroup_id) const;
   std::string mountpoint_of(const SegmentKey &key, const Segment &s) const;
-  SegmentInfo info(const SegmentKey &key, const Segment &s) const;
-  bool matches(const SegmentKey &key, const Segment &s, const SegmentFilter &f) const;
+  SegmentInfo info(const SegmentKey &key, const Segment &s, const NsContainers *ns = nullptr) const;
+  bool matches(const SegmentKey &key, const Segment &s, const SegmentFilter &f,
+               const NsContainers &ns) const;
   ProcessInfo process_info(uint32_t pid, const Process &p, uint64_t now_ns) const;
   uint64_t now_or_last(uint64_t now_ns) const { return now_ns ? now_ns : last_ts_; }
 
@@ -443,6 +505,9 @@ private:
   std::map<uint32_t, MountEntry> mounts_;               // by mnt_id
   std::unordered_map<uint32_t, std::string> mnt_names_; // mnt_id -> mountpoint
   std::unordered_map<uint32_t, std::string> dev_names_; // dev -> a mountpoint
+  RateCounter creates_;                                 // host-wide, outlives the processes
+  RateCounter unlinks_;
+  uint64_t sigbus_ = 0;
   uint32_t next_serial_ = 0;
   uint64_t last_ts_ = 0;
   EngineStats stats_;

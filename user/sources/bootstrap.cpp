@@ -1,12 +1,14 @@
 #include "sources/bootstrap.hpp"
 
-#include "sources/proc_scan.hpp"
 #include "sources/tmpfs_scan.hpp"
 
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <unistd.h>
 
+#include <filesystem>
+#include <map>
+#include <set>
 #include <string>
 #include <unordered_set>
 
@@ -21,80 +23,198 @@ uint64_t cgroup_id_of(const std::string &cgroup2_root, const std::string &path) 
   return stat(dir.c_str(), &st) == 0 ? st.st_ino : 0;
 }
 
+SegmentKey key_of(const ScannedProcess &p, const HeldFile &h) {
+  if (h.path.starts_with("/SYSV"))
+    return SegmentKey::sysv(p.id.ipcns, static_cast<int32_t>(h.ino));
+  return SegmentKey::file(h.dev, h.ino);
+}
+
+// An unlinked file that only its holders know (PyTorch's file_descriptor
+// strategy, memfds): no directory lists it.
+TmpfsFile held_file(const HeldFile &h) {
+  TmpfsFile f;
+  f.dev = h.dev;
+  f.ino = h.ino;
+  f.path = h.path.starts_with("/memfd:") ? h.path.substr(1) : h.path;
+  f.leaf = f.path.substr(f.path.rfind('/') + 1);
+  f.nlink = 0;
+  f.size = h.size;
+  f.bytes = h.bytes;
+  f.uid = h.uid;
+  f.mtime_s = h.mtime_s;
+  return f;
+}
+
 } // namespace
 
-BootstrapStats bootstrap(Engine &engine, const std::vector<MountNamespace> &namespaces) {
-  BootstrapStats stats;
+SystemScan scan_system() { return scan_system(scan_mount_namespaces()); }
 
-  // Mounts and their files; each filesystem is scanned once.
-  std::unordered_set<std::string> scanned;
-  for (const auto &ns : namespaces) {
-    std::string root = "/proc/" + std::to_string(ns.pid) + "/root";
+SystemScan scan_system(std::vector<MountNamespace> namespaces) {
+  SystemScan scan;
+  scan.namespaces = std::move(namespaces);
+
+  // Mounts and their files; each filesystem (device and root) is scanned once.
+  std::set<std::pair<uint32_t, std::string>> scanned;
+  for (const auto &ns : scan.namespaces) {
+    const std::string root = "/proc/" + std::to_string(ns.pid) + "/root";
     for (const auto &m : ns.mounts) {
-      if (!m.is_tmpfs())
+      if (!m.is_tmpfs() || is_overmounted(ns.mounts, m))
         continue;
-      std::string dir = root + m.mountpoint;
+      const std::string dir = root + m.mountpoint;
       MountState st{m.mnt_id, ns.mntns, m.mountpoint, m.dev, m.size_limit().value_or(0), 0};
       struct statfs sfs {};
       if (statfs(dir.c_str(), &sfs) == 0)
         st.used_bytes = static_cast<uint64_t>(sfs.f_blocks - sfs.f_bfree) * sfs.f_bsize;
-      engine.set_mount(st);
-      if (!scanned.insert(std::to_string(m.dev) + ":" + m.root).second)
+      scan.mounts.push_back(st);
+      if (!scanned.insert({m.dev, m.root}).second)
         continue;
-      for (auto &f : scan_tmpfs_mount(dir)) {
-        // Paths as the namespace's processes see them, not through /proc.
-        if (f.path.starts_with(root))
+      ScannedFs fs{m.dev, m.mnt_id, m.mountpoint, scan_tmpfs_mount(dir)};
+      for (auto &f : fs.files)
+        if (f.path.starts_with(root)) // paths as the namespace sees them
           f.path.erase(0, root.size());
-        engine.add_existing_file(f, m.mnt_id, m.mountpoint);
-        stats.files++;
-      }
+      scan.filesystems.push_back(std::move(fs));
     }
   }
 
-  // Processes, their cgroups, and what they hold.
   std::string cgroup2;
-  if (!namespaces.empty())
-    cgroup2 = find_cgroup2_mount(namespaces.front().mounts).value_or("");
-  // System V segments of our own IPC namespace, before the holders: the
-  // attached segments show up in the processes' maps.
-  uint32_t my_ipcns = 0;
-  if (auto self = read_process(static_cast<uint32_t>(getpid())))
-    my_ipcns = self->ipcns;
-  for (const auto &s : read_sysvipc_shm()) {
-    engine.add_sysv(my_ipcns, s.shmid, s.key, s.size, s.rss_bytes, s.cpid, s.nattch);
-    stats.sysv++;
-  }
-
+  if (!scan.namespaces.empty())
+    cgroup2 = find_cgroup2_mount(scan.namespaces.front().mounts).value_or("");
+  std::map<uint64_t, std::string> cgroups;
+  std::map<uint32_t, uint32_t> ipc_pids; // ipcns -> a process in it
   for (uint32_t pid : list_pids()) {
     auto id = read_process(pid);
     if (!id)
       continue;
-    uint64_t cg = cgroup2.empty() ? 0 : cgroup_id_of(cgroup2, id->cgroup_path);
-    if (cg)
-      engine.set_cgroup_path(cg, id->cgroup_path);
-    engine.add_process(pid, id->ppid, id->uid, id->comm, cg, id->mntns);
+    ScannedProcess p;
+    p.cgroup_id = cgroup2.empty() ? 0 : cgroup_id_of(cgroup2, id->cgroup_path);
+    if (p.cgroup_id)
+      cgroups.emplace(p.cgroup_id, id->cgroup_path);
+    if (id->ipcns)
+      ipc_pids.emplace(id->ipcns, pid);
+    p.id = std::move(*id);
+    p.holdings = scan_holdings(pid);
+    scan.processes.push_back(std::move(p));
+  }
+  scan.cgroups.assign(cgroups.begin(), cgroups.end());
+
+  // System V segments of every IPC namespace (containers have their own).
+  uint32_t my_ipcns = 0;
+  if (auto self = read_process(static_cast<uint32_t>(getpid())))
+    my_ipcns = self->ipcns;
+  for (const auto &[ipcns, pid] : ipc_pids) {
+    if (ipcns == my_ipcns) {
+      scan.ipc.push_back({ipcns, read_sysvipc_shm()});
+    } else if (auto entries = read_sysvipc_shm_of(pid)) {
+      scan.ipc.push_back({ipcns, std::move(*entries)});
+    }
+  }
+  if (my_ipcns && !ipc_pids.count(my_ipcns))
+    scan.ipc.push_back({my_ipcns, read_sysvipc_shm()});
+  return scan;
+}
+
+std::vector<std::pair<uint64_t, std::string>> find_cgroup_paths(const std::vector<uint64_t> &ids) {
+  std::vector<std::pair<uint64_t, std::string>> out;
+  auto root = find_cgroup2_mount(read_mountinfo(0));
+  if (!root || ids.empty())
+    return out;
+  std::unordered_set<uint64_t> want(ids.begin(), ids.end());
+  auto check = [&](const std::string &dir) {
+    struct stat st {};
+    if (::stat(dir.c_str(), &st) == 0 && want.erase(st.st_ino))
+      out.emplace_back(st.st_ino, dir.size() == root->size() ? "/" : dir.substr(root->size()));
+  };
+  check(*root);
+  std::error_code ec;
+  for (auto it = std::filesystem::recursive_directory_iterator(
+           *root, std::filesystem::directory_options::skip_permission_denied, ec);
+       !ec && it != std::filesystem::recursive_directory_iterator() && !want.empty();
+       it.increment(ec)) {
+    if (it->is_directory(ec) && !it->is_symlink(ec))
+      check(it->path().string());
+  }
+  return out;
+}
+
+std::vector<TmpfsFile> all_files(const SystemScan &scan) {
+  std::vector<TmpfsFile> out;
+  for (const auto &fs : scan.filesystems)
+    out.insert(out.end(), fs.files.begin(), fs.files.end());
+  return out;
+}
+
+BootstrapStats bootstrap(Engine &engine, const SystemScan &scan) {
+  BootstrapStats stats;
+  for (const auto &fs : scan.filesystems) {
+    for (const auto &f : fs.files)
+      engine.add_existing_file(f, fs.mnt_id, fs.mountpoint);
+    stats.files += fs.files.size();
+  }
+  for (const auto &[id, path] : scan.cgroups)
+    engine.set_cgroup_path(id, path);
+  // Processes before SysV segments, which name their creator's pid; SysV
+  // before the holders, since attached segments show up in the maps.
+  for (const auto &p : scan.processes) {
+    engine.add_process(p.id.pid, p.id.ppid, p.id.uid, p.id.comm, p.cgroup_id, p.id.mntns,
+                       p.id.ipcns);
     stats.processes++;
-    for (const auto &h : scan_holdings(pid)) {
-      bool sysv = h.path.starts_with("/SYSV");
-      SegmentKey key = sysv ? SegmentKey::sysv(id->ipcns, static_cast<int32_t>(h.ino))
-                            : SegmentKey::file(h.dev, h.ino);
-      if (!engine.add_holder(pid, key) && !sysv) {
-        // Unlinked but held (PyTorch's file_descriptor strategy, memfds):
-        // no directory lists it, only its holders do.
-        TmpfsFile f;
-        f.dev = h.dev;
-        f.ino = h.ino;
-        f.path = h.path.starts_with("/memfd:") ? h.path.substr(1) : h.path;
-        f.leaf = f.path.substr(f.path.rfind('/') + 1);
-        f.nlink = 0;
-        engine.add_existing_file(f, 0, "");
-        engine.add_holder(pid, key);
+  }
+  for (const auto &ipc : scan.ipc) {
+    for (const auto &s : ipc.segments)
+      engine.add_sysv(ipc.ipcns, s.shmid, s.key, s.size, s.rss_bytes, s.cpid, s.nattch);
+    stats.sysv += ipc.segments.size();
+  }
+  for (const auto &p : scan.processes) {
+    for (const auto &h : p.holdings) {
+      SegmentKey key = key_of(p, h);
+      if (!engine.add_holder(p.id.pid, key) && !key.is_sysv()) {
+        engine.add_existing_file(held_file(h), 0, "");
+        engine.add_holder(p.id.pid, key);
       }
       stats.holdings++;
     }
   }
-
+  // Mounts last: their statfs usage already counts every file added above,
+  // and the engine moves it only by what changes from here on.
+  for (const auto &m : scan.mounts)
+    engine.set_mount(m);
   return stats;
+}
+
+BootstrapStats bootstrap(Engine &engine, const std::vector<MountNamespace> &namespaces) {
+  return bootstrap(engine, scan_system(namespaces));
+}
+
+void reconcile(Engine &engine, const SystemScan &scan, uint64_t now_ns) {
+  for (const auto &[id, path] : scan.cgroups)
+    engine.set_cgroup_path(id, path);
+  std::vector<uint32_t> pids;
+  pids.reserve(scan.processes.size());
+  for (const auto &p : scan.processes) {
+    engine.add_process(p.id.pid, p.id.ppid, p.id.uid, p.id.comm, p.cgroup_id, p.id.mntns,
+                       p.id.ipcns);
+    pids.push_back(p.id.pid);
+  }
+  engine.reconcile_processes(pids);
+  for (const auto &fs : scan.filesystems)
+    engine.reconcile_tmpfs(fs.dev, fs.files, now_ns);
+  for (const auto &ipc : scan.ipc)
+    engine.reconcile_sysv(ipc.ipcns, ipc.segments, now_ns);
+
+  // Holders last, so that unlinked-but-held files survive the tmpfs
+  // reconcile only when someone really holds them.
+  std::vector<std::pair<uint32_t, SegmentKey>> holdings;
+  for (const auto &p : scan.processes) {
+    for (const auto &h : p.holdings) {
+      SegmentKey key = key_of(p, h);
+      if (!key.is_sysv() && !engine.contains(key))
+        engine.add_existing_file(held_file(h), 0, "");
+      holdings.emplace_back(p.id.pid, key);
+    }
+  }
+  engine.reconcile_holders(holdings);
+  // Last, for the same reason as in bootstrap().
+  engine.reconcile_mounts(scan.mounts);
 }
 
 } // namespace shmbpf

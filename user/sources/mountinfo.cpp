@@ -253,4 +253,11 @@ std::optional<std::string> join_mount_path(const MountInfo &mount, std::string_v
   return out;
 }
 
+bool is_overmounted(const std::vector<MountInfo> &table, const MountInfo &m) {
+  for (const MountInfo &other : table)
+    if (other.parent_id == m.mnt_id && other.mountpoint == m.mountpoint && other.mnt_id != m.mnt_id)
+      return true;
+  return false;
+}
+
 } // namespace shmbpf

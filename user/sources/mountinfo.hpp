@@ -32,6 +32,10 @@ struct MountInfo {
   std::optional<uint64_t> size_limit() const;
 };
 
+// True when another mount of the table sits on m's mount point on top of
+// it: m is hidden, and a path lookup (statfs, a scan) reaches the other one.
+bool is_overmounted(const std::vector<MountInfo> &table, const MountInfo &m);
+
 // Parses mountinfo text. Malformed lines are skipped, never fatal.
 std::vector<MountInfo> parse_mountinfo(std::string_view text);
 

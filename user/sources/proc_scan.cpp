@@ -6,14 +6,17 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <cstdio>
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <map>
 #include <memory>
+#include <sched.h>
 #include <set>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <thread>
 #include <unistd.h>
 
 namespace shmbpf {
@@ -217,6 +220,18 @@ std::optional<MapsEntry> parse_maps_line(std::string_view line) {
   return m;
 }
 
+namespace {
+
+void fill_stat(HeldFile &h, const struct stat &st) {
+  h.stat_ok = true;
+  h.size = static_cast<uint64_t>(st.st_size);
+  h.bytes = static_cast<uint64_t>(st.st_blocks) * 512;
+  h.uid = st.st_uid;
+  h.mtime_s = st.st_mtim.tv_sec;
+}
+
+} // namespace
+
 std::vector<HeldFile> scan_holdings(uint32_t pid) {
   const std::string base = "/proc/" + std::to_string(pid);
   std::map<std::pair<uint32_t, uint64_t>, HeldFile> held;
@@ -240,6 +255,7 @@ std::vector<HeldFile> scan_holdings(uint32_t pid) {
     h.via_fd = true;
     h.deleted = strip_deleted(*target);
     h.path = std::move(*target);
+    fill_stat(h, st);
   }
 
   // Linked tmpfs files in maps carry no marker: recognise their filesystem
@@ -251,9 +267,11 @@ std::vector<HeldFile> scan_holdings(uint32_t pid) {
   if (auto maps = read_text(base + "/maps")) {
     for_each_line(*maps, [&](std::string_view line) {
       auto m = parse_maps_line(line);
-      if (!m || m->ino == 0 || m->path.empty())
+      // A SysV mapping's inode number is its shmid, and 0 is a valid one.
+      if (!m || m->path.empty() || (m->ino == 0 && !starts_with(m->path, "/SYSV")))
         return;
-      if (!m->deleted && !shm_devs.count(m->dev) && !starts_with(m->path, "/memfd:") &&
+      // A deleted file elsewhere (an upgraded library) is not shared memory.
+      if (!shm_devs.count(m->dev) && !starts_with(m->path, "/memfd:") &&
           !starts_with(m->path, "/SYSV"))
         return;
       HeldFile &h = held[{m->dev, m->ino}];
@@ -262,6 +280,15 @@ std::vector<HeldFile> scan_holdings(uint32_t pid) {
         h.ino = m->ino;
         h.deleted = m->deleted;
         h.path = std::move(m->path);
+      }
+      if (!h.stat_ok) {
+        char range[48];
+        std::snprintf(range, sizeof range, "/map_files/%llx-%llx",
+                      static_cast<unsigned long long>(m->start),
+                      static_cast<unsigned long long>(m->end));
+        struct stat st {};
+        if (::stat((base + range).c_str(), &st) == 0 && st.st_ino == m->ino)
+          fill_stat(h, st);
       }
       h.via_map = true;
     });
@@ -316,6 +343,24 @@ std::vector<SysvEntry> read_sysvipc_shm() {
   if (!text)
     return {};
   return parse_sysvipc_shm(*text);
+}
+
+std::optional<std::vector<SysvEntry>> read_sysvipc_shm_of(uint32_t pid) {
+  const std::string ns = "/proc/" + std::to_string(pid) + "/ns/ipc";
+  int fd = ::open(ns.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return std::nullopt;
+  // /proc/sysvipc lists the reader's IPC namespace; a thread can join
+  // another one without moving the rest of the process.
+  std::optional<std::vector<SysvEntry>> out;
+  std::thread reader([&] {
+    if (::setns(fd, CLONE_NEWIPC) == 0)
+      if (auto text = read_text("/proc/sysvipc/shm"))
+        out = parse_sysvipc_shm(*text);
+  });
+  reader.join();
+  ::close(fd);
+  return out;
 }
 
 } // namespace shmbpf

@@ -65,6 +65,13 @@ struct HeldFile {
   bool via_map = false;
   bool deleted = false;
   std::string path;
+  // From stat of the fd or map_files link; for unlinked files nothing else
+  // can tell their size. stat_ok false: unknown (map_files needs root).
+  bool stat_ok = false;
+  uint64_t size = 0;
+  uint64_t bytes = 0; // st_blocks * 512
+  uint32_t uid = 0;
+  int64_t mtime_s = 0;
 };
 
 // Empty when the process is gone or its fds/maps are not readable.
@@ -78,5 +85,8 @@ std::vector<SysvEntry> parse_sysvipc_shm(std::string_view text);
 // going through /proc/<pid>/root of another namespace's process is not
 // enough. Callers wanting other namespaces setns(CLONE_NEWIPC) first.
 std::vector<SysvEntry> read_sysvipc_shm();
+// The same for the IPC namespace of pid, read from a thread that joins it
+// (setns needs CAP_SYS_ADMIN). nullopt when that is impossible.
+std::optional<std::vector<SysvEntry>> read_sysvipc_shm_of(uint32_t pid);
 
 } // namespace shmbpf
