@@ -30,6 +30,7 @@ SegmentInfo tmpfs_segment() {
   s.creator.comm = "python3";
   s.creator.known = true;
   s.creator.container_id = "0123456789abcdef0123";
+  s.container = ContainerRef{"0123456789abcdef0123", "docker", ""};
   s.created_ns = now - 5 * sec;
   s.holders = {100, 101, 102, 103, 104};
   s.pattern = NamePattern::torch;
@@ -134,8 +135,8 @@ TEST(LsViewTest, SegmentsJson) {
   EXPECT_EQ(f["creator"]["exited"], false);
   EXPECT_EQ(f["holders"], json::array({100, 101, 102, 103, 104}));
   EXPECT_EQ(f["container"]["id"], "0123456789abcdef0123");
-  EXPECT_TRUE(f["container"].contains("runtime"));
-  EXPECT_TRUE(f["container"].contains("pod_uid"));
+  EXPECT_EQ(f["container"]["runtime"], "docker");
+  EXPECT_TRUE(f["container"]["pod_uid"].is_null());
   EXPECT_EQ(f["pattern"], "torch");
 
   const json &v = doc["segments"][1];

@@ -2,6 +2,7 @@
 
 #include "decode/event.hpp"
 #include "views/escape.hpp"
+#include "views/json.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -111,200 +112,126 @@ std::string fixed1(double v) {
 
 // ---- JSON ------------------------------------------------------------------
 
-void append_uint(std::string &out, uint64_t v) { out += std::to_string(v); }
-
-void append_double(std::string &out, double v) {
-  if (!std::isfinite(v)) {
-    out += "null";
-    return;
-  }
-  char buf[64];
-  const auto r = std::to_chars(buf, buf + sizeof buf, v);
-  out.append(buf, r.ptr);
-}
-
-void append_bool(std::string &out, bool v) { out += v ? "true" : "false"; }
-
-// `"key": ` with a leading ", " unless first.
-class Object {
-public:
-  explicit Object(std::string &out) : out_(out) { out_ += '{'; }
-  std::string &key(std::string_view k) {
-    if (!first_)
-      out_ += ", ";
-    first_ = false;
-    append_json_string(out_, k);
-    out_ += ": ";
-    return out_;
-  }
-  void close() { out_ += '}'; }
-
-private:
-  std::string &out_;
-  bool first_ = true;
-};
-
 template <typename T, typename F>
 std::string document(std::string_view name, const std::vector<T> &items, F item) {
+  // One item per line: readable, and greppable by line.
   std::string out = "{";
   append_json_string(out, name);
   out += ": [";
   for (std::size_t i = 0; i < items.size(); ++i) {
     out += i ? ",\n  " : "\n  ";
-    item(out, items[i]);
+    JsonWriter w(out);
+    item(w, items[i]);
   }
   out += items.empty() ? "]}\n" : "\n]}\n";
   return out;
 }
 
-void append_segment(std::string &out, const SegmentInfo &s, uint64_t now_ns) {
-  const bool sysv = s.kind == Kind::sysv;
-  Object o(out);
-  append_json_string(o.key("kind"), to_string(s.kind));
-  append_json_string(o.key("path"), s.path);
-  if (sysv) {
-    o.key("dev") += "null";
-    o.key("ino") += "null";
-    append_uint(o.key("shmid"), static_cast<uint32_t>(s.key.ino_or_shmid));
-    append_uint(o.key("ipcns"), s.key.dev_or_ipcns);
-    append_uint(o.key("sysv_key"), s.sysv_key);
-    append_uint(o.key("nattch"), s.nattch);
-  } else {
-    append_json_string(o.key("dev"), dev_string(s.key.dev_or_ipcns));
-    append_uint(o.key("ino"), s.key.ino_or_shmid);
-    o.key("shmid") += "null";
-  }
-  append_uint(o.key("size"), s.size);
-  append_uint(o.key("bytes"), s.bytes);
-  append_json_string(o.key("state"), to_string(s.state));
-  if (s.mountpoint.empty())
-    o.key("mount") += "null";
-  else
-    append_json_string(o.key("mount"), s.mountpoint);
-  if (const auto age = segment_age_s(s, now_ns))
-    append_uint(o.key("age_s"), *age);
-  else
-    o.key("age_s") += "null";
-  append_bool(o.key("existed_before"), s.existed_before);
-  append_bool(o.key("orphan"), false); // SegmentInfo carries no orphan flag
-  if (s.creator.known && s.creator.pid != 0) {
-    Object c(o.key("creator"));
-    append_uint(c.key("pid"), s.creator.pid);
-    append_json_string(c.key("comm"), s.creator.comm);
-    append_uint(c.key("uid"), s.creator.uid);
-    append_bool(c.key("exited"), s.creator.exited);
-    c.close();
-  } else {
-    o.key("creator") += "null";
-  }
-  std::string &h = o.key("holders");
-  h += '[';
-  for (std::size_t i = 0; i < s.holders.size(); ++i) {
-    if (i)
-      h += ", ";
-    append_uint(h, s.holders[i]);
-  }
-  h += ']';
-  if (s.creator.container_id.empty()) {
-    o.key("container") += "null";
-  } else {
-    // SegmentInfo knows only the id; runtime and pod come from containers_json.
-    Object c(o.key("container"));
-    append_json_string(c.key("id"), s.creator.container_id);
-    c.key("runtime") += "null";
-    c.key("pod_uid") += "null";
-    c.close();
-  }
-  if (s.pattern == NamePattern::none)
-    o.key("pattern") += "null";
-  else
-    append_json_string(o.key("pattern"), to_string(s.pattern));
-  if (s.inferred_pid != 0)
-    append_uint(o.key("inferred_pid"), s.inferred_pid);
-  else
-    o.key("inferred_pid") += "null";
-  o.close();
-}
-
-void append_opt_string(std::string &out, std::string_view s) {
-  if (s.empty())
-    out += "null";
-  else
-    append_json_string(out, s);
-}
-
-void append_process(std::string &out, const ProcessInfo &p) {
-  Object o(out);
-  append_uint(o.key("pid"), p.pid);
-  append_uint(o.key("ppid"), p.ppid);
-  append_uint(o.key("uid"), p.uid);
-  append_uint(o.key("mntns"), p.mntns);
-  append_json_string(o.key("comm"), p.comm);
-  append_uint(o.key("cgroup_id"), p.cgroup_id);
-  if (p.container_id.empty()) {
-    o.key("container") += "null";
-  } else {
-    Object c(o.key("container"));
-    append_json_string(c.key("id"), p.container_id);
-    append_opt_string(c.key("runtime"), p.runtime);
-    append_opt_string(c.key("pod_uid"), p.pod_uid);
-    c.close();
-  }
-  append_uint(o.key("segments_created"), p.segments_created);
-  append_uint(o.key("bytes_created"), p.bytes_created);
-  append_uint(o.key("segments_held"), p.segments_held);
-  append_uint(o.key("bytes_held"), p.bytes_held);
-  append_uint(o.key("sysv_attachments"), p.sysv_attachments);
-  append_uint(o.key("creates"), p.creates);
-  append_uint(o.key("unlinks"), p.unlinks);
-  append_double(o.key("create_rate"), p.create_rate);
-  append_double(o.key("unlink_rate"), p.unlink_rate);
-  append_uint(o.key("sigbus"), p.sigbus);
-  o.close();
-}
-
-void append_container(std::string &out, const ContainerInfo &c) {
-  Object o(out);
-  append_json_string(o.key("id"), c.id);
-  append_bool(o.key("host"), c.id.empty());
-  append_opt_string(o.key("runtime"), c.runtime);
-  append_opt_string(o.key("pod_uid"), c.pod_uid);
-  append_uint(o.key("processes"), c.processes);
-  append_uint(o.key("segments"), c.segments);
-  append_uint(o.key("bytes"), c.bytes);
-  append_uint(o.key("creates"), c.creates);
-  append_uint(o.key("unlinks"), c.unlinks);
-  append_double(o.key("create_rate"), c.create_rate);
-  o.close();
-}
-
-void append_mount(std::string &out, const MountUsage &m) {
-  Object o(out);
-  append_json_string(o.key("mountpoint"), m.mount.mountpoint);
-  append_uint(o.key("mntns"), m.mount.mntns);
-  append_uint(o.key("mnt_id"), m.mount.mnt_id);
-  append_json_string(o.key("dev"), dev_string(m.mount.dev));
-  if (m.mount.size_limit == 0)
-    o.key("size_bytes") += "null";
-  else
-    append_uint(o.key("size_bytes"), m.mount.size_limit);
-  append_uint(o.key("used_bytes"), m.mount.used_bytes);
-  append_uint(o.key("tracked_bytes"), m.tracked_bytes);
-  append_uint(o.key("segments"), m.segments);
-  if (m.percent)
-    append_double(o.key("percent"), *m.percent);
-  else
-    o.key("percent") += "null";
-  append_double(o.key("growth_bytes_per_s"), m.growth_bytes_per_s);
-  if (m.seconds_to_full)
-    append_double(o.key("seconds_to_full"), *m.seconds_to_full);
-  else
-    o.key("seconds_to_full") += "null";
-  append_uint(o.key("enospc"), m.enospc);
-  o.close();
-}
-
 } // namespace
+
+void write_container(JsonWriter &w, const ContainerRef &c) {
+  if (c.id.empty()) {
+    w.null();
+    return;
+  }
+  w.begin_object().str("id", c.id);
+  w.key("runtime").str_or_null(c.runtime);
+  w.key("pod_uid").str_or_null(c.pod_uid);
+  w.end_object();
+}
+
+void write_segment(JsonWriter &w, const SegmentInfo &s, uint64_t now_ns) {
+  w.begin_object();
+  w.str("kind", to_string(s.kind)).str("path", s.path);
+  if (s.kind == Kind::sysv) {
+    w.null("dev").null("ino");
+    w.num("shmid", static_cast<uint32_t>(s.key.ino_or_shmid));
+    w.num("ipcns", s.key.dev_or_ipcns).num("sysv_key", s.sysv_key).num("nattch", s.nattch);
+  } else {
+    w.str("dev", dev_string(s.key.dev_or_ipcns)).num("ino", s.key.ino_or_shmid).null("shmid");
+  }
+  w.num("size", s.size).num("bytes", s.bytes).str("state", to_string(s.state));
+  w.key("mount").str_or_null(s.mountpoint);
+  if (const auto age = segment_age_s(s, now_ns))
+    w.num("age_s", *age);
+  else
+    w.null("age_s");
+  w.boolean("existed_before", s.existed_before).boolean("orphan", s.orphan);
+  w.key("creator");
+  if (s.creator.known && s.creator.pid != 0) {
+    w.begin_object().num("pid", s.creator.pid).str("comm", s.creator.comm);
+    w.num("uid", s.creator.uid).boolean("exited", s.creator.exited).end_object();
+  } else {
+    w.null();
+  }
+  w.key("holders").begin_array();
+  for (uint32_t pid : s.holders)
+    w.num(pid);
+  w.end_array();
+  w.key("container");
+  write_container(w, s.container);
+  w.key("pattern");
+  if (s.pattern == NamePattern::none)
+    w.null();
+  else
+    w.str(to_string(s.pattern));
+  w.key("inferred_pid");
+  if (s.inferred_pid != 0)
+    w.num(s.inferred_pid);
+  else
+    w.null();
+  w.end_object();
+}
+
+void write_process(JsonWriter &w, const ProcessInfo &p) {
+  w.begin_object();
+  w.num("pid", p.pid).num("ppid", p.ppid).num("uid", p.uid).num("mntns", p.mntns);
+  w.str("comm", p.comm).num("cgroup_id", p.cgroup_id);
+  w.key("container");
+  write_container(w, ContainerRef{p.container_id, p.runtime, p.pod_uid});
+  w.num("segments_created", p.segments_created).num("bytes_created", p.bytes_created);
+  w.num("segments_held", p.segments_held).num("bytes_held", p.bytes_held);
+  w.num("sysv_attachments", p.sysv_attachments);
+  w.num("creates", p.creates).num("unlinks", p.unlinks);
+  w.real("create_rate", p.create_rate).real("unlink_rate", p.unlink_rate);
+  w.num("sigbus", p.sigbus);
+  w.end_object();
+}
+
+void write_container_row(JsonWriter &w, const ContainerInfo &c) {
+  w.begin_object();
+  w.str("id", c.id).boolean("host", c.id.empty());
+  w.key("runtime").str_or_null(c.runtime);
+  w.key("pod_uid").str_or_null(c.pod_uid);
+  w.num("processes", c.processes).num("segments", c.segments).num("bytes", c.bytes);
+  w.num("creates", c.creates).num("unlinks", c.unlinks).real("create_rate", c.create_rate);
+  w.end_object();
+}
+
+void write_mount(JsonWriter &w, const MountUsage &m) {
+  w.begin_object();
+  w.str("mountpoint", m.mount.mountpoint).num("mntns", m.mount.mntns);
+  w.num("mnt_id", m.mount.mnt_id).str("dev", dev_string(m.mount.dev));
+  if (m.mount.size_limit == 0)
+    w.null("size_bytes");
+  else
+    w.num("size_bytes", m.mount.size_limit);
+  w.num("used_bytes", m.mount.used_bytes).num("tracked_bytes", m.tracked_bytes);
+  w.num("segments", m.segments);
+  if (m.percent)
+    w.real("percent", *m.percent);
+  else
+    w.null("percent");
+  w.real("growth_bytes_per_s", m.growth_bytes_per_s);
+  if (m.seconds_to_full)
+    w.real("seconds_to_full", *m.seconds_to_full);
+  else
+    w.null("seconds_to_full");
+  w.num("enospc", m.enospc);
+  w.end_object();
+}
+
+namespace {} // namespace
 
 std::string human_bytes(uint64_t bytes) {
   static constexpr char units[] = {'K', 'M', 'G', 'T', 'P', 'E'};
@@ -338,6 +265,8 @@ std::string human_age(std::optional<uint64_t> seconds) {
 }
 
 std::optional<uint64_t> segment_age_s(const SegmentInfo &s, uint64_t now_ns) {
+  if (s.age_ns)
+    return *s.age_ns / ns_per_sec;
   if (s.created_ns == 0 || now_ns < s.created_ns)
     return std::nullopt;
   return (now_ns - s.created_ns) / ns_per_sec;
@@ -352,7 +281,7 @@ std::string segments_table(const std::vector<SegmentInfo> &segments, uint64_t no
   for (const SegmentInfo &s : segments)
     rows.push_back({escape_text(s.path), std::string(to_string(s.kind)), human_bytes(s.size),
                     human_bytes(s.bytes), std::string(to_string(s.state)), creator_cell(s.creator),
-                    holders_cell(s.holders), short_id(s.creator.container_id),
+                    holders_cell(s.holders), short_id(s.container.id),
                     human_age(segment_age_s(s, now_ns))});
   return render(cols, rows);
 }
@@ -409,19 +338,19 @@ std::string mounts_table(const std::vector<MountUsage> &mounts) {
 
 std::string segments_json(const std::vector<SegmentInfo> &segments, uint64_t now_ns) {
   return document("segments", segments,
-                  [&](std::string &out, const SegmentInfo &s) { append_segment(out, s, now_ns); });
+                  [&](JsonWriter &w, const SegmentInfo &s) { write_segment(w, s, now_ns); });
 }
 
 std::string processes_json(const std::vector<ProcessInfo> &processes) {
-  return document("processes", processes, append_process);
+  return document("processes", processes, write_process);
 }
 
 std::string containers_json(const std::vector<ContainerInfo> &containers) {
-  return document("containers", containers, append_container);
+  return document("containers", containers, write_container_row);
 }
 
 std::string mounts_json(const std::vector<MountUsage> &mounts) {
-  return document("mounts", mounts, append_mount);
+  return document("mounts", mounts, write_mount);
 }
 
 } // namespace shmbpf

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "model/engine.hpp"
+#include "views/json.hpp"
 
 #include <cstdint>
 #include <optional>
@@ -26,6 +27,14 @@ std::string segments_table(const std::vector<SegmentInfo> &segments, uint64_t no
 std::string processes_table(const std::vector<ProcessInfo> &processes);
 std::string containers_table(const std::vector<ContainerInfo> &containers);
 std::string mounts_table(const std::vector<MountUsage> &mounts);
+
+// One JSON value each, for views that embed them (leaks, top). A host
+// container (empty id) is null.
+void write_segment(JsonWriter &w, const SegmentInfo &s, uint64_t now_ns);
+void write_process(JsonWriter &w, const ProcessInfo &p);
+void write_container(JsonWriter &w, const ContainerRef &c);
+void write_container_row(JsonWriter &w, const ContainerInfo &c);
+void write_mount(JsonWriter &w, const MountUsage &m);
 
 // One JSON document each, ending in '\n': {"segments": [...]} and so on.
 std::string segments_json(const std::vector<SegmentInfo> &segments, uint64_t now_ns);

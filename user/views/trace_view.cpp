@@ -1,6 +1,7 @@
 #include "views/trace_view.hpp"
 
 #include "views/escape.hpp"
+#include "views/json.hpp"
 
 #include <cerrno>
 #include <charconv>
@@ -250,49 +251,38 @@ std::string details_column(const Event &e) {
   return d.str();
 }
 
-// Builds one JSON object. String values are escape_text()ed first, so no
-// decoded value carries control characters, bidi controls or raw bytes.
-class JsonObject {
+// One compact JSON object per event. String values are escape_text()ed
+// first, so no decoded value carries control characters, bidi controls or
+// raw bytes, and the JSON shows names exactly as the text lines do.
+class EventJson {
 public:
-  JsonObject() { out_ += '{'; }
+  EventJson() : w_(out_, /*compact=*/true) { w_.begin_object(); }
 
-  JsonObject &str(std::string_view k, std::string_view v) {
-    key(k);
-    append_json_string(out_, escape_text(v));
+  EventJson &str(std::string_view k, std::string_view v) {
+    w_.str(k, escape_text(v));
     return *this;
   }
   template <std::integral T>
-  requires(!std::same_as<T, bool>) JsonObject &num(std::string_view k, T v) {
-    key(k);
-    out_ += dec(v);
+  requires(!std::same_as<T, bool>) EventJson &num(std::string_view k, T v) {
+    w_.num(k, v);
     return *this;
   }
-  JsonObject &boolean(std::string_view k, bool v) {
-    key(k);
-    out_ += v ? "true" : "false";
+  EventJson &boolean(std::string_view k, bool v) {
+    w_.boolean(k, v);
     return *this;
   }
-  JsonObject &null(std::string_view k) {
-    key(k);
-    out_ += "null";
+  EventJson &null(std::string_view k) {
+    w_.null(k);
     return *this;
   }
   std::string finish() {
-    out_ += '}';
+    w_.end_object();
     return std::move(out_);
   }
 
 private:
-  void key(std::string_view k) {
-    if (!first_)
-      out_ += ',';
-    first_ = false;
-    append_json_string(out_, k);
-    out_ += ':';
-  }
-
   std::string out_;
-  bool first_ = true;
+  JsonWriter w_;
 };
 
 } // namespace
@@ -341,7 +331,7 @@ std::string trace_line(const Event &e, const TraceClock &clock) {
 }
 
 std::string trace_json(const Event &e, const TraceClock &clock) {
-  JsonObject j;
+  EventJson j;
   j.str("event", to_string(e.type));
   if (e.kind == Kind::none)
     j.null("kind");
