@@ -5,13 +5,19 @@
 
 namespace shmbpf {
 
-Session::Session(const ProbeOptions &opts) : probe_(opts) {
-  auto namespaces = scan_mount_namespaces();
-  auto files = scan_all_tmpfs(namespaces);
+Session::Session(const ProbeOptions &opts, bool scan_now) : probe_(opts) {
+  if (scan_now) {
+    auto namespaces = scan_mount_namespaces();
+    seed(namespaces, scan_all_tmpfs(namespaces));
+  }
+}
+
+void Session::seed(const std::vector<MountNamespace> &namespaces,
+                   const std::vector<TmpfsFile> &files) {
   probe_.seed(files);
-  seeded_ = files.size();
-  for (auto &ns : namespaces)
-    resolver_.set_namespace(ns.mntns, std::move(ns.mounts));
+  seeded_ += files.size();
+  for (const auto &ns : namespaces)
+    resolver_.set_namespace(ns.mntns, ns.mounts);
   last_refresh_ = std::chrono::steady_clock::now();
 }
 

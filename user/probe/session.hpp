@@ -6,6 +6,7 @@
 #include "decode/event.hpp"
 #include "model/resolver.hpp"
 #include "probe/probe.hpp"
+#include "sources/namespaces.hpp"
 
 #include <chrono>
 #include <cstdint>
@@ -25,8 +26,11 @@ public:
   using EventFn = std::function<void(Event &)>;
 
   // Loads the probe, reads every namespace's mounts and seeds the kernel
-  // with the tmpfs files that already exist.
-  explicit Session(const ProbeOptions &opts);
+  // with the tmpfs files that already exist. With scan_now false, the
+  // caller scans (after the probe is attached, so nothing falls between
+  // the two) and hands the result to seed().
+  explicit Session(const ProbeOptions &opts, bool scan_now = true);
+  void seed(const std::vector<MountNamespace> &namespaces, const std::vector<TmpfsFile> &files);
 
   // Polls once (up to timeout_ms) and flushes per-CPU free aggregates at
   // most every 200 ms. Returns records consumed or -errno (-EINTR on signal).

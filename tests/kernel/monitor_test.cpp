@@ -1,0 +1,291 @@
+// The live model on real BPF events: a Monitor bootstraps from a scan, then
+// follows a child's segments (creator, container, holders, bytes, unlink,
+// exit), and rescans after the kernel loses records.
+#include "harness.hpp"
+
+#include "probe/monitor.hpp"
+#include "sources/mountinfo.hpp"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace shmbpf::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+#define SHMBPF_MONITOR(var, ...)                                                                   \
+  std::unique_ptr<::shmbpf::Monitor> var;                                                          \
+  try {                                                                                            \
+    var = std::make_unique<::shmbpf::Monitor>(__VA_ARGS__);                                        \
+  } catch (const ::shmbpf::FatalError &e) {                                                        \
+    if (::shmbpf::test::in_ci())                                                                   \
+      FAIL() << "BPF could not be loaded under CI=true: " << e.what();                             \
+    GTEST_SKIP() << "BPF could not be loaded: " << e.what();                                       \
+  }
+
+// Polls the monitor until pred holds on its engine or the timeout passes.
+bool pump_until(Monitor &m, const std::function<bool(const Engine &)> &pred,
+                std::chrono::milliseconds timeout = 5s) {
+  auto end = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < end) {
+    m.poll(20);
+    m.drain();
+    if (pred(m.engine()))
+      return true;
+  }
+  return pred(m.engine());
+}
+
+std::optional<SegmentInfo> by_path(const Engine &e, const std::string &path) {
+  SegmentFilter f;
+  f.path_glob = path;
+  auto v = e.segments(f, Monitor::now_ns(), 0);
+  if (v.empty())
+    return std::nullopt;
+  return v.front();
+}
+
+// A cgroup v2 directory named as docker names its scopes; removed (with
+// its processes moved back to ours) when the test ends.
+class DockerLikeCgroup {
+public:
+  DockerLikeCgroup() {
+    auto mnt = find_cgroup2_mount(read_mountinfo(0));
+    if (!mnt)
+      return;
+    std::ifstream self("/proc/self/cgroup");
+    for (std::string line; std::getline(self, line);)
+      if (line.starts_with("0::"))
+        parent_ = *mnt + (line.substr(3) == "/" ? "" : line.substr(3));
+    id_.clear();
+    for (int i = 0; i < 64; ++i)
+      id_ += "0123456789abcdef"[(getpid() * 7 + i * 13) % 16];
+    dir_ = *mnt + "/shmbpf-test.slice/docker-" + id_ + ".scope";
+    std::filesystem::create_directories(dir_);
+  }
+  ~DockerLikeCgroup() {
+    if (dir_.empty())
+      return;
+    // A failed test may leave its child inside: a populated cgroup cannot go.
+    std::ifstream procs(dir_ + "/cgroup.procs");
+    for (pid_t pid; procs >> pid;) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+    }
+    for (int i = 0; i < 100 && ::rmdir(dir_.c_str()) != 0 && errno == EBUSY; ++i)
+      std::this_thread::sleep_for(10ms);
+    ::rmdir(std::filesystem::path(dir_).parent_path().c_str());
+  }
+  bool ok() const { return !dir_.empty() && std::filesystem::exists(dir_); }
+  const std::string &id() const { return id_; }
+  // Called in a child: moves the calling process in.
+  bool enter() const {
+    std::ofstream procs(dir_ + "/cgroup.procs");
+    procs << getpid() << std::flush;
+    return procs.good();
+  }
+
+private:
+  std::string parent_, dir_, id_;
+};
+
+TEST(Monitor, BootstrapFindsExistingSegmentsWithHolders) {
+  const std::string path = "/dev/shm/shmbpf-mon-pre-" + std::to_string(getpid());
+  int pipefd[2];
+  ASSERT_EQ(pipe(pipefd), 0);
+  // A holder that opened the file before shmbpf started.
+  Child holder = spawn("mon-preholder", [&] {
+    close(pipefd[0]);
+    int fd = open(path.c_str(), O_RDWR | O_CREAT, 0600);
+    if (fd < 0 || ftruncate(fd, 8192) != 0 || pwrite(fd, "x", 1, 4096) != 1)
+      return 1;
+    char c = 1;
+    if (write(pipefd[1], &c, 1) != 1)
+      return 2;
+    pause();
+    return 0;
+  });
+  close(pipefd[1]);
+  holder.start();
+  char c;
+  ASSERT_EQ(read(pipefd[0], &c, 1), 1);
+  close(pipefd[0]);
+
+  {
+    SHMBPF_MONITOR(m, MonitorOptions{});
+    auto s = by_path(m->engine(), path);
+    ASSERT_TRUE(s) << "not bootstrapped";
+    EXPECT_TRUE(s->existed_before);
+    EXPECT_FALSE(s->creator.known);
+    EXPECT_EQ(s->holders, std::vector<uint32_t>{static_cast<uint32_t>(holder.pid)});
+    EXPECT_EQ(s->bytes, 4096u);
+    EXPECT_EQ(s->size, 8192u);
+    EXPECT_FALSE(s->orphan);
+
+    // Its holder dies: the exit event alone makes it an orphan (min-age 0).
+    kill(holder.pid, SIGKILL);
+    holder.wait();
+    EXPECT_TRUE(pump_until(*m, [&](const Engine &e) {
+      auto o = e.orphans(Monitor::now_ns(), 0);
+      return std::any_of(o.begin(), o.end(),
+                         [&](const Orphan &x) { return x.segment.path == path; });
+    }));
+  }
+  unlink(path.c_str());
+}
+
+TEST(Monitor, LiveAttributionFollowsASegmentFromCreationToOrphan) {
+  DockerLikeCgroup cg;
+  ASSERT_TRUE(cg.ok()) << "cannot create a cgroup v2 directory";
+  SHMBPF_MONITOR(m, MonitorOptions{});
+  const std::string base = "/dev/shm/shmbpf-mon-" + std::to_string(getpid());
+  const std::string held = base + "-held", left = base + "-left";
+  // Whatever fails below, leave nothing behind in /dev/shm.
+  struct Cleanup {
+    std::vector<std::string> paths;
+    ~Cleanup() {
+      for (const auto &p : paths)
+        ::unlink(p.c_str());
+    }
+  } cleanup{{held, left}};
+  int step[2];
+  ASSERT_EQ(pipe(step), 0);
+
+  Child child = spawn("mon-creator", [&] {
+    close(step[1]);
+    if (!cg.enter())
+      return 10;
+    int fd = open(held.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
+    if (fd < 0 || ftruncate(fd, 65536) != 0)
+      return 11;
+    auto *p = static_cast<char *>(mmap(nullptr, 65536, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
+    if (p == MAP_FAILED)
+      return 12;
+    for (int i = 0; i < 65536; i += 4096)
+      p[i] = 1;
+    int fd2 = open(left.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
+    if (fd2 < 0 || ftruncate(fd2, 16384) != 0 || pwrite(fd2, "abcd", 4, 0) != 4)
+      return 13;
+    close(fd2); // left behind: linked, unheld
+    char c;
+    if (read(step[0], &c, 1) != 1) // wait: then unlink the held one
+      return 14;
+    if (unlink(held.c_str()) != 0)
+      return 15;
+    if (read(step[0], &c, 1) != 1) // wait: then exit
+      return 16;
+    return 0;
+  });
+  close(step[0]);
+  child.start();
+  const auto pid = static_cast<uint32_t>(child.pid);
+
+  ASSERT_TRUE(pump_until(*m,
+                         [&](const Engine &e) {
+                           auto s = by_path(e, held);
+                           return s && s->bytes == 65536 && by_path(e, left);
+                         }))
+      << "segments not seen: held "
+      << (by_path(m->engine(), held) ? std::to_string(by_path(m->engine(), held)->bytes) : "absent")
+      << ", left " << (by_path(m->engine(), left) ? "present" : "absent");
+  auto s = *by_path(m->engine(), held);
+  EXPECT_EQ(s.kind, Kind::tmpfs);
+  EXPECT_EQ(s.state, SegmentState::linked);
+  EXPECT_EQ(s.creator.pid, pid);
+  EXPECT_EQ(s.creator.comm, "mon-creator");
+  EXPECT_FALSE(s.creator.exited);
+  EXPECT_FALSE(s.existed_before);
+  EXPECT_EQ(s.size, 65536u);
+  EXPECT_EQ(s.holders, std::vector<uint32_t>{pid});
+  EXPECT_EQ(s.mountpoint, "/dev/shm");
+  // The container comes from the creator's cgroup: the model must learn
+  // the new cgroup's path from the kernel's cgroup id.
+  EXPECT_TRUE(pump_until(*m,
+                         [&](const Engine &e) {
+                           auto x = by_path(e, held);
+                           return x && x->container.id == cg.id();
+                         }))
+      << "container not attributed: " << by_path(m->engine(), held)->container.id;
+  EXPECT_EQ(by_path(m->engine(), held)->container.runtime, "docker");
+  // close(2) is not traced: the holder rescan notices it within a sample.
+  EXPECT_TRUE(pump_until(*m, [&](const Engine &e) {
+    auto x = by_path(e, left);
+    return x && x->holders.empty() && x->bytes == 4096;
+  })) << "closed file still held";
+  auto l = *by_path(m->engine(), left);
+  EXPECT_EQ(l.creator.pid, pid);
+  auto p = m->engine().process(pid, Monitor::now_ns());
+  ASSERT_TRUE(p);
+  EXPECT_EQ(p->segments_created, 2u);
+  EXPECT_EQ(p->creates, 2u);
+
+  // Unlinked while mapped: still there, with its bytes, until the last holder goes.
+  char go = 1;
+  ASSERT_EQ(write(step[1], &go, 1), 1);
+  ASSERT_TRUE(pump_until(*m, [&](const Engine &e) {
+    SegmentFilter f;
+    f.pid = pid;
+    f.state = SegmentState::unlinked;
+    auto v = e.segments(f);
+    return v.size() == 1 && v[0].bytes == 65536;
+  })) << "unlink not applied";
+
+  ASSERT_EQ(write(step[1], &go, 1), 1);
+  close(step[1]);
+  EXPECT_EQ(child.wait(), 0);
+  ASSERT_TRUE(pump_until(*m, [&](const Engine &e) {
+    return !e.process(pid) && e.stats().gone >= 1 && !by_path(e, base + "-held");
+  })) << "exit not applied";
+  // No unlinked segment of the child is left (the mapped file was freed).
+  SegmentFilter mine;
+  mine.state = SegmentState::unlinked;
+  for (const auto &x : m->engine().segments(mine))
+    EXPECT_NE(x.creator.pid, pid) << x.path;
+  l = *by_path(m->engine(), left);
+  EXPECT_TRUE(l.creator.exited);
+  auto now = Monitor::now_ns();
+  auto has_left = [&](uint64_t min_age) {
+    auto o = m->engine().orphans(now, min_age);
+    return std::any_of(o.begin(), o.end(), [&](const Orphan &x) { return x.segment.path == left; });
+  };
+  EXPECT_TRUE(has_left(0));
+  EXPECT_FALSE(has_left(60'000'000'000)); // not before --min-age
+  unlink(left.c_str());
+}
+
+TEST(Monitor, LostRecordsTriggerAReconcileThatFindsEverything) {
+  MonitorOptions opts;
+  opts.probe.ring_buffer_bytes = 4096; // a few records: a burst overflows it
+  SHMBPF_MONITOR(m, opts);
+  const std::string dir = "/dev/shm/shmbpf-mon-burst-" + std::to_string(getpid());
+  ASSERT_EQ(mkdir(dir.c_str(), 0700), 0);
+  constexpr int kFiles = 300;
+  Child child = run_child("mon-burst", [&] {
+    for (int i = 0; i < kFiles; ++i) {
+      int fd = open((dir + "/f" + std::to_string(i)).c_str(), O_RDWR | O_CREAT, 0600);
+      if (fd < 0 || ftruncate(fd, 4096) != 0 || pwrite(fd, "z", 1, 0) != 1)
+        return 1;
+      close(fd);
+    }
+    return 0;
+  });
+  ASSERT_EQ(child.status, 0);
+  auto count = [&](const Engine &e) {
+    SegmentFilter f;
+    f.path_glob = dir + "/f*";
+    return e.segments(f).size();
+  };
+  EXPECT_TRUE(pump_until(*m, [&](const Engine &e) { return count(e) == kFiles; }));
+  EXPECT_GT(m->stats().lost, 0u);
+  EXPECT_GE(m->stats().loss_reconciles, 1u);
+  EXPECT_EQ(count(m->engine()), static_cast<size_t>(kFiles));
+  std::filesystem::remove_all(dir);
+}
+
+} // namespace
+} // namespace shmbpf::test

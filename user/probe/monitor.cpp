@@ -1,0 +1,213 @@
+#include "probe/monitor.hpp"
+
+#include "sources/bootstrap.hpp"
+#include "sources/proc_scan.hpp"
+
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <ctime>
+
+namespace shmbpf {
+
+namespace {
+
+uint64_t clock_ns(clockid_t id) {
+  timespec ts{};
+  clock_gettime(id, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+EngineConfig engine_config() {
+  EngineConfig cfg;
+  cfg.start_ns = clock_ns(CLOCK_BOOTTIME);
+  cfg.realtime_offset_ns =
+      static_cast<int64_t>(clock_ns(CLOCK_REALTIME)) - static_cast<int64_t>(cfg.start_ns);
+  return cfg;
+}
+
+// Mount tables and usage of every namespace's tmpfs mounts: cheap enough to
+// run every sample, unlike a file scan.
+std::vector<MountState> read_mount_usage() {
+  std::vector<MountState> out;
+  for (const auto &ns : scan_mount_namespaces()) {
+    const std::string root = "/proc/" + std::to_string(ns.pid) + "/root";
+    for (const auto &m : ns.mounts) {
+      if (!m.is_tmpfs() || is_overmounted(ns.mounts, m))
+        continue;
+      MountState st{m.mnt_id, ns.mntns, m.mountpoint, m.dev, m.size_limit().value_or(0), 0};
+      struct statfs sfs {};
+      if (statfs((root + m.mountpoint).c_str(), &sfs) == 0)
+        st.used_bytes = static_cast<uint64_t>(sfs.f_blocks - sfs.f_bfree) * sfs.f_bsize;
+      out.push_back(std::move(st));
+    }
+  }
+  return out;
+}
+
+} // namespace
+
+uint64_t Monitor::now_ns() { return clock_ns(CLOCK_BOOTTIME); }
+
+Monitor::Monitor(const MonitorOptions &opts)
+    : session_(opts.probe, /*scan_now=*/false), engine_(engine_config()), opts_(opts) {
+  // The probe is attached before the scan: whatever is created from here on
+  // arrives as events, whatever existed is in the scan, and an event about
+  // something the scan also saw is applied on top of it harmlessly.
+  SystemScan scan = scan_system();
+  session_.seed(scan.namespaces, all_files(scan));
+  bootstrap(engine_, scan);
+  engine_.sample_mounts(now_ns());
+  stats_.reconciles = 1;
+  last_reconcile_ = last_sample_ = std::chrono::steady_clock::now();
+}
+
+void Monitor::apply(Event &e) {
+  engine_.apply(e);
+  watch(e);
+  stats_.events++;
+  if (observer_)
+    observer_(e);
+}
+
+int Monitor::poll(int timeout_ms) {
+  uint64_t before = stats_.events;
+  int n = session_.poll(timeout_ms, [this](Event &e) { apply(e); });
+  if (n < 0)
+    return n;
+  const auto now = std::chrono::steady_clock::now();
+  if (stats_.events != before && engine_.stats().processes != known_processes_ &&
+      now - last_resolve_ >= std::chrono::milliseconds(100)) {
+    // New processes may be in new cgroups: resolve soon, not at the next sample.
+    known_processes_ = engine_.stats().processes;
+    last_resolve_ = now;
+    resolve_cgroups();
+  }
+  const uint64_t lost = session_.lost();
+  if (lost != lost_seen_) {
+    // Lost records mean the tables may be wrong in any way: rescan now.
+    lost_seen_ = lost;
+    stats_.loss_reconciles++;
+    reconcile();
+  } else if (now - last_reconcile_ >= opts_.reconcile_every) {
+    reconcile();
+  }
+  maybe_sample();
+  return static_cast<int>(stats_.events - before);
+}
+
+void Monitor::drain() {
+  session_.drain([this](Event &e) { apply(e); });
+}
+
+void Monitor::reconcile() {
+  drain();
+  SystemScan scan = scan_system();
+  // Files the kernel does not follow yet (created while records were lost)
+  // must be seeded, or their unlinks would go unseen.
+  if (stats_.loss_reconciles)
+    session_.seed(scan.namespaces, all_files(scan));
+  shmbpf::reconcile(engine_, scan, now_ns());
+  stats_.reconciles++;
+  last_reconcile_ = std::chrono::steady_clock::now();
+}
+
+void Monitor::maybe_sample() {
+  const auto now = std::chrono::steady_clock::now();
+  if (now - last_sample_ < opts_.sample_every)
+    return;
+  last_sample_ = now;
+  refresh_usage();
+  refresh_holders();
+  engine_.reconcile_mounts(read_mount_usage());
+  engine_.sample_mounts(now_ns());
+  resolve_cgroups();
+}
+
+void Monitor::watch(const Event &e) {
+  const bool file_event =
+      e.type == EventType::create || e.type == EventType::open || e.type == EventType::resize;
+  if (!file_event || e.kind == Kind::sysv || e.ret < 0 || e.full_path.empty())
+    return;
+  constexpr size_t kMaxWatched = 65536;
+  if (watched_.size() >= kMaxWatched && !watched_.count(SegmentKey::file(e.dev, e.ino)))
+    return; // a storm of new files: the periodic reconcile measures those
+  Watched &w = watched_[SegmentKey::file(e.dev, e.ino)];
+  w.path = e.full_path;
+  w.pid = e.pid;
+  w.last_event_ns = e.ts_ns;
+}
+
+void Monitor::refresh_usage() {
+  // Kept while held (it may still grow), and for a minute after the last
+  // event (a writer that closed it may have filled it just before).
+  constexpr uint64_t kLinger = 60'000'000'000;
+  const uint64_t now = now_ns();
+  for (auto it = watched_.begin(); it != watched_.end();) {
+    const auto held = engine_.is_held(it->first);
+    const bool keep = held && (*held || now - std::min(now, it->second.last_event_ns) < kLinger);
+    // The path is the one its process saw: a container's /dev/shm is
+    // reached through that process's root while it lives.
+    struct stat st {};
+    auto same = [&](const std::string &p) {
+      return ::stat(p.c_str(), &st) == 0 && st.st_ino == it->first.ino_or_shmid &&
+             kernel_dev(st.st_dev) == it->first.dev_or_ipcns;
+    };
+    if (held && (same(it->second.path) ||
+                 same("/proc/" + std::to_string(it->second.pid) + "/root" + it->second.path)))
+      engine_.set_file_usage(it->first, static_cast<uint64_t>(st.st_size),
+                             static_cast<uint64_t>(st.st_blocks) * 512, now);
+    it = keep ? std::next(it) : watched_.erase(it);
+  }
+}
+
+void Monitor::refresh_holders() {
+  // close(2) and munmap(2) are not traced (hooking every close would tax
+  // unrelated work): the holders of recently touched files are rescanned.
+  constexpr size_t kMaxPids = 256; // per sample; the full reconcile covers the rest
+  std::vector<SegmentKey> keys;
+  keys.reserve(watched_.size());
+  for (const auto &[key, w] : watched_)
+    keys.push_back(key);
+  std::vector<uint32_t> pids = engine_.holders_of(keys);
+  if (pids.size() > kMaxPids) {
+    std::rotate(pids.begin(), pids.begin() + static_cast<long>(holder_cursor_ % pids.size()),
+                pids.end());
+    pids.resize(kMaxPids);
+    holder_cursor_ += kMaxPids;
+  }
+  for (uint32_t pid : pids) {
+    if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH)
+      continue; // its exit event is on the way
+    std::vector<SegmentKey> files;
+    for (const HeldFile &h : scan_holdings(pid))
+      if (!h.path.starts_with("/SYSV"))
+        files.push_back(SegmentKey::file(h.dev, h.ino));
+    engine_.reconcile_process_files(pid, std::move(files));
+  }
+}
+
+void Monitor::resolve_cgroups() {
+  // Events carry cgroup ids; a container started after us has an id no
+  // scan described yet. Each id gets a few tries: a cgroup may be gone.
+  std::vector<uint64_t> ids;
+  for (uint64_t id : engine_.unknown_cgroups())
+    if (cgroup_tries_[id]++ < 3)
+      ids.push_back(id);
+  if (ids.empty())
+    return;
+  for (auto &[id, path] : find_cgroup_paths(ids))
+    engine_.set_cgroup_path(id, std::move(path));
+}
+
+MonitorStats Monitor::stats() const {
+  MonitorStats s = stats_;
+  s.lost = session_.lost();
+  s.decode_errors = session_.stats().decode_errors;
+  return s;
+}
+
+} // namespace shmbpf

@@ -1,0 +1,90 @@
+// The live model: a Session's events applied to an Engine that was
+// bootstrapped from a scan, kept converging to the kernel's truth by
+// periodic rescans and by a rescan right after the kernel lost records.
+// What `shmbpf top` (and any long-running consumer) reads.
+#pragma once
+
+#include "model/engine.hpp"
+#include "probe/session.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <unordered_map>
+
+namespace shmbpf {
+
+struct MonitorOptions {
+  ProbeOptions probe;
+  // Full rescans of /proc, every tmpfs and /proc/sysvipc/shm. A rescan also
+  // happens at the first poll after the kernel reports lost records.
+  std::chrono::milliseconds reconcile_every{30'000};
+  // Mount usage samples for growth rates and time-to-full.
+  std::chrono::milliseconds sample_every{1'000};
+};
+
+struct MonitorStats {
+  uint64_t events = 0;        // events applied to the engine
+  uint64_t lost = 0;          // records the kernel could not deliver
+  uint64_t decode_errors = 0; // records the decoder rejected
+  uint64_t reconciles = 0;    // full rescans, the bootstrap included
+  uint64_t loss_reconciles = 0;
+};
+
+class Monitor {
+public:
+  using EventFn = std::function<void(const Event &)>;
+
+  // Loads the BPF probe (throws FatalError like Probe), then bootstraps the
+  // engine from a scan of what already exists.
+  explicit Monitor(const MonitorOptions &opts);
+
+  // Waits up to timeout_ms for events and applies them; samples mounts and
+  // reconciles when due. Returns events applied, or -errno (-EINTR on a
+  // signal).
+  int poll(int timeout_ms);
+  // Applies everything the kernel has pending now (frees included).
+  void drain();
+  // Drains, then rescans everything and reconciles the engine with it.
+  void reconcile();
+
+  // Called for each event after the engine applied it (optional).
+  void set_observer(EventFn fn) { observer_ = std::move(fn); }
+
+  const Engine &engine() const { return engine_; }
+  MonitorStats stats() const;
+  const Session &session() const { return session_; }
+  // CLOCK_BOOTTIME now, in the engine's time base.
+  static uint64_t now_ns();
+
+private:
+  void apply(Event &e);
+  void maybe_sample();
+  void resolve_cgroups();
+  void watch(const Event &e);
+  void refresh_usage();
+  void refresh_holders();
+
+  Session session_;
+  Engine engine_;
+  EventFn observer_;
+  MonitorOptions opts_;
+  MonitorStats stats_;
+  uint64_t lost_seen_ = 0;
+  uint64_t known_processes_ = 0;
+  std::unordered_map<uint64_t, int> cgroup_tries_;
+  // Files touched by recent events, re-stat'ed every sample: no event
+  // reports the pages that writes and faults add. Bounded; oldest go first.
+  struct Watched {
+    std::string path; // as process pid saw it
+    uint32_t pid = 0;
+    uint64_t last_event_ns = 0;
+  };
+  std::unordered_map<SegmentKey, Watched, SegmentKeyHash> watched_;
+  size_t holder_cursor_ = 0;
+  std::chrono::steady_clock::time_point last_reconcile_{};
+  std::chrono::steady_clock::time_point last_sample_{};
+  std::chrono::steady_clock::time_point last_resolve_{};
+};
+
+} // namespace shmbpf
