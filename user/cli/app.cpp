@@ -68,6 +68,46 @@ std::unique_ptr<CLI::App> make_app(CliOptions &opts) {
       ->check(CLI::IsMember({"tmpfs", "memfd", "sysv"}));
   ls->add_option("--match", l.match, "Only segments whose path matches this glob");
   ls->add_flag("--json", l.json, "Print JSON");
+
+  auto *leaks = app->add_subcommand(
+      "leaks", "Report leaked shared memory: orphaned segments (nobody holds them, their creator "
+               "is gone) by mount, container and name pattern, and growth. Exit status 0: no "
+               "leak, 1: leaks found, 2: error.");
+  auto &k = opts.leaks;
+  leaks->add_option("--min-age", k.min_age_s, "Only segments at least this many seconds old")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  leaks->add_option("--match", k.match, "Only segments whose path matches this glob");
+  leaks
+      ->add_option("--window", k.window_s,
+                   "Watch this many seconds for growing processes, containers and mounts "
+                   "(default 0: no growth check)")
+      ->check(CLI::NonNegativeNumber);
+  leaks->add_flag("--all-mounts", k.all_mounts,
+                  "Also judge files on tmpfs mounts that are not shared memory (/run, /tmp); "
+                  "by default only /dev/shm mounts, memfds, SysV, hugetlbfs and known "
+                  "shared-memory names");
+  leaks->add_flag("--json", k.json, "Print JSON");
+
+  auto *top = app->add_subcommand(
+      "top", "Live view of shared memory by process, container, mount or segment (needs root).");
+  auto &o = opts.top;
+  top->add_option("-d,--delay", o.delay_s, "Seconds between refreshes")
+      ->check(CLI::Range(0.1, 3600.0))
+      ->capture_default_str();
+  top->add_option("-p,--pid", o.pid, "Only this process")->check(CLI::PositiveNumber);
+  top->add_option("--container", o.container,
+                  "Only this container (id or id prefix; \"host\" for the host)");
+  top->add_option("--by", o.by, "Initial view (default process)")
+      ->check(CLI::IsMember({"process", "container", "mount", "segments"}));
+  top->add_flag("-b,--batch", o.batch, "Batch mode: print frames as plain text, no terminal");
+  top->add_option("-n,--iterations", o.iterations, "Frames to print in batch mode, then exit")
+      ->check(CLI::PositiveNumber);
+  top->add_flag("--json", o.json, "With -b: one JSON object per frame");
+  top->add_option("--ring-buffer-size", o.ring_buffer_bytes,
+                  "BPF ring buffer size in bytes, a power of two (default 8388608)")
+      ->check(CLI::Range(size_t{4096}, size_t{1} << 30));
+  top->add_flag("-v,--verbose", o.verbose, "Show libbpf's messages");
   return app;
 }
 
@@ -77,19 +117,27 @@ int run_cli(int argc, char **argv) {
   try {
     app->parse(argc, argv);
   } catch (const CLI::ParseError &e) {
-    return app->exit(e);
+    // --help and --version succeed; usage errors exit 2, as most tools do.
+    int code = app->exit(e);
+    return code == 0 ? 0 : 2;
   }
+  // leaks promises 2 for every error: 1 means "leaks found".
+  const int error_status = app->got_subcommand("leaks") ? 2 : 1;
   try {
     if (app->got_subcommand("trace"))
       return run_trace(opts.trace);
     if (app->got_subcommand("ls"))
       return run_ls(opts.ls);
+    if (app->got_subcommand("leaks"))
+      return run_leaks(opts.leaks);
+    if (app->got_subcommand("top"))
+      return run_top(opts.top);
   } catch (const FatalError &e) {
     std::fprintf(stderr, "shmbpf: %s\n", e.what());
-    return e.exit_code();
+    return std::max(e.exit_code(), error_status);
   } catch (const std::exception &e) {
     std::fprintf(stderr, "shmbpf: internal error: %s\n", e.what());
-    return 1;
+    return error_status;
   }
   return 0;
 }

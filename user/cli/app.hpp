@@ -38,9 +38,31 @@ struct LsOptions {
   bool json = false;
 };
 
+struct LeaksOptions {
+  double min_age_s = 60;            // younger segments are not orphans yet
+  std::optional<std::string> match; // glob on the path
+  double window_s = 0;              // > 0: watch this long for growth findings
+  bool all_mounts = false;          // also /run, /tmp and other non-shm tmpfs mounts
+  bool json = false;
+};
+
+struct TopOptions {
+  double delay_s = 1; // -d: refresh interval
+  std::optional<uint32_t> pid;
+  std::optional<std::string> container;
+  std::string by = "process"; // process, container, mount, segments
+  bool batch = false;         // -b
+  int iterations = 0;         // -n: frames to print in batch mode, 0 = until a signal
+  bool json = false;          // with -b: one JSON object per frame
+  size_t ring_buffer_bytes = 8u << 20;
+  bool verbose = false;
+};
+
 struct CliOptions {
   TraceOptions trace;
   LsOptions ls;
+  LeaksOptions leaks;
+  TopOptions top;
 };
 
 // Builds the app; parsed values land in opts. Subcommands are named "trace".
@@ -54,5 +76,11 @@ int run_trace(const TraceOptions &opts);
 
 // `shmbpf ls`: returns the exit status.
 int run_ls(const LsOptions &opts);
+
+// `shmbpf leaks`: 0 no leak, 1 leaks found, 2 error.
+int run_leaks(const LeaksOptions &opts);
+
+// `shmbpf top`: returns the exit status.
+int run_top(const TopOptions &opts);
 
 } // namespace shmbpf

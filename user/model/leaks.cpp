@@ -1,0 +1,130 @@
+#include "model/leaks.hpp"
+
+#include <fnmatch.h>
+
+#include <algorithm>
+#include <map>
+#include <tuple>
+
+namespace shmbpf {
+
+namespace {
+
+void sort_groups(std::vector<LeakGroup> &groups) {
+  std::sort(groups.begin(), groups.end(), [](const LeakGroup &a, const LeakGroup &b) {
+    return std::tie(b.bytes, b.count, a.mount, a.container.id, a.pattern) <
+           std::tie(a.bytes, a.count, b.mount, b.container.id, b.pattern);
+  });
+}
+
+} // namespace
+
+bool is_shared_memory(const SegmentInfo &s) {
+  if (s.kind != Kind::tmpfs || s.pattern != NamePattern::none)
+    return true;
+  const std::string_view mp = s.mountpoint;
+  if (mp == "/dev/shm" || mp.ends_with("/dev/shm") || mp.starts_with("/dev/hugepages"))
+    return true;
+  // Unlinked files without a mount were found through their holders' fds
+  // and maps: they are mapped or held memory.
+  return mp.empty() && s.state == SegmentState::unlinked;
+}
+
+LeakReport summarize_orphans(const std::vector<Orphan> &orphans, const std::string &glob,
+                             bool all_mounts) {
+  LeakReport r;
+  std::map<std::string, LeakGroup> mounts, containers, patterns;
+  for (const Orphan &o : orphans) {
+    const SegmentInfo &s = o.segment;
+    if (!glob.empty() && ::fnmatch(glob.c_str(), s.path.c_str(), 0) != 0)
+      continue;
+    if (!all_mounts && !is_shared_memory(s))
+      continue;
+    r.orphans.push_back(s);
+    r.orphan_bytes += s.bytes;
+    LeakGroup &m = mounts[s.mountpoint];
+    m.mount = s.mountpoint;
+    LeakGroup &c = containers[s.container.id];
+    c.container = s.container;
+    std::string pattern =
+        s.pattern == NamePattern::none ? std::string("other") : std::string(to_string(s.pattern));
+    LeakGroup &p = patterns[pattern];
+    p.pattern = pattern;
+    for (LeakGroup *g : {&m, &c, &p}) {
+      ++g->count;
+      g->bytes += s.bytes;
+    }
+  }
+  for (auto &[k, g] : mounts)
+    r.by_mount.push_back(g);
+  for (auto &[k, g] : containers)
+    r.by_container.push_back(g);
+  for (auto &[k, g] : patterns)
+    r.by_pattern.push_back(g);
+  sort_groups(r.by_mount);
+  sort_groups(r.by_container);
+  sort_groups(r.by_pattern);
+  return r;
+}
+
+UsageSample sample_usage(const Engine &engine, uint64_t now_ns) {
+  UsageSample u;
+  u.t_ns = now_ns;
+  // A process's live bytes: what it holds, or what it created and let go
+  // of if that is more (a creator that closes its files still leaks them).
+  for (const ProcessInfo &p : engine.processes(now_ns))
+    if (p.bytes_held || p.bytes_created)
+      u.subjects.push_back(
+          {"process", std::to_string(p.pid), p.comm, std::max(p.bytes_held, p.bytes_created)});
+  for (const ContainerInfo &c : engine.containers(now_ns))
+    u.subjects.push_back({"container", c.id, c.runtime, c.bytes});
+  for (const MountUsage &m : engine.mounts())
+    u.subjects.push_back(
+        {"mount", m.mount.mountpoint, std::to_string(m.mount.mntns), m.mount.used_bytes});
+  return u;
+}
+
+std::vector<GrowthFinding> find_growth(const std::vector<UsageSample> &samples, uint64_t min_bytes,
+                                       size_t min_rises) {
+  std::vector<GrowthFinding> out;
+  if (samples.size() < 2)
+    return out;
+  using Key = std::tuple<std::string, std::string, std::string>;
+  struct Track {
+    std::vector<uint64_t> bytes;
+  };
+  std::map<Key, Track> tracks;
+  for (size_t i = 0; i < samples.size(); ++i)
+    for (const auto &s : samples[i].subjects) {
+      Track &t = tracks[{s.what, s.id, s.name}];
+      if (t.bytes.size() == i) // a duplicate within one sample counts once
+        t.bytes.push_back(s.bytes);
+    }
+  const double seconds =
+      static_cast<double>(samples.back().t_ns - samples.front().t_ns) / 1'000'000'000.0;
+  for (const auto &[key, t] : tracks) {
+    if (t.bytes.size() != samples.size())
+      continue; // not there the whole window
+    size_t rises = 0;
+    bool fell = false;
+    for (size_t i = 1; i < t.bytes.size(); ++i) {
+      rises += t.bytes[i] > t.bytes[i - 1];
+      fell |= t.bytes[i] < t.bytes[i - 1];
+    }
+    if (fell || rises < min_rises || t.bytes.back() - t.bytes.front() < min_bytes)
+      continue;
+    GrowthFinding g;
+    std::tie(g.what, g.id, g.name) = key;
+    g.from_bytes = t.bytes.front();
+    g.to_bytes = t.bytes.back();
+    g.seconds = seconds;
+    g.bytes_per_s = seconds > 0 ? static_cast<double>(g.to_bytes - g.from_bytes) / seconds : 0;
+    out.push_back(std::move(g));
+  }
+  std::sort(out.begin(), out.end(), [](const GrowthFinding &a, const GrowthFinding &b) {
+    return a.bytes_per_s > b.bytes_per_s;
+  });
+  return out;
+}
+
+} // namespace shmbpf

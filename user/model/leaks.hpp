@@ -1,0 +1,70 @@
+// Leak findings from the engine's model: orphans grouped by mount,
+// container and name pattern, and growth of processes, containers and
+// mounts across successive samples. Pure; docs/LEAKS.md explains the rules.
+#pragma once
+
+#include "model/engine.hpp"
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace shmbpf {
+
+struct LeakGroup {
+  std::string mount;      // by_mount: the mountpoint ("" for SysV and memfd)
+  ContainerRef container; // by_container: empty id = host
+  std::string pattern;    // by_pattern: torch, psm, sem or other
+  uint64_t count = 0;
+  uint64_t bytes = 0;
+};
+
+// One subject whose live shared-memory bytes rose over the whole window.
+struct GrowthFinding {
+  std::string what; // process, container or mount
+  std::string id;   // pid, container id ("" = host) or mountpoint
+  std::string name; // comm, runtime or mount namespace
+  uint64_t from_bytes = 0;
+  uint64_t to_bytes = 0;
+  double seconds = 0;
+  double bytes_per_s = 0;
+};
+
+struct LeakReport {
+  std::vector<SegmentInfo> orphans; // largest first
+  uint64_t orphan_bytes = 0;
+  std::vector<LeakGroup> by_mount, by_container, by_pattern; // largest first
+  std::vector<GrowthFinding> growth;
+  bool leaking() const { return !orphans.empty() || !growth.empty(); }
+};
+
+// Where shared memory lives: any /dev/shm mount (the host's or a
+// container's), memfds, SysV, hugetlbfs, and files named by a known
+// shared-memory scheme anywhere. Other tmpfs mounts (/run, /tmp) hold
+// ordinary files that nobody keeps open, so they are not leaks by default.
+bool is_shared_memory(const SegmentInfo &s);
+
+// Orphans (as Engine::orphans) whose path matches glob (fnmatch, no flags;
+// empty glob: all) and, unless all_mounts, that are shared memory; grouped.
+LeakReport summarize_orphans(const std::vector<Orphan> &orphans, const std::string &glob,
+                             bool all_mounts = false);
+
+// Live bytes of every subject at one instant.
+struct UsageSample {
+  uint64_t t_ns = 0;
+  struct Subject {
+    std::string what, id, name;
+    uint64_t bytes = 0;
+  };
+  std::vector<Subject> subjects;
+};
+
+// The usage of every process, container and mount the engine knows now.
+UsageSample sample_usage(const Engine &engine, uint64_t now_ns);
+
+// Subjects present in every sample whose bytes never fell and rose at
+// least min_rises times by min_bytes in total: monotonic growth, not noise.
+std::vector<GrowthFinding> find_growth(const std::vector<UsageSample> &samples,
+                                       uint64_t min_bytes = 1, size_t min_rises = 2);
+
+} // namespace shmbpf

@@ -1,0 +1,111 @@
+#include "views/leaks_view.hpp"
+
+#include "views/escape.hpp"
+#include "views/json.hpp"
+#include "views/ls_view.hpp"
+
+#include <cmath>
+
+namespace shmbpf {
+
+namespace {
+
+std::string container_name(const ContainerRef &c) {
+  if (c.id.empty())
+    return "host";
+  return escape_text(c.id.substr(0, 12)) + " (" + escape_text(c.runtime) + ")";
+}
+
+std::string rate(double bytes_per_s) {
+  if (!std::isfinite(bytes_per_s) || bytes_per_s <= 0)
+    return "0B/s";
+  return human_bytes(static_cast<uint64_t>(std::llround(bytes_per_s))) + "/s";
+}
+
+} // namespace
+
+std::string leaks_text(const LeakReport &r, uint64_t now_ns, uint64_t min_age_s) {
+  std::string out;
+  if (!r.leaking()) {
+    out += "no leaks: no orphaned segment older than " + human_age(min_age_s) +
+           ", no steady growth seen\n";
+    return out;
+  }
+  if (!r.orphans.empty()) {
+    out += "orphans: " + std::to_string(r.orphans.size()) + " segments, " +
+           human_bytes(r.orphan_bytes) + " (no holder, creator gone or unknown, older than " +
+           human_age(min_age_s) + ")\n";
+    auto group = [&](const char *title, const std::vector<LeakGroup> &groups, auto name) {
+      out += std::string("  by ") + title + ":\n";
+      for (const LeakGroup &g : groups)
+        out += "    " + name(g) + "  " + std::to_string(g.count) + " segments, " +
+               human_bytes(g.bytes) + "\n";
+    };
+    group("mount", r.by_mount, [](const LeakGroup &g) {
+      return g.mount.empty() ? std::string("(no mount: SysV, memfd)") : escape_text(g.mount);
+    });
+    group("container", r.by_container,
+          [](const LeakGroup &g) { return container_name(g.container); });
+    group("pattern", r.by_pattern, [](const LeakGroup &g) { return g.pattern; });
+    out += "\n";
+    out += segments_table(r.orphans, now_ns);
+  }
+  if (!r.growth.empty()) {
+    if (!r.orphans.empty())
+      out += "\n";
+    out += "growth: " + std::to_string(r.growth.size()) + " still rising\n";
+    for (const GrowthFinding &g : r.growth) {
+      std::string who = g.what + " " + (g.id.empty() ? std::string("host") : escape_text(g.id));
+      if (!g.name.empty() && g.what != "mount")
+        who += " (" + escape_text(g.name) + ")";
+      out += "  " + who + ": " + human_bytes(g.from_bytes) + " -> " + human_bytes(g.to_bytes) +
+             " in " + human_age(static_cast<uint64_t>(std::llround(g.seconds))) + ", " +
+             rate(g.bytes_per_s) + "\n";
+    }
+  }
+  return out;
+}
+
+std::string leaks_json(const LeakReport &r, uint64_t now_ns) {
+  std::string out;
+  JsonWriter w(out);
+  w.begin_object();
+  w.key("orphans").begin_array();
+  for (const SegmentInfo &s : r.orphans)
+    write_segment(w, s, now_ns);
+  w.end_array();
+  w.num("orphan_count", r.orphans.size()).num("orphan_bytes", r.orphan_bytes);
+  w.key("by_mount").begin_array();
+  for (const LeakGroup &g : r.by_mount) {
+    w.begin_object().key("mount").str_or_null(g.mount);
+    w.num("count", g.count).num("bytes", g.bytes).end_object();
+  }
+  w.end_array();
+  w.key("by_container").begin_array();
+  for (const LeakGroup &g : r.by_container) {
+    w.begin_object().key("container");
+    write_container(w, g.container);
+    w.num("count", g.count).num("bytes", g.bytes).end_object();
+  }
+  w.end_array();
+  w.key("by_pattern").begin_array();
+  for (const LeakGroup &g : r.by_pattern)
+    w.begin_object()
+        .str("pattern", g.pattern)
+        .num("count", g.count)
+        .num("bytes", g.bytes)
+        .end_object();
+  w.end_array();
+  w.key("growth").begin_array();
+  for (const GrowthFinding &g : r.growth) {
+    w.begin_object().str("what", g.what).str("id", g.id).str("name", g.name);
+    w.num("from_bytes", g.from_bytes).num("to_bytes", g.to_bytes);
+    w.real("seconds", g.seconds).real("bytes_per_s", g.bytes_per_s).end_object();
+  }
+  w.end_array();
+  w.end_object();
+  out += '\n';
+  return out;
+}
+
+} // namespace shmbpf
