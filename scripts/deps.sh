@@ -9,6 +9,9 @@ pkgs=(
   libcli11-dev                             # command line parsing
   libgtest-dev nlohmann-json3-dev          # tests (JSON only to parse our NDJSON in tests)
   clang-format                             # style check
+  libncurses-dev                           # shmbpf top's terminal UI
+  tmux                                     # tests: drives shmbpf top in a real terminal
+  python3-torch                            # tests: the PyTorch workloads shmbpf exists for
 )
 missing=()
 for p in "${pkgs[@]}"; do
