@@ -71,6 +71,7 @@ TEST(LsCli, ListsLinkedAndUnlinkedButHeldSegments) {
   close(ready[0]);
 
   auto [code, out] = run("ls --json");
+  auto [pcode, pout] = run("ls --by process --json");
   kill(child, SIGKILL);
   waitpid(child, nullptr, 0);
   unlink(linked.c_str());
@@ -93,6 +94,23 @@ TEST(LsCli, ListsLinkedAndUnlinkedButHeldSegments) {
   EXPECT_EQ((*h)["state"], "unlinked");
   std::vector<int> holders = (*h)["holders"];
   EXPECT_NE(std::find(holders.begin(), holders.end(), child), holders.end());
+  // Only its holders know its size: read through the holder's fd.
+  EXPECT_EQ((*h)["bytes"], 4096);
+  EXPECT_EQ((*h)["size"], 4096);
+
+  // Processes with shared memory only: the holder, not this test process.
+  ASSERT_EQ(pcode, 0) << pout;
+  bool child_listed = false;
+  const auto procs = nlohmann::json::parse(pout);
+  for (const auto &p : procs["processes"]) {
+    EXPECT_NE(p["pid"], getpid());
+    if (p["pid"] == child) {
+      child_listed = true;
+      EXPECT_EQ(p["segments_held"], 1);
+      EXPECT_EQ(p["bytes_held"], 4096);
+    }
+  }
+  EXPECT_TRUE(child_listed) << pout;
 
   // The filters narrow it down.
   auto [code2, out2] = run("ls --json --match '*e2e-ls-" + std::to_string(getpid()) + "'");

@@ -37,7 +37,11 @@ int run_ls(const LsOptions &opts) {
 
   std::string out;
   if (opts.by == "process") {
+    // Only processes with shared memory: ps lists the others.
     auto v = engine.processes(now);
+    std::erase_if(v, [](const ProcessInfo &p) {
+      return p.segments_created == 0 && p.segments_held == 0 && p.sysv_attachments == 0;
+    });
     out = opts.json ? processes_json(v) : processes_table(v);
   } else if (opts.by == "container") {
     auto v = engine.containers(now);
