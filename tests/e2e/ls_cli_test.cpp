@@ -1,5 +1,7 @@
 // `shmbpf ls` end to end: real files in /dev/shm, a real holder process,
 // the real binary's JSON.
+#include "run_cli.hpp"
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -16,17 +18,10 @@
 
 namespace {
 
-// Runs the binary with args, returns (exit status, stdout).
+// (exit status, stdout) of `shmbpf <args>`.
 std::pair<int, std::string> run(const std::string &args) {
-  std::string cmd = std::string(SHMBPF_BINARY) + " " + args + " 2>/dev/null";
-  FILE *p = popen(cmd.c_str(), "r");
-  std::string out;
-  char buf[4096];
-  size_t n;
-  while ((n = fread(buf, 1, sizeof(buf), p)) > 0)
-    out.append(buf, n);
-  int st = pclose(p);
-  return {WIFEXITED(st) ? WEXITSTATUS(st) : -1, out};
+  auto r = shmbpf::test::run_shmbpf(args);
+  return {r.code, r.out};
 }
 
 std::string devstr(dev_t d) { return std::to_string(major(d)) + ":" + std::to_string(minor(d)); }

@@ -1,0 +1,96 @@
+// `shmbpf leaks` end to end: exit status for cron, and growth over a window
+// from a real writer that keeps filling a /dev/shm file.
+#include "../support.hpp"
+#include "run_cli.hpp"
+
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <string>
+
+namespace shmbpf::test {
+namespace {
+
+TEST(LeaksCli, ExitStatusTellsCleanFromLeakingFromError) {
+  SHMBPF_REQUIRE_ROOT();
+  const std::string path = "/dev/shm/e2e-leaks-" + std::to_string(getpid());
+  int fd = open(path.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(write(fd, "leak", 4), 4);
+  close(fd);
+
+  const std::string glob = "--match '/dev/shm/e2e-leaks-" + std::to_string(getpid()) + "'";
+  // Fresh: younger than the default min-age of 60 s.
+  auto young = run_shmbpf("leaks --json " + glob);
+  EXPECT_EQ(young.code, 0) << young.out << young.err;
+  EXPECT_EQ(young.json()["orphan_count"], 0);
+  auto text = run_shmbpf("leaks " + glob);
+  EXPECT_EQ(text.code, 0);
+  EXPECT_NE(text.out.find("no leaks"), std::string::npos) << text.out;
+
+  auto old = run_shmbpf("leaks --json --min-age 0 " + glob);
+  unlink(path.c_str());
+  EXPECT_EQ(old.code, 1) << old.out << old.err;
+  auto j = old.json();
+  ASSERT_EQ(j["orphan_count"], 1);
+  EXPECT_EQ(j["orphans"][0]["path"], path);
+  EXPECT_EQ(j["orphans"][0]["orphan"], true);
+  EXPECT_EQ(j["orphan_bytes"], 4096);
+  EXPECT_EQ(j["by_mount"][0]["mount"], "/dev/shm");
+
+  EXPECT_EQ(run_shmbpf("leaks --min-age -3").code, 2);
+  EXPECT_EQ(run_shmbpf("leaks --bogus").code, 2);
+  EXPECT_EQ(run_shmbpf("leaks --help").code, 0);
+}
+
+TEST(LeaksCli, WindowReportsAWriterThatKeepsGrowing) {
+  SHMBPF_REQUIRE_ROOT();
+  const std::string path = "/dev/shm/e2e-grow-" + std::to_string(getpid());
+  // Writes 256 KiB every 200 ms into a file it keeps open, for ~8 s.
+  GatedFork writer = fork_gated("e2e-grower", [&] {
+    int fd = open(path.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+    if (fd < 0)
+      return 1;
+    std::string chunk(256 << 10, 'g');
+    for (int i = 0; i < 40; ++i) {
+      if (write(fd, chunk.data(), chunk.size()) != static_cast<ssize_t>(chunk.size()))
+        return 2;
+      usleep(200'000);
+    }
+    return 0;
+  });
+  char go = 1;
+  ASSERT_EQ(write(writer.gate_fd, &go, 1), 1);
+  close(writer.gate_fd);
+  usleep(300'000);
+
+  auto r = run_shmbpf("leaks --json --window 3 --match '/nothing/matches'");
+  kill(writer.pid, SIGKILL);
+  waitpid(writer.pid, nullptr, 0);
+  unlink(path.c_str());
+
+  EXPECT_EQ(r.code, 1) << r.out << r.err; // growth alone is a finding
+  auto j = r.json();
+  EXPECT_EQ(j["orphan_count"], 0);
+  bool process = false, mount = false;
+  for (const auto &g : j["growth"]) {
+    if (g["what"] == "process" && g["id"] == std::to_string(writer.pid)) {
+      process = true;
+      EXPECT_EQ(g["name"], "e2e-grower");
+      EXPECT_GT(g["to_bytes"].get<uint64_t>(), g["from_bytes"].get<uint64_t>() + (512u << 10));
+      EXPECT_GT(g["bytes_per_s"].get<double>(), 100'000.0);
+      EXPECT_GE(g["seconds"].get<double>(), 2.5);
+    }
+    if (g["what"] == "mount" && g["id"] == "/dev/shm")
+      mount = true;
+  }
+  EXPECT_TRUE(process) << r.out;
+  EXPECT_TRUE(mount) << r.out;
+}
+
+} // namespace
+} // namespace shmbpf::test
