@@ -214,6 +214,7 @@ TEST_F(ContainerE2E, ProcessesAndContainerTotals) {
   std::vector<pid_t> members = ctr_.pids();
   ASSERT_EQ(members.size(), 2u) << "init and the holder";
 
+  // Processes with shared memory are listed: the holder, not init.
   auto procs = run_shmbpf("ls --by process --json");
   ASSERT_EQ(procs.code, 0) << procs.err;
   const json processes = procs.json()["processes"];
@@ -227,8 +228,9 @@ TEST_F(ContainerE2E, ProcessesAndContainerTotals) {
         EXPECT_EQ(p["container"]["id"], ctr_.id());
         EXPECT_EQ(p["container"]["runtime"], "docker");
         EXPECT_EQ(p["mntns"], ctr_.mntns());
+        EXPECT_GT(p["segments_held"], 0) << p;
       }
-    EXPECT_TRUE(found) << processes.size() << " processes listed:\n" << procs.out;
+    EXPECT_EQ(found, pid == holder_) << processes.size() << " processes listed:\n" << procs.out;
   }
 
   auto ctrs = run_shmbpf("ls --by container --json");

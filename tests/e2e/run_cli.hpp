@@ -1,6 +1,8 @@
 // Runs the shmbpf binary from end-to-end tests and reads its JSON.
 #pragma once
 
+#include "support.hpp"
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -59,8 +61,7 @@ inline CliResult run_shmbpf(const std::string &args) {
 #define SHMBPF_REQUIRE_ROOT()                                                                      \
   do {                                                                                             \
     if (geteuid() != 0) {                                                                          \
-      const char *ci_ = std::getenv("CI");                                                         \
-      if (ci_ && std::string(ci_) == "true")                                                       \
+      if (::shmbpf::test::in_ci())                                                                 \
         FAIL() << "end-to-end tests need root under CI=true";                                      \
       GTEST_SKIP() << "needs root";                                                                \
     }                                                                                              \

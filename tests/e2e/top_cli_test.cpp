@@ -2,6 +2,7 @@
 // pipe while real processes create segments, a simulated container, and the
 // interactive screen driven through tmux (keys in, screen captured). Every
 // wait is bounded; a hung binary is killed and the test fails.
+#include "background.hpp"
 #include "container_sim.hpp"
 #include "support.hpp"
 
@@ -37,19 +38,6 @@ using Clock = std::chrono::steady_clock;
 
 constexpr auto start_timeout = 30s; // loading BPF and the first scan take a second or two
 
-bool in_ci() {
-  const char *ci = std::getenv("CI");
-  return ci && std::string(ci) == "true";
-}
-
-std::vector<std::string> lines_of(const std::string &s) {
-  std::vector<std::string> out;
-  std::istringstream in(s);
-  for (std::string line; std::getline(in, line);)
-    out.push_back(line);
-  return out;
-}
-
 std::vector<std::string> fields_of(const std::string &line) {
   std::vector<std::string> out;
   std::istringstream in(line);
@@ -58,124 +46,7 @@ std::vector<std::string> fields_of(const std::string &line) {
   return out;
 }
 
-// `shmbpf <args>` in a child, stdout and stderr read as they come.
-class Top {
-public:
-  // before_exec runs in the child between fork and exec (e.g. to drop root).
-  explicit Top(const std::vector<std::string> &args,
-               const std::function<void()> &before_exec = {}) {
-    int out[2], err[2];
-    if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0)
-      std::abort();
-    pid_ = fork();
-    if (pid_ < 0)
-      std::abort();
-    if (pid_ == 0) {
-      int devnull = open("/dev/null", O_RDONLY);
-      dup2(devnull, 0);
-      dup2(out[1], 1);
-      dup2(err[1], 2);
-      if (before_exec)
-        before_exec();
-      std::vector<char *> argv{const_cast<char *>(SHMBPF_BINARY)};
-      for (const auto &a : args)
-        argv.push_back(const_cast<char *>(a.c_str()));
-      argv.push_back(nullptr);
-      execv(SHMBPF_BINARY, argv.data());
-      _exit(127);
-    }
-    close(out[1]);
-    close(err[1]);
-    fds_[0] = out[0];
-    fds_[1] = err[0];
-  }
-  ~Top() {
-    if (!status_) {
-      kill(pid_, SIGKILL);
-      waitpid(pid_, nullptr, 0);
-    }
-    for (int fd : fds_)
-      if (fd >= 0)
-        close(fd);
-  }
-  Top(const Top &) = delete;
-  Top &operator=(const Top &) = delete;
-
-  const std::string &out() const { return out_; }
-  const std::string &err() const { return err_; }
-  void signal(int sig) { kill(pid_, sig); }
-
-  // Reads until pred(stdout) holds, the process ends, or the time is up.
-  bool wait_output(const std::function<bool(const std::string &)> &pred,
-                   std::chrono::milliseconds timeout) {
-    const auto deadline = Clock::now() + timeout;
-    while (!pred(out_)) {
-      if (Clock::now() >= deadline || !read_some(50))
-        return pred(out_);
-    }
-    return true;
-  }
-
-  // The wait status, nullopt if it had to be killed.
-  std::optional<int> wait(std::chrono::milliseconds timeout) {
-    const auto deadline = Clock::now() + timeout;
-    while (!status_) {
-      int st = 0;
-      if (waitpid(pid_, &st, WNOHANG) == pid_) {
-        status_ = st;
-        break;
-      }
-      if (Clock::now() >= deadline) {
-        kill(pid_, SIGKILL);
-        waitpid(pid_, &st, 0);
-        status_ = st;
-        return std::nullopt;
-      }
-      read_some(20);
-    }
-    while (read_some(0)) {
-    }
-    return status_;
-  }
-
-  bool exited() {
-    if (status_)
-      return true;
-    int st = 0;
-    if (waitpid(pid_, &st, WNOHANG) == pid_)
-      status_ = st;
-    return status_.has_value();
-  }
-  std::optional<int> status() const { return status_; }
-
-private:
-  // False once both pipes are at EOF.
-  bool read_some(int timeout_ms) {
-    pollfd p[2] = {{fds_[0], POLLIN, 0}, {fds_[1], POLLIN, 0}};
-    if (fds_[0] < 0 && fds_[1] < 0)
-      return false;
-    if (poll(p, 2, timeout_ms) <= 0)
-      return true;
-    char buf[65536];
-    for (int i = 0; i < 2; ++i) {
-      if (p[i].fd < 0 || !(p[i].revents & (POLLIN | POLLHUP | POLLERR)))
-        continue;
-      ssize_t n = read(p[i].fd, buf, sizeof buf);
-      if (n > 0) {
-        (i == 0 ? out_ : err_).append(buf, static_cast<size_t>(n));
-      } else {
-        close(fds_[i]);
-        fds_[i] = -1;
-      }
-    }
-    return true;
-  }
-
-  pid_t pid_ = -1;
-  int fds_[2] = {-1, -1};
-  std::optional<int> status_;
-  std::string out_, err_;
-};
+using Top = ShmbpfProcess;
 
 // Waits for the first frame. A machine where BPF cannot load (exit status 2,
 // the "cannot run here" status) skips, except under CI=true where it fails.
@@ -191,12 +62,6 @@ private:
       FAIL() << "no frame from shmbpf top; stderr: " << (top).err();                               \
     }                                                                                              \
   } while (0)
-
-void expect_exit_code(const std::optional<int> &st, int code) {
-  ASSERT_TRUE(st.has_value()) << "timed out";
-  ASSERT_TRUE(WIFEXITED(*st)) << "wait status " << *st;
-  EXPECT_EQ(WEXITSTATUS(*st), code);
-}
 
 // Creates `count` files of `bytes` resident bytes each under /dev/shm (names
 // prefix-0, prefix-1, ...) and keeps them open until killed.

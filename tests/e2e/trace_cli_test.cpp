@@ -1,6 +1,7 @@
 // End-to-end tests of `shmbpf trace`: the real binary, run as a child with
 // its output captured, driven by real processes and signals. Every wait is
 // bounded; a binary that hangs is killed and the test fails.
+#include "background.hpp"
 #include "support.hpp"
 
 #include <gtest/gtest.h>
@@ -42,151 +43,12 @@ using Clock = std::chrono::steady_clock;
 
 constexpr auto load_timeout = 20s; // loading BPF takes about a second
 
-std::vector<std::string> lines_of(const std::string &s) {
-  std::vector<std::string> out;
-  std::istringstream in(s);
-  for (std::string line; std::getline(in, line);)
-    out.push_back(line);
-  return out;
-}
-
 std::string last_line(const std::string &s) {
   auto lines = lines_of(s);
   return lines.empty() ? std::string() : lines.back();
 }
 
-// The shmbpf binary running in a child, stdout and stderr captured by a
-// reader thread.
-class Shmbpf {
-public:
-  // before_exec runs in the child between fork and exec (e.g. to drop root).
-  explicit Shmbpf(const std::vector<std::string> &args,
-                  const std::function<void()> &before_exec = {}) {
-    int out[2], err[2];
-    if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0)
-      std::abort();
-    pid_ = fork();
-    if (pid_ < 0)
-      std::abort();
-    if (pid_ == 0) {
-      int devnull = open("/dev/null", O_RDONLY);
-      dup2(devnull, 0);
-      dup2(out[1], 1);
-      dup2(err[1], 2);
-      if (before_exec)
-        before_exec();
-      std::vector<char *> argv;
-      argv.push_back(const_cast<char *>(SHMBPF_BINARY));
-      for (const auto &a : args)
-        argv.push_back(const_cast<char *>(a.c_str()));
-      argv.push_back(nullptr);
-      execv(SHMBPF_BINARY, argv.data());
-      _exit(127);
-    }
-    close(out[1]);
-    close(err[1]);
-    reader_ = std::thread([this, o = out[0], e = err[0]] { read_loop(o, e); });
-  }
-
-  ~Shmbpf() {
-    if (!status_) {
-      kill(pid_, SIGKILL);
-      int st = 0;
-      waitpid(pid_, &st, 0);
-    }
-    stop_ = true;
-    reader_.join();
-  }
-
-  Shmbpf(const Shmbpf &) = delete;
-  Shmbpf &operator=(const Shmbpf &) = delete;
-
-  pid_t pid() const { return pid_; }
-
-  std::string out() {
-    std::lock_guard lk(mu_);
-    return out_;
-  }
-  std::string err() {
-    std::lock_guard lk(mu_);
-    return err_;
-  }
-
-  // Waits until pred(stdout so far) holds; false after timeout.
-  bool wait_output(const std::function<bool(const std::string &)> &pred,
-                   std::chrono::milliseconds timeout) {
-    std::unique_lock lk(mu_);
-    return cv_.wait_for(lk, timeout, [&] { return pred(out_) || eof_; }) && pred(out_);
-  }
-  bool wait_output(const std::string &needle, std::chrono::milliseconds timeout) {
-    return wait_output([&](const std::string &s) { return s.find(needle) != std::string::npos; },
-                       timeout);
-  }
-
-  // The wait status, or nothing if the process did not exit in time (it
-  // is then killed). Also waits for the output to be complete.
-  std::optional<int> wait(std::chrono::milliseconds timeout) {
-    if (status_)
-      return status_;
-    auto deadline = Clock::now() + timeout;
-    int st = 0;
-    while (waitpid(pid_, &st, WNOHANG) == 0) {
-      if (Clock::now() >= deadline) {
-        kill(pid_, SIGKILL);
-        waitpid(pid_, &st, 0);
-        status_ = st;
-        return std::nullopt;
-      }
-      std::this_thread::sleep_for(10ms);
-    }
-    status_ = st;
-    std::unique_lock lk(mu_);
-    cv_.wait_for(lk, 5s, [&] { return eof_; });
-    return st;
-  }
-
-  void signal(int sig) { kill(pid_, sig); }
-
-private:
-  void read_loop(int out_fd, int err_fd) {
-    pollfd fds[2] = {{out_fd, POLLIN, 0}, {err_fd, POLLIN, 0}};
-    int open_fds = 2;
-    char buf[65536];
-    while (open_fds > 0 && !stop_) {
-      if (poll(fds, 2, 100) <= 0)
-        continue;
-      for (int i = 0; i < 2; i++) {
-        if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR)))
-          continue;
-        ssize_t n = read(fds[i].fd, buf, sizeof(buf));
-        std::lock_guard lk(mu_);
-        if (n > 0) {
-          (i == 0 ? out_ : err_).append(buf, static_cast<size_t>(n));
-        } else {
-          close(fds[i].fd);
-          fds[i].fd = -1;
-          open_fds--;
-        }
-        cv_.notify_all();
-      }
-    }
-    for (auto &f : fds)
-      if (f.fd >= 0)
-        close(f.fd);
-    std::lock_guard lk(mu_);
-    eof_ = true;
-    cv_.notify_all();
-  }
-
-  pid_t pid_ = -1;
-  std::optional<int> status_;
-  std::thread reader_;
-  std::atomic<bool> stop_{false};
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::string out_, err_;
-  bool eof_ = false;
-};
+using Shmbpf = ShmbpfProcess;
 
 // Text mode prints its header once the programs are attached and the
 // signal handlers installed.
@@ -272,12 +134,6 @@ int create_resize_unlink(const std::string &path, off_t size, struct stat *st = 
   if (unlink(path.c_str()) != 0)
     rc = 4;
   return rc;
-}
-
-void expect_exit_code(const std::optional<int> &st, int code) {
-  ASSERT_TRUE(st.has_value()) << "timed out";
-  ASSERT_TRUE(WIFEXITED(*st)) << "wait status " << *st;
-  EXPECT_EQ(WEXITSTATUS(*st), code);
 }
 
 const std::regex summary_re(R"(^shmbpf: (\d+) events, 0 lost$)");

@@ -28,11 +28,6 @@
 
 namespace shmbpf::test {
 
-inline bool in_ci() {
-  const char *ci = std::getenv("CI");
-  return ci && std::string(ci) == "true";
-}
-
 class Collector {
 public:
   explicit Collector(ProbeOptions opts = {}) {
