@@ -5,6 +5,9 @@
 #include "shmbpf.bpf.h"
 
 const volatile __u32 page_size = 4096;
+const volatile __u64 wakeup_interval_ns = 10000000; /* 10 ms */
+const volatile __u64 wakeup_bytes = 1 << 20;	    /* set to a quarter of the ring */
+__u64 last_wakeup_ns = 0;
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 
@@ -23,7 +26,7 @@ int tracepoint__sched__sched_process_exit(void *ctx)
 	fill_hdr(&e->hdr, SHMBPF_EV_EXIT, sizeof(*e), 0);
 	e->exit_code = BPF_CORE_READ(t, exit_code);
 	e->pad = 0;
-	bpf_ringbuf_submit(e, 0);
+	submit(e);
 	return 0;
 }
 
@@ -41,7 +44,7 @@ int tracepoint__sched__sched_process_exec(struct trace_event_raw_sched_process_e
 	e->pad = 0;
 	n = bpf_probe_read_kernel_str(e->filename, sizeof(e->filename), (void *)ctx + off);
 	e->filename_len = n > 0 ? n - 1 : 0;
-	bpf_ringbuf_submit(e, 0);
+	submit(e);
 	return 0;
 }
 
@@ -61,6 +64,6 @@ int tracepoint__signal__signal_generate(struct trace_event_raw_signal_generate *
 	e->si_errno = ctx->errno;
 	e->result = ctx->result;
 	bpf_probe_read_kernel(e->target_comm, sizeof(e->target_comm), ctx->comm);
-	bpf_ringbuf_submit(e, 0);
+	submit(e);
 	return 0;
 }

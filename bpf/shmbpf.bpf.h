@@ -39,6 +39,13 @@
 
 /* Runtime settings, written by userspace between open and load. */
 SHMBPF_EXTERN const volatile __u32 page_size;
+/* Wake the consumer at most this often, or sooner when this much is pending
+ * (see submit()). */
+SHMBPF_EXTERN const volatile __u64 wakeup_interval_ns;
+SHMBPF_EXTERN const volatile __u64 wakeup_bytes;
+/* When submit() last woke the consumer; racy across CPUs, on purpose: the
+ * worst case is one extra wakeup. */
+SHMBPF_EXTERN __u64 last_wakeup_ns;
 
 SHMBPF_EXTERN struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -113,9 +120,33 @@ static __always_inline void *reserve(__u32 size)
 	return e;
 }
 
+/*
+ * Submit a record, waking the consumer only when it is due. A wakeup is an
+ * irq_work self-IPI plus a context switch for the consumer: measured at
+ * about 1 us per record in a VM, more than everything else a program does
+ * (docs/BENCHMARKS.md). So records are submitted without a wakeup unless
+ * wakeup_interval_ns has passed since the last one (the first record after
+ * a quiet spell is delivered at once) or wakeup_bytes are waiting; the
+ * consumer picks up the rest when its poll times out (Probe::poll).
+ */
+static __always_inline void submit(void *e)
+{
+	__u64 now = ((struct shmbpf_hdr *)e)->ts_ns;
+	__u64 flags = BPF_RB_NO_WAKEUP;
+
+	/* Signed: another CPU may have stored a later time meanwhile. */
+	if ((__s64)(now - last_wakeup_ns) >= (__s64)wakeup_interval_ns ||
+	    bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes) {
+		flags = BPF_RB_FORCE_WAKEUP;
+		last_wakeup_ns = now;
+	}
+	bpf_ringbuf_submit(e, flags);
+}
+
 static __always_inline void fill_hdr(struct shmbpf_hdr *h, __u8 type, __u16 size, long ret)
 {
-	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
+	/* BTF-typed task: plain loads instead of one probe read per hop. */
+	struct task_struct *t = bpf_get_current_task_btf();
 	__u64 id = bpf_get_current_pid_tgid();
 
 	h->type = type;
@@ -124,10 +155,10 @@ static __always_inline void fill_hdr(struct shmbpf_hdr *h, __u8 type, __u16 size
 	h->tid = (__u32)id;
 	h->pid = id >> 32;
 	h->ts_ns = bpf_ktime_get_boot_ns();
-	h->ppid = BPF_CORE_READ(t, real_parent, tgid);
+	h->ppid = t->real_parent->tgid;
 	h->uid = (__u32)bpf_get_current_uid_gid();
-	h->mntns = BPF_CORE_READ(t, nsproxy, mnt_ns, ns.inum);
-	h->ipcns = BPF_CORE_READ(t, nsproxy, ipc_ns, ns.inum);
+	h->mntns = t->nsproxy->mnt_ns->ns.inum;
+	h->ipcns = t->nsproxy->ipc_ns->ns.inum;
 	h->cgroup_id = bpf_get_current_cgroup_id();
 	h->ret = (__s32)ret;
 	bpf_get_current_comm(h->comm, sizeof(h->comm));
@@ -139,16 +170,19 @@ static __always_inline struct pt_regs *syscall_regs(void)
 	return (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
 }
 
+/* Every unrelated open pays for this and the magic check after it: the
+ * table is reached with BTF loads, and only the slot itself (an array the
+ * verifier cannot bound) needs a probe read. */
 static __always_inline struct file *fd_to_file(int fd)
 {
-	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
-	struct fdtable *fdt = BPF_CORE_READ(t, files, fdt);
+	struct task_struct *t = bpf_get_current_task_btf();
+	struct fdtable *fdt = t->files->fdt;
 	struct file **fds;
 	struct file *f = NULL;
 
-	if (fd < 0 || (unsigned int)fd >= BPF_CORE_READ(fdt, max_fds))
+	if (fd < 0 || (unsigned int)fd >= fdt->max_fds)
 		return NULL;
-	fds = BPF_CORE_READ(fdt, fd);
+	fds = fdt->fd;
 	bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]);
 	return f;
 }
@@ -170,11 +204,14 @@ static __always_inline __u8 sb_fs(struct super_block *sb)
 
 /* Shared memory is a regular file on tmpfs/hugetlbfs. devtmpfs has the
  * tmpfs magic too, so device nodes (/dev/null) are excluded here. */
-static __always_inline __u8 inode_fs(struct inode *inode)
+static __always_inline __u8 inode_fs(struct inode *inode, struct super_block *sb)
 {
-	if ((BPF_CORE_READ(inode, i_mode) & S_IFMT) != S_IFREG)
+	/* The magic first: it rejects most files (ext4, ...) in one read. */
+	__u8 fs = sb_fs(sb);
+
+	if (fs == SHMBPF_FS_UNKNOWN || (BPF_CORE_READ(inode, i_mode) & S_IFMT) != S_IFREG)
 		return SHMBPF_FS_UNKNOWN;
-	return sb_fs(BPF_CORE_READ(inode, i_sb));
+	return fs;
 }
 
 static __always_inline __u32 mount_id(struct vfsmount *vfs)
@@ -283,7 +320,11 @@ static __always_inline void track_inode(__u32 dev, __u64 ino, __u32 fs, struct d
 	struct shmbpf_name_val nv = {.dev = dev, .ino = ino};
 	__u64 h;
 
-	if (bpf_map_update_elem(&tracked, &key, &fs, BPF_ANY))
+	/* Every update of a BPF_F_NO_PREALLOC hash allocates a new element and
+	 * frees the old one after RCU, even for an existing key: look first,
+	 * since resizes of tracked files are the common case. */
+	if (!bpf_map_lookup_elem(&tracked, &key) &&
+	    bpf_map_update_elem(&tracked, &key, &fs, BPF_ANY))
 		count(SHMBPF_CNT_TRACK_FULL);
 	if (!d)
 		return;
@@ -304,7 +345,7 @@ static __always_inline void flush_free_acc(void)
 	e = reserve(sizeof(*e));
 	if (e) {
 		__builtin_memcpy(e, acc, sizeof(*e));
-		bpf_ringbuf_submit(e, 0);
+		submit(e);
 	}
 	acc->folios = 0;
 	acc->bytes = 0;

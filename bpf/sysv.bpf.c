@@ -75,7 +75,7 @@ int tracepoint__syscalls__sys_exit_shmget(struct trace_event_raw_sys_exit *ctx)
 			/* Racy only against a concurrent create in the same namespace. */
 			e->created = shm_in_use() > in_use_before ? 1 : 0;
 	}
-	bpf_ringbuf_submit(e, 0);
+	submit(e);
 	return 0;
 }
 
@@ -90,7 +90,7 @@ int tracepoint__syscalls__sys_exit_shmat(struct trace_event_raw_sys_exit *ctx)
 	e->shmid = PT_REGS_PARM1_CORE_SYSCALL(regs);
 	e->shmflg = PT_REGS_PARM3_CORE_SYSCALL(regs);
 	e->addr = ctx->ret >= 0 ? ctx->ret : PT_REGS_PARM2_CORE_SYSCALL(regs);
-	bpf_ringbuf_submit(e, 0);
+	submit(e);
 	return 0;
 }
 
@@ -103,7 +103,7 @@ int tracepoint__syscalls__sys_exit_shmdt(struct trace_event_raw_sys_exit *ctx)
 	if (!e)
 		return 0;
 	e->addr = PT_REGS_PARM1_CORE_SYSCALL(regs);
-	bpf_ringbuf_submit(e, 0);
+	submit(e);
 	return 0;
 }
 
@@ -121,6 +121,6 @@ int tracepoint__syscalls__sys_exit_shmctl(struct trace_event_raw_sys_exit *ctx)
 	if (!e)
 		return 0;
 	e->shmid = PT_REGS_PARM1_CORE_SYSCALL(regs);
-	bpf_ringbuf_submit(e, 0);
+	submit(e);
 	return 0;
 }

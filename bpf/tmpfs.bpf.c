@@ -46,7 +46,7 @@ static __always_inline int handle_open_exit(long ret, __u16 origin)
 	f = fd_to_file(ret);
 	inode = BPF_CORE_READ(f, f_inode);
 	sb = BPF_CORE_READ(inode, i_sb);
-	fs = inode_fs(inode);
+	fs = inode_fs(inode, sb);
 	if (fs == SHMBPF_FS_UNKNOWN)
 		return 0;
 
@@ -111,7 +111,7 @@ static __always_inline int handle_open_exit(long ret, __u16 origin)
 		e->path_len = n - 1;
 	if (n == sizeof(e->path))
 		e->flags_ev |= SHMBPF_F_TRUNCATED;
-	bpf_ringbuf_submit(e, 0);
+	submit(e);
 	return 0;
 }
 
@@ -184,7 +184,7 @@ int tracepoint__syscalls__sys_exit_memfd_create(struct trace_event_raw_sys_exit 
 				    (const char *)PT_REGS_PARM1_CORE_SYSCALL(regs));
 	if (n > 0)
 		e->path_len = n - 1;
-	bpf_ringbuf_submit(e, 0);
+	submit(e);
 	return 0;
 }
 
@@ -201,7 +201,7 @@ static __always_inline int handle_resize_exit(long ret, __u16 origin)
 	f = fd_to_file(PT_REGS_PARM1_CORE_SYSCALL(regs));
 	inode = BPF_CORE_READ(f, f_inode);
 	sb = BPF_CORE_READ(inode, i_sb);
-	fs = inode_fs(inode);
+	fs = inode_fs(inode, sb);
 	if (fs == SHMBPF_FS_UNKNOWN)
 		return 0;
 
@@ -228,7 +228,7 @@ static __always_inline int handle_resize_exit(long ret, __u16 origin)
 	e->path_len = 0;
 	e->path[0] = 0;
 	track_inode(e->dev, e->ino, fs, NULL);
-	bpf_ringbuf_submit(e, 0);
+	submit(e);
 	return 0;
 }
 
@@ -369,7 +369,7 @@ static __always_inline int handle_path_exit(long ret, __u16 origin)
 
 		bpf_map_update_elem(&tracked_names, &nh, &hint, BPF_ANY);
 	}
-	bpf_ringbuf_submit(e, 0);
+	submit(e);
 	return 0;
 }
 

@@ -145,6 +145,10 @@ Probe::Probe(const ProbeOptions &opts) {
   if (!skel_)
     throw FatalError("opening BPF object", errno_text(errno));
   skel_->rodata->page_size = static_cast<__u32>(sysconf(_SC_PAGESIZE));
+  // Records are submitted without waking us unless 10 ms have passed or a
+  // quarter of the ring is waiting (submit() in bpf/shmbpf.bpf.h); poll()
+  // collects the rest when its timeout expires.
+  skel_->rodata->wakeup_bytes = opts.ring_buffer_bytes / 4;
   if (int err =
           bpf_map__set_max_entries(skel_->maps.events, static_cast<__u32>(opts.ring_buffer_bytes)))
     throw FatalError("ring buffer size", errno_text(err));
@@ -196,6 +200,9 @@ Probe::~Probe() = default;
 int Probe::poll(int timeout_ms, const RecordFn &fn) {
   current_ = &fn;
   int n = ring_buffer__poll(ring_.get(), timeout_ms);
+  // A timeout can leave records the kernel submitted without a wakeup.
+  if (n == 0)
+    n = ring_buffer__consume(ring_.get());
   current_ = nullptr;
   return n;
 }
