@@ -1,0 +1,98 @@
+// The long-running engine without a screen: a Monitor (probe, decoder,
+// resolver, engine, reconciliation) polled in a loop, which is what `top`
+// and `leaks` run underneath. The benchmark's "engine" condition.
+//
+//   engine_host [--ring-buffer-size BYTES] [--match GLOB]
+//
+// Prints "ready" on stdout once attached and bootstrapped. SIGUSR1 prints a
+// stats line (JSON) and keeps going; SIGINT/SIGTERM drains, prints it, exits.
+// "matching" counts live segments whose path matches GLOB, so a caller can
+// check the tables against what it created.
+#include "decode/result.hpp"
+#include "probe/monitor.hpp"
+
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <string>
+
+namespace {
+
+volatile std::sig_atomic_t g_stop = 0;
+volatile std::sig_atomic_t g_report = 0;
+
+void on_stop(int) { g_stop = 1; }
+void on_report(int) { g_report = 1; }
+
+long long cpu_ns() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<long long>(ts.tv_sec) * 1'000'000'000LL + ts.tv_nsec;
+}
+
+void report(const shmbpf::Monitor &mon, const std::string &match, long long start_cpu) {
+  const shmbpf::MonitorStats st = mon.stats();
+  size_t matching = 0;
+  if (!match.empty()) {
+    shmbpf::SegmentFilter f;
+    f.path_glob = match;
+    matching = mon.engine().segments(f).size();
+  }
+  std::printf("{\"events\":%llu,\"lost\":%llu,\"decode_errors\":%llu,\"reconciles\":%llu,"
+              "\"loss_reconciles\":%llu,\"segments\":%zu,\"matching\":%zu,\"cpu_ns\":%lld}\n",
+              static_cast<unsigned long long>(st.events), static_cast<unsigned long long>(st.lost),
+              static_cast<unsigned long long>(st.decode_errors),
+              static_cast<unsigned long long>(st.reconciles),
+              static_cast<unsigned long long>(st.loss_reconciles), mon.engine().segment_count(),
+              matching, cpu_ns() - start_cpu);
+  std::fflush(stdout);
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  shmbpf::MonitorOptions opts;
+  std::string match;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (std::strcmp(argv[i], "--ring-buffer-size") == 0)
+      opts.probe.ring_buffer_bytes = std::strtoull(argv[i + 1], nullptr, 0);
+    else if (std::strcmp(argv[i], "--match") == 0)
+      match = argv[i + 1];
+    else {
+      std::fprintf(stderr, "usage: engine_host [--ring-buffer-size BYTES] [--match GLOB]\n");
+      return 2;
+    }
+  }
+  struct sigaction sa {};
+  sa.sa_handler = on_stop;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  sa.sa_handler = on_report;
+  sigaction(SIGUSR1, &sa, nullptr);
+
+  try {
+    shmbpf::Monitor mon(opts);
+    const long long start_cpu = cpu_ns();
+    std::printf("ready\n");
+    std::fflush(stdout);
+    while (!g_stop) {
+      int n = mon.poll(100);
+      if (n < 0 && n != -EINTR)
+        throw shmbpf::FatalError("reading the ring buffer", std::strerror(-n));
+      if (g_report) {
+        g_report = 0;
+        report(mon, match, start_cpu);
+      }
+    }
+    mon.drain();
+    report(mon, match, start_cpu);
+  } catch (const shmbpf::FatalError &e) {
+    std::fprintf(stderr, "engine_host: %s\n", e.what());
+    return e.exit_code();
+  }
+  return 0;
+}

@@ -1,0 +1,115 @@
+/* Shared by the workload programs: argument parsing, the timed loop and the
+ * one result line the driver (bench/run) parses. */
+#ifndef SHMBPF_BENCH_COMMON_H
+#define SHMBPF_BENCH_COMMON_H
+
+#define _GNU_SOURCE
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+struct bench_args {
+	long iters;	 /* -n: fixed number of operations */
+	double seconds;	 /* -t: run for this long instead (throughput) */
+	long warmup;	 /* -w: untimed operations first */
+	const char *arg; /* -a: workload-specific (a path, a size) */
+	int mmap;	 /* -m: shm cycle with mmap + touch + munmap */
+	int keep;	 /* -k: shm cycle without unlink, a new name each time */
+};
+
+static inline void bench_usage(const char *prog)
+{
+	fprintf(stderr,
+		"usage: %s [-n ITERS | -t SECONDS] [-w WARMUP] [-a ARG] [-m] [-k]\n"
+		"prints: ops=N elapsed_ns=T ns_per_op=X cpu_ns_per_op=Y\n",
+		prog);
+	exit(2);
+}
+
+static inline struct bench_args bench_parse(int argc, char **argv, long default_iters)
+{
+	struct bench_args a = {.iters = default_iters, .warmup = 1000};
+	int c;
+
+	while ((c = getopt(argc, argv, "n:t:w:a:mkh")) != -1) {
+		switch (c) {
+		case 'n':
+			a.iters = strtol(optarg, NULL, 10);
+			break;
+		case 't':
+			a.seconds = strtod(optarg, NULL);
+			break;
+		case 'w':
+			a.warmup = strtol(optarg, NULL, 10);
+			break;
+		case 'a':
+			a.arg = optarg;
+			break;
+		case 'm':
+			a.mmap = 1;
+			break;
+		case 'k':
+			a.keep = 1;
+			break;
+		default:
+			bench_usage(argv[0]);
+		}
+	}
+	if (a.iters <= 0 && a.seconds <= 0)
+		bench_usage(argv[0]);
+	return a;
+}
+
+static inline void bench_die(const char *what)
+{
+	fprintf(stderr, "workload: %s: %s\n", what, strerror(errno));
+	exit(1);
+}
+
+static inline long long bench_now_ns(clockid_t clk)
+{
+	struct timespec ts;
+
+	clock_gettime(clk, &ts);
+	return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/*
+ * Runs op(ctx, i) after the warm-up, either iters times or until the time is
+ * up (checking the clock every 64 operations), and prints the result line.
+ * CPU time is this process's user + system time: under a tracer it includes
+ * the BPF programs that run in the workload's syscalls.
+ */
+static inline void bench_run(const struct bench_args *a, void (*op)(void *ctx, long i), void *ctx)
+{
+	long long start, end, cpu0, cpu1;
+	long i, n = 0;
+
+	for (i = 0; i < a->warmup; i++)
+		op(ctx, i);
+	cpu0 = bench_now_ns(CLOCK_PROCESS_CPUTIME_ID);
+	start = bench_now_ns(CLOCK_MONOTONIC);
+	if (a->seconds > 0) {
+		long long stop = start + (long long)(a->seconds * 1e9);
+
+		for (;;) {
+			for (int k = 0; k < 64; k++)
+				op(ctx, a->warmup + n++);
+			if (bench_now_ns(CLOCK_MONOTONIC) >= stop)
+				break;
+		}
+	} else {
+		for (n = 0; n < a->iters; n++)
+			op(ctx, a->warmup + n);
+	}
+	end = bench_now_ns(CLOCK_MONOTONIC);
+	cpu1 = bench_now_ns(CLOCK_PROCESS_CPUTIME_ID);
+	printf("ops=%ld elapsed_ns=%lld ns_per_op=%.1f cpu_ns_per_op=%.1f\n", n, end - start,
+	       (double)(end - start) / (double)n, (double)(cpu1 - cpu0) / (double)n);
+	fflush(stdout);
+}
+
+#endif /* SHMBPF_BENCH_COMMON_H */

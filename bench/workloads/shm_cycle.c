@@ -1,0 +1,59 @@
+/* Workloads 2 and 3, the POSIX shm cycle: shm_open(O_CREAT | O_EXCL),
+ * ftruncate, (with -m: mmap, touch every page, munmap), close, shm_unlink.
+ * -a SIZE sets the segment size in bytes (default 16 KiB). With -k the
+ * files are kept, each under a new name /dev/shm/shmbpf-bench-keep-PID-I
+ * (the loss benchmark checks that the engine finds them all). */
+#include "bench_common.h"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+
+struct ctx {
+	char name[64];
+	int keep;
+	size_t size;
+	long page;
+	int touch;
+};
+
+static void op(void *p, long i)
+{
+	struct ctx *c = p;
+	int fd;
+
+	if (c->keep)
+		snprintf(c->name, sizeof(c->name), "/shmbpf-bench-keep-%d-%ld", (int)getpid(), i);
+	fd = shm_open(c->name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	if (fd < 0)
+		bench_die("shm_open");
+	if (ftruncate(fd, (off_t)c->size) != 0)
+		bench_die("ftruncate");
+	if (c->touch) {
+		char *m = mmap(NULL, c->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+
+		if (m == MAP_FAILED)
+			bench_die("mmap");
+		for (size_t off = 0; off < c->size; off += (size_t)c->page)
+			m[off] = 1;
+		munmap(m, c->size);
+	}
+	close(fd);
+	if (!c->keep && shm_unlink(c->name) != 0)
+		bench_die("shm_unlink");
+}
+
+int main(int argc, char **argv)
+{
+	struct bench_args a = bench_parse(argc, argv, 50000);
+	struct ctx c = {
+		.size = 16 << 10, .page = sysconf(_SC_PAGESIZE), .touch = a.mmap, .keep = a.keep};
+
+	if (a.arg)
+		c.size = strtoul(a.arg, NULL, 0);
+	/* One name per process: two producers never collide, and O_EXCL
+	 * proves every cycle really creates a new file. */
+	snprintf(c.name, sizeof(c.name), "/shmbpf-bench-%d", (int)getpid());
+	shm_unlink(c.name);
+	bench_run(&a, op, &c);
+	return 0;
+}
