@@ -90,6 +90,7 @@ TopSnapshot snapshot() {
               mount("/run", host_ns, 23, 1ull << 30, 1 << 20, 0)};
   s.processes = {proc(100, "python3", 2, 6 << 20, 0.5), proc(200, "trainer", 1, 1 << 20, 3.0),
                  proc(300, "idle", 0, 0), proc(400, "worker", 1, 2 << 20, 0, ctr_id)};
+  s.processes[0].segments_unheld = 1; // torch_100_a_1 below
   s.processes[1].segments_held = 2;
   s.processes[1].bytes_held = 7 << 20;
   s.containers.resize(2);

@@ -92,7 +92,13 @@ std::string wall_clock() {
 // applies the age threshold that makes one a leak.
 constexpr uint64_t orphan_min_age_ns = 0;
 
-TopSnapshot take_snapshot(const Monitor &mon, UserNames &users, uint32_t host_ns) {
+// Only the segments view and the details screens list segments: the other
+// views skip copying every segment out of the model (most of a frame's cost
+// with 100,000 of them).
+bool needs_segments(const TopState &st) { return st.view == TopView::segments || st.details; }
+
+TopSnapshot take_snapshot(const Monitor &mon, UserNames &users, uint32_t host_ns,
+                          bool with_segments) {
   TopSnapshot s;
   s.now_ns = Monitor::now_ns();
   s.clock = wall_clock();
@@ -105,7 +111,8 @@ TopSnapshot take_snapshot(const Monitor &mon, UserNames &users, uint32_t host_ns
   s.mounts = e.mounts();
   s.processes = e.processes(s.now_ns);
   s.containers = e.containers(s.now_ns);
-  s.segments = e.segments({}, s.now_ns, orphan_min_age_ns);
+  if (with_segments)
+    s.segments = e.segments({}, s.now_ns, orphan_min_age_ns);
   users.fill(s.processes, s.users);
   return s;
 }
@@ -147,7 +154,7 @@ int run_batch(const TopOptions &opts, Monitor &mon) {
     } else {
       mon.drain();
     }
-    const TopSnapshot snap = take_snapshot(mon, users, host_ns);
+    const TopSnapshot snap = take_snapshot(mon, users, host_ns, needs_segments(st));
     std::string out;
     if (opts.json) {
       out = top_json(snap, st) + "\n";
@@ -284,7 +291,8 @@ int run_interactive(const TopOptions &opts, Monitor &mon) {
 
   mon.drain();
   Terminal term;
-  TopSnapshot snap = take_snapshot(mon, users, host_ns);
+  bool snap_segments = needs_segments(st);
+  TopSnapshot snap = take_snapshot(mon, users, host_ns, snap_segments);
   auto next = Clock::now() + delay;
   int frames = 1;
   bool dirty = true;
@@ -309,10 +317,17 @@ int run_interactive(const TopOptions &opts, Monitor &mon) {
       if (st.quit)
         break;
     }
+    if (needs_segments(st) && !snap_segments) {
+      // A key opened a screen that lists segments: fetch them now.
+      snap_segments = true;
+      snap = take_snapshot(mon, users, host_ns, true);
+      dirty = true;
+    }
     if (Clock::now() >= next) {
       if (opts.iterations > 0 && frames >= opts.iterations)
         break;
-      snap = take_snapshot(mon, users, host_ns);
+      snap_segments = needs_segments(st);
+      snap = take_snapshot(mon, users, host_ns, snap_segments);
       next = Clock::now() + delay;
       ++frames;
       dirty = true;

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <fcntl.h>
 #include <fnmatch.h>
 #include <unordered_set>
@@ -310,6 +311,8 @@ void Engine::erase_segment(SegIt it) {
     DevStats &d = devs_[key.dev_or_ipcns];
     d.bytes = sat_sub(d.bytes, s.bytes);
     d.segments = sat_sub(d.segments, 1);
+    if (config_.record_gone_files)
+      gone_files_.push_back(key);
   }
   for (uint32_t pid : s.holders) {
     auto pit = procs_.find(pid);
@@ -1290,22 +1293,39 @@ std::vector<SegmentInfo> Engine::segments(const SegmentFilter &filter) const {
 
 std::vector<SegmentInfo> Engine::segments(const SegmentFilter &filter, uint64_t now_ns,
                                           uint64_t orphan_min_age_ns) const {
-  std::vector<SegmentInfo> out;
+  // Sort light references, then build the (heavy) results in order: moving
+  // SegmentInfo objects around in the sort cost more than everything else.
+  struct Ref {
+    std::string_view path;
+    const SegmentKey *key;
+    const Segment *seg;
+  };
   const NsContainers ns = ns_containers();
+  std::deque<std::string> sysv_names; // stable storage for the views
+  std::vector<Ref> refs;
+  refs.reserve(segs_.size());
   for (const auto &[key, s] : segs_) {
     if (!matches(key, s, filter, ns))
       continue;
-    out.push_back(info(key, s, &ns));
-    if (now_ns) {
-      out.back().age_ns = age_ns(s, now_ns);
-      out.back().orphan = is_orphan(s, key.is_sysv(), now_ns, orphan_min_age_ns);
-    }
+    std::string_view path = s.path;
+    if (key.is_sysv())
+      path = sysv_names.emplace_back(sysv_name(s.sysv_key));
+    refs.push_back({path, &key, &s});
   }
-  std::sort(out.begin(), out.end(), [](const SegmentInfo &a, const SegmentInfo &b) {
+  std::sort(refs.begin(), refs.end(), [](const Ref &a, const Ref &b) {
     if (a.path != b.path)
       return a.path < b.path;
-    return a.key < b.key;
+    return *a.key < *b.key;
   });
+  std::vector<SegmentInfo> out;
+  out.reserve(refs.size());
+  for (const Ref &r : refs) {
+    out.push_back(info(*r.key, *r.seg, &ns));
+    if (now_ns) {
+      out.back().age_ns = age_ns(*r.seg, now_ns);
+      out.back().orphan = is_orphan(*r.seg, r.key->is_sysv(), now_ns, orphan_min_age_ns);
+    }
+  }
   return out;
 }
 
@@ -1341,12 +1361,16 @@ ProcessInfo Engine::process_info(uint32_t pid, const Process &p, uint64_t now_ns
 
 std::vector<ProcessInfo> Engine::processes(uint64_t now_ns) const {
   now_ns = now_or_last(now_ns);
-  std::unordered_map<uint32_t, std::pair<uint64_t, uint64_t>> created; // pid -> (count, bytes)
+  struct Created {
+    uint64_t count = 0, bytes = 0, unheld = 0;
+  };
+  std::unordered_map<uint32_t, Created> created;
   for (const auto &[key, s] : segs_) {
     if (creator_alive(s)) {
       auto &c = created[s.creator_pid];
-      ++c.first;
-      c.second += s.bytes;
+      ++c.count;
+      c.bytes += s.bytes;
+      c.unheld += s.holders.empty() && s.nattch == 0;
     }
   }
   std::vector<ProcessInfo> out;
@@ -1354,8 +1378,9 @@ std::vector<ProcessInfo> Engine::processes(uint64_t now_ns) const {
   for (const auto &[pid, p] : procs_) {
     out.push_back(process_info(pid, p, now_ns));
     if (auto c = created.find(pid); c != created.end()) {
-      out.back().segments_created = c->second.first;
-      out.back().bytes_created = c->second.second;
+      out.back().segments_created = c->second.count;
+      out.back().bytes_created = c->second.bytes;
+      out.back().segments_unheld = c->second.unheld;
     }
   }
   std::sort(out.begin(), out.end(),
@@ -1372,6 +1397,7 @@ std::optional<ProcessInfo> Engine::process(uint32_t pid, uint64_t now_ns) const 
     if (s.creator_pid == pid && creator_alive(s)) {
       ++i.segments_created;
       i.bytes_created += s.bytes;
+      i.segments_unheld += s.holders.empty() && s.nattch == 0;
     }
   }
   return i;

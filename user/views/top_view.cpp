@@ -300,10 +300,9 @@ struct Derived {
       if (!p.container_id.empty())
         ns_container.emplace(p.mntns, p.container_id);
     }
-    for (const SegmentInfo &s : snap.segments)
-      if (s.creator.known && s.creator.pid && !s.creator.exited && s.holders.empty() &&
-          s.nattch == 0)
-        ++unheld_by_creator[s.creator.pid];
+    for (const ProcessInfo &p : snap.processes)
+      if (p.segments_unheld)
+        unheld_by_creator[p.pid] = p.segments_unheld;
     // A filesystem is often mounted in many namespaces: keep the mount named
     // /dev/shm, the host's copy first, so each container's /dev/shm shows as
     // such and the host's as the host's.
