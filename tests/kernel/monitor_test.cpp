@@ -287,5 +287,31 @@ TEST(Monitor, LostRecordsTriggerAReconcileThatFindsEverything) {
   std::filesystem::remove_all(dir);
 }
 
+TEST(Monitor, DestroyedFilesLeaveTheKernelsTrackedMap) {
+  SHMBPF_MONITOR(m, MonitorOptions{});
+  const std::string dir = "/dev/shm/shmbpf-mon-forget-" + std::to_string(getpid());
+  ASSERT_EQ(mkdir(dir.c_str(), 0700), 0);
+  m->drain();
+  const size_t before = m->session().probe().tracked_count();
+  // Files that never get a page: no final free would ever remove them.
+  constexpr int kFiles = 200;
+  Child child = run_child("mon-forget", [&] {
+    for (int i = 0; i < kFiles; ++i) {
+      std::string p = dir + "/f" + std::to_string(i);
+      int fd = open(p.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
+      if (fd < 0 || ftruncate(fd, 1 << 20) != 0 || close(fd) != 0 || unlink(p.c_str()) != 0)
+        return 1;
+    }
+    return 0;
+  });
+  ASSERT_EQ(child.status, 0);
+  EXPECT_TRUE(pump_until(*m, [&](const Engine &e) { return e.stats().gone >= kFiles; }));
+  const size_t after = m->session().probe().tracked_count();
+  rmdir(dir.c_str());
+  // Other processes may create files meanwhile: allow a little slack, far
+  // below the 200 this test created.
+  EXPECT_LT(after, before + kFiles / 4) << "before " << before << ", after " << after;
+}
+
 } // namespace
 } // namespace shmbpf::test

@@ -26,6 +26,7 @@ EngineConfig engine_config() {
   cfg.start_ns = clock_ns(CLOCK_BOOTTIME);
   cfg.realtime_offset_ns =
       static_cast<int64_t>(clock_ns(CLOCK_REALTIME)) - static_cast<int64_t>(cfg.start_ns);
+  cfg.record_gone_files = true;
   return cfg;
 }
 
@@ -78,6 +79,7 @@ int Monitor::poll(int timeout_ms) {
   int n = session_.poll(timeout_ms, [this](Event &e) { apply(e); });
   if (n < 0)
     return n;
+  forget_gone();
   const auto now = std::chrono::steady_clock::now();
   if (stats_.events != before && engine_.stats().processes != known_processes_ &&
       now - last_resolve_ >= std::chrono::milliseconds(100)) {
@@ -87,8 +89,9 @@ int Monitor::poll(int timeout_ms) {
     resolve_cgroups();
   }
   const uint64_t lost = session_.lost();
-  if (lost != lost_seen_) {
-    // Lost records mean the tables may be wrong in any way: rescan now.
+  if (lost != lost_seen_ && now - last_reconcile_ >= opts_.loss_reconcile_gap) {
+    // Lost records mean the tables may be wrong in any way: rescan now, but
+    // not on every poll of a storm, or rescans would feed the loss.
     lost_seen_ = lost;
     stats_.loss_reconciles++;
     reconcile();
@@ -101,6 +104,16 @@ int Monitor::poll(int timeout_ms) {
 
 void Monitor::drain() {
   session_.drain([this](Event &e) { apply(e); });
+  forget_gone();
+}
+
+void Monitor::forget_gone() {
+  // Destroyed files leave the kernel's tracked map too, or files that never
+  // had pages (no final free) would fill it. A key back in the model was
+  // reused by a newer file, which the kernel must keep following.
+  for (const SegmentKey &key : engine_.take_gone_files())
+    if (!engine_.contains(key))
+      session_.forget(key.dev_or_ipcns, key.ino_or_shmid);
 }
 
 void Monitor::reconcile() {

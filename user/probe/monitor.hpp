@@ -19,6 +19,8 @@ struct MonitorOptions {
   // Full rescans of /proc, every tmpfs and /proc/sysvipc/shm. A rescan also
   // happens at the first poll after the kernel reports lost records.
   std::chrono::milliseconds reconcile_every{30'000};
+  // The least time between two rescans caused by lost records.
+  std::chrono::milliseconds loss_reconcile_gap{2'000};
   // Mount usage samples for growth rates and time-to-full.
   std::chrono::milliseconds sample_every{1'000};
 };
@@ -61,6 +63,7 @@ private:
   void apply(Event &e);
   void maybe_sample();
   void resolve_cgroups();
+  void forget_gone();
   void watch(const Event &e);
   void refresh_usage();
   void refresh_holders();

@@ -259,6 +259,22 @@ void Probe::seed(const std::vector<TmpfsFile> &files) {
   }
 }
 
+size_t Probe::tracked_count() const {
+  int fd = bpf_map__fd(skel_->maps.tracked);
+  shmbpf_inode_key key{}, next{};
+  size_t n = 0;
+  for (const void *prev = nullptr; bpf_map_get_next_key(fd, prev, &next) == 0; prev = &key) {
+    key = next;
+    ++n;
+  }
+  return n;
+}
+
+void Probe::forget(uint32_t dev, uint64_t ino) {
+  shmbpf_inode_key key{dev, 0, ino};
+  bpf_map_delete_elem(bpf_map__fd(skel_->maps.tracked), &key);
+}
+
 void Probe::restore_name(std::string_view leaf, uint32_t dev, uint64_t ino) {
   __u64 h = shm_name_hash(leaf);
   shmbpf_name_val nv{dev, 0, ino};
