@@ -7,9 +7,13 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <string>
 
 namespace shmbpf::test {
@@ -49,7 +53,19 @@ TEST(LeaksCli, ExitStatusTellsCleanFromLeakingFromError) {
 
 TEST(LeaksCli, WindowReportsAWriterThatKeepsGrowing) {
   SHMBPF_REQUIRE_ROOT();
-  const std::string path = "/dev/shm/e2e-grow-" + std::to_string(getpid());
+  // A tmpfs of its own: other tests running at the same time fill and empty
+  // /dev/shm, which must not decide whether this mount grows.
+  const std::string mnt = "/tmp/shmbpf-e2e-grow-" + std::to_string(getpid());
+  ASSERT_EQ(mkdir(mnt.c_str(), 0700), 0);
+  ASSERT_EQ(mount("tmpfs", mnt.c_str(), "tmpfs", 0, "size=64m"), 0) << strerror(errno);
+  struct Unmount {
+    std::string dir;
+    ~Unmount() {
+      umount2(dir.c_str(), MNT_DETACH);
+      rmdir(dir.c_str());
+    }
+  } unmount{mnt};
+  const std::string path = mnt + "/grow";
   // Writes 256 KiB every 200 ms into a file it keeps open, for ~8 s.
   GatedFork writer = fork_gated("e2e-grower", [&] {
     int fd = open(path.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
@@ -85,7 +101,7 @@ TEST(LeaksCli, WindowReportsAWriterThatKeepsGrowing) {
       EXPECT_GT(g["bytes_per_s"].get<double>(), 100'000.0);
       EXPECT_GE(g["seconds"].get<double>(), 2.5);
     }
-    if (g["what"] == "mount" && g["id"] == "/dev/shm")
+    if (g["what"] == "mount" && g["id"] == mnt)
       mount = true;
   }
   EXPECT_TRUE(process) << r.out;
