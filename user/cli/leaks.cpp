@@ -4,6 +4,7 @@
 
 #include "model/leaks.hpp"
 #include "sources/bootstrap.hpp"
+#include "sources/clock.hpp"
 #include "views/leaks_view.hpp"
 
 #include <unistd.h>
@@ -11,30 +12,16 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <ctime>
 #include <thread>
 
 namespace shmbpf {
-
-namespace {
-
-uint64_t clock_ns(clockid_t id) {
-  timespec ts{};
-  clock_gettime(id, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
-
-} // namespace
 
 int run_leaks(const LeaksOptions &opts) {
   if (geteuid() != 0)
     std::fprintf(stderr, "shmbpf: note: not root: holders in other users' processes are not "
                          "visible, so their segments may look orphaned (use sudo)\n");
-  uint64_t now = clock_ns(CLOCK_BOOTTIME);
-  EngineConfig cfg;
-  cfg.start_ns = now;
-  cfg.realtime_offset_ns =
-      static_cast<int64_t>(clock_ns(CLOCK_REALTIME)) - static_cast<int64_t>(now);
+  const EngineConfig cfg = engine_config_now();
+  uint64_t now = cfg.start_ns;
   Engine engine(cfg);
   bootstrap(engine, scan_system());
 
@@ -46,7 +33,7 @@ int run_leaks(const LeaksOptions &opts) {
     auto next = start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                             std::min(window, std::chrono::duration<double>(i)));
     std::this_thread::sleep_until(next);
-    now = clock_ns(CLOCK_BOOTTIME);
+    now = boottime_ns();
     reconcile(engine, scan_system(), now);
     samples.push_back(sample_usage(engine, now));
     if (std::chrono::steady_clock::now() - start >= window)

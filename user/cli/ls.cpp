@@ -3,34 +3,21 @@
 
 #include "model/engine.hpp"
 #include "sources/bootstrap.hpp"
+#include "sources/clock.hpp"
 #include "views/ls_view.hpp"
 
 #include <unistd.h>
 
 #include <cstdio>
-#include <ctime>
 
 namespace shmbpf {
-
-namespace {
-
-uint64_t clock_ns(clockid_t id) {
-  timespec ts{};
-  clock_gettime(id, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
-
-} // namespace
 
 int run_ls(const LsOptions &opts) {
   if (geteuid() != 0)
     std::fprintf(stderr, "shmbpf: note: not root: other users' processes and other "
                          "namespaces may be missing (sudo shmbpf ls sees everything)\n");
-  uint64_t now = clock_ns(CLOCK_BOOTTIME);
-  EngineConfig cfg;
-  cfg.start_ns = now;
-  cfg.realtime_offset_ns =
-      static_cast<int64_t>(clock_ns(CLOCK_REALTIME)) - static_cast<int64_t>(now);
+  const EngineConfig cfg = engine_config_now();
+  const uint64_t now = cfg.start_ns;
   Engine engine(cfg);
   bootstrap(engine, scan_system());
   engine.sample_mounts(now);

@@ -1,6 +1,7 @@
 #include "probe/monitor.hpp"
 
 #include "sources/bootstrap.hpp"
+#include "sources/clock.hpp"
 #include "sources/proc_scan.hpp"
 
 #include <signal.h>
@@ -9,23 +10,13 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <ctime>
 
 namespace shmbpf {
 
 namespace {
 
-uint64_t clock_ns(clockid_t id) {
-  timespec ts{};
-  clock_gettime(id, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
-
-EngineConfig engine_config() {
-  EngineConfig cfg;
-  cfg.start_ns = clock_ns(CLOCK_BOOTTIME);
-  cfg.realtime_offset_ns =
-      static_cast<int64_t>(clock_ns(CLOCK_REALTIME)) - static_cast<int64_t>(cfg.start_ns);
+EngineConfig live_engine_config() {
+  EngineConfig cfg = engine_config_now();
   cfg.record_gone_files = true;
   return cfg;
 }
@@ -51,10 +42,10 @@ std::vector<MountState> read_mount_usage() {
 
 } // namespace
 
-uint64_t Monitor::now_ns() { return clock_ns(CLOCK_BOOTTIME); }
+uint64_t Monitor::now_ns() { return boottime_ns(); }
 
 Monitor::Monitor(const MonitorOptions &opts)
-    : session_(opts.probe, /*scan_now=*/false), engine_(engine_config()), opts_(opts) {
+    : session_(opts.probe, /*scan_now=*/false), engine_(live_engine_config()), opts_(opts) {
   // The probe is attached before the scan: whatever is created from here on
   // arrives as events, whatever existed is in the scan, and an event about
   // something the scan also saw is applied on top of it harmlessly.
