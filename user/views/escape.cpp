@@ -93,8 +93,12 @@ std::string escape_text(std::string_view s) {
   while (i < s.size()) {
     const char c = s[i];
     if (is_plain_ascii(c) || c == '"') {
-      out += c;
-      ++i;
+      // Copy the whole run of plain characters at once: names are mostly that.
+      std::size_t j = i + 1;
+      while (j < s.size() && (is_plain_ascii(s[j]) || s[j] == '"'))
+        ++j;
+      out.append(s.data() + i, j - i);
+      i = j;
       continue;
     }
     const Utf8Step step = decode_utf8(s, i);
@@ -142,8 +146,11 @@ void append_json_string(std::string &out, std::string_view s) {
   while (i < s.size()) {
     const char c = s[i];
     if (is_plain_ascii(c)) {
-      out += c;
-      ++i;
+      std::size_t j = i + 1;
+      while (j < s.size() && is_plain_ascii(s[j]))
+        ++j;
+      out.append(s.data() + i, j - i);
+      i = j;
       continue;
     }
     const Utf8Step step = decode_utf8(s, i);
