@@ -6,7 +6,6 @@
 
 #include <signal.h>
 #include <sys/stat.h>
-#include <sys/statfs.h>
 
 #include <algorithm>
 #include <cerrno>
@@ -21,25 +20,6 @@ EngineConfig live_engine_config() {
   return cfg;
 }
 
-// Mount tables and usage of every namespace's tmpfs mounts: cheap enough to
-// run every sample, unlike a file scan.
-std::vector<MountState> read_mount_usage() {
-  std::vector<MountState> out;
-  for (const auto &ns : scan_mount_namespaces()) {
-    const std::string root = "/proc/" + std::to_string(ns.pid) + "/root";
-    for (const auto &m : ns.mounts) {
-      if (!m.is_tmpfs() || is_overmounted(ns.mounts, m))
-        continue;
-      MountState st{m.mnt_id, ns.mntns, m.mountpoint, m.dev, m.size_limit().value_or(0), 0};
-      struct statfs sfs {};
-      if (statfs((root + m.mountpoint).c_str(), &sfs) == 0)
-        st.used_bytes = static_cast<uint64_t>(sfs.f_blocks - sfs.f_bfree) * sfs.f_bsize;
-      out.push_back(std::move(st));
-    }
-  }
-  return out;
-}
-
 } // namespace
 
 uint64_t Monitor::now_ns() { return boottime_ns(); }
@@ -50,7 +30,7 @@ Monitor::Monitor(const MonitorOptions &opts)
   // arrives as events, whatever existed is in the scan, and an event about
   // something the scan also saw is applied on top of it harmlessly.
   SystemScan scan = scan_system();
-  session_.seed(scan.namespaces, all_files(scan));
+  session_.seed(scan.namespaces, all_files(scan.filesystems));
   bootstrap(engine_, scan);
   engine_.sample_mounts(now_ns());
   stats_.reconciles = 1;
@@ -113,7 +93,7 @@ void Monitor::reconcile() {
   // Files the kernel does not follow yet (created while records were lost)
   // must be seeded, or their unlinks would go unseen.
   if (stats_.loss_reconciles)
-    session_.seed(scan.namespaces, all_files(scan));
+    session_.seed(scan.namespaces, all_files(scan.filesystems));
   shmbpf::reconcile(engine_, scan, now_ns());
   stats_.reconciles++;
   last_reconcile_ = std::chrono::steady_clock::now();
@@ -126,7 +106,7 @@ void Monitor::maybe_sample() {
   last_sample_ = now;
   refresh_usage();
   refresh_holders();
-  engine_.reconcile_mounts(read_mount_usage());
+  engine_.reconcile_mounts(scan_mount_usage(scan_mount_namespaces()));
   engine_.sample_mounts(now_ns());
   resolve_cgroups();
 }

@@ -1,14 +1,14 @@
 #include "probe/session.hpp"
 
 #include "decode/decode.hpp"
-#include "sources/namespaces.hpp"
+#include "sources/bootstrap.hpp"
 
 namespace shmbpf {
 
 Session::Session(const ProbeOptions &opts, bool scan_now) : probe_(opts) {
   if (scan_now) {
     auto namespaces = scan_mount_namespaces();
-    seed(namespaces, scan_all_tmpfs(namespaces));
+    seed(namespaces, all_files(scan_filesystems(namespaces)));
   }
 }
 

@@ -49,32 +49,56 @@ TmpfsFile held_file(const HeldFile &h) {
 
 SystemScan scan_system() { return scan_system(scan_mount_namespaces()); }
 
+namespace {
+
+// fn(namespace, mount, root) for every tmpfs mount a path can reach, where
+// root ("/proc/<pid>/root") leads into the namespace's view.
+template <typename Fn>
+void for_each_tmpfs_mount(const std::vector<MountNamespace> &namespaces, Fn fn) {
+  for (const auto &ns : namespaces) {
+    const std::string root = "/proc/" + std::to_string(ns.pid) + "/root";
+    for (const auto &m : ns.mounts)
+      if (m.is_tmpfs() && !is_overmounted(ns.mounts, m))
+        fn(ns, m, root);
+  }
+}
+
+} // namespace
+
+std::vector<MountState> scan_mount_usage(const std::vector<MountNamespace> &namespaces) {
+  std::vector<MountState> out;
+  for_each_tmpfs_mount(
+      namespaces, [&](const MountNamespace &ns, const MountInfo &m, const std::string &root) {
+        MountState st{m.mnt_id, ns.mntns, m.mountpoint, m.dev, m.size_limit().value_or(0), 0};
+        struct statfs sfs {};
+        if (statfs((root + m.mountpoint).c_str(), &sfs) == 0)
+          st.used_bytes = static_cast<uint64_t>(sfs.f_blocks - sfs.f_bfree) * sfs.f_bsize;
+        out.push_back(std::move(st));
+      });
+  return out;
+}
+
+std::vector<ScannedFs> scan_filesystems(const std::vector<MountNamespace> &namespaces) {
+  std::vector<ScannedFs> out;
+  std::set<std::pair<uint32_t, std::string>> scanned; // (device, root): each once
+  for_each_tmpfs_mount(
+      namespaces, [&](const MountNamespace &, const MountInfo &m, const std::string &root) {
+        if (!scanned.insert({m.dev, m.root}).second)
+          return;
+        ScannedFs fs{m.dev, m.mnt_id, m.mountpoint, scan_tmpfs_mount(root + m.mountpoint)};
+        for (auto &f : fs.files)
+          if (f.path.starts_with(root)) // paths as the namespace sees them
+            f.path.erase(0, root.size());
+        out.push_back(std::move(fs));
+      });
+  return out;
+}
+
 SystemScan scan_system(std::vector<MountNamespace> namespaces) {
   SystemScan scan;
   scan.namespaces = std::move(namespaces);
-
-  // Mounts and their files; each filesystem (device and root) is scanned once.
-  std::set<std::pair<uint32_t, std::string>> scanned;
-  for (const auto &ns : scan.namespaces) {
-    const std::string root = "/proc/" + std::to_string(ns.pid) + "/root";
-    for (const auto &m : ns.mounts) {
-      if (!m.is_tmpfs() || is_overmounted(ns.mounts, m))
-        continue;
-      const std::string dir = root + m.mountpoint;
-      MountState st{m.mnt_id, ns.mntns, m.mountpoint, m.dev, m.size_limit().value_or(0), 0};
-      struct statfs sfs {};
-      if (statfs(dir.c_str(), &sfs) == 0)
-        st.used_bytes = static_cast<uint64_t>(sfs.f_blocks - sfs.f_bfree) * sfs.f_bsize;
-      scan.mounts.push_back(st);
-      if (!scanned.insert({m.dev, m.root}).second)
-        continue;
-      ScannedFs fs{m.dev, m.mnt_id, m.mountpoint, scan_tmpfs_mount(dir)};
-      for (auto &f : fs.files)
-        if (f.path.starts_with(root)) // paths as the namespace sees them
-          f.path.erase(0, root.size());
-      scan.filesystems.push_back(std::move(fs));
-    }
-  }
+  scan.mounts = scan_mount_usage(scan.namespaces);
+  scan.filesystems = scan_filesystems(scan.namespaces);
 
   std::string cgroup2;
   if (!scan.namespaces.empty())
@@ -136,9 +160,9 @@ std::vector<std::pair<uint64_t, std::string>> find_cgroup_paths(const std::vecto
   return out;
 }
 
-std::vector<TmpfsFile> all_files(const SystemScan &scan) {
+std::vector<TmpfsFile> all_files(const std::vector<ScannedFs> &filesystems) {
   std::vector<TmpfsFile> out;
-  for (const auto &fs : scan.filesystems)
+  for (const auto &fs : filesystems)
     out.insert(out.end(), fs.files.begin(), fs.files.end());
   return out;
 }

@@ -43,6 +43,12 @@ struct SystemScan {
   std::vector<std::pair<uint64_t, std::string>> cgroups; // id -> path
 };
 
+// Every tmpfs mount of every namespace that a path can reach (overmounted
+// ones are hidden), with its statfs usage: cheap, unlike a file scan.
+std::vector<MountState> scan_mount_usage(const std::vector<MountNamespace> &namespaces);
+// The files of every tmpfs filesystem, each scanned once through one mount.
+std::vector<ScannedFs> scan_filesystems(const std::vector<MountNamespace> &namespaces);
+
 // Reads everything. Best effort: processes that exit meanwhile are skipped.
 SystemScan scan_system(std::vector<MountNamespace> namespaces);
 SystemScan scan_system();
@@ -69,6 +75,6 @@ void reconcile(Engine &engine, const SystemScan &scan, uint64_t now_ns);
 std::vector<std::pair<uint64_t, std::string>> find_cgroup_paths(const std::vector<uint64_t> &ids);
 
 // Every file of the scan, for seeding the kernel's tracked-inode map.
-std::vector<TmpfsFile> all_files(const SystemScan &scan);
+std::vector<TmpfsFile> all_files(const std::vector<ScannedFs> &filesystems);
 
 } // namespace shmbpf

@@ -43,23 +43,3 @@ std::vector<MountNamespace> scan_mount_namespaces() {
 }
 
 } // namespace shmbpf
-
-namespace shmbpf {
-
-std::vector<TmpfsFile> scan_all_tmpfs(const std::vector<MountNamespace> &namespaces) {
-  std::vector<TmpfsFile> out;
-  std::unordered_set<std::string> seen;
-  for (const auto &ns : namespaces) {
-    for (const auto &m : ns.mounts) {
-      if (!m.is_tmpfs() || !seen.insert(std::to_string(m.dev) + ":" + m.root).second)
-        continue;
-      std::string dir = "/proc/" + std::to_string(ns.pid) + "/root" + m.mountpoint;
-      auto files = scan_tmpfs_mount(dir);
-      out.insert(out.end(), std::make_move_iterator(files.begin()),
-                 std::make_move_iterator(files.end()));
-    }
-  }
-  return out;
-}
-
-} // namespace shmbpf

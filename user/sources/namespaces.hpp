@@ -22,14 +22,3 @@ std::vector<MountNamespace> scan_mount_namespaces();
 uint32_t mount_namespace_of(int pid);
 
 } // namespace shmbpf
-
-#include "sources/tmpfs_scan.hpp"
-
-namespace shmbpf {
-
-// Every file on every tmpfs mount of every namespace, each filesystem
-// scanned once (mounts are deduplicated by device and root), through
-// /proc/<pid>/root so that containers' mounts are reachable.
-std::vector<TmpfsFile> scan_all_tmpfs(const std::vector<MountNamespace> &namespaces);
-
-} // namespace shmbpf
