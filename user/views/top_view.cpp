@@ -288,10 +288,9 @@ bool seg_involves(const SegmentInfo &s, uint32_t pid) {
 // Figures derived once per frame from the snapshot.
 struct Derived {
   std::unordered_map<uint32_t, const ProcessInfo *> by_pid;
-  std::unordered_map<uint32_t, uint64_t> unheld_by_creator; // the ORPHANS column
-  std::unordered_map<uint32_t, std::string> ns_container;   // mntns -> container id
-  std::map<std::string, std::set<uint32_t>> container_ns;   // container id -> mntns
-  std::vector<const MountUsage *> fs;                       // one mount per filesystem
+  std::unordered_map<uint32_t, std::string> ns_container; // mntns -> container id
+  std::map<std::string, std::set<uint32_t>> container_ns; // container id -> mntns
+  std::vector<const MountUsage *> fs;                     // one mount per filesystem
 
   explicit Derived(const TopSnapshot &snap) {
     for (const ProcessInfo &p : snap.processes) {
@@ -300,9 +299,6 @@ struct Derived {
       if (!p.container_id.empty())
         ns_container.emplace(p.mntns, p.container_id);
     }
-    for (const ProcessInfo &p : snap.processes)
-      if (p.segments_unheld)
-        unheld_by_creator[p.pid] = p.segments_unheld;
     // A filesystem is often mounted in many namespaces: keep the mount named
     // /dev/shm, the host's copy first, so each container's /dev/shm shows as
     // such and the host's as the host's.
@@ -356,8 +352,7 @@ std::string segment_id(const SegmentInfo &s) {
          std::to_string(s.key.ino_or_shmid);
 }
 
-std::vector<std::size_t> process_rows(const TopSnapshot &snap, const TopState &st,
-                                      const Derived &d) {
+std::vector<std::size_t> process_rows(const TopSnapshot &snap, const TopState &st) {
   const std::string needle = lower(st.filter);
   std::vector<std::size_t> idx;
   for (std::size_t i = 0; i < snap.processes.size(); ++i) {
@@ -380,10 +375,6 @@ std::vector<std::size_t> process_rows(const TopSnapshot &snap, const TopState &s
     }
     idx.push_back(i);
   }
-  auto orphans = [&](uint32_t pid) {
-    auto it = d.unheld_by_creator.find(pid);
-    return it == d.unheld_by_creator.end() ? 0 : it->second;
-  };
   const auto &v = snap.processes;
   std::stable_sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) {
     const ProcessInfo &x = v[a], &y = v[b];
@@ -399,8 +390,8 @@ std::vector<std::size_t> process_rows(const TopSnapshot &snap, const TopState &s
         return x.segments_created > y.segments_created;
       if (x.segments_held != y.segments_held)
         return x.segments_held > y.segments_held;
-      if (orphans(x.pid) != orphans(y.pid))
-        return orphans(x.pid) > orphans(y.pid);
+      if (x.segments_unheld != y.segments_unheld)
+        return x.segments_unheld > y.segments_unheld;
       break;
     case TopSort::rate:
       if (x.create_rate != y.create_rate)
@@ -582,9 +573,7 @@ const std::vector<Column> &process_columns() {
   return cols;
 }
 
-std::vector<std::string> process_cells(const TopSnapshot &snap, const Derived &d,
-                                       const ProcessInfo &p) {
-  auto it = d.unheld_by_creator.find(p.pid);
+std::vector<std::string> process_cells(const TopSnapshot &snap, const ProcessInfo &p) {
   return {std::to_string(p.pid),
           user_cell(snap, p.uid),
           escape_text(p.comm),
@@ -593,7 +582,7 @@ std::vector<std::string> process_cells(const TopSnapshot &snap, const Derived &d
           human_bytes(p.bytes_created),
           human_bytes(p.bytes_held),
           rate_cell(p.create_rate),
-          std::to_string(it == d.unheld_by_creator.end() ? 0 : it->second)};
+          std::to_string(p.segments_unheld)};
 }
 
 const std::vector<Column> &container_columns() {
@@ -670,10 +659,10 @@ ViewRows view_rows(const TopSnapshot &snap, const TopState &st, const Derived &d
   ViewRows r;
   switch (view) {
   case TopView::processes:
-    idx = process_rows(snap, st, d);
+    idx = process_rows(snap, st);
     r.cols = process_columns();
     r.id = [&](std::size_t i) { return process_id(snap.processes[idx[i]]); };
-    r.cells = [&](std::size_t i) { return process_cells(snap, d, snap.processes[idx[i]]); };
+    r.cells = [&](std::size_t i) { return process_cells(snap, snap.processes[idx[i]]); };
     break;
   case TopView::containers:
     idx = container_rows(snap, st);
@@ -906,7 +895,7 @@ std::vector<TopLine> details_lines(const TopSnapshot &snap, const TopState &st, 
       for (const ProcessInfo &p : snap.processes)
         if (p.container_id == c.id &&
             (p.segments_created || p.segments_held || p.sysv_attachments || p.creates))
-          t.rows.push_back(process_cells(snap, d, p));
+          t.rows.push_back(process_cells(snap, p));
       out.push_back(
           {std::to_string(t.rows.size()) + " process(es) using shared memory:", TopStyle::normal});
       table_lines(out, t, st.width);
@@ -1189,9 +1178,8 @@ void mount_json(JsonWriter &w, const TopSnapshot &snap, const Derived &d, const 
   w.end_object();
 }
 
-void process_json(JsonWriter &w, const TopSnapshot &snap, const Derived &d, const ProcessInfo &p) {
+void process_json(JsonWriter &w, const TopSnapshot &snap, const ProcessInfo &p) {
   auto u = snap.users.find(p.uid);
-  auto orphans = d.unheld_by_creator.find(p.pid);
   w.begin_object();
   w.num("pid", p.pid).num("ppid", p.ppid).num("uid", p.uid);
   w.key("user").str_or_null(u == snap.users.end() ? std::string_view() : u->second);
@@ -1200,7 +1188,7 @@ void process_json(JsonWriter &w, const TopSnapshot &snap, const Derived &d, cons
   w.num("segments_created", p.segments_created).num("bytes_created", p.bytes_created);
   w.num("segments_held", p.segments_held).num("bytes_held", p.bytes_held);
   w.real("create_rate", p.create_rate).real("unlink_rate", p.unlink_rate);
-  w.num("orphans", orphans == d.unheld_by_creator.end() ? 0 : orphans->second);
+  w.num("orphans", p.segments_unheld);
   w.num("sigbus", p.sigbus);
   w.end_object();
 }
@@ -1245,8 +1233,8 @@ std::string top_json(const TopSnapshot &snap, const TopState &st) {
   w.key("rows").begin_array();
   switch (st.view) {
   case TopView::processes:
-    for (std::size_t i : process_rows(snap, st, d))
-      process_json(w, snap, d, snap.processes[i]);
+    for (std::size_t i : process_rows(snap, st))
+      process_json(w, snap, snap.processes[i]);
     break;
   case TopView::containers:
     for (std::size_t i : container_rows(snap, st))
