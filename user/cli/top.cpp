@@ -3,6 +3,7 @@
 // pure views/top_view; this file only owns the terminal, the keys, the
 // signals and the timing.
 #include "cli/app.hpp"
+#include "cli/signals.hpp"
 
 #include "decode/result.hpp"
 #include "probe/monitor.hpp"
@@ -16,7 +17,6 @@
 #include <cerrno>
 #include <chrono>
 #include <clocale>
-#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
@@ -33,23 +33,6 @@ namespace shmbpf {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-volatile std::sig_atomic_t g_stop = 0;
-
-void on_stop_signal(int) { g_stop = 1; }
-
-// Before ncurses starts: it only installs its own SIGINT/SIGTERM handlers
-// where the default action is still in place, so ours win and the loop ends
-// through the RAII guard, which restores the terminal.
-void install_signal_handlers() {
-  struct sigaction sa {};
-  sa.sa_handler = on_stop_signal;
-  sigemptyset(&sa.sa_mask);
-  sa.sa_flags = 0; // no SA_RESTART: the ring buffer wait must return EINTR
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
-  std::signal(SIGPIPE, SIG_IGN); // a closed pipe shows up as a write error
-}
 
 // Login names are looked up once per uid: NSS can be slow (LDAP, sssd).
 class UserNames {
@@ -144,12 +127,12 @@ int run_batch(const TopOptions &opts, Monitor &mon) {
   const uint32_t host_ns = own_mntns();
   const auto delay =
       std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(opts.delay_s));
-  for (int frame = 1; !g_stop; ++frame) {
+  for (int frame = 1; !stop_requested(); ++frame) {
     if (frame > 1) {
       const auto due = Clock::now() + delay;
-      while (!g_stop && Clock::now() < due)
+      while (!stop_requested() && Clock::now() < due)
         poll_or_throw(mon, 100);
-      if (g_stop)
+      if (stop_requested())
         break;
     } else {
       mon.drain();
@@ -296,7 +279,7 @@ int run_interactive(const TopOptions &opts, Monitor &mon) {
   auto next = Clock::now() + delay;
   int frames = 1;
   bool dirty = true;
-  while (!g_stop && !st.quit) {
+  while (!stop_requested() && !st.quit) {
     if (dirty) {
       st.width = static_cast<std::size_t>(std::max(getmaxx(stdscr), 1));
       st.height = static_cast<std::size_t>(std::max(getmaxy(stdscr), 1));
@@ -353,7 +336,10 @@ int run_top(const TopOptions &opts) {
   Monitor mon(mopts);
   for (const auto &m : mon.session().probe().missing_hooks())
     std::fprintf(stderr, "shmbpf: warning: hook not available: %s\n", m.c_str());
-  install_signal_handlers();
+  // Before ncurses starts: it only installs its own SIGINT/SIGTERM handlers
+  // where the default action is still in place, so ours win and the loop
+  // ends through the RAII guard, which restores the terminal.
+  install_stop_signals();
   return batch ? run_batch(opts, mon) : run_interactive(opts, mon);
 }
 

@@ -1,6 +1,7 @@
 // `shmbpf trace`: one line (or JSON object) per event, until a signal or
 // --duration.
 #include "cli/app.hpp"
+#include "cli/signals.hpp"
 
 #include "decode/result.hpp"
 #include "probe/session.hpp"
@@ -8,36 +9,17 @@
 
 #include <cerrno>
 #include <chrono>
-#include <csignal>
 #include <cstdio>
 #include <string>
 
 namespace shmbpf {
-
-namespace {
-
-volatile std::sig_atomic_t g_stop = 0;
-
-void on_signal(int) { g_stop = 1; }
-
-void install_signal_handlers() {
-  struct sigaction sa {};
-  sa.sa_handler = on_signal;
-  sigemptyset(&sa.sa_mask);
-  sa.sa_flags = 0; // no SA_RESTART: epoll_wait must return EINTR
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
-  std::signal(SIGPIPE, SIG_IGN); // a closed pipe shows up as a write error
-}
-
-} // namespace
 
 int run_trace(const TraceOptions &opts) {
   ProbeOptions popts;
   popts.ring_buffer_bytes = opts.ring_buffer_bytes;
   popts.verbose = opts.verbose;
   Session session(popts);
-  install_signal_handlers();
+  install_stop_signals();
   for (const auto &m : session.probe().missing_hooks())
     std::fprintf(stderr, "shmbpf: warning: hook not available: %s\n", m.c_str());
 
@@ -60,7 +42,7 @@ int run_trace(const TraceOptions &opts) {
   std::fflush(stdout);
 
   auto start = std::chrono::steady_clock::now();
-  while (!g_stop && out_ok) {
+  while (!stop_requested() && out_ok) {
     if (opts.duration_s > 0 &&
         std::chrono::steady_clock::now() - start >= std::chrono::duration<double>(opts.duration_s))
       break;

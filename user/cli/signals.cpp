@@ -1,0 +1,27 @@
+#include "cli/signals.hpp"
+
+#include <csignal>
+
+namespace shmbpf {
+
+namespace {
+
+volatile std::sig_atomic_t g_stop = 0;
+
+void on_stop(int) { g_stop = 1; }
+
+} // namespace
+
+void install_stop_signals() {
+  struct sigaction sa {};
+  sa.sa_handler = on_stop;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = 0; // no SA_RESTART
+  sigaction(SIGINT, &sa, nullptr);
+  sigaction(SIGTERM, &sa, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);
+}
+
+bool stop_requested() { return g_stop != 0; }
+
+} // namespace shmbpf
