@@ -222,11 +222,7 @@ def run_workload(cfg, name, iters=None, extra=()):
 
 
 def conditions(cfg, wanted):
-    conds = ["untraced", "trace"]
-    if cfg.has("engine_host"):
-        conds.append("engine")
-    else:
-        log("bench: engine_host not built (needs user/probe/monitor.cpp); engine condition skipped")
+    conds = ["untraced", "trace", "engine"]
     if subprocess.run(["which", "bpftrace"], capture_output=True).returncode == 0:
         conds.append("bpftrace")
     if cfg.base_shmbpf:
@@ -368,37 +364,36 @@ def bench_loss(cfg, per_producer):
     finally:
         os.unlink(path)
 
-    if cfg.has("engine_host"):
-        # The engine with the same tiny ring: its tables must converge anyway.
-        glob_ = "/dev/shm/shmbpf-bench-keep-*"
-        tracer = Tracer("engine", cfg, ring=4096, match=glob_)
-        tracer.wait_ready()
-        n = per_producer // 4
-        procs = start_producers(cfg, "shm_cycle", ["-k", "-n", str(n), "-w", "0"])
-        pids = [p.pid for p in procs]
-        finish_producers(procs)
-        time.sleep(1.5)
-        after_create = tracer.report()
-        for pid in pids:
-            for i in range(n):
-                try:
-                    os.unlink(f"/dev/shm/shmbpf-bench-keep-{pid}-{i}")
-                except FileNotFoundError:
-                    pass
-        time.sleep(1.5)
-        after_unlink = tracer.report()
-        tracer.stop()
-        res["engine_4k_ring"] = {
-            "created": 2 * n,
-            "tables_after_create": after_create["matching"],
-            "lost_after_create": after_create["lost"],
-            "loss_reconciles": after_create["loss_reconciles"],
-            "tables_after_unlink": after_unlink["matching"],
-            "recovered": after_create["matching"] == 2 * n and after_unlink["matching"] == 0,
-        }
-        log(f"  recovery: created={2 * n} engine sees {after_create['matching']} "
-            f"(lost {after_create['lost']}, {after_create['loss_reconciles']} loss reconciles), "
-            f"after unlink {after_unlink['matching']}")
+    # The engine with the same tiny ring: its tables must converge anyway.
+    glob_ = "/dev/shm/shmbpf-bench-keep-*"
+    tracer = Tracer("engine", cfg, ring=4096, match=glob_)
+    tracer.wait_ready()
+    n = per_producer // 4
+    procs = start_producers(cfg, "shm_cycle", ["-k", "-n", str(n), "-w", "0"])
+    pids = [p.pid for p in procs]
+    finish_producers(procs)
+    time.sleep(1.5)
+    after_create = tracer.report()
+    for pid in pids:
+        for i in range(n):
+            try:
+                os.unlink(f"/dev/shm/shmbpf-bench-keep-{pid}-{i}")
+            except FileNotFoundError:
+                pass
+    time.sleep(1.5)
+    after_unlink = tracer.report()
+    tracer.stop()
+    res["engine_4k_ring"] = {
+        "created": 2 * n,
+        "tables_after_create": after_create["matching"],
+        "lost_after_create": after_create["lost"],
+        "loss_reconciles": after_create["loss_reconciles"],
+        "tables_after_unlink": after_unlink["matching"],
+        "recovered": after_create["matching"] == 2 * n and after_unlink["matching"] == 0,
+    }
+    log(f"  recovery: created={2 * n} engine sees {after_create['matching']} "
+        f"(lost {after_create['lost']}, {after_create['loss_reconciles']} loss reconciles), "
+        f"after unlink {after_unlink['matching']}")
     return res
 
 
@@ -505,9 +500,6 @@ def bench_engine_cpu(cfg):
 
 
 def bench_top(cfg, n):
-    if not cfg.has("top_render"):
-        log("bench: top_render not built (needs user/views/top_view.cpp); skipped")
-        return None
     r = subprocess.run([cfg.bin("top_render"), str(n)], capture_output=True, text=True, check=True)
     res = {}
     for line in r.stdout.splitlines():
