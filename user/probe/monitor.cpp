@@ -65,7 +65,7 @@ int Monitor::poll(int timeout_ms) {
     // not on every poll of a storm, or rescans would feed the loss.
     lost_seen_ = lost;
     stats_.loss_reconciles++;
-    reconcile();
+    rescan(/*seed_kernel=*/true);
   } else if (now - last_reconcile_ >= opts_.reconcile_every) {
     reconcile();
   }
@@ -87,12 +87,14 @@ void Monitor::forget_gone() {
       session_.forget(key.dev_or_ipcns, key.ino_or_shmid);
 }
 
-void Monitor::reconcile() {
+void Monitor::reconcile() { rescan(/*seed_kernel=*/false); }
+
+void Monitor::rescan(bool seed_kernel) {
   drain();
   SystemScan scan = scan_system();
-  // Files the kernel does not follow yet (created while records were lost)
-  // must be seeded, or their unlinks would go unseen.
-  if (stats_.loss_reconciles)
+  // After lost records, files the kernel does not follow yet (their
+  // creation was lost) must be seeded, or their unlinks would go unseen.
+  if (seed_kernel)
     session_.seed(scan.namespaces, all_files(scan.filesystems));
   shmbpf::reconcile(engine_, scan, now_ns());
   stats_.reconciles++;

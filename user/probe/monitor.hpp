@@ -61,6 +61,7 @@ public:
 
 private:
   void apply(Event &e);
+  void rescan(bool seed_kernel);
   void maybe_sample();
   void resolve_cgroups();
   void forget_gone();
