@@ -60,20 +60,11 @@ SHMBPF_EXTERN struct {
 	__type(value, __u64);
 } counters SEC(".maps");
 
-/* tmpfs inodes shmbpf follows: opens without O_CREAT are only reported for
- * these. Filled by creates, memfd_create and resizes in the kernel and by
- * the start-up scan in userspace. Value: enum shmbpf_fs. */
-SHMBPF_EXTERN struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 1 << 20);
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, struct shmbpf_inode_key);
-	__type(value, __u32);
-} tracked SEC(".maps");
-
-/* Leaf names of tracked files, by FNV-1a hash: the kernel cannot resolve an
- * unlinked path, so an unlink/rename is reported when its leaf name is
- * known here and userspace resolves the full path. */
+/* Leaf names of the files on tmpfs/hugetlbfs, by FNV-1a hash: the kernel
+ * cannot resolve an unlinked path, so an unlink/rename is reported when its
+ * leaf name is known here and userspace resolves the full path. Filled by
+ * creates in the kernel and by the start-up scan in userspace; the value is
+ * the last inode created under that name, a hint. */
 SHMBPF_EXTERN struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 1 << 20);
@@ -170,9 +161,14 @@ static __always_inline struct pt_regs *syscall_regs(void)
 	return (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
 }
 
+/* Casts a kernel pointer read as a number to a BTF-typed one whose fields
+ * are then read with plain (fault-safe) loads instead of a helper call each. */
+extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym;
+
 /* Every unrelated open pays for this and the magic check after it: the
  * table is reached with BTF loads, and only the slot itself (an array the
- * verifier cannot bound) needs a probe read. */
+ * verifier cannot bound) needs a probe read. The file is returned typed, so
+ * that f->f_inode->i_sb->s_magic costs loads, not probe reads. */
 static __always_inline struct file *fd_to_file(int fd)
 {
 	struct task_struct *t = bpf_get_current_task_btf();
@@ -180,20 +176,27 @@ static __always_inline struct file *fd_to_file(int fd)
 	struct file **fds;
 	struct file *f = NULL;
 
-	if (fd < 0 || (unsigned int)fd >= fdt->max_fds)
-		return NULL;
-	fds = fdt->fd;
-	bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]);
-	return f;
+	if (fd >= 0 && (unsigned int)fd < fdt->max_fds) {
+		fds = fdt->fd;
+		bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]);
+	}
+	/* Typed even when NULL: loads through it then read 0. */
+	return bpf_rdonly_cast(f, bpf_core_type_id_kernel(struct file));
 }
 
 #define S_IFMT	00170000
 #define S_IFREG 0100000
 
+/*
+ * Kernel pointers below are BTF-typed (from bpf_get_current_task_btf(), a
+ * tp_btf argument or fd_to_file()), so their fields are read with plain
+ * loads: a faulting load reads 0, like a failed probe read would.
+ */
+
 /* enum shmbpf_fs of a superblock: the cheap in-kernel filter. */
 static __always_inline __u8 sb_fs(struct super_block *sb)
 {
-	unsigned long magic = BPF_CORE_READ(sb, s_magic);
+	unsigned long magic = sb->s_magic;
 
 	if (magic == TMPFS_MAGIC)
 		return SHMBPF_FS_TMPFS;
@@ -209,16 +212,17 @@ static __always_inline __u8 inode_fs(struct inode *inode, struct super_block *sb
 	/* The magic first: it rejects most files (ext4, ...) in one read. */
 	__u8 fs = sb_fs(sb);
 
-	if (fs == SHMBPF_FS_UNKNOWN || (BPF_CORE_READ(inode, i_mode) & S_IFMT) != S_IFREG)
+	if (fs == SHMBPF_FS_UNKNOWN || (inode->i_mode & S_IFMT) != S_IFREG)
 		return SHMBPF_FS_UNKNOWN;
 	return fs;
 }
 
 static __always_inline __u32 mount_id(struct vfsmount *vfs)
 {
-	struct mount *m = (void *)vfs - bpf_core_field_offset(struct mount, mnt);
+	struct mount *m = bpf_rdonly_cast((void *)vfs - bpf_core_field_offset(struct mount, mnt),
+					  bpf_core_type_id_kernel(struct mount));
 
-	return BPF_CORE_READ(m, mnt_id);
+	return m->mnt_id;
 }
 
 /*
@@ -231,7 +235,7 @@ static __always_inline __u16 collect_components(struct dentry *d, struct vfsmoun
 {
 	__u32 zero = 0;
 	struct shmbpf_scratch *s = bpf_map_lookup_elem(&scratch, &zero);
-	struct dentry *root = BPF_CORE_READ(vfs, mnt_root);
+	struct dentry *root = vfs->mnt_root;
 	__u32 off = 0;
 	__u8 n = 0;
 
@@ -250,14 +254,14 @@ static __always_inline __u16 collect_components(struct dentry *d, struct vfsmoun
 			*flags_ev |= SHMBPF_F_TRUNCATED;
 			break;
 		}
-		name = BPF_CORE_READ(d, d_name.name);
+		name = d->d_name.name;
 		len = bpf_probe_read_kernel_str(&s->buf[off & (SHMBPF_PATH_LEN - 1)],
 						SHMBPF_PATH_LEN, name);
 		if (len <= 0)
 			break;
 		off += len;
 		n++;
-		parent = BPF_CORE_READ(d, d_parent);
+		parent = d->d_parent;
 		if (parent == d) {
 			*flags_ev |= SHMBPF_F_MNT_ROOT;
 			break;
@@ -304,7 +308,7 @@ static __always_inline __u64 dentry_name_hash(struct dentry *d)
 {
 	__u32 zero = 0;
 	struct shmbpf_scratch *s = bpf_map_lookup_elem(&scratch, &zero);
-	const unsigned char *name = BPF_CORE_READ(d, d_name.name);
+	const unsigned char *name = d->d_name.name;
 	int slash = 0;
 
 	if (!s)
@@ -314,21 +318,12 @@ static __always_inline __u64 dentry_name_hash(struct dentry *d)
 	return leaf_hash(s->buf, &slash);
 }
 
-static __always_inline void track_inode(__u32 dev, __u64 ino, __u32 fs, struct dentry *d)
+/* Remember a created file's leaf name, for its unlink or rename. */
+static __always_inline void track_name(__u32 dev, __u64 ino, struct dentry *d)
 {
-	struct shmbpf_inode_key key = {.dev = dev, .ino = ino};
 	struct shmbpf_name_val nv = {.dev = dev, .ino = ino};
-	__u64 h;
+	__u64 h = dentry_name_hash(d);
 
-	/* Every update of a BPF_F_NO_PREALLOC hash allocates a new element and
-	 * frees the old one after RCU, even for an existing key: look first,
-	 * since resizes of tracked files are the common case. */
-	if (!bpf_map_lookup_elem(&tracked, &key) &&
-	    bpf_map_update_elem(&tracked, &key, &fs, BPF_ANY))
-		count(SHMBPF_CNT_TRACK_FULL);
-	if (!d)
-		return;
-	h = dentry_name_hash(d);
 	if (bpf_map_update_elem(&tracked_names, &h, &nv, BPF_ANY))
 		count(SHMBPF_CNT_TRACK_FULL);
 }

@@ -26,7 +26,7 @@
 
 enum shmbpf_event_type {
 	SHMBPF_EV_CREATE = 1,	    /* open(O_CREAT) of a tmpfs/hugetlbfs file */
-	SHMBPF_EV_OPEN = 2,	    /* open of a tracked tmpfs file, no O_CREAT */
+	SHMBPF_EV_OPEN = 2,	    /* open of a tmpfs/hugetlbfs file, no O_CREAT */
 	SHMBPF_EV_MEMFD_CREATE = 3, /* memfd_create */
 	SHMBPF_EV_RESIZE = 4,	    /* ftruncate/fallocate on a tmpfs inode */
 	SHMBPF_EV_UNLINK = 5,	    /* unlink/unlinkat of a tracked name */
@@ -200,15 +200,8 @@ struct shmbpf_exec_event {
 /* Per-CPU delivery counters, indexed by enum shmbpf_counter. */
 enum shmbpf_counter {
 	SHMBPF_CNT_LOST = 0,	   /* bpf_ringbuf_reserve failed */
-	SHMBPF_CNT_TRACK_FULL = 1, /* tracked-inode map insert failed */
+	SHMBPF_CNT_TRACK_FULL = 1, /* tracked-name map insert failed */
 	SHMBPF_CNT_MAX = 2,
-};
-
-/* Key of the tracked-inode map. */
-struct shmbpf_inode_key {
-	__u32 dev;
-	__u32 pad;
-	__u64 ino;
 };
 
 /* Value of the tracked-name map (keyed by shmbpf_name_hash of the leaf). */

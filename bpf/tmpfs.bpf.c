@@ -16,16 +16,16 @@
 static __always_inline void fill_file_identity(struct shmbpf_file_event *e, struct file *f,
 					       struct inode *inode, struct super_block *sb)
 {
-	struct dentry *d = BPF_CORE_READ(f, f_path.dentry);
-	struct vfsmount *mnt = BPF_CORE_READ(f, f_path.mnt);
+	struct dentry *d = f->f_path.dentry;
+	struct vfsmount *mnt = f->f_path.mnt;
 
-	e->dev = BPF_CORE_READ(sb, s_dev);
-	e->ino = BPF_CORE_READ(inode, i_ino);
-	e->size = BPF_CORE_READ(inode, i_size);
-	e->bytes = (__u64)BPF_CORE_READ(inode, i_blocks) << 9;
+	e->dev = sb->s_dev;
+	e->ino = inode->i_ino;
+	e->size = inode->i_size;
+	e->bytes = (__u64)inode->i_blocks << 9;
 	e->mnt_id = mount_id(mnt);
 	e->comp_len = collect_components(d, mnt, e->components, &e->ncomp, &e->flags_ev);
-	if (BPF_CORE_READ(inode, __i_nlink) == 0)
+	if (inode->__i_nlink == 0)
 		e->flags_ev |= SHMBPF_F_UNLINKED;
 }
 
@@ -44,8 +44,8 @@ static __always_inline int handle_open_exit(long ret, __u16 origin)
 	if (ret < 0)
 		return 0;
 	f = fd_to_file(ret);
-	inode = BPF_CORE_READ(f, f_inode);
-	sb = BPF_CORE_READ(inode, i_sb);
+	inode = f->f_inode;
+	sb = inode->i_sb;
 	fs = inode_fs(inode, sb);
 	if (fs == SHMBPF_FS_UNKNOWN)
 		return 0;
@@ -79,16 +79,6 @@ static __always_inline int handle_open_exit(long ret, __u16 origin)
 	}
 
 	create = flags & (O_CREAT | __O_TMPFILE);
-	if (!create) {
-		struct shmbpf_inode_key key = {
-			.dev = BPF_CORE_READ(sb, s_dev),
-			.ino = BPF_CORE_READ(inode, i_ino),
-		};
-
-		if (!bpf_map_lookup_elem(&tracked, &key))
-			return 0;
-	}
-
 	e = reserve(sizeof(*e));
 	if (!e)
 		return 0;
@@ -101,10 +91,10 @@ static __always_inline int handle_open_exit(long ret, __u16 origin)
 	e->fd = ret;
 	e->origin = origin;
 	e->fs = fs;
-	if (BPF_CORE_READ(f, f_mode) & FMODE_CREATED)
+	if (f->f_mode & FMODE_CREATED)
 		e->flags_ev |= SHMBPF_F_NEW;
 	if (create)
-		track_inode(e->dev, e->ino, fs, BPF_CORE_READ(f, f_path.dentry));
+		track_name(e->dev, e->ino, f->f_path.dentry);
 	e->path_len = 0;
 	long n = bpf_probe_read_user_str(e->path, sizeof(e->path), upath);
 	if (n > 0)
@@ -151,9 +141,9 @@ int tracepoint__syscalls__sys_exit_memfd_create(struct trace_event_raw_sys_exit 
 	long n;
 
 	/* Failures are rare and worth seeing (EMFILE, ENOMEM). */
-	f = ret >= 0 ? fd_to_file(ret) : NULL;
-	inode = BPF_CORE_READ(f, f_inode);
-	sb = BPF_CORE_READ(inode, i_sb);
+	f = fd_to_file(ret);
+	inode = f->f_inode;
+	sb = inode->i_sb;
 
 	e = reserve(sizeof(*e));
 	if (!e)
@@ -172,7 +162,6 @@ int tracepoint__syscalls__sys_exit_memfd_create(struct trace_event_raw_sys_exit 
 	if (f) {
 		e->fs = sb_fs(sb);
 		fill_file_identity(e, f, inode, sb);
-		track_inode(e->dev, e->ino, e->fs, NULL);
 	}
 	e->arg_size = 0;
 	e->flags = PT_REGS_PARM2_CORE_SYSCALL(regs);
@@ -199,8 +188,8 @@ static __always_inline int handle_resize_exit(long ret, __u16 origin)
 
 	regs = syscall_regs();
 	f = fd_to_file(PT_REGS_PARM1_CORE_SYSCALL(regs));
-	inode = BPF_CORE_READ(f, f_inode);
-	sb = BPF_CORE_READ(inode, i_sb);
+	inode = f->f_inode;
+	sb = inode->i_sb;
 	fs = inode_fs(inode, sb);
 	if (fs == SHMBPF_FS_UNKNOWN)
 		return 0;
@@ -221,13 +210,12 @@ static __always_inline int handle_resize_exit(long ret, __u16 origin)
 		e->flags = PT_REGS_PARM2_CORE_SYSCALL(regs);
 		e->arg_size = PT_REGS_PARM3_CORE_SYSCALL(regs) + PT_REGS_PARM4_CORE_SYSCALL(regs);
 	}
-	e->mode = BPF_CORE_READ(inode, i_mode);
+	e->mode = inode->i_mode;
 	e->fd = PT_REGS_PARM1_CORE_SYSCALL(regs);
 	e->origin = origin;
 	e->fs = fs;
 	e->path_len = 0;
 	e->path[0] = 0;
-	track_inode(e->dev, e->ino, fs, NULL);
 	submit(e);
 	return 0;
 }
@@ -306,17 +294,17 @@ static __always_inline int handle_path_exit(long ret, __u16 origin)
 
 	if (s->buf[0] != '/') {
 		if (dirfd == AT_FDCWD) {
-			struct task_struct *t = (struct task_struct *)bpf_get_current_task();
+			struct task_struct *t = bpf_get_current_task_btf();
 
-			start_d = BPF_CORE_READ(t, fs, pwd.dentry);
-			start_mnt = BPF_CORE_READ(t, fs, pwd.mnt);
+			start_d = t->fs->pwd.dentry;
+			start_mnt = t->fs->pwd.mnt;
 		} else {
 			struct file *df = fd_to_file(dirfd);
 
-			start_d = BPF_CORE_READ(df, f_path.dentry);
-			start_mnt = BPF_CORE_READ(df, f_path.mnt);
+			start_d = df->f_path.dentry;
+			start_mnt = df->f_path.mnt;
 		}
-		if (!slash && sb_fs(BPF_CORE_READ(start_d, d_sb)) == SHMBPF_FS_UNKNOWN)
+		if (!slash && sb_fs(start_d->d_sb) == SHMBPF_FS_UNKNOWN)
 			return 0;
 	}
 
@@ -353,8 +341,8 @@ static __always_inline int handle_path_exit(long ret, __u16 origin)
 	e->start_ncomp = 0;
 	__builtin_memset(e->pad1, 0, sizeof(e->pad1));
 	if (start_d) {
-		e->start_dev = BPF_CORE_READ(start_d, d_sb, s_dev);
-		e->start_ino = BPF_CORE_READ(start_d, d_inode, i_ino);
+		e->start_dev = start_d->d_sb->s_dev;
+		e->start_ino = start_d->d_inode->i_ino;
 		e->start_mnt_id = mount_id(start_mnt);
 		e->start_comp_len = collect_components(start_d, start_mnt, e->start_components,
 						       &e->start_ncomp, &e->flags_ev);
@@ -413,8 +401,8 @@ int BPF_PROG(tp_btf__mm_filemap_delete_from_page_cache, struct folio *folio)
 {
 	__u32 zero = 0;
 	struct shmbpf_free_event *acc;
-	struct inode *host = BPF_CORE_READ(folio, mapping, host);
-	struct super_block *sb = BPF_CORE_READ(host, i_sb);
+	struct inode *host = folio->mapping->host;
+	struct super_block *sb = host->i_sb;
 	__u8 fs = sb_fs(sb);
 	__u32 dev;
 	__u64 ino;
@@ -424,8 +412,8 @@ int BPF_PROG(tp_btf__mm_filemap_delete_from_page_cache, struct folio *folio)
 	acc = bpf_map_lookup_elem(&free_acc, &zero);
 	if (!acc)
 		return 0;
-	dev = BPF_CORE_READ(sb, s_dev);
-	ino = BPF_CORE_READ(host, i_ino);
+	dev = sb->s_dev;
+	ino = host->i_ino;
 	if (acc->folios && (acc->dev != dev || acc->ino != ino))
 		flush_free_acc();
 	if (!acc->folios) {
@@ -440,14 +428,7 @@ int BPF_PROG(tp_btf__mm_filemap_delete_from_page_cache, struct folio *folio)
 	acc->hdr.ts_ns = bpf_ktime_get_boot_ns();
 	acc->bytes += (__u64)page_size << folio_order_of(folio);
 	acc->folios++;
-	acc->nlink = BPF_CORE_READ(host, __i_nlink);
-	if (acc->nlink == 0 && acc->folios == 1) {
-		/* An unlinked inode losing pages is being evicted (or truncated
-		 * while held): stop following it. */
-		struct shmbpf_inode_key key = {.dev = dev, .ino = ino};
-
-		bpf_map_delete_elem(&tracked, &key);
-	}
+	acc->nlink = host->__i_nlink;
 	return 0;
 }
 

@@ -287,15 +287,15 @@ TEST(Monitor, LostRecordsTriggerAReconcileThatFindsEverything) {
   std::filesystem::remove_all(dir);
 }
 
-TEST(Monitor, DestroyedFilesLeaveTheKernelsTrackedMap) {
+TEST(Monitor, UnlinkedNamesLeaveTheKernelsNameMap) {
   SHMBPF_MONITOR(m, MonitorOptions{});
-  const std::string dir = "/dev/shm/shmbpf-mon-forget-" + std::to_string(getpid());
+  const std::string dir = "/dev/shm/shmbpf-mon-names-" + std::to_string(getpid());
   ASSERT_EQ(mkdir(dir.c_str(), 0700), 0);
   m->drain();
-  const size_t before = m->session().probe().tracked_count();
-  // Files that never get a page: no final free would ever remove them.
+  const size_t before = m->session().probe().name_count();
+  // Files that never get a page: no free event would ever clean up after them.
   constexpr int kFiles = 200;
-  Child child = run_child("mon-forget", [&] {
+  Child child = run_child("mon-names", [&] {
     for (int i = 0; i < kFiles; ++i) {
       std::string p = dir + "/f" + std::to_string(i);
       int fd = open(p.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
@@ -306,7 +306,7 @@ TEST(Monitor, DestroyedFilesLeaveTheKernelsTrackedMap) {
   });
   ASSERT_EQ(child.status, 0);
   EXPECT_TRUE(pump_until(*m, [&](const Engine &e) { return e.stats().gone >= kFiles; }));
-  const size_t after = m->session().probe().tracked_count();
+  const size_t after = m->session().probe().name_count();
   rmdir(dir.c_str());
   // Other processes may create files meanwhile: allow a little slack, far
   // below the 200 this test created.

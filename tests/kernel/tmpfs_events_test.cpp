@@ -1051,5 +1051,42 @@ TEST(TmpfsEvents, SameLeafNameOnTwoTmpfsMounts) {
   EXPECT_EQ(u2.ino, facts->f[1].ino);
 }
 
+// 12. A file whose creation shmbpf never saw (mknod makes no open, so no
+// create event and no name entry) is still reported when it is opened:
+// every open of a regular tmpfs file is, not only of files seen before.
+TEST(TmpfsEvents, OpenOfAFileMadeByMknod) {
+  const std::string full = "/dev/shm/" + uniq("kt-mknod");
+  Cleanup cleanup;
+  cleanup.files.push_back(full);
+  SHMBPF_COLLECTOR(col);
+
+  Shared<Facts> facts;
+  Child c = run_child("kt-mknod", [&] {
+    note_self(*facts);
+    if (mknod(full.c_str(), S_IFREG | 0600, 0) != 0)
+      return 1;
+    int fd = open(full.c_str(), O_RDWR);
+    if (fd < 0 || !note_file(fd, facts->f[0]))
+      return 2;
+    close(fd);
+    return 0;
+  });
+  ASSERT_NO_FATAL_FAILURE(expect_exited_ok(c));
+
+  auto evs = events_after_exit(*col, c);
+  auto opens = of_type(evs, EventType::open);
+  ASSERT_EQ(opens.size(), 1u) << show(evs);
+  EXPECT_EQ(of_type(evs, EventType::create).size(), 0u) << show(evs);
+  const Event &op = opens[0];
+  expect_header(op, c, "kt-mknod", *facts);
+  expect_file(op, facts->f[0]);
+  expect_ok(op, facts->f[0].fd);
+  EXPECT_EQ(op.kind, Kind::tmpfs);
+  EXPECT_EQ(op.origin, Origin::openat);
+  EXPECT_FALSE(op.is_new);
+  EXPECT_EQ(op.path, full);
+  EXPECT_EQ(op.full_path, full);
+}
+
 } // namespace
 } // namespace shmbpf::test

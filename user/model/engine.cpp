@@ -311,8 +311,6 @@ void Engine::erase_segment(SegIt it) {
     DevStats &d = devs_[key.dev_or_ipcns];
     d.bytes = sat_sub(d.bytes, s.bytes);
     d.segments = sat_sub(d.segments, 1);
-    if (config_.record_gone_files)
-      gone_files_.push_back(key);
   }
   for (uint32_t pid : s.holders) {
     auto pit = procs_.find(pid);

@@ -235,9 +235,6 @@ struct EngineConfig {
   size_t expected_segments = 0; // reserved up front
   uint64_t growth_window_ns = 60'000'000'000;
   size_t max_samples = 240;
-  // Keep the keys of destroyed files for take_gone_files() (the live model
-  // tells the kernel to stop following them).
-  bool record_gone_files = false;
 };
 
 class Engine {
@@ -318,8 +315,6 @@ public:
   // cgroup ids in use that set_cgroup_path has not described yet.
   std::vector<uint64_t> unknown_cgroups() const;
   EngineStats stats() const;
-  // Files destroyed since the last call (with record_gone_files).
-  std::vector<SegmentKey> take_gone_files() { return std::exchange(gone_files_, {}); }
   EngineTotals totals(uint64_t now_ns, uint64_t orphan_min_age_ns) const;
   size_t segment_count() const { return segs_.size(); }
 
@@ -515,7 +510,6 @@ private:
   RateCounter creates_;                                 // host-wide, outlives the processes
   RateCounter unlinks_;
   uint64_t sigbus_ = 0;
-  std::vector<SegmentKey> gone_files_;
   uint32_t next_serial_ = 0;
   uint64_t last_ts_ = 0;
   EngineStats stats_;

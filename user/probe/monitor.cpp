@@ -12,20 +12,10 @@
 
 namespace shmbpf {
 
-namespace {
-
-EngineConfig live_engine_config() {
-  EngineConfig cfg = engine_config_now();
-  cfg.record_gone_files = true;
-  return cfg;
-}
-
-} // namespace
-
 uint64_t Monitor::now_ns() { return boottime_ns(); }
 
 Monitor::Monitor(const MonitorOptions &opts)
-    : session_(opts.probe, /*scan_now=*/false), engine_(live_engine_config()), opts_(opts) {
+    : session_(opts.probe, /*scan_now=*/false), engine_(engine_config_now()), opts_(opts) {
   // The probe is attached before the scan: whatever is created from here on
   // arrives as events, whatever existed is in the scan, and an event about
   // something the scan also saw is applied on top of it harmlessly.
@@ -50,7 +40,6 @@ int Monitor::poll(int timeout_ms) {
   int n = session_.poll(timeout_ms, [this](Event &e) { apply(e); });
   if (n < 0)
     return n;
-  forget_gone();
   const auto now = std::chrono::steady_clock::now();
   if (stats_.events != before && engine_.stats().processes != known_processes_ &&
       now - last_resolve_ >= std::chrono::milliseconds(100)) {
@@ -75,16 +64,6 @@ int Monitor::poll(int timeout_ms) {
 
 void Monitor::drain() {
   session_.drain([this](Event &e) { apply(e); });
-  forget_gone();
-}
-
-void Monitor::forget_gone() {
-  // Destroyed files leave the kernel's tracked map too, or files that never
-  // had pages (no final free) would fill it. A key back in the model was
-  // reused by a newer file, which the kernel must keep following.
-  for (const SegmentKey &key : engine_.take_gone_files())
-    if (!engine_.contains(key))
-      session_.forget(key.dev_or_ipcns, key.ino_or_shmid);
 }
 
 void Monitor::reconcile() { rescan(/*seed_kernel=*/false); }

@@ -64,7 +64,6 @@ private:
   void rescan(bool seed_kernel);
   void maybe_sample();
   void resolve_cgroups();
-  void forget_gone();
   void watch(const Event &e);
   void refresh_usage();
   void refresh_holders();

@@ -247,32 +247,23 @@ uint64_t Probe::lost() const { return counter(SHMBPF_CNT_LOST); }
 uint64_t Probe::track_full() const { return counter(SHMBPF_CNT_TRACK_FULL); }
 
 void Probe::seed(const std::vector<TmpfsFile> &files) {
-  int tracked = bpf_map__fd(skel_->maps.tracked);
   int names = bpf_map__fd(skel_->maps.tracked_names);
   for (const auto &f : files) {
-    shmbpf_inode_key key{f.dev, 0, f.ino};
-    __u32 fs = SHMBPF_FS_TMPFS;
-    bpf_map_update_elem(tracked, &key, &fs, BPF_NOEXIST);
     __u64 h = shm_name_hash(f.leaf);
     shmbpf_name_val nv{f.dev, 0, f.ino};
     bpf_map_update_elem(names, &h, &nv, BPF_NOEXIST);
   }
 }
 
-size_t Probe::tracked_count() const {
-  int fd = bpf_map__fd(skel_->maps.tracked);
-  shmbpf_inode_key key{}, next{};
+size_t Probe::name_count() const {
+  int fd = bpf_map__fd(skel_->maps.tracked_names);
+  __u64 key = 0, next = 0;
   size_t n = 0;
   for (const void *prev = nullptr; bpf_map_get_next_key(fd, prev, &next) == 0; prev = &key) {
     key = next;
     ++n;
   }
   return n;
-}
-
-void Probe::forget(uint32_t dev, uint64_t ino) {
-  shmbpf_inode_key key{dev, 0, ino};
-  bpf_map_delete_elem(bpf_map__fd(skel_->maps.tracked), &key);
 }
 
 void Probe::restore_name(std::string_view leaf, uint32_t dev, uint64_t ino) {

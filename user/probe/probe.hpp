@@ -49,15 +49,13 @@ public:
   void flush_frees();
   // Records the kernel could not deliver (ring buffer full).
   uint64_t lost() const;
-  // Inserts into the tracked maps that failed (maps full).
+  // Inserts into the tracked-name map that failed (map full).
   uint64_t track_full() const;
-  // Follow files that existed before start: opens and unlinks of them.
+  // Follow unlinks and renames of files that existed before start: their
+  // leaf names go into the kernel's name map.
   void seed(const std::vector<TmpfsFile> &files);
-  // Entries in the kernel's tracked-inode map (walks it: for stats and tests).
-  size_t tracked_count() const;
-  // Stops following a destroyed file: its tracked-inode entry would
-  // otherwise stay (a file that never had pages sends no final free).
-  void forget(uint32_t dev, uint64_t ino);
+  // Entries in the kernel's name map (walks it: for stats and tests).
+  size_t name_count() const;
   // Gives a tracked file its leaf name back after the kernel dropped it for
   // an unlink/rename that turned out not to be on tmpfs. Never overwrites.
   void restore_name(std::string_view leaf, uint32_t dev, uint64_t ino);

@@ -38,8 +38,6 @@ public:
   // Pushes out everything pending in the kernel and delivers it.
   void drain(const EventFn &fn);
 
-  // See Probe::forget.
-  void forget(uint32_t dev, uint64_t ino) { probe_.forget(dev, ino); }
   const SessionStats &stats() const { return stats_; }
   uint64_t lost() const { return probe_.lost(); }
   const Probe &probe() const { return probe_; }

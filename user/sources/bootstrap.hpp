@@ -74,7 +74,7 @@ void reconcile(Engine &engine, const SystemScan &scan, uint64_t now_ns);
 // found (cgroups removed since) are absent.
 std::vector<std::pair<uint64_t, std::string>> find_cgroup_paths(const std::vector<uint64_t> &ids);
 
-// Every file of the scan, for seeding the kernel's tracked-inode map.
+// Every file of the scan, for seeding the kernel's map of leaf names.
 std::vector<TmpfsFile> all_files(const std::vector<ScannedFs> &filesystems);
 
 } // namespace shmbpf
