@@ -67,7 +67,7 @@ SHMBPF_EXTERN struct {
  * the last inode created under that name, a hint. */
 SHMBPF_EXTERN struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 1 << 20);
+	__uint(max_entries, 1 << 16); /* sized by userspace before load */
 	__uint(map_flags, BPF_F_NO_PREALLOC);
 	__type(key, __u64);
 	__type(value, struct shmbpf_name_val);

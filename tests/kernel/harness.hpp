@@ -72,6 +72,7 @@ public:
   }
 
   uint64_t lost() const { return session_->lost(); }
+  const Session &session() const { return *session_; }
 
 private:
   std::unique_ptr<Session> session_;

@@ -1088,5 +1088,39 @@ TEST(TmpfsEvents, OpenOfAFileMadeByMknod) {
   EXPECT_EQ(op.full_path, full);
 }
 
+// 13. The name map is sized by userspace; once full, creates are still
+// reported and the names that did not fit are counted, not silently lost.
+TEST(TmpfsEvents, FullNameMapIsCounted) {
+  ProbeOptions opts;
+  opts.name_capacity = 64;
+  SHMBPF_COLLECTOR(col, opts);
+  const Probe &probe = col->session().probe();
+  EXPECT_EQ(probe.name_capacity(), 64u);
+  const uint64_t full_before = probe.track_full();
+
+  const std::string dir = "/dev/shm/" + uniq("kt-names");
+  Cleanup cleanup;
+  cleanup.dirs.push_back(dir);
+  ASSERT_EQ(mkdir(dir.c_str(), 0700), 0) << strerror(errno);
+  constexpr int kFiles = 200;
+  for (int i = 0; i < kFiles; ++i)
+    cleanup.files.push_back(dir + "/f" + std::to_string(i));
+  Child c = run_child("kt-names", [&] {
+    for (int i = 0; i < kFiles; ++i) {
+      std::string p = dir + "/f" + std::to_string(i);
+      int fd = open(p.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
+      if (fd < 0)
+        return 1;
+      close(fd);
+    }
+    return 0;
+  });
+  ASSERT_NO_FATAL_FAILURE(expect_exited_ok(c));
+  auto evs = events_after_exit(*col, c);
+  EXPECT_EQ(of_type(evs, EventType::create).size(), static_cast<size_t>(kFiles));
+  EXPECT_LE(probe.name_count(), 64u);
+  EXPECT_GE(probe.track_full() - full_before, static_cast<uint64_t>(kFiles - 64));
+}
+
 } // namespace
 } // namespace shmbpf::test

@@ -1,6 +1,7 @@
 #include "probe/probe.hpp"
 
 #include "decode/result.hpp"
+#include "sources/mountinfo.hpp"
 
 #include <linux/types.h>
 
@@ -15,15 +16,19 @@
 #include <sched.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <bit>
 #include <cerrno>
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
 #include <deque>
 #include <mutex>
+#include <set>
 #include <string_view>
 
 namespace shmbpf {
@@ -125,6 +130,27 @@ void validate_ring_buffer_size(size_t bytes) {
                      2);
 }
 
+size_t name_map_capacity(uint64_t tmpfs_files) {
+  constexpr uint64_t kMin = 1u << 16, kMax = 1u << 20;
+  uint64_t want = tmpfs_files > kMax ? kMax : 4 * tmpfs_files;
+  return static_cast<size_t>(std::clamp(std::bit_ceil(want), kMin, kMax));
+}
+
+uint64_t tmpfs_files_in_use() {
+  uint64_t total = 0;
+  std::set<uint32_t> seen; // a filesystem mounted twice counts once
+  const std::vector<MountInfo> table = read_mountinfo(0);
+  for (const MountInfo &m : table) {
+    struct statvfs st {};
+    if (!m.is_tmpfs() || is_overmounted(table, m) || !seen.insert(m.dev).second ||
+        statvfs(m.mountpoint.c_str(), &st) != 0)
+      continue;
+    if (st.f_files > st.f_ffree)
+      total += st.f_files - st.f_ffree;
+  }
+  return total;
+}
+
 void Probe::SkelDeleter::operator()(struct ::shmbpf_bpf *s) const { shmbpf_bpf__destroy(s); }
 void Probe::RingDeleter::operator()(ring_buffer *r) const { ring_buffer__free(r); }
 
@@ -152,6 +178,11 @@ Probe::Probe(const ProbeOptions &opts) {
   if (int err =
           bpf_map__set_max_entries(skel_->maps.events, static_cast<__u32>(opts.ring_buffer_bytes)))
     throw FatalError("ring buffer size", errno_text(err));
+  name_capacity_ =
+      opts.name_capacity ? opts.name_capacity : name_map_capacity(tmpfs_files_in_use());
+  if (int err =
+          bpf_map__set_max_entries(skel_->maps.tracked_names, static_cast<__u32>(name_capacity_)))
+    throw FatalError("name map size", errno_text(err));
 
   // Load only what this kernel has: a missing tracepoint or BTF type turns
   // one program off and is reported, instead of failing the whole load.

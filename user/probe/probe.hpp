@@ -19,8 +19,21 @@ namespace shmbpf {
 
 struct ProbeOptions {
   size_t ring_buffer_bytes = 8u << 20;
+  // Entries of the kernel's leaf-name map (unlink/rename matching); 0 sizes
+  // it from the files on tmpfs now (name_map_capacity).
+  size_t name_capacity = 0;
   bool verbose = false; // forward libbpf's messages to stderr
 };
+
+// The name map's size for a machine with this many files on tmpfs: four
+// times as many, as a power of two, at least 65,536 and at most 2^20. A
+// small map is much cheaper to look up in (docs/BENCHMARKS.md); once full,
+// creates are still reported but their unlinks are found only by
+// reconciliation, and Probe::track_full() counts them.
+size_t name_map_capacity(uint64_t tmpfs_files);
+
+// Inodes in use on the tmpfs/hugetlbfs mounts this process sees (statvfs).
+uint64_t tmpfs_files_in_use();
 
 // Throws FatalError (exit status 2) unless the process may load tracing BPF.
 void require_bpf_privileges(const std::string &command);
@@ -56,6 +69,8 @@ public:
   void seed(const std::vector<TmpfsFile> &files);
   // Entries in the kernel's name map (walks it: for stats and tests).
   size_t name_count() const;
+  // What the name map can hold.
+  size_t name_capacity() const { return name_capacity_; }
   // Gives a tracked file its leaf name back after the kernel dropped it for
   // an unlink/rename that turned out not to be on tmpfs. Never overwrites.
   void restore_name(std::string_view leaf, uint32_t dev, uint64_t ino);
@@ -76,6 +91,7 @@ private:
   const RecordFn *current_ = nullptr;
   std::vector<std::string> missing_;
   int ncpus_ = 0;
+  size_t name_capacity_ = 0;
 };
 
 } // namespace shmbpf
