@@ -20,6 +20,9 @@ namespace shmbpf {
 struct ProbeOptions {
   size_t ring_buffer_bytes = 8u << 20;
   bool verbose = false; // forward libbpf's messages to stderr
+  // Called by Session after the kernel maps were seeded and before the
+  // programs are attached (tests change files in that window).
+  std::function<void()> before_attach;
 };
 
 // Throws FatalError (exit status 2) unless the process may load tracing BPF.
@@ -36,8 +39,9 @@ class Probe {
 public:
   using RecordFn = std::function<void(const void *data, size_t len)>;
 
-  // Checks privileges, BTF and tracefs, then loads and attaches everything.
-  explicit Probe(const ProbeOptions &opts);
+  // Checks privileges, BTF and tracefs, then loads everything and, with
+  // attach_now, attaches it.
+  explicit Probe(const ProbeOptions &opts, bool attach_now = true);
   ~Probe();
   Probe(const Probe &) = delete;
   Probe &operator=(const Probe &) = delete;
@@ -51,8 +55,16 @@ public:
   uint64_t lost() const;
   // Inserts into the tracked maps that failed (maps full).
   uint64_t track_full() const;
-  // Follow files that existed before start: opens and unlinks of them.
-  void seed(const std::vector<TmpfsFile> &files);
+  // Attaches the programs (once): from here on the kernel fills its maps.
+  void attach();
+  bool attached() const { return attached_; }
+  // Follow files that existed before start: opens and unlinks of them. A
+  // name already known is kept. Before attach(), when no program writes the
+  // maps, this is a few batch syscalls; after, two syscalls per file.
+  void seed(const std::vector<SeedKey> &files);
+  // After attach(): gives the name that seed() gave to `stale` (a file gone
+  // before attach()) to `file` instead, unless the kernel changed it since.
+  void reseed_name(const SeedKey &stale, const SeedKey &file);
   // Entries in the kernel's tracked-inode map (walks it: for stats and tests).
   size_t tracked_count() const;
   // Stops following a destroyed file: its tracked-inode entry would
@@ -66,6 +78,7 @@ public:
 
 private:
   uint64_t counter(uint32_t which) const;
+  bool seed_batches(int tracked, int names, const std::vector<SeedKey> &files);
 
   struct SkelDeleter {
     void operator()(struct ::shmbpf_bpf *s) const;
@@ -78,6 +91,8 @@ private:
   const RecordFn *current_ = nullptr;
   std::vector<std::string> missing_;
   int ncpus_ = 0;
+  bool attached_ = false;
+  bool batch_seeded_ = false;
 };
 
 } // namespace shmbpf
