@@ -1083,7 +1083,28 @@ TEST(TmpfsEvents, ChangesBetweenSeedAndAttach) {
   SHMBPF_COLLECTOR(col, opts);
   ASSERT_TRUE(changed);
 
-  const std::vector<std::string> paths = {kept, moved, replaced, created};
+  // The replaced file first, alone and never opened: an open would teach
+  // userspace its inode, and the unlink must name it from the kernel's map.
+  Shared<Facts> rf;
+  Child r = run_child("kt-gap-r", [&] {
+    note_self(*rf);
+    struct stat st {};
+    if (stat(replaced.c_str(), &st) != 0)
+      return 1;
+    rf->f[0].dev = kdev_of(st.st_dev);
+    rf->f[0].ino = st.st_ino;
+    return unlink(replaced.c_str()) == 0 ? 0 : 2;
+  });
+  ASSERT_NO_FATAL_FAILURE(expect_exited_ok(r));
+  auto revs = events_after_exit(*col, r);
+  auto runlinks = of_type(revs, EventType::unlink);
+  ASSERT_EQ(runlinks.size(), 1u) << show(revs);
+  expect_header(runlinks[0], r, "kt-gap-r", *rf);
+  EXPECT_EQ(runlinks[0].full_path, replaced);
+  EXPECT_EQ(runlinks[0].dev, rf->f[0].dev);
+  EXPECT_EQ(runlinks[0].ino, rf->f[0].ino) << "the name still pointed at the file replaced";
+
+  const std::vector<std::string> paths = {kept, moved, created};
   Shared<Facts> facts;
   Child c = run_child("kt-gap", [&] {
     note_self(*facts);
