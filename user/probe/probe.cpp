@@ -241,10 +241,12 @@ Probe::Probe(const ProbeOptions &opts, bool attach_now) {
         missing_.push_back(std::string(tp) + ": no such tracepoint");
       }
     } else if (sec.starts_with("tp_btf/")) {
-      // A tracepoint's BTF type comes with it: its tracefs entry is as good
-      // a test, and libbpf_find_vmlinux_btf_id would parse all of the
-      // kernel's BTF once more (tens of milliseconds; load parses it too).
-      if (!tracepoints.has(sec.substr(7))) {
+      // A tracepoint's BTF type (btf_trace_<name>) comes with it: a tracefs
+      // entry settles it without libbpf_find_vmlinux_btf_id, which parses
+      // all of the kernel's BTF once more (tens of milliseconds; the load
+      // parses it too). Only a tracepoint tracefs does not list is looked up.
+      if (!tracepoints.has(sec.substr(7)) &&
+          libbpf_find_vmlinux_btf_id(sec.substr(7).c_str(), BPF_TRACE_RAW_TP) < 0) {
         bpf_program__set_autoload(prog, false);
         missing_.push_back(sec.substr(7) + ": not in kernel BTF (free events off)");
       }
