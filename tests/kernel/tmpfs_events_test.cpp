@@ -1051,7 +1051,94 @@ TEST(TmpfsEvents, SameLeafNameOnTwoTmpfsMounts) {
   EXPECT_EQ(u2.ino, facts->f[1].ino);
 }
 
-// 12. A file whose creation shmbpf never saw (mknod makes no open, so no
+// 12. The kernel's maps are seeded in batches from a listing made before
+// the programs are attached. Files that change between that listing and
+// attach are caught by the listing after attach: a file created there, one
+// renamed, and one replaced by a new file of the same name are all followed,
+// and their unlinks name the right inodes. So is one of many files that
+// were there all along.
+TEST(TmpfsEvents, ChangesBetweenSeedAndAttach) {
+  Cleanup cleanup;
+  const std::string dir = mount_tmpfs(cleanup, "size=4m,nr_inodes=10000");
+  ASSERT_FALSE(dir.empty());
+  const std::string kept = dir + "/kt-kept", renamed = dir + "/kt-renamed",
+                    moved = dir + "/kt-moved", replaced = dir + "/kt-replaced",
+                    created = dir + "/kt-created";
+  auto make = [](const std::string &p) {
+    int fd = open(p.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
+    return fd >= 0 && close(fd) == 0;
+  };
+  ASSERT_TRUE(make(renamed));
+  ASSERT_TRUE(make(replaced));
+  for (int i = 0; i < 3000; ++i)
+    ASSERT_TRUE(make(dir + "/many-" + std::to_string(i)));
+  ASSERT_TRUE(make(kept));
+
+  ProbeOptions opts;
+  bool changed = false;
+  opts.before_attach = [&] {
+    changed = rename(renamed.c_str(), moved.c_str()) == 0 && unlink(replaced.c_str()) == 0 &&
+              make(replaced) && make(created);
+  };
+  SHMBPF_COLLECTOR(col, opts);
+  ASSERT_TRUE(changed);
+
+  // The replaced file first, alone and never opened: an open would teach
+  // userspace its inode, and the unlink must name it from the kernel's map.
+  Shared<Facts> rf;
+  Child r = run_child("kt-gap-r", [&] {
+    note_self(*rf);
+    struct stat st {};
+    if (stat(replaced.c_str(), &st) != 0)
+      return 1;
+    rf->f[0].dev = kdev_of(st.st_dev);
+    rf->f[0].ino = st.st_ino;
+    return unlink(replaced.c_str()) == 0 ? 0 : 2;
+  });
+  ASSERT_NO_FATAL_FAILURE(expect_exited_ok(r));
+  auto revs = events_after_exit(*col, r);
+  auto runlinks = of_type(revs, EventType::unlink);
+  ASSERT_EQ(runlinks.size(), 1u) << show(revs);
+  expect_header(runlinks[0], r, "kt-gap-r", *rf);
+  EXPECT_EQ(runlinks[0].full_path, replaced);
+  EXPECT_EQ(runlinks[0].dev, rf->f[0].dev);
+  EXPECT_EQ(runlinks[0].ino, rf->f[0].ino) << "the name still pointed at the file replaced";
+
+  const std::vector<std::string> paths = {kept, moved, created};
+  Shared<Facts> facts;
+  Child c = run_child("kt-gap", [&] {
+    note_self(*facts);
+    for (size_t i = 0; i < paths.size(); ++i) {
+      int fd = open(paths[i].c_str(), O_RDWR);
+      if (fd < 0 || !note_file(fd, facts->f[i]))
+        return static_cast<int>(1 + i);
+    }
+    for (size_t i = 0; i < paths.size(); ++i)
+      if (unlink(paths[i].c_str()) != 0)
+        return static_cast<int>(10 + i);
+    return 0;
+  });
+  ASSERT_NO_FATAL_FAILURE(expect_exited_ok(c));
+
+  auto evs = events_after_exit(*col, c);
+  auto opens = of_type(evs, EventType::open);
+  auto unlinks = of_type(evs, EventType::unlink);
+  ASSERT_EQ(opens.size(), paths.size()) << show(evs);
+  ASSERT_EQ(unlinks.size(), paths.size()) << show(evs);
+  for (size_t i = 0; i < paths.size(); ++i) {
+    SCOPED_TRACE(paths[i]);
+    expect_header(opens[i], c, "kt-gap", *facts);
+    expect_file(opens[i], facts->f[i]);
+    EXPECT_EQ(opens[i].full_path, paths[i]);
+    expect_header(unlinks[i], c, "kt-gap", *facts);
+    expect_ok(unlinks[i], 0);
+    EXPECT_EQ(unlinks[i].full_path, paths[i]);
+    EXPECT_EQ(unlinks[i].dev, facts->f[i].dev);
+    EXPECT_EQ(unlinks[i].ino, facts->f[i].ino);
+  }
+}
+
+// 13. A file whose creation shmbpf never saw (mknod makes no open, so no
 // create event and no name entry) is still reported when it is opened:
 // every open of a regular tmpfs file is, not only of files seen before.
 TEST(TmpfsEvents, OpenOfAFileMadeByMknod) {
@@ -1088,7 +1175,7 @@ TEST(TmpfsEvents, OpenOfAFileMadeByMknod) {
   EXPECT_EQ(op.full_path, full);
 }
 
-// 13. The name map is sized by userspace; once full, creates are still
+// 14. The name map is sized by userspace; once full, creates are still
 // reported and the names that did not fit are counted, not silently lost.
 TEST(TmpfsEvents, FullNameMapIsCounted) {
   ProbeOptions opts;

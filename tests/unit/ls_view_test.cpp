@@ -107,6 +107,29 @@ TEST(LsViewTest, SegmentsTableEscapesHostilePath) {
   EXPECT_EQ(json::parse(j)["segments"][0]["path"], s.path);
 }
 
+// Streamed in pieces, the document is byte for byte the one built whole,
+// and a large one does come in several pieces.
+TEST(LsViewTest, SegmentsJsonStreamed) {
+  std::vector<SegmentInfo> many;
+  for (int i = 0; i < 10000; ++i) {
+    SegmentInfo s = i % 2 ? tmpfs_segment() : sysv_segment();
+    s.path += std::to_string(i);
+    many.push_back(std::move(s));
+  }
+  const std::vector<SegmentInfo> none;
+  const std::vector<SegmentInfo> *docs[] = {&many, &none};
+  for (const std::vector<SegmentInfo> *v : docs) {
+    std::string streamed;
+    size_t pieces = 0;
+    segments_json(*v, now, [&](std::string_view piece) {
+      streamed += piece;
+      ++pieces;
+    });
+    EXPECT_EQ(streamed, segments_json(*v, now));
+    EXPECT_EQ(pieces > 1, !v->empty()) << pieces;
+  }
+}
+
 TEST(LsViewTest, SegmentsJson) {
   const std::string out = segments_json({tmpfs_segment(), sysv_segment()}, now);
   ASSERT_FALSE(out.empty());

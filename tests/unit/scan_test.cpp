@@ -218,6 +218,64 @@ TEST(TmpfsScanPerf, ManyFiles) {
   EXPECT_EQ(scan_tmpfs_mount(dir.path(), 4, 1234).size(), 1234u);
 }
 
+// The listing (no stat) finds exactly the files the full scan finds, keyed
+// as the kernel keys them.
+TEST_F(TmpfsScan, ListingMatchesScan) {
+  for (int depth : {1, 2, 4, 10}) {
+    std::vector<SeedKey> want;
+    for (const auto &f : scan_tmpfs_mount(dir_.path(), depth))
+      want.push_back({shm_name_hash(f.leaf), f.dev, f.ino});
+    auto got = list_tmpfs_dir(dir_.path(), depth);
+    std::sort(want.begin(), want.end());
+    std::sort(got.begin(), got.end());
+    EXPECT_EQ(got, want) << "depth " << depth;
+  }
+  EXPECT_TRUE(list_tmpfs_dir(dir_.path(), 0).empty());
+  EXPECT_EQ(list_tmpfs_dir(dir_.path(), 10, 3).size(), 3u);
+  EXPECT_TRUE(list_tmpfs_dir(dir_ / "does-not-exist").empty());
+}
+
+TEST_F(TmpfsScan, ShownDirNamesPaths) {
+  auto plain = by_path(scan_tmpfs_mount(dir_.path(), 10));
+  auto shown = scan_tmpfs_dir(dir_.path(), "/seen/as/", 10);
+  ASSERT_EQ(shown.size(), plain.size());
+  for (const auto &f : shown) {
+    ASSERT_TRUE(f.path.starts_with("/seen/as/")) << f.path;
+    auto it = plain.find(dir_.path() + f.path.substr(std::strlen("/seen/as")));
+    ASSERT_NE(it, plain.end()) << f.path;
+    EXPECT_EQ(it->second.ino, f.ino);
+    EXPECT_EQ(it->second.size, f.size);
+  }
+}
+
+// A directory big enough to be stat'ed by two threads: every file once,
+// each with its own size.
+TEST(TmpfsScanPerf, LargeDirectory) {
+  ShmDir dir;
+  ASSERT_FALSE(dir.path().empty());
+  constexpr int kFiles = 6000;
+  for (int i = 0; i < kFiles; ++i) {
+    int fd =
+        ::open((dir / ("f" + std::to_string(i))).c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(::ftruncate(fd, i), 0);
+    ::close(fd);
+  }
+  ASSERT_EQ(::mkdir((dir / "sub").c_str(), 0755), 0);
+  write_file(dir / "sub/inner", 7);
+  auto found = by_path(scan_tmpfs_mount(dir.path()));
+  ASSERT_EQ(found.size(), static_cast<size_t>(kFiles + 1));
+  for (int i = 0; i < kFiles; ++i) {
+    auto it = found.find(dir / ("f" + std::to_string(i)));
+    ASSERT_NE(it, found.end()) << i;
+    EXPECT_EQ(it->second.size, static_cast<uint64_t>(i));
+    EXPECT_EQ(it->second.leaf, "f" + std::to_string(i));
+  }
+  EXPECT_EQ(found.at(dir / "sub/inner").size, 7u);
+  EXPECT_EQ(scan_tmpfs_mount(dir.path(), 4, 4500).size(), 4500u);
+  EXPECT_EQ(list_tmpfs_dir(dir.path()).size(), static_cast<size_t>(kFiles + 1));
+}
+
 TEST(KernelDev, Encoding) {
   EXPECT_EQ(kernel_dev(makedev(0, 23)), 23u);
   EXPECT_EQ(kernel_dev(makedev(259, 1)), (259u << 20) | 1u);

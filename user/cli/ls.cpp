@@ -9,8 +9,19 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <string_view>
+#include <utility>
 
 namespace shmbpf {
+
+namespace {
+
+// The process ends right after the output: the scan, the engine and the
+// rows are left to exit, since freeing 100,000 of each one by one is a good
+// share of a whole run.
+template <typename T> T &kept_until_exit(T &&v) { return *new T(std::forward<T>(v)); }
+
+} // namespace
 
 int run_ls(const LsOptions &opts) {
   if (geteuid() != 0)
@@ -18,11 +29,12 @@ int run_ls(const LsOptions &opts) {
                          "namespaces may be missing (sudo shmbpf ls sees everything)\n");
   const EngineConfig cfg = engine_config_now();
   const uint64_t now = cfg.start_ns;
-  Engine engine(cfg);
-  bootstrap(engine, scan_system());
+  Engine &engine = *new Engine(cfg); // kept until exit, see above
+  bootstrap(engine, kept_until_exit(scan_system()));
   engine.sample_mounts(now);
 
   std::string out;
+  bool out_ok = true;
   if (opts.by == "process") {
     // Only processes with shared memory: ps lists the others.
     auto v = engine.processes(now);
@@ -46,11 +58,17 @@ int run_ls(const LsOptions &opts) {
       f.kind = parse_kind(*opts.kind);
     f.path_glob = opts.match;
     // The orphan verdict uses leaks' default --min-age.
-    auto v = engine.segments(f, now, 60'000'000'000);
-    out = opts.json ? segments_json(v, now) : segments_table(v, now);
+    auto &v = kept_until_exit(engine.segments(f, now, 60'000'000'000));
+    if (opts.json)
+      segments_json(v, now, [&](std::string_view piece) {
+        out_ok = out_ok && std::fwrite(piece.data(), 1, piece.size(), stdout) == piece.size();
+      });
+    else
+      out = segments_table(v, now);
   }
-  std::fwrite(out.data(), 1, out.size(), stdout);
-  return std::fflush(stdout) == 0 ? 0 : 1;
+  if (!out.empty())
+    out_ok = out_ok && std::fwrite(out.data(), 1, out.size(), stdout) == out.size();
+  return std::fflush(stdout) == 0 && out_ok ? 0 : 1;
 }
 
 } // namespace shmbpf

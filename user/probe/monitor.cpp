@@ -20,7 +20,7 @@ Monitor::Monitor(const MonitorOptions &opts)
   // arrives as events, whatever existed is in the scan, and an event about
   // something the scan also saw is applied on top of it harmlessly.
   SystemScan scan = scan_system();
-  session_.seed(scan.namespaces, all_files(scan.filesystems));
+  session_.seed(scan.namespaces, scan.filesystems);
   bootstrap(engine_, scan);
   engine_.sample_mounts(now_ns());
   stats_.reconciles = 1;
@@ -74,7 +74,7 @@ void Monitor::rescan(bool seed_kernel) {
   // After lost records, files the kernel does not follow yet (their
   // creation was lost) must be seeded, or their unlinks would go unseen.
   if (seed_kernel)
-    session_.seed(scan.namespaces, all_files(scan.filesystems));
+    session_.seed(scan.namespaces, scan.filesystems);
   shmbpf::reconcile(engine_, scan, now_ns());
   stats_.reconciles++;
   last_reconcile_ = std::chrono::steady_clock::now();

@@ -85,7 +85,75 @@ std::string_view tracepoint_of(std::string_view sec) {
   return sec.starts_with(prefix) ? sec.substr(prefix.size()) : std::string_view{};
 }
 
+// Which tracepoints tracefs lists ("category:name" lines), read once.
+class TracepointList {
+public:
+  explicit TracepointList(std::string tracefs) : tracefs_(std::move(tracefs)) {}
+  bool has(std::string_view name) {
+    if (!read_) {
+      read_ = true;
+      if (FILE *f = std::fopen((tracefs_ + "/available_events").c_str(), "re")) {
+        char buf[65536];
+        size_t n;
+        while ((n = std::fread(buf, 1, sizeof buf, f)) > 0)
+          text_.append(buf, n);
+        std::fclose(f);
+      }
+    }
+    const std::string needle = ":" + std::string(name) + "\n";
+    return text_.find(needle) != std::string::npos;
+  }
+
+private:
+  std::string tracefs_;
+  std::string text_;
+  bool read_ = false;
+};
+
+// Updates n elements in batches of BPF_MAP_UPDATE_BATCH (BPF_ANY: hash maps
+// accept no BPF_NOEXIST there). An element the kernel refuses (map full)
+// is skipped, as a failed single update would be. False when this kernel
+// has no batch operations for the map (nothing was written then).
+bool update_batch(int fd, const void *keys, size_t key_size, const void *values, size_t value_size,
+                  size_t n) {
+  LIBBPF_OPTS(bpf_map_batch_opts, opts);
+  size_t done = 0;
+  while (done < n) {
+    __u32 count = static_cast<__u32>(std::min<size_t>(n - done, 65536));
+    int err =
+        bpf_map_update_batch(fd, static_cast<const char *>(keys) + done * key_size,
+                             static_cast<const char *>(values) + done * value_size, &count, &opts);
+    if (err && done == 0 && count == 0 && (err == -EINVAL || err == -ENOTSUP || err == -EOPNOTSUPP))
+      return false;
+    done += count;
+    if (err)
+      ++done;
+  }
+  return true;
+}
+
 } // namespace
+
+bool Probe::seed_batches(int names, const std::vector<SeedKey> &files) {
+  // Before attach only this process writes the map, and nothing is in it
+  // yet: writing with BPF_ANY is writing with BPF_NOEXIST, as long as each
+  // name goes in once, with its first file (as one by one).
+  std::vector<SeedKey> by_name = files;
+  std::stable_sort(by_name.begin(), by_name.end(),
+                   [](const SeedKey &a, const SeedKey &b) { return a.hash < b.hash; });
+  std::vector<__u64> hashes;
+  std::vector<shmbpf_name_val> vals;
+  hashes.reserve(by_name.size());
+  vals.reserve(by_name.size());
+  for (size_t i = 0; i < by_name.size(); ++i) {
+    if (i > 0 && by_name[i].hash == by_name[i - 1].hash)
+      continue;
+    hashes.push_back(by_name[i].hash);
+    vals.push_back({by_name[i].dev, 0, by_name[i].ino});
+  }
+  return update_batch(names, hashes.data(), sizeof(hashes[0]), vals.data(), sizeof(vals[0]),
+                      hashes.size());
+}
 
 void require_bpf_privileges(const std::string &command) {
   __user_cap_header_struct hdr{_LINUX_CAPABILITY_VERSION_3, 0};
@@ -154,7 +222,7 @@ uint64_t tmpfs_files_in_use() {
 void Probe::SkelDeleter::operator()(struct ::shmbpf_bpf *s) const { shmbpf_bpf__destroy(s); }
 void Probe::RingDeleter::operator()(ring_buffer *r) const { ring_buffer__free(r); }
 
-Probe::Probe(const ProbeOptions &opts) {
+Probe::Probe(const ProbeOptions &opts, bool attach_now) {
   g_verbose = opts.verbose;
   libbpf_set_print(libbpf_log);
   require_bpf_privileges("trace");
@@ -186,6 +254,7 @@ Probe::Probe(const ProbeOptions &opts) {
 
   // Load only what this kernel has: a missing tracepoint or BTF type turns
   // one program off and is reported, instead of failing the whole load.
+  TracepointList tracepoints(tracefs);
   bpf_program *prog;
   bpf_object__for_each_program(prog, skel_->obj) {
     std::string sec = bpf_program__section_name(prog);
@@ -195,7 +264,12 @@ Probe::Probe(const ProbeOptions &opts) {
         missing_.push_back(std::string(tp) + ": no such tracepoint");
       }
     } else if (sec.starts_with("tp_btf/")) {
-      if (libbpf_find_vmlinux_btf_id(sec.substr(7).c_str(), BPF_TRACE_RAW_TP) < 0) {
+      // A tracepoint's BTF type (btf_trace_<name>) comes with it: a tracefs
+      // entry settles it without libbpf_find_vmlinux_btf_id, which parses
+      // all of the kernel's BTF once more (tens of milliseconds; the load
+      // parses it too). Only a tracepoint tracefs does not list is looked up.
+      if (!tracepoints.has(sec.substr(7)) &&
+          libbpf_find_vmlinux_btf_id(sec.substr(7).c_str(), BPF_TRACE_RAW_TP) < 0) {
         bpf_program__set_autoload(prog, false);
         missing_.push_back(sec.substr(7) + ": not in kernel BTF (free events off)");
       }
@@ -209,12 +283,6 @@ Probe::Probe(const ProbeOptions &opts) {
                                                  (detail.empty() ? "" : " (" + detail + ")") +
                                                  "; run with -v for libbpf's detail");
   }
-  if (int err = shmbpf_bpf__attach(skel_.get())) {
-    std::string detail = last_libbpf_line();
-    throw FatalError("attaching BPF programs", errno_text(err) +
-                                                   (detail.empty() ? "" : " (" + detail + ")") +
-                                                   "; run with -v for libbpf's detail");
-  }
 
   auto cb = [](void *ctx, void *data, size_t len) -> int {
     auto *self = static_cast<Probe *>(ctx);
@@ -224,6 +292,20 @@ Probe::Probe(const ProbeOptions &opts) {
   ring_.reset(ring_buffer__new(bpf_map__fd(skel_->maps.events), cb, this, nullptr));
   if (!ring_)
     throw FatalError("ring buffer", errno_text(errno));
+  if (attach_now)
+    attach();
+}
+
+void Probe::attach() {
+  if (attached_)
+    return;
+  if (int err = shmbpf_bpf__attach(skel_.get())) {
+    std::string detail = last_libbpf_line();
+    throw FatalError("attaching BPF programs", errno_text(err) +
+                                                   (detail.empty() ? "" : " (" + detail + ")") +
+                                                   "; run with -v for libbpf's detail");
+  }
+  attached_ = true;
 }
 
 Probe::~Probe() = default;
@@ -277,12 +359,15 @@ uint64_t Probe::counter(uint32_t which) const {
 uint64_t Probe::lost() const { return counter(SHMBPF_CNT_LOST); }
 uint64_t Probe::track_full() const { return counter(SHMBPF_CNT_TRACK_FULL); }
 
-void Probe::seed(const std::vector<TmpfsFile> &files) {
+void Probe::seed(const std::vector<SeedKey> &files) {
   int names = bpf_map__fd(skel_->maps.tracked_names);
-  for (const auto &f : files) {
-    __u64 h = shm_name_hash(f.leaf);
+  if (!attached_ && !batch_seeded_ && seed_batches(names, files)) {
+    batch_seeded_ = true;
+    return;
+  }
+  for (const SeedKey &f : files) {
     shmbpf_name_val nv{f.dev, 0, f.ino};
-    bpf_map_update_elem(names, &h, &nv, BPF_NOEXIST);
+    bpf_map_update_elem(names, &f.hash, &nv, BPF_NOEXIST);
   }
 }
 
@@ -295,6 +380,16 @@ size_t Probe::name_count() const {
     ++n;
   }
   return n;
+}
+
+void Probe::reseed_name(const SeedKey &stale, const SeedKey &file) {
+  int fd = bpf_map__fd(skel_->maps.tracked_names);
+  shmbpf_name_val cur{};
+  if (bpf_map_lookup_elem(fd, &stale.hash, &cur) != 0 || cur.dev != stale.dev ||
+      cur.ino != stale.ino)
+    return; // gone (an unlink the kernel saw) or rewritten by the kernel
+  shmbpf_name_val nv{file.dev, 0, file.ino};
+  bpf_map_update_elem(fd, &file.hash, &nv, BPF_EXIST);
 }
 
 void Probe::restore_name(std::string_view leaf, uint32_t dev, uint64_t ino) {

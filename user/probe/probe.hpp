@@ -23,6 +23,9 @@ struct ProbeOptions {
   // it from the files on tmpfs now (name_map_capacity).
   size_t name_capacity = 0;
   bool verbose = false; // forward libbpf's messages to stderr
+  // Called by Session after the kernel maps were seeded and before the
+  // programs are attached (tests change files in that window).
+  std::function<void()> before_attach;
 };
 
 // The name map's size for a machine with this many files on tmpfs: four
@@ -49,8 +52,9 @@ class Probe {
 public:
   using RecordFn = std::function<void(const void *data, size_t len)>;
 
-  // Checks privileges, BTF and tracefs, then loads and attaches everything.
-  explicit Probe(const ProbeOptions &opts);
+  // Checks privileges, BTF and tracefs, then loads everything and, with
+  // attach_now, attaches it.
+  explicit Probe(const ProbeOptions &opts, bool attach_now = true);
   ~Probe();
   Probe(const Probe &) = delete;
   Probe &operator=(const Probe &) = delete;
@@ -64,9 +68,17 @@ public:
   uint64_t lost() const;
   // Inserts into the tracked-name map that failed (map full).
   uint64_t track_full() const;
+  // Attaches the programs (once): from here on the kernel fills its maps.
+  void attach();
+  bool attached() const { return attached_; }
   // Follow unlinks and renames of files that existed before start: their
-  // leaf names go into the kernel's name map.
-  void seed(const std::vector<TmpfsFile> &files);
+  // leaf names go into the kernel's name map. A name already known is kept.
+  // Before attach(), when no program writes the map, this is a few batch
+  // syscalls; after, one syscall per file.
+  void seed(const std::vector<SeedKey> &files);
+  // After attach(): gives the name that seed() gave to `stale` (a file gone
+  // before attach()) to `file` instead, unless the kernel changed it since.
+  void reseed_name(const SeedKey &stale, const SeedKey &file);
   // Entries in the kernel's name map (walks it: for stats and tests).
   size_t name_count() const;
   // What the name map can hold.
@@ -79,6 +91,7 @@ public:
 
 private:
   uint64_t counter(uint32_t which) const;
+  bool seed_batches(int names, const std::vector<SeedKey> &files);
 
   struct SkelDeleter {
     void operator()(struct ::shmbpf_bpf *s) const;
@@ -92,6 +105,8 @@ private:
   std::vector<std::string> missing_;
   int ncpus_ = 0;
   size_t name_capacity_ = 0;
+  bool attached_ = false;
+  bool batch_seeded_ = false;
 };
 
 } // namespace shmbpf

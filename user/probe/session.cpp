@@ -3,19 +3,82 @@
 #include "decode/decode.hpp"
 #include "sources/bootstrap.hpp"
 
+#include <algorithm>
+
 namespace shmbpf {
 
-Session::Session(const ProbeOptions &opts, bool scan_now) : probe_(opts) {
+// The listing runs on its own thread while the probe loads (the verifier
+// and the BTF parsing take a few hundred milliseconds).
+Session::Session(const ProbeOptions &opts, bool scan_now)
+    : Session(opts, scan_now, std::async(std::launch::async, [] {
+                return list_filesystems(scan_mount_namespaces());
+              })) {}
+
+Session::Session(const ProbeOptions &opts, bool scan_now, std::future<std::vector<SeedKey>> listing)
+    : probe_(opts, /*attach_now=*/false) {
+  {
+    std::vector<SeedKey> pre = listing.get();
+    probe_.seed(pre);
+    seeded_ += pre.size();
+    // Each name went in with its first file (see Probe::seed).
+    std::stable_sort(pre.begin(), pre.end(),
+                     [](const SeedKey &a, const SeedKey &b) { return a.hash < b.hash; });
+    for (size_t i = 0; i < pre.size(); ++i)
+      if (i == 0 || pre[i].hash != pre[i - 1].hash)
+        pre_names_.push_back(pre[i]);
+    std::sort(pre.begin(), pre.end());
+    pre_files_ = std::move(pre);
+    pre_listed_ = true;
+  }
+  if (opts.before_attach)
+    opts.before_attach();
+  // Whatever is created from here on arrives as events; the listing below
+  // finds what changed between the first one and now.
+  probe_.attach();
   if (scan_now) {
     auto namespaces = scan_mount_namespaces();
-    seed(namespaces, all_files(scan_filesystems(namespaces)));
+    seed_keys_of(list_filesystems(namespaces));
+    finish_seed(namespaces);
+  }
+}
+
+void Session::seed_keys_of(std::vector<SeedKey> files) {
+  if (!pre_listed_) {
+    probe_.seed(files);
+    seeded_ += files.size();
+    return;
+  }
+  // The maps hold the listing's files, and since attach whatever the
+  // kernel wrote: files are only added one by one with BPF_NOEXIST, so the
+  // kernel's entries stay. A name the listing gave to a file that is gone
+  // now (replaced before attach) is handed over only while it still holds
+  // what the listing wrote.
+  std::vector<SeedKey> fresh;
+  for (const SeedKey &k : files)
+    // A listed name of a listed file: seeded, or its name went to another file first.
+    if (!std::binary_search(pre_files_.begin(), pre_files_.end(), k))
+      fresh.push_back(k);
+  probe_.seed(fresh);
+  seeded_ += fresh.size();
+  std::sort(files.begin(), files.end());
+  for (const SeedKey &k : fresh) {
+    auto it = std::lower_bound(pre_names_.begin(), pre_names_.end(), SeedKey{k.hash, 0, 0});
+    if (it != pre_names_.end() && it->hash == k.hash &&
+        !std::binary_search(files.begin(), files.end(), *it))
+      probe_.reseed_name(*it, k);
   }
 }
 
 void Session::seed(const std::vector<MountNamespace> &namespaces,
-                   const std::vector<TmpfsFile> &files) {
-  probe_.seed(files);
-  seeded_ += files.size();
+                   const std::vector<ScannedFs> &filesystems) {
+  seed_keys_of(seed_keys(filesystems));
+  finish_seed(namespaces);
+}
+
+void Session::finish_seed(const std::vector<MountNamespace> &namespaces) {
+  pre_listed_ = false;
+  pre_files_ = {};
+  pre_names_ = {};
   for (const auto &ns : namespaces)
     resolver_.set_namespace(ns.mntns, ns.mounts);
   last_refresh_ = std::chrono::steady_clock::now();

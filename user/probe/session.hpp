@@ -6,11 +6,13 @@
 #include "decode/event.hpp"
 #include "model/resolver.hpp"
 #include "probe/probe.hpp"
+#include "sources/bootstrap.hpp"
 #include "sources/namespaces.hpp"
 
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <future>
 #include <unordered_set>
 
 namespace shmbpf {
@@ -25,12 +27,17 @@ class Session {
 public:
   using EventFn = std::function<void(Event &)>;
 
-  // Loads the probe, reads every namespace's mounts and seeds the kernel
-  // with the tmpfs files that already exist. With scan_now false, the
-  // caller scans (after the probe is attached, so nothing falls between
-  // the two) and hands the result to seed().
+  // Loads the probe while the tmpfs files that exist are listed, seeds the
+  // kernel's maps with them in a few batch syscalls (nothing else writes
+  // them before attach), attaches, and lists again: what changed in
+  // between is seeded file by file, as the kernel does. With scan_now
+  // false, the caller makes that second scan (a full one, say) and hands it
+  // to seed().
   explicit Session(const ProbeOptions &opts, bool scan_now = true);
-  void seed(const std::vector<MountNamespace> &namespaces, const std::vector<TmpfsFile> &files);
+  // Seeds the kernel with files (after a scan made once attached): the
+  // first call only with what the listing before attach did not have.
+  void seed(const std::vector<MountNamespace> &namespaces,
+            const std::vector<ScannedFs> &filesystems);
 
   // Polls once (up to timeout_ms) and flushes per-CPU free aggregates at
   // most every 200 ms. Returns records consumed or -errno (-EINTR on signal).
@@ -44,6 +51,9 @@ public:
   size_t seeded() const { return seeded_; }
 
 private:
+  Session(const ProbeOptions &opts, bool scan_now, std::future<std::vector<SeedKey>> listing);
+  void seed_keys_of(std::vector<SeedKey> files);
+  void finish_seed(const std::vector<MountNamespace> &namespaces);
   void handle(const void *data, size_t len, const EventFn &fn);
   void refresh_mounts(const Event &missed);
 
@@ -51,6 +61,11 @@ private:
   PathResolver resolver_;
   SessionStats stats_;
   size_t seeded_ = 0;
+  // What the listing before attach seeded, until the first seed() after
+  // attach: every file, sorted, and the file each name went in with.
+  std::vector<SeedKey> pre_files_;
+  std::vector<SeedKey> pre_names_; // by hash
+  bool pre_listed_ = false;
   std::chrono::steady_clock::time_point last_flush_{};
   std::chrono::steady_clock::time_point last_refresh_{};
   // (mntns, mount id, dev) keys that already caused a rescan; see refresh_mounts().

@@ -81,16 +81,35 @@ std::vector<MountState> scan_mount_usage(const std::vector<MountNamespace> &name
 std::vector<ScannedFs> scan_filesystems(const std::vector<MountNamespace> &namespaces) {
   std::vector<ScannedFs> out;
   std::set<std::pair<uint32_t, std::string>> scanned; // (device, root): each once
-  for_each_tmpfs_mount(
-      namespaces, [&](const MountNamespace &, const MountInfo &m, const std::string &root) {
-        if (!scanned.insert({m.dev, m.root}).second)
-          return;
-        ScannedFs fs{m.dev, m.mnt_id, m.mountpoint, scan_tmpfs_mount(root + m.mountpoint)};
-        for (auto &f : fs.files)
-          if (f.path.starts_with(root)) // paths as the namespace sees them
-            f.path.erase(0, root.size());
-        out.push_back(std::move(fs));
-      });
+  for_each_tmpfs_mount(namespaces,
+                       [&](const MountNamespace &, const MountInfo &m, const std::string &root) {
+                         if (!scanned.insert({m.dev, m.root}).second)
+                           return;
+                         // Paths as the namespace's processes see them.
+                         out.push_back({m.dev, m.mnt_id, m.mountpoint,
+                                        scan_tmpfs_dir(root + m.mountpoint, m.mountpoint)});
+                       });
+  return out;
+}
+
+std::vector<SeedKey> list_filesystems(const std::vector<MountNamespace> &namespaces) {
+  std::vector<SeedKey> out;
+  std::set<std::pair<uint32_t, std::string>> scanned;
+  for_each_tmpfs_mount(namespaces,
+                       [&](const MountNamespace &, const MountInfo &m, const std::string &root) {
+                         if (!scanned.insert({m.dev, m.root}).second)
+                           return;
+                         auto keys = list_tmpfs_dir(root + m.mountpoint);
+                         out.insert(out.end(), keys.begin(), keys.end());
+                       });
+  return out;
+}
+
+std::vector<SeedKey> seed_keys(const std::vector<ScannedFs> &filesystems) {
+  std::vector<SeedKey> out;
+  for (const auto &fs : filesystems)
+    for (const auto &f : fs.files)
+      out.push_back({shm_name_hash(f.leaf), f.dev, f.ino});
   return out;
 }
 

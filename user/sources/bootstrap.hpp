@@ -8,6 +8,7 @@
 #include "model/engine.hpp"
 #include "sources/namespaces.hpp"
 #include "sources/proc_scan.hpp"
+#include "sources/tmpfs_scan.hpp"
 
 #include <cstdint>
 #include <string>
@@ -48,6 +49,8 @@ struct SystemScan {
 std::vector<MountState> scan_mount_usage(const std::vector<MountNamespace> &namespaces);
 // The files of every tmpfs filesystem, each scanned once through one mount.
 std::vector<ScannedFs> scan_filesystems(const std::vector<MountNamespace> &namespaces);
+// The same files, as the kernel's maps key them, without a stat per file.
+std::vector<SeedKey> list_filesystems(const std::vector<MountNamespace> &namespaces);
 
 // Reads everything. Best effort: processes that exit meanwhile are skipped.
 SystemScan scan_system(std::vector<MountNamespace> namespaces);
@@ -76,5 +79,7 @@ std::vector<std::pair<uint64_t, std::string>> find_cgroup_paths(const std::vecto
 
 // Every file of the scan, for seeding the kernel's map of leaf names.
 std::vector<TmpfsFile> all_files(const std::vector<ScannedFs> &filesystems);
+// Every file of the scan, as the kernel's maps key them.
+std::vector<SeedKey> seed_keys(const std::vector<ScannedFs> &filesystems);
 
 } // namespace shmbpf

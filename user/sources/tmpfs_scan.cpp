@@ -1,11 +1,13 @@
 #include "sources/tmpfs_scan.hpp"
 
+#include <algorithm>
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits>
 #include <memory>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <thread>
 #include <unistd.h>
 
 namespace shmbpf {
@@ -31,51 +33,129 @@ bool is_dot_or_dotdot(const char *name) {
   return name[0] == '.' && (name[1] == '\0' || (name[1] == '.' && name[2] == '\0'));
 }
 
+// Directories with at least this many files are stat'ed by two threads:
+// one stat is a syscall of a few microseconds, the bulk of a large scan.
+constexpr size_t kParallelFiles = 4096;
+
 class Scanner {
 public:
-  Scanner(dev_t dev, int max_depth, size_t max_files, std::vector<TmpfsFile> &out)
-      : dev_(dev), max_depth_(max_depth), max_files_(max_files), out_(out) {}
+  // Fills out, or with keys set, only keys (no stat per file).
+  Scanner(dev_t dev, int max_depth, size_t max_files, std::vector<TmpfsFile> &out,
+          std::vector<SeedKey> *keys)
+      : dev_(dev), max_depth_(max_depth), max_files_(max_files), out_(out), keys_(keys) {}
 
   // path holds the directory's path; depth is that of its entries.
   void walk(DIR *dir, std::string &path, int depth) {
-    int dfd = ::dirfd(dir);
-    while (out_.size() < max_files_) {
+    const int dfd = ::dirfd(dir);
+    // The whole directory is read first, so that its files can be stat'ed
+    // in parallel; names go into one buffer, not one string each.
+    std::string names;
+    std::vector<Entry> entries;
+    std::vector<uint32_t> files; // indexes of entries that are regular files
+    const size_t budget = max_files_ - std::min(max_files_, found());
+    while (files.size() < budget) {
       const dirent *ent = ::readdir(dir);
       if (ent == nullptr)
-        return;
+        break;
       const char *name = ent->d_name;
       if (is_dot_or_dotdot(name))
         continue;
       // tmpfs fills d_type, so most non-regular entries cost no syscall.
-      unsigned char type = ent->d_type;
+      const unsigned char type = ent->d_type;
       if (type != DT_REG && type != DT_DIR && type != DT_UNKNOWN)
         continue;
       if (type == DT_DIR && depth >= max_depth_)
         continue;
+      if (type == DT_REG)
+        files.push_back(static_cast<uint32_t>(entries.size()));
+      entries.push_back({names.size(), ent->d_ino, type});
+      names.append(name);
+      names.push_back('\0');
+    }
 
-      struct stat st;
-      if (::fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0)
-        continue;
-      if (st.st_dev != dev_)
-        continue; // a mountpoint of another filesystem
-      if (S_ISREG(st.st_mode))
-        add_file(st, path, name);
-      else if (S_ISDIR(st.st_mode) && depth < max_depth_)
+    if (keys_) {
+      const uint32_t kdev = kernel_dev(dev_);
+      for (uint32_t i : files)
+        keys_->push_back({shm_name_hash(names.c_str() + entries[i].name), kdev, entries[i].ino});
+      files.clear();
+    }
+    // Regular files fill slots of out_ in place; a slot whose file vanished
+    // or is something else by now keeps dev 0 and is dropped below.
+    const size_t base = out_.size();
+    out_.resize(base + files.size());
+    auto fill = [&](size_t from, size_t to) {
+      for (size_t i = from; i < to; ++i) {
+        const Entry &e = entries[files[i]];
+        fill_slot(out_[base + i], dfd, path, names.c_str() + e.name);
+      }
+    };
+    if (files.size() >= kParallelFiles && std::thread::hardware_concurrency() > 1) {
+      const size_t half = files.size() / 2;
+      std::thread other(fill, half, files.size());
+      fill(0, half);
+      other.join();
+    } else {
+      fill(0, files.size());
+    }
+    out_.erase(std::remove_if(out_.begin() + static_cast<std::ptrdiff_t>(base), out_.end(),
+                              [](const TmpfsFile &f) { return f.dev == 0; }),
+               out_.end());
+
+    for (const Entry &e : entries) {
+      if (found() >= max_files_)
+        return;
+      const char *name = names.c_str() + e.name;
+      if (e.type == DT_DIR) {
         descend(dfd, path, name, depth + 1);
+        continue;
+      }
+      if (e.type != DT_UNKNOWN)
+        continue;
+      struct stat st;
+      if (::fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || st.st_dev != dev_)
+        continue; // gone, or a mountpoint of another filesystem
+      if (S_ISREG(st.st_mode) && keys_) {
+        keys_->push_back({shm_name_hash(name), kernel_dev(st.st_dev), st.st_ino});
+      } else if (S_ISREG(st.st_mode)) {
+        out_.emplace_back();
+        set_file(out_.back(), st, path, name);
+      } else if (S_ISDIR(st.st_mode) && depth < max_depth_) {
+        descend(dfd, path, name, depth + 1);
+      }
     }
   }
 
 private:
-  void add_file(const struct stat &st, const std::string &dir_path, std::string_view name) {
-    TmpfsFile f;
-    f.dev = kernel_dev(st.st_dev);
-    f.ino = st.st_ino;
+  struct Entry {
+    size_t name; // offset in the names buffer
+    uint64_t ino;
+    unsigned char type;
+  };
+
+  size_t found() const { return keys_ ? keys_->size() : out_.size(); }
+
+  void fill_slot(TmpfsFile &f, int dfd, const std::string &dir_path, const char *name) const {
+    struct stat st;
+    if (::fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
+        st.st_dev != dev_)
+      return; // gone, replaced, or a file bind-mounted from elsewhere
+    set_file(f, st, dir_path, name);
+  }
+
+  static void set_names(TmpfsFile &f, const std::string &dir_path, std::string_view name) {
     f.path.reserve(dir_path.size() + 1 + name.size());
     f.path.append(dir_path);
     if (dir_path.empty() || dir_path.back() != '/')
       f.path.push_back('/');
     f.path.append(name);
     f.leaf = name;
+  }
+
+  static void set_file(TmpfsFile &f, const struct stat &st, const std::string &dir_path,
+                       std::string_view name) {
+    f.dev = kernel_dev(st.st_dev);
+    f.ino = st.st_ino;
+    set_names(f, dir_path, name);
     f.size = st.st_size > 0 ? static_cast<uint64_t>(st.st_size) : 0;
     f.bytes = static_cast<uint64_t>(st.st_blocks) * 512;
     f.uid = st.st_uid;
@@ -83,12 +163,11 @@ private:
                   ? std::numeric_limits<uint32_t>::max()
                   : static_cast<uint32_t>(st.st_nlink);
     f.mtime_s = st.st_mtim.tv_sec;
-    out_.push_back(std::move(f));
   }
 
   void descend(int parent_fd, std::string &path, const char *name, int depth) {
-    // O_NOFOLLOW and the fstat below close the window between the fstatat
-    // above and this open: a swapped-in symlink or mount is refused.
+    // O_NOFOLLOW and the fstat below refuse a symlink or another
+    // filesystem's mount in place of the directory.
     int fd = ::openat(parent_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0)
       return;
@@ -112,32 +191,51 @@ private:
   int max_depth_;
   size_t max_files_;
   std::vector<TmpfsFile> &out_;
+  std::vector<SeedKey> *keys_;
 };
+
+// Opens dir (through a symlink, as /dev/shm -> /run/shm may be); null and
+// st untouched when it cannot.
+DirPtr open_root(const std::string &dir, struct stat &st) {
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0)
+    return nullptr;
+  if (::fstat(fd, &st) != 0) {
+    ::close(fd);
+    return nullptr;
+  }
+  return open_dir_fd(fd);
+}
 
 } // namespace
 
 std::vector<TmpfsFile> scan_tmpfs_mount(const std::string &dir, int max_depth, size_t max_files) {
-  std::vector<TmpfsFile> out;
-  if (max_depth <= 0 || max_files == 0)
-    return out;
-  // The root may be reached through a symlink (/dev/shm -> /run/shm).
-  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0)
-    return out;
-  struct stat st;
-  if (::fstat(fd, &st) != 0) {
-    ::close(fd);
-    return out;
-  }
-  DirPtr root = open_dir_fd(fd);
-  if (!root)
-    return out;
+  return scan_tmpfs_dir(dir, dir, max_depth, max_files);
+}
 
-  std::string path = dir;
-  while (path.size() > 1 && path.back() == '/')
-    path.pop_back();
-  Scanner(st.st_dev, max_depth, max_files, out).walk(root.get(), path, 1);
+std::vector<TmpfsFile> scan_tmpfs_dir(const std::string &dir, std::string shown_dir, int max_depth,
+                                      size_t max_files) {
+  std::vector<TmpfsFile> out;
+  struct stat st;
+  DirPtr root;
+  if (max_depth <= 0 || max_files == 0 || !(root = open_root(dir, st)))
+    return out;
+  while (shown_dir.size() > 1 && shown_dir.back() == '/')
+    shown_dir.pop_back();
+  Scanner(st.st_dev, max_depth, max_files, out, nullptr).walk(root.get(), shown_dir, 1);
   return out;
+}
+
+std::vector<SeedKey> list_tmpfs_dir(const std::string &dir, int max_depth, size_t max_files) {
+  std::vector<SeedKey> keys;
+  std::vector<TmpfsFile> unused;
+  struct stat st;
+  DirPtr root;
+  if (max_depth <= 0 || max_files == 0 || !(root = open_root(dir, st)))
+    return keys;
+  std::string path = dir;
+  Scanner(st.st_dev, max_depth, max_files, unused, &keys).walk(root.get(), path, 1);
+  return keys;
 }
 
 uint32_t kernel_dev(dev_t userspace_dev) {

@@ -31,6 +31,26 @@ struct TmpfsFile {
 std::vector<TmpfsFile> scan_tmpfs_mount(const std::string &dir, int max_depth = 4,
                                         size_t max_files = 2'000'000);
 
+// scan_tmpfs_mount with paths that start with shown_dir instead of dir (a
+// mount reached through /proc/<pid>/root is named as its namespace sees it).
+std::vector<TmpfsFile> scan_tmpfs_dir(const std::string &dir, std::string shown_dir,
+                                      int max_depth = 4, size_t max_files = 2'000'000);
+
+// A file as the kernel's maps know it: its inode, and its leaf name's hash
+// (shm_name_hash).
+struct SeedKey {
+  uint64_t hash = 0;
+  uint32_t dev = 0; // kernel encoding
+  uint64_t ino = 0;
+  auto operator<=>(const SeedKey &) const = default;
+};
+
+// The regular files under dir as scan_tmpfs_mount finds them, but read
+// from the directory entries alone: no syscall per file (a name whose entry
+// does not tell its type excepted).
+std::vector<SeedKey> list_tmpfs_dir(const std::string &dir, int max_depth = 4,
+                                    size_t max_files = 2'000'000);
+
 // stat's st_dev in the kernel's internal encoding (major << 20 | minor), which
 // is what BPF programs read from sb->s_dev.
 uint32_t kernel_dev(dev_t userspace_dev);

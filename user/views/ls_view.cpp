@@ -7,7 +7,9 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
+#include <functional>
 #include <string_view>
 
 namespace shmbpf {
@@ -112,8 +114,12 @@ std::string fixed1(double v) {
 
 // ---- JSON ------------------------------------------------------------------
 
+// The document in pieces: sink(text) gets about flush_bytes at a time, so
+// that a large one (100,000 segments make tens of megabytes) is never held
+// whole.
 template <typename T, typename F>
-std::string document(std::string_view name, const std::vector<T> &items, F item) {
+void document(std::string_view name, const std::vector<T> &items, F item,
+              const std::function<void(std::string_view)> &sink, std::size_t flush_bytes) {
   // One item per line: readable, and greppable by line.
   std::string out = "{";
   append_json_string(out, name);
@@ -122,8 +128,20 @@ std::string document(std::string_view name, const std::vector<T> &items, F item)
     out += i ? ",\n  " : "\n  ";
     JsonWriter w(out);
     item(w, items[i]);
+    if (out.size() >= flush_bytes) {
+      sink(out);
+      out.clear();
+    }
   }
   out += items.empty() ? "]}\n" : "\n]}\n";
+  sink(out);
+}
+
+template <typename T, typename F>
+std::string document(std::string_view name, const std::vector<T> &items, F item) {
+  std::string out;
+  document(
+      name, items, item, [&](std::string_view piece) { out += piece; }, SIZE_MAX);
   return out;
 }
 
@@ -339,6 +357,14 @@ std::string mounts_table(const std::vector<MountUsage> &mounts) {
 std::string segments_json(const std::vector<SegmentInfo> &segments, uint64_t now_ns) {
   return document("segments", segments,
                   [&](JsonWriter &w, const SegmentInfo &s) { write_segment(w, s, now_ns); });
+}
+
+void segments_json(const std::vector<SegmentInfo> &segments, uint64_t now_ns,
+                   const std::function<void(std::string_view)> &sink) {
+  document(
+      "segments", segments,
+      [&](JsonWriter &w, const SegmentInfo &s) { write_segment(w, s, now_ns); }, sink,
+      std::size_t{1} << 20);
 }
 
 std::string processes_json(const std::vector<ProcessInfo> &processes) {

@@ -8,8 +8,10 @@
 #include "views/json.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace shmbpf {
@@ -38,6 +40,9 @@ void write_mount(JsonWriter &w, const MountUsage &m);
 
 // One JSON document each, ending in '\n': {"segments": [...]} and so on.
 std::string segments_json(const std::vector<SegmentInfo> &segments, uint64_t now_ns);
+// The same document, handed to sink in pieces of about 1 MiB.
+void segments_json(const std::vector<SegmentInfo> &segments, uint64_t now_ns,
+                   const std::function<void(std::string_view)> &sink);
 std::string processes_json(const std::vector<ProcessInfo> &processes);
 std::string containers_json(const std::vector<ContainerInfo> &containers);
 std::string mounts_json(const std::vector<MountUsage> &mounts);
