@@ -51,6 +51,7 @@ private:
 
   Probe probe_;
   PathResolver resolver_;
+  Event event_; // decoded into for every record
   SessionStats stats_;
   size_t seeded_ = 0;
   std::chrono::steady_clock::time_point last_flush_{};
