@@ -275,6 +275,29 @@ void Probe::forget(uint32_t dev, uint64_t ino) {
   bpf_map_delete_elem(bpf_map__fd(skel_->maps.tracked), &key);
 }
 
+void Probe::forget(const std::vector<std::pair<uint32_t, uint64_t>> &inodes) {
+  std::vector<shmbpf_inode_key> keys;
+  keys.reserve(inodes.size());
+  for (auto [dev, ino] : inodes)
+    keys.push_back({dev, 0, ino});
+  const int fd = bpf_map__fd(skel_->maps.tracked);
+  // A batch stops at the first key that is not there (the kernel dropped
+  // it at the file's last free): skip that one and go on with the rest.
+  size_t i = 0;
+  while (i < keys.size()) {
+    __u32 count = static_cast<__u32>(keys.size() - i);
+    if (bpf_map_delete_batch(fd, &keys[i], &count, nullptr) == 0)
+      break;
+    if (errno == ENOENT) {
+      i += count + 1; // count: deleted before the missing key
+      continue;
+    }
+    // No batch support, or an error before any key was tried: one by one.
+    for (; i < keys.size(); ++i)
+      bpf_map_delete_elem(fd, &keys[i]);
+  }
+}
+
 void Probe::restore_name(std::string_view leaf, uint32_t dev, uint64_t ino) {
   __u64 h = shm_name_hash(leaf);
   shmbpf_name_val nv{dev, 0, ino};

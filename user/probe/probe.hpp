@@ -10,6 +10,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 struct shmbpf_bpf; // the generated skeleton
@@ -58,6 +59,8 @@ public:
   // Stops following a destroyed file: its tracked-inode entry would
   // otherwise stay (a file that never had pages sends no final free).
   void forget(uint32_t dev, uint64_t ino);
+  // The same for many files (dev, ino), in as few syscalls as the kernel allows.
+  void forget(const std::vector<std::pair<uint32_t, uint64_t>> &inodes);
   // Gives a tracked file its leaf name back after the kernel dropped it for
   // an unlink/rename that turned out not to be on tmpfs. Never overwrites.
   void restore_name(std::string_view leaf, uint32_t dev, uint64_t ino);

@@ -40,6 +40,7 @@ public:
 
   // See Probe::forget.
   void forget(uint32_t dev, uint64_t ino) { probe_.forget(dev, ino); }
+  void forget(const std::vector<std::pair<uint32_t, uint64_t>> &inodes) { probe_.forget(inodes); }
   const SessionStats &stats() const { return stats_; }
   uint64_t lost() const { return probe_.lost(); }
   const Probe &probe() const { return probe_; }
