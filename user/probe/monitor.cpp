@@ -148,7 +148,12 @@ void Monitor::maybe_sample() {
   refresh_holders();
   engine_.reconcile_mounts(scan_mount_usage(scan_mount_namespaces()));
   engine_.sample_mounts(now_ns());
-  resolve_cgroups();
+  // Ids new in events are resolved as they come (poll()); this catches the
+  // rest (ids from scans, retries), and walks every segment to find them.
+  if (now - last_full_resolve_ >= std::chrono::seconds(10)) {
+    last_full_resolve_ = now;
+    resolve_cgroups();
+  }
 }
 
 void Monitor::watch(const Event &e) {

@@ -106,6 +106,7 @@ private:
   std::chrono::steady_clock::time_point last_reconcile_{};
   std::chrono::steady_clock::time_point last_sample_{};
   std::chrono::steady_clock::time_point last_resolve_{};
+  std::chrono::steady_clock::time_point last_full_resolve_{};
 };
 
 } // namespace shmbpf
