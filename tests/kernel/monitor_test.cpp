@@ -331,6 +331,42 @@ TEST(Monitor, RescanSeedsFilesWhoseCreationWasLost) {
   rmdir(dir.c_str());
 }
 
+// close(2) is not traced: a file closed and unlinked by a process that
+// lives on is found unheld by the rescan of its holders, within seconds,
+// not at the next full reconcile.
+TEST(Monitor, ClosedAndUnlinkedFileIsGoneWhileItsCreatorLives) {
+  MonitorOptions opts;
+  opts.reconcile_every = std::chrono::hours(1);
+  SHMBPF_MONITOR(m, opts);
+  const std::string path = "/dev/shm/shmbpf-mon-closed-" + std::to_string(getpid());
+  int step[2];
+  ASSERT_EQ(pipe(step), 0);
+  Child child = spawn("mon-closer", [&] {
+    close(step[1]);
+    int fd = open(path.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
+    if (fd < 0 || ftruncate(fd, 8192) != 0 || pwrite(fd, "x", 1, 0) != 1 || close(fd) != 0 ||
+        unlink(path.c_str()) != 0)
+      return 1;
+    char c;
+    return read(step[0], &c, 1) == 1 ? 0 : 2; // live on until told
+  });
+  close(step[0]);
+  child.start();
+  auto count = [&](const Engine &e) {
+    SegmentFilter f;
+    f.path_glob = path;
+    return e.segments(f).size();
+  };
+  EXPECT_TRUE(pump_until(*m, [&](const Engine &e) { return count(e) == 1; }));
+  EXPECT_TRUE(pump_until(
+      *m, [&](const Engine &e) { return count(e) == 0; }, 10s));
+  EXPECT_EQ(m->stats().reconciles, 1u); // the bootstrap only
+  ASSERT_EQ(write(step[1], "x", 1), 1);
+  close(step[1]);
+  EXPECT_EQ(child.wait(), 0);
+  ::unlink(path.c_str());
+}
+
 TEST(Monitor, DestroyedFilesLeaveTheKernelsTrackedMap) {
   SHMBPF_MONITOR(m, MonitorOptions{});
   const std::string dir = "/dev/shm/shmbpf-mon-forget-" + std::to_string(getpid());

@@ -158,14 +158,15 @@ void Monitor::maybe_sample() {
 
 void Monitor::watch(const Event &e) {
   if ((e.type == EventType::unlink || e.type == EventType::rename) && e.ino != 0) {
-    // The path is gone: re-stat'ing it would only fail (twice) every sample.
+    // The path is gone: re-stat'ing it would only fail (twice) every
+    // sample. The entry stays, so that its holders are still rescanned.
     auto it = watched_.find(SegmentKey::file(e.dev, e.ino));
     if (it == watched_.end() || e.ret < 0)
       return;
-    if (e.type == EventType::rename && e.newpath.starts_with("/"))
-      it->second.path = PathResolver::normalize(e.newpath);
-    else
-      watched_.erase(it);
+    Watched &w = it->second;
+    w.has_path = e.type == EventType::rename && e.newpath.starts_with("/");
+    if (w.has_path)
+      w.path = PathResolver::normalize(e.newpath);
     return;
   }
   const bool file_event =
@@ -177,6 +178,7 @@ void Monitor::watch(const Event &e) {
     return; // a storm of new files: the periodic reconcile measures those
   Watched &w = watched_[SegmentKey::file(e.dev, e.ino)];
   w.path = e.full_path;
+  w.has_path = true;
   w.pid = e.pid;
   w.last_event_ns = e.ts_ns;
 }
@@ -196,10 +198,15 @@ void Monitor::refresh_usage() {
       return ::stat(p.c_str(), &st) == 0 && st.st_ino == it->first.ino_or_shmid &&
              kernel_dev(st.st_dev) == it->first.dev_or_ipcns;
     };
-    if (held && (same(it->second.path) ||
-                 same("/proc/" + std::to_string(it->second.pid) + "/root" + it->second.path)))
-      engine_.set_file_usage(it->first, static_cast<uint64_t>(st.st_size),
-                             static_cast<uint64_t>(st.st_blocks) * 512, now);
+    Watched &w = it->second;
+    if (held && w.has_path) {
+      if (same(w.path) || same("/proc/" + std::to_string(w.pid) + "/root" + w.path))
+        engine_.set_file_usage(it->first, static_cast<uint64_t>(st.st_size),
+                               static_cast<uint64_t>(st.st_blocks) * 512, now);
+      else
+        w.has_path = false; // unlinked or renamed unseen: stop failing stats
+    }
+    // Still kept while held: its holders are rescanned (refresh_holders).
     it = keep ? std::next(it) : watched_.erase(it);
   }
 }

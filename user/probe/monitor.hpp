@@ -97,7 +97,8 @@ private:
   // Files touched by recent events, re-stat'ed every sample: no event
   // reports the pages that writes and faults add. Bounded; oldest go first.
   struct Watched {
-    std::string path; // as process pid saw it
+    std::string path;     // as process pid saw it
+    bool has_path = true; // false once unlinked (or not found): no stat
     uint32_t pid = 0;
     uint64_t last_event_ns = 0;
   };
