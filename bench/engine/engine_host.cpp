@@ -2,8 +2,9 @@
 // resolver, engine, reconciliation) polled in a loop, which is what `top`
 // and `leaks` run underneath. The benchmark's "engine" condition.
 //
-//   engine_host [--ring-buffer-size BYTES] [--match GLOB]
+//   engine_host [--ring-buffer-size BYTES] [--match GLOB] [--loss-reconcile-gap-ms MS]
 //
+// (a long --loss-reconcile-gap-ms keeps rescans out of a profile).
 // Prints "ready" on stdout once attached and bootstrapped. SIGUSR1 prints a
 // stats line (JSON) and keeps going; SIGINT/SIGTERM drains, prints it, exits.
 // "matching" counts live segments whose path matches GLOB, so a caller can
@@ -12,6 +13,7 @@
 #include "probe/monitor.hpp"
 
 #include <cerrno>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -61,8 +63,11 @@ int main(int argc, char **argv) {
       opts.probe.ring_buffer_bytes = std::strtoull(argv[i + 1], nullptr, 0);
     else if (std::strcmp(argv[i], "--match") == 0)
       match = argv[i + 1];
+    else if (std::strcmp(argv[i], "--loss-reconcile-gap-ms") == 0)
+      opts.loss_reconcile_gap = std::chrono::milliseconds(std::strtoll(argv[i + 1], nullptr, 0));
     else {
-      std::fprintf(stderr, "usage: engine_host [--ring-buffer-size BYTES] [--match GLOB]\n");
+      std::fprintf(stderr, "usage: engine_host [--ring-buffer-size BYTES] [--match GLOB] "
+                           "[--loss-reconcile-gap-ms MS]\n");
       return 2;
     }
   }

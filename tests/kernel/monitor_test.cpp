@@ -287,6 +287,86 @@ TEST(Monitor, LostRecordsTriggerAReconcileThatFindsEverything) {
   std::filesystem::remove_all(dir);
 }
 
+// A rescan seeds the kernel with the files whose creation was lost, and
+// only with those: afterwards their unlinks arrive as events.
+TEST(Monitor, RescanSeedsFilesWhoseCreationWasLost) {
+  MonitorOptions opts;
+  opts.probe.ring_buffer_bytes = 64 << 10;         // the burst below overflows it
+  opts.loss_reconcile_gap = std::chrono::hours(1); // rescans only when asked
+  opts.reconcile_every = std::chrono::hours(1);
+  SHMBPF_MONITOR(m, opts);
+  const std::string dir = "/dev/shm/shmbpf-mon-seed-" + std::to_string(getpid());
+  ASSERT_EQ(mkdir(dir.c_str(), 0700), 0);
+  constexpr int kFiles = 300;
+  Child child = run_child("mon-seed", [&] {
+    for (int i = 0; i < kFiles; ++i) {
+      int fd = open((dir + "/f" + std::to_string(i)).c_str(), O_RDWR | O_CREAT, 0600);
+      if (fd < 0 || ftruncate(fd, 4096) != 0)
+        return 1;
+      close(fd);
+    }
+    return 0;
+  });
+  ASSERT_EQ(child.status, 0);
+  auto count = [&](const Engine &e) {
+    SegmentFilter f;
+    f.path_glob = dir + "/f*";
+    return e.segments(f).size();
+  };
+  m->drain();
+  ASSERT_GT(m->stats().lost, 0u);
+  const size_t known = count(m->engine());
+  ASSERT_LT(known, static_cast<size_t>(kFiles));
+  const size_t seeded = m->session().seeded();
+  m->reconcile();
+  EXPECT_EQ(count(m->engine()), static_cast<size_t>(kFiles));
+  EXPECT_GE(m->session().seeded() - seeded, kFiles - known);
+  const uint64_t reconciles = m->stats().reconciles;
+  for (int i = 0; i < kFiles; ++i) {
+    ASSERT_EQ(unlink((dir + "/f" + std::to_string(i)).c_str()), 0);
+    m->poll(0);
+  }
+  EXPECT_TRUE(pump_until(*m, [&](const Engine &e) { return count(e) == 0; }));
+  EXPECT_EQ(m->stats().reconciles, reconciles); // events did it, not a rescan
+  rmdir(dir.c_str());
+}
+
+// close(2) is not traced: a file closed and unlinked by a process that
+// lives on is found unheld by the rescan of its holders, within seconds,
+// not at the next full reconcile.
+TEST(Monitor, ClosedAndUnlinkedFileIsGoneWhileItsCreatorLives) {
+  MonitorOptions opts;
+  opts.reconcile_every = std::chrono::hours(1);
+  SHMBPF_MONITOR(m, opts);
+  const std::string path = "/dev/shm/shmbpf-mon-closed-" + std::to_string(getpid());
+  int step[2];
+  ASSERT_EQ(pipe(step), 0);
+  Child child = spawn("mon-closer", [&] {
+    close(step[1]);
+    int fd = open(path.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
+    if (fd < 0 || ftruncate(fd, 8192) != 0 || pwrite(fd, "x", 1, 0) != 1 || close(fd) != 0 ||
+        unlink(path.c_str()) != 0)
+      return 1;
+    char c;
+    return read(step[0], &c, 1) == 1 ? 0 : 2; // live on until told
+  });
+  close(step[0]);
+  child.start();
+  auto count = [&](const Engine &e) {
+    SegmentFilter f;
+    f.path_glob = path;
+    return e.segments(f).size();
+  };
+  EXPECT_TRUE(pump_until(*m, [&](const Engine &e) { return count(e) == 1; }));
+  EXPECT_TRUE(pump_until(
+      *m, [&](const Engine &e) { return count(e) == 0; }, 10s));
+  EXPECT_EQ(m->stats().reconciles, 1u); // the bootstrap only
+  ASSERT_EQ(write(step[1], "x", 1), 1);
+  close(step[1]);
+  EXPECT_EQ(child.wait(), 0);
+  ::unlink(path.c_str());
+}
+
 TEST(Monitor, UnlinkedNamesLeaveTheKernelsNameMap) {
   SHMBPF_MONITOR(m, MonitorOptions{});
   const std::string dir = "/dev/shm/shmbpf-mon-names-" + std::to_string(getpid());

@@ -215,5 +215,75 @@ TEST(JoinComponents, Cases) {
   EXPECT_EQ(join_components("", 0, true), "/");
 }
 
+// A consumer decodes every record into the same Event: nothing of an
+// earlier record may remain, whatever the types and lengths.
+TEST(Decode, IntoReusedEventEqualsFreshDecode) {
+  auto created = file_record(SHMBPF_EV_CREATE);
+  const char long_path[] = "/dev/shm/a-rather-long-name-that-does-not-fit-any-small-buffer";
+  std::memcpy(created.path, long_path, sizeof(long_path));
+  created.path_len = sizeof(long_path) - 1;
+  auto resized = file_record(SHMBPF_EV_RESIZE);
+  resized.path_len = 0;
+  resized.path[0] = 0;
+  resized.hdr.comm[0] = 0;
+  shmbpf_exit_event ex{};
+  ex.hdr.type = SHMBPF_EV_EXIT;
+  ex.hdr.abi = SHMBPF_ABI_VERSION;
+  ex.hdr.size = sizeof(ex);
+  ex.exit_code = 9;
+
+  Event reused;
+  reused.full_path = "set by a resolver";
+  reused.start_dir = "/left/over";
+  reused.shmid = 5;
+  const std::pair<const void *, size_t> records[] = {{&created, sizeof(created)},
+                                                     {&resized, sizeof(resized)},
+                                                     {&ex, sizeof(ex)},
+                                                     {&created, sizeof(created)}};
+  for (auto [data, len] : records) {
+    ASSERT_TRUE(decode_event_into(data, len, reused));
+    auto fresh = decode_event(data, len);
+    ASSERT_TRUE(fresh.ok());
+    const Event &f = fresh.value();
+    EXPECT_EQ(reused.type, f.type);
+    EXPECT_EQ(reused.kind, f.kind);
+    EXPECT_EQ(reused.comm, f.comm);
+    EXPECT_EQ(reused.path, f.path);
+    EXPECT_EQ(reused.name, f.name);
+    EXPECT_EQ(reused.full_path, f.full_path);
+    EXPECT_EQ(reused.start_dir, f.start_dir);
+    EXPECT_EQ(reused.newpath, f.newpath);
+    EXPECT_EQ(reused.filename, f.filename);
+    EXPECT_EQ(reused.size, f.size);
+    EXPECT_EQ(reused.ino, f.ino);
+    EXPECT_EQ(reused.fd, f.fd);
+    EXPECT_EQ(reused.shmid, f.shmid);
+    EXPECT_EQ(reused.exit_code, f.exit_code);
+    EXPECT_EQ(reused.is_new, f.is_new);
+  }
+  EXPECT_EQ(reused.path, long_path);
+}
+
+TEST(Decode, IntoReportsWhy) {
+  auto r = file_record(SHMBPF_EV_CREATE);
+  r.hdr.abi = SHMBPF_ABI_VERSION + 1;
+  Event e;
+  std::string why;
+  EXPECT_FALSE(decode_event_into(&r, sizeof(r), e, &why));
+  EXPECT_NE(why.find("ABI version"), std::string::npos) << why;
+  EXPECT_FALSE(decode_event_into(&r, 10, e)); // no reason asked for
+}
+
+TEST(Decode, JoinComponentsSkipsEmptyRuns) {
+  const char many[] = "leaf\0\0mid\0top\0";
+  EXPECT_EQ(join_components(many, sizeof(many), true), "/top/mid/leaf");
+  const char nul_only[] = "\0\0";
+  EXPECT_EQ(join_components(nul_only, sizeof(nul_only), true), "/");
+  EXPECT_EQ(join_components(nul_only, sizeof(nul_only), false), "...");
+  std::string out = "old contents";
+  join_components_into(out, many, sizeof(many), false);
+  EXPECT_EQ(out, ".../top/mid/leaf");
+}
+
 } // namespace
 } // namespace shmbpf

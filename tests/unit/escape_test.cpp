@@ -202,5 +202,41 @@ TEST(JsonString, ValidTextRoundTrips) {
     EXPECT_EQ(nlohmann::json::parse(json_string(s)).get<std::string>(), s);
 }
 
+// append_json_text is the one-pass form of json_string(escape_text(s)): for
+// the nastiest inputs and for random bytes they must agree byte for byte.
+TEST(JsonText, SameAsJsonStringOfEscapeText) {
+  const std::string fixed[] = {
+      "",
+      "plain/ascii name_1.dat",
+      "quote\" and backslash\\ and both \\\"",
+      "\x1b]0;title\x07\n\t\r\b\f\x7f",
+      "\xff\xfe\xc0\xaf\xed\xa0\x80\xf4\x90\x80\x80\xe0\x80",
+      "\xc2\x9b\xe2\x80\xae\xe2\x80\xa8\xe2\x81\xa6\xd8\x9c",
+      "caf\xc3\xa9 \xf0\x9f\x98\x80 ok",
+      "trailing lead byte \xe2\x80",
+      std::string("nul\0inside", 10),
+  };
+  for (const auto &s : fixed) {
+    std::string out = "prefix";
+    append_json_text(out, s);
+    EXPECT_EQ(out, "prefix" + json_string(escape_text(s))) << s;
+  }
+  std::mt19937 rng(7);
+  for (int i = 0; i < 2000; ++i) {
+    std::string s(rng() % 24, '\0');
+    for (char &c : s)
+      c = static_cast<char>(rng() % 4 == 0 ? 'a' + rng() % 26 : rng() % 256);
+    std::string out;
+    append_json_text(out, s);
+    ASSERT_EQ(out, json_string(escape_text(s)));
+  }
+}
+
+TEST(EscapeText, AppendFormAppends) {
+  std::string out = "x=";
+  append_escaped_text(out, "a\nb");
+  EXPECT_EQ(out, "x=a\\nb");
+}
+
 } // namespace
 } // namespace shmbpf

@@ -144,5 +144,85 @@ TEST(Resolver, Normalize) {
   EXPECT_EQ(PathResolver::normalize("/dev/shm/"), "/dev/shm");
 }
 
+// The resolver's in-place join must agree with join_mount_path() on every
+// combination of mount root, mount point and in-mount path.
+TEST(Resolver, JoinIntoMatchesJoinMountPath) {
+  const char *roots[] = {"/", "/sub", "/sub/", "/a/b", "//"};
+  const char *points[] = {"/", "/dev/shm", "/dev/shm/", "/srv/bind"};
+  const char *paths[] = {"",     "/",         "x",      "/x",    "/sub",     "/sub/",
+                         "/sub", "/subdir/x", "/sub/x", "sub/x", "/a/b/c/d", "//x"};
+  for (const char *root : roots) {
+    for (const char *mp : points) {
+      for (const char *p : paths) {
+        MountInfo m;
+        m.root = root;
+        m.mountpoint = mp;
+        std::string out = "stale";
+        const bool ok = PathResolver::join_mount_path_into(out, m, p);
+        auto want = join_mount_path(m, p);
+        ASSERT_EQ(ok, want.has_value()) << root << " " << mp << " " << p;
+        if (ok) {
+          EXPECT_EQ(out, *want) << root << " " << mp << " " << p;
+        }
+      }
+    }
+  }
+}
+
+Event free_of(uint32_t dev, uint64_t ino) {
+  Event f;
+  f.type = EventType::free;
+  f.kind = Kind::tmpfs;
+  f.dev = dev;
+  f.ino = ino;
+  f.unlinked = true;
+  return f;
+}
+
+// A file unlinked without pages never sends a free: the resolver may not
+// keep such inodes forever, but keeps the recent ones for a late free.
+TEST(Resolver, UnlinkedInodesAreBounded) {
+  auto r = resolver();
+  const uint64_t n = PathResolver::kMaxUnlinked + 1000;
+  for (uint64_t ino = 1; ino <= n; ++ino) {
+    auto c = create_in(25, "/f" + std::to_string(ino), ino);
+    ASSERT_EQ(r.resolve(c), PathResolver::Outcome::resolved);
+    auto u = unlink_of(c.full_path);
+    ASSERT_EQ(r.resolve(u), PathResolver::Outcome::resolved);
+    ASSERT_EQ(u.ino, ino);
+  }
+  EXPECT_EQ(r.remembered_inodes(), PathResolver::kMaxUnlinked);
+  auto late = free_of(26, n); // the most recent: still known
+  r.resolve(late);
+  EXPECT_EQ(late.full_path, "/dev/shm/f" + std::to_string(n));
+  auto early = free_of(26, 1); // the oldest: forgotten
+  r.resolve(early);
+  EXPECT_EQ(early.full_path, "");
+}
+
+TEST(Resolver, RenamedHardLinkIsNotForgotten) {
+  auto r = resolver();
+  auto c = create_in(25, "/a", 9);
+  r.resolve(c);
+  auto u = unlink_of("/dev/shm/a");
+  r.resolve(u);
+  // The inode has another name the kernel reports; it is renamed.
+  Event rn = unlink_of("/dev/shm/other");
+  rn.type = EventType::rename;
+  rn.dev = 26;
+  rn.ino = 9;
+  rn.newpath = "/dev/shm/b";
+  ASSERT_EQ(r.resolve(rn), PathResolver::Outcome::resolved);
+  for (uint64_t ino = 100; ino < 100 + PathResolver::kMaxUnlinked + 10; ++ino) {
+    auto c2 = create_in(25, "/g", ino);
+    r.resolve(c2);
+    auto u2 = unlink_of("/dev/shm/g");
+    r.resolve(u2);
+  }
+  auto f = free_of(26, 9);
+  r.resolve(f);
+  EXPECT_EQ(f.full_path, "/dev/shm/b");
+}
+
 } // namespace
 } // namespace shmbpf

@@ -490,5 +490,37 @@ TEST(TraceJson, TimeBeforeSecondBoundary) {
   EXPECT_EQ(json::parse(trace_json(e, TraceClock{-1}))["time"], "1969-12-31T23:59:59.999999999Z");
 }
 
+// One formatter for a whole stream (it caches the formatted second) gives
+// the same bytes as formatting each event on its own, across second
+// boundaries, backwards jumps and every event type.
+TEST(TraceFormatter, StreamEqualsEventByEvent) {
+  ScopedUtc utc;
+  TraceFormatter fmt(test_clock);
+  std::string out;
+  const uint64_t times[] = {0,           999'999'999,        1'000'000'000,     1'000'000'001,
+                            500'000'000, 86'400'000'000'000, 86'399'999'999'999};
+  for (uint64_t ts : times)
+    for (EventType t : all_types) {
+      Event e;
+      e.type = t;
+      e.kind = kind_of(t);
+      e.ts_ns = ts;
+      e.pid = 7;
+      e.comm = nasty;
+      e.path = esc_title;
+      e.name = "/name";
+      e.mode = 0640;
+      e.ino = 12;
+      e.dev = (8u << 20) | 3;
+      e.err = ts % 2 ? ENOSPC : 0;
+      out.clear();
+      fmt.append_json(out, e);
+      EXPECT_EQ(out, trace_json(e, test_clock));
+      out = "kept ";
+      fmt.append_line(out, e);
+      EXPECT_EQ(out, "kept " + trace_line(e, test_clock));
+    }
+}
+
 } // namespace
 } // namespace shmbpf

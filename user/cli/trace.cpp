@@ -7,12 +7,33 @@
 #include "probe/session.hpp"
 #include "views/trace_view.hpp"
 
+#include <unistd.h>
+
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <string>
+#include <string_view>
 
 namespace shmbpf {
+
+namespace {
+
+// Writes all of data to fd; false on an error (EPIPE: the reader is gone).
+bool write_all(int fd, std::string_view data) {
+  while (!data.empty()) {
+    ssize_t n = ::write(fd, data.data(), data.size());
+    if (n < 0) {
+      if (errno == EINTR)
+        continue;
+      return false;
+    }
+    data.remove_prefix(static_cast<size_t>(n));
+  }
+  return true;
+}
+
+} // namespace
 
 int run_trace(const TraceOptions &opts) {
   ProbeOptions popts;
@@ -23,23 +44,35 @@ int run_trace(const TraceOptions &opts) {
   for (const auto &m : session.probe().missing_hooks())
     std::fprintf(stderr, "shmbpf: warning: hook not available: %s\n", m.c_str());
 
-  TraceClock clock = TraceClock::now();
+  // Lines collect in one buffer that goes out with one write(2) per poll
+  // (or per kFlushAt bytes in a long burst), not one per line.
+  constexpr size_t kFlushAt = 1 << 20;
+  TraceFormatter fmt(TraceClock::now());
+  std::string buf;
+  buf.reserve(kFlushAt + 4096);
   bool out_ok = true;
-  std::string line;
+  auto flush = [&] {
+    if (out_ok && !write_all(STDOUT_FILENO, buf))
+      out_ok = false;
+    buf.clear();
+  };
   auto emit = [&](Event &e) {
     if (!out_ok || !opts.matches(e))
       return;
-    line = opts.json ? trace_json(e, clock) : trace_line(e, clock);
-    line += '\n';
-    if (std::fwrite(line.data(), 1, line.size(), stdout) != line.size())
-      out_ok = false;
+    if (opts.json)
+      fmt.append_json(buf, e);
+    else
+      fmt.append_line(buf, e);
+    buf += '\n';
+    if (buf.size() >= kFlushAt)
+      flush();
   };
 
   if (!opts.json) {
-    std::string h = trace_header() + "\n";
-    std::fwrite(h.data(), 1, h.size(), stdout);
+    buf += trace_header();
+    buf += '\n';
   }
-  std::fflush(stdout);
+  flush();
 
   auto start = std::chrono::steady_clock::now();
   while (!stop_requested() && out_ok) {
@@ -49,12 +82,11 @@ int run_trace(const TraceOptions &opts) {
     int n = session.poll(100, emit);
     if (n < 0 && n != -EINTR)
       throw FatalError("reading the ring buffer", std::to_string(-n));
-    if (std::fflush(stdout) != 0)
-      out_ok = false;
+    flush();
   }
   if (out_ok) {
     session.drain(emit);
-    std::fflush(stdout);
+    flush();
   }
   const auto &st = session.stats();
   std::fprintf(stderr, "shmbpf: %llu events, %llu lost", (unsigned long long)st.delivered,

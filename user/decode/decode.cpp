@@ -6,6 +6,7 @@
 
 #include <cstring>
 #include <string_view>
+#include <utility>
 
 namespace shmbpf {
 
@@ -20,8 +21,16 @@ static_assert(sizeof(shmbpf_exec_event) == 328);
 
 namespace {
 
-// A fixed-size char field up to its first NUL (or its end).
-std::string cstr(const char *p, size_t cap) { return std::string(p, strnlen(p, cap)); }
+// A fixed-size char field up to its first NUL (or its end), into a string
+// whose buffer is reused.
+void cstr(std::string &out, const char *p, size_t cap) { out.assign(p, strnlen(p, cap)); }
+
+// Back to a default Event. Copy-assigning an empty string keeps the
+// target's buffer, so the strings keep theirs for the next record.
+void reset_keeping_buffers(Event &e) {
+  static const Event defaults;
+  e = defaults;
+}
 
 size_t record_size(uint8_t type) {
   switch (type) {
@@ -63,7 +72,7 @@ void decode_hdr(const shmbpf_hdr &h, Event &e) {
   e.cgroup_id = h.cgroup_id;
   e.ret = h.ret;
   e.err = h.ret < 0 ? -h.ret : 0;
-  e.comm = cstr(h.comm, sizeof(h.comm));
+  cstr(e.comm, h.comm, sizeof(h.comm));
 }
 
 // Kind of a tmpfs inode from its kernel name: memfds and SysV segments live
@@ -91,14 +100,13 @@ void decode_file(const shmbpf_file_event &r, Event &e) {
   e.is_new = r.flags_ev & SHMBPF_F_NEW;
   e.truncated = r.flags_ev & SHMBPF_F_TRUNCATED;
   e.unlinked = r.flags_ev & SHMBPF_F_UNLINKED;
-  e.path = std::string(r.path, std::min<size_t>(r.path_len, sizeof(r.path)));
-  e.path = cstr(e.path.data(), e.path.size());
+  cstr(e.path, r.path, std::min<size_t>(r.path_len, sizeof(r.path)));
   size_t clen = std::min<size_t>(r.comp_len, sizeof(r.components));
-  std::string leaf = cstr(r.components, clen);
+  std::string_view leaf(r.components, strnlen(r.components, clen));
   if (e.type == EventType::memfd_create || leaf.starts_with("memfd:")) {
-    e.name = leaf; // a pseudo dentry: its name is the whole story
+    e.name.assign(leaf); // a pseudo dentry: its name is the whole story
   } else {
-    e.name = join_components(r.components, clen, r.flags_ev & SHMBPF_F_MNT_ROOT);
+    join_components_into(e.name, r.components, clen, r.flags_ev & SHMBPF_F_MNT_ROOT);
   }
   if (e.type == EventType::memfd_create)
     e.kind = Kind::memfd;
@@ -119,12 +127,12 @@ void decode_path(const shmbpf_path_event &r, Event &e) {
   e.start_ino = r.start_ino;
   e.dev = r.hint_dev;
   e.ino = r.hint_ino;
-  e.path = cstr(r.path, std::min<size_t>(r.path_len, sizeof(r.path)));
-  e.newpath = cstr(r.newpath, std::min<size_t>(r.newpath_len, sizeof(r.newpath)));
+  cstr(e.path, r.path, std::min<size_t>(r.path_len, sizeof(r.path)));
+  cstr(e.newpath, r.newpath, std::min<size_t>(r.newpath_len, sizeof(r.newpath)));
   if (r.start_ncomp > 0 || (r.flags_ev & SHMBPF_F_MNT_ROOT))
-    e.start_dir = join_components(r.start_components,
-                                  std::min<size_t>(r.start_comp_len, sizeof(r.start_components)),
-                                  r.flags_ev & SHMBPF_F_MNT_ROOT);
+    join_components_into(e.start_dir, r.start_components,
+                         std::min<size_t>(r.start_comp_len, sizeof(r.start_components)),
+                         r.flags_ev & SHMBPF_F_MNT_ROOT);
 }
 
 void decode_sysv(const shmbpf_sysv_event &r, Event &e) {
@@ -157,41 +165,67 @@ template <class T> T copy_record(const void *data) {
 
 } // namespace
 
-std::string join_components(const char *buf, size_t len, bool reached_root) {
-  std::vector<std::string_view> parts;
-  size_t i = 0;
-  while (i < len) {
-    size_t n = strnlen(buf + i, len - i);
-    if (n > 0)
-      parts.emplace_back(buf + i, n);
-    i += n + 1;
-  }
-  std::string out = reached_root ? "" : "...";
-  for (auto it = parts.rbegin(); it != parts.rend(); ++it) {
-    out += '/';
-    out += *it;
+void join_components_into(std::string &out, const char *buf, size_t len, bool reached_root) {
+  out.clear();
+  if (!reached_root)
+    out.append("...");
+  // Components are the maximal runs of non-NUL bytes, leaf first: walk
+  // them from the end so that the path comes out root first.
+  size_t j = len;
+  while (j > 0) {
+    while (j > 0 && buf[j - 1] == '\0')
+      --j;
+    const size_t end = j;
+    while (j > 0 && buf[j - 1] != '\0')
+      --j;
+    if (end > j) {
+      out.push_back('/');
+      out.append(buf + j, end - j);
+    }
   }
   if (out.empty())
-    out = "/";
+    out.push_back('/');
+}
+
+std::string join_components(const char *buf, size_t len, bool reached_root) {
+  std::string out;
+  join_components_into(out, buf, len, reached_root);
   return out;
 }
 
-Result<Event> decode_event(const void *data, size_t len) {
-  if (len < sizeof(shmbpf_hdr))
-    return Error{"record of " + std::to_string(len) + " bytes is shorter than the header"};
-  auto h = copy_record<shmbpf_hdr>(data);
-  if (h.abi != SHMBPF_ABI_VERSION)
-    return Error{"record has ABI version " + std::to_string(h.abi) + ", expected " +
-                 std::to_string(SHMBPF_ABI_VERSION)};
-  size_t want = record_size(h.type);
-  if (want == 0)
-    return Error{"unknown event type " + std::to_string(h.type)};
-  if (h.size != want || len < want)
-    return Error{"event type " + std::to_string(h.type) + " has size " + std::to_string(h.size) +
-                 " in a record of " + std::to_string(len) + " bytes, expected " +
-                 std::to_string(want)};
+namespace {
 
-  Event e;
+void set_error(std::string *why, std::string text) {
+  if (why)
+    *why = std::move(text);
+}
+
+} // namespace
+
+bool decode_event_into(const void *data, size_t len, Event &e, std::string *why) {
+  if (len < sizeof(shmbpf_hdr)) {
+    set_error(why, "record of " + std::to_string(len) + " bytes is shorter than the header");
+    return false;
+  }
+  auto h = copy_record<shmbpf_hdr>(data);
+  if (h.abi != SHMBPF_ABI_VERSION) {
+    set_error(why, "record has ABI version " + std::to_string(h.abi) + ", expected " +
+                       std::to_string(SHMBPF_ABI_VERSION));
+    return false;
+  }
+  size_t want = record_size(h.type);
+  if (want == 0) {
+    set_error(why, "unknown event type " + std::to_string(h.type));
+    return false;
+  }
+  if (h.size != want || len < want) {
+    set_error(why, "event type " + std::to_string(h.type) + " has size " + std::to_string(h.size) +
+                       " in a record of " + std::to_string(len) + " bytes, expected " +
+                       std::to_string(want));
+    return false;
+  }
+
+  reset_keeping_buffers(e);
   decode_hdr(h, e);
   switch (h.type) {
   case SHMBPF_EV_CREATE:
@@ -216,7 +250,7 @@ Result<Event> decode_event(const void *data, size_t len) {
   case SHMBPF_EV_SIGBUS: {
     auto r = copy_record<shmbpf_sigbus_event>(data);
     e.target_pid = r.target_pid;
-    e.target_comm = cstr(r.target_comm, sizeof(r.target_comm));
+    cstr(e.target_comm, r.target_comm, sizeof(r.target_comm));
     e.si_code = r.si_code;
     break;
   }
@@ -226,10 +260,18 @@ Result<Event> decode_event(const void *data, size_t len) {
   case SHMBPF_EV_EXEC: {
     auto r = copy_record<shmbpf_exec_event>(data);
     e.old_pid = r.old_pid;
-    e.filename = cstr(r.filename, std::min<size_t>(r.filename_len, sizeof(r.filename)));
+    cstr(e.filename, r.filename, std::min<size_t>(r.filename_len, sizeof(r.filename)));
     break;
   }
   }
+  return true;
+}
+
+Result<Event> decode_event(const void *data, size_t len) {
+  Event e;
+  std::string why;
+  if (!decode_event_into(data, len, e, &why))
+    return Error{std::move(why)};
   return e;
 }
 

@@ -14,9 +14,17 @@ namespace shmbpf {
 
 Result<Event> decode_event(const void *data, size_t len);
 
+// decode_event into an event that is reused from record to record: its
+// strings keep their buffers, so a steady stream of records allocates
+// nothing. Every field is reset first. On failure (false) e is unspecified
+// and *why, when given, says what was wrong.
+bool decode_event_into(const void *data, size_t len, Event &e, std::string *why = nullptr);
+
 // "name\0dir\0" (leaf first, as the kernel collects them) -> "/dir/name".
 // reached_root false means the walk stopped early: the path is marked with
 // a leading "..." instead of "/".
 std::string join_components(const char *buf, size_t len, bool reached_root);
+// The same into out (replacing its contents).
+void join_components_into(std::string &out, const char *buf, size_t len, bool reached_root);
 
 } // namespace shmbpf

@@ -1,8 +1,19 @@
 #include "model/resolver.hpp"
 
+#include <charconv>
 #include <vector>
 
 namespace shmbpf {
+
+namespace {
+
+std::string_view trim_trailing_slashes(std::string_view s) {
+  while (s.size() > 1 && s.back() == '/')
+    s.remove_suffix(1);
+  return s;
+}
+
+} // namespace
 
 void PathResolver::set_namespace(uint32_t mntns, std::vector<MountInfo> mounts) {
   // Mount ids are reused after an unmount: forget this namespace's old ones.
@@ -14,10 +25,11 @@ void PathResolver::set_namespace(uint32_t mntns, std::vector<MountInfo> mounts) 
   by_ns_[mntns] = std::move(mounts);
 }
 
-std::string PathResolver::normalize(std::string_view p) {
+void PathResolver::normalize_into(std::string &out, std::string_view p) {
+  out.clear();
   if (p.empty() || p[0] != '/')
-    return {};
-  std::vector<std::string_view> parts;
+    return;
+  // out holds the components kept so far, each as "/name".
   size_t i = 0;
   while (i < p.size()) {
     size_t j = p.find('/', i);
@@ -25,19 +37,57 @@ std::string PathResolver::normalize(std::string_view p) {
       j = p.size();
     auto c = p.substr(i, j - i);
     if (c == "..") {
-      if (!parts.empty())
-        parts.pop_back();
+      if (!out.empty())
+        out.resize(out.rfind('/'));
     } else if (!c.empty() && c != ".") {
-      parts.push_back(c);
+      out += '/';
+      out += c;
     }
     i = j + 1;
   }
+  if (out.empty())
+    out = '/';
+}
+
+std::string PathResolver::normalize(std::string_view p) {
   std::string out;
-  for (auto c : parts) {
-    out += '/';
-    out += c;
+  normalize_into(out, p);
+  return out;
+}
+
+bool PathResolver::join_mount_path_into(std::string &out, const MountInfo &mount,
+                                        std::string_view in_mount_path) {
+  // join_mount_path(), writing into a buffer the caller reuses.
+  std::string slashed; // only for a path without its leading '/' (rare)
+  if (in_mount_path.empty() || in_mount_path.front() != '/') {
+    slashed.reserve(in_mount_path.size() + 1);
+    slashed.push_back('/');
+    slashed.append(in_mount_path);
+    in_mount_path = slashed;
   }
-  return out.empty() ? "/" : out;
+  // The part of the path below the mount's root, "" or "/...".
+  std::string_view root = trim_trailing_slashes(mount.root);
+  std::string_view rest = in_mount_path;
+  if (root != "/") {
+    if (!rest.starts_with(root))
+      return false;
+    rest.remove_prefix(root.size());
+    if (!rest.empty() && rest.front() != '/')
+      return false; // "/subdir" is not under root "/sub"
+  }
+  if (rest == "/")
+    rest = {};
+
+  std::string_view mp = trim_trailing_slashes(mount.mountpoint);
+  if (rest.empty())
+    out.assign(mp);
+  else if (mp == "/")
+    out.assign(rest);
+  else {
+    out.assign(mp);
+    out.append(rest);
+  }
+  return true;
 }
 
 const MountInfo *PathResolver::mount_for_path(uint32_t mntns, const std::string &abs) const {
@@ -57,34 +107,64 @@ const MountInfo *PathResolver::mount_for_path(uint32_t mntns, const std::string 
   return best;
 }
 
+const std::string &PathResolver::path_key(uint32_t mntns, std::string_view abs) {
+  char buf[16];
+  key_.assign(buf, std::to_chars(buf, buf + sizeof buf, mntns).ptr);
+  key_ += ':';
+  key_ += abs;
+  return key_;
+}
+
+void PathResolver::remember(const Event &e, std::string_view path, Kind kind) {
+  Known &k = inodes_[{e.dev, e.ino}];
+  k.path.assign(path);
+  k.kind = kind;
+  k.unlinked_seq = 0;
+}
+
+void PathResolver::forget_name(InodeKey k) {
+  auto it = inodes_.find(k);
+  if (it == inodes_.end())
+    return;
+  it->second.unlinked_seq = ++unlink_seq_;
+  unlinked_.emplace_back(k, unlink_seq_);
+  while (unlinked_.size() > kMaxUnlinked) {
+    auto [old, seq] = unlinked_.front();
+    unlinked_.pop_front();
+    // Still unlinked since then (not named again, not freed): forget it.
+    if (auto o = inodes_.find(old); o != inodes_.end() && o->second.unlinked_seq == seq)
+      inodes_.erase(o);
+  }
+}
+
 PathResolver::Outcome PathResolver::resolve(Event &e) {
   switch (e.type) {
   case EventType::create:
   case EventType::open:
   case EventType::resize: {
     if (e.kind != Kind::tmpfs) {
-      inodes_[{e.dev, e.ino}] = {e.name, e.kind};
+      remember(e, e.name, e.kind);
       return Outcome::resolved;
     }
     auto m = by_id_.find(e.mnt_id);
     // A different device under a known id means the id was reused.
     if (m == by_id_.end() || m->second.dev != e.dev)
       return Outcome::unknown_mount;
-    if (auto p = join_mount_path(m->second, e.name))
-      e.full_path = *p;
-    inodes_[{e.dev, e.ino}] = {e.full_path, e.kind};
+    if (join_mount_path_into(joined_, m->second, e.name))
+      e.full_path.assign(joined_);
+    remember(e, e.full_path, e.kind);
     if (!e.full_path.empty())
-      paths_[std::to_string(e.mntns) + ":" + e.full_path] = {e.dev, e.ino};
+      paths_[path_key(e.mntns, e.full_path)] = {e.dev, e.ino};
     return Outcome::resolved;
   }
   case EventType::memfd_create:
-    inodes_[{e.dev, e.ino}] = {e.name, Kind::memfd};
+    remember(e, e.name, Kind::memfd);
     return Outcome::resolved;
   case EventType::free: {
     auto it = inodes_.find({e.dev, e.ino});
     if (it != inodes_.end()) {
       e.kind = it->second.kind;
-      e.full_path = it->second.path;
+      e.full_path.assign(it->second.path);
       if (e.unlinked)
         inodes_.erase(it);
     }
@@ -92,26 +172,26 @@ PathResolver::Outcome PathResolver::resolve(Event &e) {
   }
   case EventType::unlink:
   case EventType::rename: {
-    std::string abs;
+    std::string &abs = joined_;
     if (e.absolute) {
-      abs = normalize(e.path);
+      normalize_into(abs, e.path);
     } else {
       auto m = by_id_.find(e.start_mnt_id);
       if (m == by_id_.end() || m->second.dev != e.start_dev)
         return Outcome::unknown_mount;
-      auto dir = join_mount_path(m->second, e.start_dir);
-      if (!dir)
+      if (!join_mount_path_into(dir_, m->second, e.start_dir))
         return Outcome::not_shared_mem;
-      abs = normalize(*dir + "/" + e.path);
+      dir_ += '/';
+      dir_ += e.path;
+      normalize_into(abs, dir_);
     }
     if (!knows_namespace(e.mntns))
       return Outcome::unknown_mount;
     const MountInfo *m = mount_for_path(e.mntns, abs);
     if (!m || !m->is_tmpfs())
       return Outcome::not_shared_mem;
-    e.full_path = abs;
-    auto key = std::to_string(e.mntns) + ":" + abs;
-    if (auto it = paths_.find(key); it != paths_.end()) {
+    e.full_path.assign(abs);
+    if (auto it = paths_.find(path_key(e.mntns, abs)); it != paths_.end()) {
       e.dev = it->second.dev;
       e.ino = it->second.ino;
       paths_.erase(it);
@@ -119,11 +199,15 @@ PathResolver::Outcome PathResolver::resolve(Event &e) {
       e.dev = 0; // the kernel's hint was another file with the same leaf name
       e.ino = 0;
     }
-    if (e.type == EventType::rename && e.ino != 0) {
-      std::string to = e.newpath.starts_with("/") ? normalize(e.newpath) : "";
-      if (!to.empty()) {
-        paths_[std::to_string(e.mntns) + ":" + to] = {e.dev, e.ino};
-        inodes_[{e.dev, e.ino}].path = to;
+    if (e.type == EventType::unlink && e.ino != 0)
+      forget_name({e.dev, e.ino});
+    if (e.type == EventType::rename && e.ino != 0 && e.newpath.starts_with("/")) {
+      normalize_into(dir_, e.newpath);
+      if (!dir_.empty()) {
+        paths_[path_key(e.mntns, dir_)] = {e.dev, e.ino};
+        Known &k = inodes_[{e.dev, e.ino}];
+        k.path = dir_;
+        k.unlinked_seq = 0;
       }
     }
     return Outcome::resolved;

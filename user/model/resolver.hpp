@@ -7,9 +7,13 @@
 #include "decode/event.hpp"
 #include "sources/mountinfo.hpp"
 
+#include <cstddef>
 #include <cstdint>
+#include <deque>
 #include <string>
+#include <string_view>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace shmbpf {
@@ -22,6 +26,10 @@ public:
     not_shared_mem, // an unlink/rename candidate that is not on tmpfs: drop it
   };
 
+  // Inodes remembered after their name was unlinked, for the path of a
+  // later free event; beyond this many, the oldest are forgotten.
+  static constexpr std::size_t kMaxUnlinked = 65536;
+
   // Replace the mount table of one mount namespace.
   void set_namespace(uint32_t mntns, std::vector<MountInfo> mounts);
   bool knows_namespace(uint32_t mntns) const { return by_ns_.count(mntns) != 0; }
@@ -31,6 +39,15 @@ public:
 
   // "/a/./b//../c" -> "/a/c"; "" for a relative input.
   static std::string normalize(std::string_view absolute);
+  // The same into out (replacing its contents); out must not alias p.
+  static void normalize_into(std::string &out, std::string_view p);
+  // join_mount_path() into out (replacing its contents); false (out
+  // unspecified) when the path lies outside the mounted subtree.
+  static bool join_mount_path_into(std::string &out, const MountInfo &mount,
+                                   std::string_view in_mount_path);
+
+  // Inodes with a remembered path (tests: the table stays bounded).
+  std::size_t remembered_inodes() const { return inodes_.size(); }
 
 private:
   struct InodeKey {
@@ -43,15 +60,26 @@ private:
   };
   struct Known {
     std::string path;
-    Kind kind;
+    Kind kind = Kind::none;
+    uint64_t unlinked_seq = 0; // 0 while the inode has a name
   };
 
   const MountInfo *mount_for_path(uint32_t mntns, const std::string &abs) const;
+  // paths_ key "<mntns>:<abs path>" in key_ (a reused buffer).
+  const std::string &path_key(uint32_t mntns, std::string_view abs);
+  void remember(const Event &e, std::string_view path, Kind kind);
+  void forget_name(InodeKey k);
 
   std::unordered_map<uint32_t, std::vector<MountInfo>> by_ns_;
   std::unordered_map<uint32_t, MountInfo> by_id_;
   std::unordered_map<InodeKey, Known, InodeKeyHash> inodes_;
+  // Unlinked inodes, oldest first: a free may still come for them (pages
+  // are freed at the last close or munmap), or never (a file without
+  // pages), so they are kept, but only the last kMaxUnlinked of them.
+  std::deque<std::pair<InodeKey, uint64_t>> unlinked_;
+  uint64_t unlink_seq_ = 0;
   std::unordered_map<std::string, InodeKey> paths_; // "<mntns>:<abs path>"
+  std::string key_, dir_, joined_;                  // reused buffers
 };
 
 } // namespace shmbpf

@@ -6,11 +6,25 @@
 
 #include <signal.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include <algorithm>
 #include <cerrno>
 
 namespace shmbpf {
+
+namespace {
+
+// A rescan after lost records may take at most this share of the time.
+constexpr int kLossRescanShare = 10; // 1/10
+
+int64_t realtime_s() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return ts.tv_sec;
+}
+
+} // namespace
 
 uint64_t Monitor::now_ns() { return boottime_ns(); }
 
@@ -19,6 +33,7 @@ Monitor::Monitor(const MonitorOptions &opts)
   // The probe is attached before the scan: whatever is created from here on
   // arrives as events, whatever existed is in the scan, and an event about
   // something the scan also saw is applied on top of it harmlessly.
+  last_scan_start_s_ = realtime_s();
   SystemScan scan = scan_system();
   session_.seed(scan.namespaces, scan.filesystems);
   bootstrap(engine_, scan);
@@ -30,6 +45,13 @@ Monitor::Monitor(const MonitorOptions &opts)
 void Monitor::apply(Event &e) {
   engine_.apply(e);
   watch(e);
+  // A cgroup id no event carried before may be a new container's: resolve
+  // it soon. (Most events come from the cgroup of the event before.)
+  if (e.cgroup_id != last_cgroup_ && e.cgroup_id != 0) {
+    last_cgroup_ = e.cgroup_id;
+    if (seen_cgroups_.insert(e.cgroup_id).second)
+      new_cgroups_.push_back(e.cgroup_id);
+  }
   stats_.events++;
   if (observer_)
     observer_(e);
@@ -41,20 +63,21 @@ int Monitor::poll(int timeout_ms) {
   if (n < 0)
     return n;
   const auto now = std::chrono::steady_clock::now();
-  if (stats_.events != before && engine_.stats().processes != known_processes_ &&
-      now - last_resolve_ >= std::chrono::milliseconds(100)) {
-    // New processes may be in new cgroups: resolve soon, not at the next sample.
-    known_processes_ = engine_.stats().processes;
+  if (!new_cgroups_.empty() && now - last_resolve_ >= std::chrono::milliseconds(100)) {
+    // Resolve these soon, not at the next sample; only these: asking the
+    // engine for every unknown cgroup walks all segments.
     last_resolve_ = now;
-    resolve_cgroups();
+    resolve_cgroups(std::exchange(new_cgroups_, {}));
   }
   const uint64_t lost = session_.lost();
-  if (lost != lost_seen_ && now - last_reconcile_ >= opts_.loss_reconcile_gap) {
+  const auto loss_gap = std::max<std::chrono::steady_clock::duration>(
+      opts_.loss_reconcile_gap, last_rescan_cost_ * kLossRescanShare);
+  if (lost != lost_seen_ && now - last_reconcile_ >= loss_gap) {
     // Lost records mean the tables may be wrong in any way: rescan now, but
     // not on every poll of a storm, or rescans would feed the loss.
     lost_seen_ = lost;
     stats_.loss_reconciles++;
-    rescan(/*seed_kernel=*/true);
+    rescan();
   } else if (now - last_reconcile_ >= opts_.reconcile_every) {
     reconcile();
   }
@@ -66,18 +89,36 @@ void Monitor::drain() {
   session_.drain([this](Event &e) { apply(e); });
 }
 
-void Monitor::reconcile() { rescan(/*seed_kernel=*/false); }
+void Monitor::reconcile() { rescan(); }
 
-void Monitor::rescan(bool seed_kernel) {
+void Monitor::rescan() {
+  const auto started = std::chrono::steady_clock::now();
   drain();
+  const int64_t scan_start_s = realtime_s();
   SystemScan scan = scan_system();
-  // After lost records, files the kernel does not follow yet (their
-  // creation was lost) must be seeded, or their unlinks would go unseen.
-  if (seed_kernel)
-    session_.seed(scan.namespaces, scan.filesystems);
+  // Files the kernel does not follow (their creation record was lost) must
+  // be seeded, or their unlinks would go unseen. Seeding every file costs a
+  // map update each, which with many files made the rescan after a loss
+  // long enough to cause the next one; the kernel already follows every
+  // file it reported or was seeded with. Those it may not follow are new to
+  // the model, or were created (so modified) since the last scan began: a
+  // file the last scan saw was seeded by it, if it needed to be.
+  const int64_t since = last_scan_start_s_ - 2; // coarse file times
+  std::vector<ScannedFs> unseeded;
+  for (const ScannedFs &fs : scan.filesystems) {
+    ScannedFs part{fs.dev, fs.mnt_id, fs.mountpoint, {}};
+    for (const TmpfsFile &f : fs.files)
+      if (f.mtime_s >= since || !engine_.contains(SegmentKey::file(f.dev, f.ino)))
+        part.files.push_back(f);
+    if (!part.files.empty())
+      unseeded.push_back(std::move(part));
+  }
+  session_.seed(scan.namespaces, unseeded);
+  last_scan_start_s_ = scan_start_s;
   shmbpf::reconcile(engine_, scan, now_ns());
   stats_.reconciles++;
   last_reconcile_ = std::chrono::steady_clock::now();
+  last_rescan_cost_ = last_reconcile_ - started;
 }
 
 void Monitor::maybe_sample() {
@@ -89,10 +130,27 @@ void Monitor::maybe_sample() {
   refresh_holders();
   engine_.reconcile_mounts(scan_mount_usage(scan_mount_namespaces()));
   engine_.sample_mounts(now_ns());
-  resolve_cgroups();
+  // Ids new in events are resolved as they come (poll()); this catches the
+  // rest (ids from scans, retries), and walks every segment to find them.
+  if (now - last_full_resolve_ >= std::chrono::seconds(10)) {
+    last_full_resolve_ = now;
+    resolve_cgroups();
+  }
 }
 
 void Monitor::watch(const Event &e) {
+  if ((e.type == EventType::unlink || e.type == EventType::rename) && e.ino != 0) {
+    // The path is gone: re-stat'ing it would only fail (twice) every
+    // sample. The entry stays, so that its holders are still rescanned.
+    auto it = watched_.find(SegmentKey::file(e.dev, e.ino));
+    if (it == watched_.end() || e.ret < 0)
+      return;
+    Watched &w = it->second;
+    w.has_path = e.type == EventType::rename && e.newpath.starts_with("/");
+    if (w.has_path)
+      w.path = PathResolver::normalize(e.newpath);
+    return;
+  }
   const bool file_event =
       e.type == EventType::create || e.type == EventType::open || e.type == EventType::resize;
   if (!file_event || e.kind == Kind::sysv || e.ret < 0 || e.full_path.empty())
@@ -102,6 +160,7 @@ void Monitor::watch(const Event &e) {
     return; // a storm of new files: the periodic reconcile measures those
   Watched &w = watched_[SegmentKey::file(e.dev, e.ino)];
   w.path = e.full_path;
+  w.has_path = true;
   w.pid = e.pid;
   w.last_event_ns = e.ts_ns;
 }
@@ -121,10 +180,15 @@ void Monitor::refresh_usage() {
       return ::stat(p.c_str(), &st) == 0 && st.st_ino == it->first.ino_or_shmid &&
              kernel_dev(st.st_dev) == it->first.dev_or_ipcns;
     };
-    if (held && (same(it->second.path) ||
-                 same("/proc/" + std::to_string(it->second.pid) + "/root" + it->second.path)))
-      engine_.set_file_usage(it->first, static_cast<uint64_t>(st.st_size),
-                             static_cast<uint64_t>(st.st_blocks) * 512, now);
+    Watched &w = it->second;
+    if (held && w.has_path) {
+      if (same(w.path) || same("/proc/" + std::to_string(w.pid) + "/root" + w.path))
+        engine_.set_file_usage(it->first, static_cast<uint64_t>(st.st_size),
+                               static_cast<uint64_t>(st.st_blocks) * 512, now);
+      else
+        w.has_path = false; // unlinked or renamed unseen: stop failing stats
+    }
+    // Still kept while held: its holders are rescanned (refresh_holders).
     it = keep ? std::next(it) : watched_.erase(it);
   }
 }
@@ -155,11 +219,13 @@ void Monitor::refresh_holders() {
   }
 }
 
-void Monitor::resolve_cgroups() {
+void Monitor::resolve_cgroups() { resolve_cgroups(engine_.unknown_cgroups()); }
+
+void Monitor::resolve_cgroups(const std::vector<uint64_t> &candidates) {
   // Events carry cgroup ids; a container started after us has an id no
   // scan described yet. Each id gets a few tries: a cgroup may be gone.
   std::vector<uint64_t> ids;
-  for (uint64_t id : engine_.unknown_cgroups())
+  for (uint64_t id : candidates)
     if (cgroup_tries_[id]++ < 3)
       ids.push_back(id);
   if (ids.empty())

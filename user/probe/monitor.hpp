@@ -11,6 +11,9 @@
 #include <cstdint>
 #include <functional>
 #include <unordered_map>
+#include <unordered_set>
+#include <utility>
+#include <vector>
 
 namespace shmbpf {
 
@@ -19,7 +22,10 @@ struct MonitorOptions {
   // Full rescans of /proc, every tmpfs and /proc/sysvipc/shm. A rescan also
   // happens at the first poll after the kernel reports lost records.
   std::chrono::milliseconds reconcile_every{30'000};
-  // The least time between two rescans caused by lost records.
+  // The least time between two rescans caused by lost records. The gap
+  // also grows with what a rescan costs (kLossRescanShare), so that with
+  // many files the rescans cannot take most of the consumer's time and
+  // cause more loss.
   std::chrono::milliseconds loss_reconcile_gap{2'000};
   // Mount usage samples for growth rates and time-to-full.
   std::chrono::milliseconds sample_every{1'000};
@@ -61,9 +67,10 @@ public:
 
 private:
   void apply(Event &e);
-  void rescan(bool seed_kernel);
+  void rescan();
   void maybe_sample();
   void resolve_cgroups();
+  void resolve_cgroups(const std::vector<uint64_t> &candidates);
   void watch(const Event &e);
   void refresh_usage();
   void refresh_holders();
@@ -74,12 +81,21 @@ private:
   MonitorOptions opts_;
   MonitorStats stats_;
   uint64_t lost_seen_ = 0;
-  uint64_t known_processes_ = 0;
+  // CLOCK_REALTIME seconds when the last scan began: files modified since
+  // may have had their creation lost and are seeded by the next rescan.
+  int64_t last_scan_start_s_ = 0;
+  // Wall time the last rescan took; spaces out loss rescans.
+  std::chrono::steady_clock::duration last_rescan_cost_{};
+  // cgroup ids events carried; a new one gets resolved within 100 ms.
+  std::unordered_set<uint64_t> seen_cgroups_;
+  std::vector<uint64_t> new_cgroups_;
+  uint64_t last_cgroup_ = 0;
   std::unordered_map<uint64_t, int> cgroup_tries_;
   // Files touched by recent events, re-stat'ed every sample: no event
   // reports the pages that writes and faults add. Bounded; oldest go first.
   struct Watched {
-    std::string path; // as process pid saw it
+    std::string path;     // as process pid saw it
+    bool has_path = true; // false once unlinked (or not found): no stat
     uint32_t pid = 0;
     uint64_t last_event_ns = 0;
   };
@@ -88,6 +104,7 @@ private:
   std::chrono::steady_clock::time_point last_reconcile_{};
   std::chrono::steady_clock::time_point last_sample_{};
   std::chrono::steady_clock::time_point last_resolve_{};
+  std::chrono::steady_clock::time_point last_full_resolve_{};
 };
 
 } // namespace shmbpf

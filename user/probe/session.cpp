@@ -108,12 +108,12 @@ void Session::refresh_mounts(const Event &missed) {
 }
 
 void Session::handle(const void *data, size_t len, const EventFn &fn) {
-  auto decoded = decode_event(data, len);
-  if (!decoded) {
+  // One Event, reused: its strings keep their buffers from record to record.
+  Event &e = event_;
+  if (!decode_event_into(data, len, e)) {
     stats_.decode_errors++;
     return;
   }
-  Event &e = *decoded;
   // An unlink/rename reaches us because its leaf name hashed to a tracked
   // file's (the hint), and the kernel has forgotten that name already.
   const bool by_name = e.type == EventType::unlink || e.type == EventType::rename;

@@ -59,6 +59,7 @@ private:
 
   Probe probe_;
   PathResolver resolver_;
+  Event event_; // decoded into for every record
   SessionStats stats_;
   size_t seeded_ = 0;
   // What the listing before attach seeded, until the first seed() after

@@ -86,16 +86,20 @@ bool is_plain_ascii(char c) { return c >= 0x20 && c < 0x7f && c != '\\' && c != 
 
 } // namespace
 
-std::string escape_text(std::string_view s) {
-  std::string out;
-  out.reserve(s.size());
+namespace {
+
+// escape_text's mapping. With Json, its output is also JSON-escaped on the
+// way: every backslash it writes is doubled and '"' becomes \", which is
+// all that append_json_string would change in text escape_text produced.
+template <bool Json> void escape_text_into(std::string &out, std::string_view s) {
+  constexpr std::string_view bs = Json ? "\\\\" : "\\";
   std::size_t i = 0;
   while (i < s.size()) {
     const char c = s[i];
-    if (is_plain_ascii(c) || c == '"') {
+    if (is_plain_ascii(c) || (!Json && c == '"')) {
       // Copy the whole run of plain characters at once: names are mostly that.
       std::size_t j = i + 1;
-      while (j < s.size() && (is_plain_ascii(s[j]) || s[j] == '"'))
+      while (j < s.size() && (is_plain_ascii(s[j]) || (!Json && s[j] == '"')))
         ++j;
       out.append(s.data() + i, j - i);
       i = j;
@@ -103,32 +107,42 @@ std::string escape_text(std::string_view s) {
     }
     const Utf8Step step = decode_utf8(s, i);
     if (step.len == 0) {
-      out += "\\x";
+      out += bs;
+      out += 'x';
       append_hex_byte(out, static_cast<uint8_t>(c));
       ++i;
       continue;
     }
     if (step.len == 1) {
       switch (c) {
+      case '"': // only reached with Json
+        out += "\\\"";
+        break;
       case '\\':
-        out += "\\\\";
+        out += bs;
+        out += bs;
         break;
       case '\n':
-        out += "\\n";
+        out += bs;
+        out += 'n';
         break;
       case '\t':
-        out += "\\t";
+        out += bs;
+        out += 't';
         break;
       case '\r':
-        out += "\\r";
+        out += bs;
+        out += 'r';
         break;
       default: // remaining C0 controls and DEL
-        out += "\\x";
+        out += bs;
+        out += 'x';
         append_hex_byte(out, static_cast<uint8_t>(c));
         break;
       }
     } else if (is_dangerous(step.cp)) {
-      out += "\\u{";
+      out += bs;
+      out += "u{";
       append_hex_cp(out, step.cp);
       out += '}';
     } else {
@@ -136,7 +150,23 @@ std::string escape_text(std::string_view s) {
     }
     i += step.len;
   }
+}
+
+} // namespace
+
+std::string escape_text(std::string_view s) {
+  std::string out;
+  out.reserve(s.size());
+  escape_text_into<false>(out, s);
   return out;
+}
+
+void append_escaped_text(std::string &out, std::string_view s) { escape_text_into<false>(out, s); }
+
+void append_json_text(std::string &out, std::string_view s) {
+  out += '"';
+  escape_text_into<true>(out, s);
+  out += '"';
 }
 
 void append_json_string(std::string &out, std::string_view s) {

@@ -18,6 +18,8 @@ namespace shmbpf {
 // Everything else (valid, printable UTF-8) passes through unchanged. The
 // mapping is unambiguous because a literal backslash is always doubled.
 std::string escape_text(std::string_view s);
+// escape_text(s) appended to out.
+void append_escaped_text(std::string &out, std::string_view s);
 
 // Appends s as one complete, quoted JSON string that is a single line of
 // valid UTF-8. Control characters become \uXXXX (or \n \t \r \b \f), the
@@ -27,5 +29,9 @@ void append_json_string(std::string &out, std::string_view s);
 
 // append_json_string into a new string.
 std::string json_string(std::string_view s);
+
+// append_json_string(out, escape_text(s)) in one pass, without the
+// intermediate string: how the trace prints names in JSON.
+void append_json_text(std::string &out, std::string_view s);
 
 } // namespace shmbpf

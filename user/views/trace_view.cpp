@@ -1,12 +1,13 @@
 #include "views/trace_view.hpp"
 
 #include "views/escape.hpp"
-#include "views/json.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <concepts>
 #include <cstdio>
+#include <cstring>
 #include <ctime>
 #include <string_view>
 
@@ -46,36 +47,33 @@ WallTime wall_time(const Event &e, const TraceClock &clock) {
   return {static_cast<time_t>(sec), static_cast<long>(rem)};
 }
 
-std::string local_hms_ms(const Event &e, const TraceClock &clock) {
-  const WallTime w = wall_time(e, clock);
-  tm t{};
-  localtime_r(&w.sec, &t);
-  char buf[48];
-  std::snprintf(buf, sizeof buf, "%02d:%02d:%02d.%03ld", t.tm_hour, t.tm_min, t.tm_sec,
-                w.nsec / 1'000'000);
-  return buf;
+// Decimal digits of v, zero-padded on the left to width (no truncation).
+void append_padded(std::string &out, uint64_t v, int width) {
+  char buf[24];
+  const auto end = std::to_chars(buf, buf + sizeof buf, v).ptr;
+  for (auto n = end - buf; n < width; ++n)
+    out += '0';
+  out.append(buf, end);
 }
 
-std::string rfc3339_utc(const Event &e, const TraceClock &clock) {
-  const WallTime w = wall_time(e, clock);
-  tm t{};
-  gmtime_r(&w.sec, &t);
-  char buf[80];
-  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%09ldZ", t.tm_year + 1900,
-                t.tm_mon + 1, t.tm_mday, t.tm_hour, t.tm_min, t.tm_sec, w.nsec);
-  return buf;
-}
-
-template <std::integral T> std::string in_base(T v, int base, std::string_view prefix) {
+template <std::integral T> void append_base(std::string &out, T v, int base) {
   char buf[32];
-  const auto res = std::to_chars(buf, buf + sizeof buf, v, base);
-  std::string out(prefix);
-  out.append(buf, res.ptr);
-  return out;
+  out.append(buf, std::to_chars(buf, buf + sizeof buf, v, base).ptr);
 }
 
-template <std::integral T> std::string hex(T v) { return in_base(v, 16, "0x"); }
-template <std::integral T> std::string dec(T v) { return in_base(v, 10, ""); }
+template <std::integral T> void append_dec(std::string &out, T v) { append_base(out, v, 10); }
+
+template <std::integral T> void append_hex(std::string &out, T v) {
+  out += "0x";
+  append_base(out, v, 16);
+}
+
+// "maj:min", as dev_string().
+void append_dev(std::string &out, uint32_t kdev) {
+  append_dec(out, dev_major(kdev));
+  out += ':';
+  append_dec(out, dev_minor(kdev));
+}
 
 bool is_file_event(EventType t) {
   return t == EventType::create || t == EventType::open || t == EventType::memfd_create ||
@@ -118,171 +116,246 @@ std::size_t text_width(std::string_view s) {
   return n;
 }
 
-void column(std::string &out, std::string_view text, std::size_t width) {
-  out += text;
-  for (std::size_t n = text_width(text); n < width; ++n)
-    out += ' ';
+// Ends the column that starts at out[from]: pads it to width, then one space.
+void end_column(std::string &out, std::size_t from, std::size_t width) {
+  const std::size_t n = text_width(std::string_view(out).substr(from));
+  if (n < width)
+    out.append(width - n, ' ');
   out += ' ';
 }
 
-// Space-separated "key=value" words for the DETAILS column.
-class Details {
-public:
-  void word(std::string_view w) {
-    if (!out_.empty())
-      out_ += ' ';
-    out_ += w;
-  }
-  void kv(std::string_view k, std::string_view v) {
-    word(k);
-    out_ += '=';
-    out_ += v;
-  }
-  const std::string &str() const { return out_; }
-
-private:
-  std::string out_;
-};
-
-std::string size_column(const Event &e) {
-  if (e.err != 0)
-    return "-";
-  if (is_file_event(e.type))
-    return dec(e.size);
-  if (e.type == EventType::shmget)
-    return dec(e.arg_size);
-  if (e.type == EventType::free)
-    return dec(e.bytes);
-  return "-";
+void column(std::string &out, std::string_view text, std::size_t width) {
+  const std::size_t from = out.size();
+  out += text;
+  end_column(out, from, width);
 }
 
-std::string path_column(const Event &e) {
-  if (e.type == EventType::sigbus || e.type == EventType::exit || e.type == EventType::exec)
-    return "-";
-  if (!e.full_path.empty())
-    return escape_text(e.full_path);
-  if (!e.name.empty())
-    return escape_text(e.name);
-  if (!e.path.empty()) {
-    if (e.type == EventType::memfd_create)
-      return "memfd:" + escape_text(e.path);
-    return escape_text(e.path);
+// Text for an errno shmbpf knows by name, else nullptr.
+const char *errno_literal(int err);
+
+// Space-separated "key=value" words for the DETAILS column, written
+// straight into the line.
+class Details {
+public:
+  explicit Details(std::string &out) : out_(out), start_(out.size()) {}
+  std::string &word() {
+    if (out_.size() != start_)
+      out_ += ' ';
+    return out_;
   }
-  if (is_sysv_event(e.type))
-    return "key=" + hex(e.key);
-  return "-";
+  void word(std::string_view w) { word() += w; }
+  // "k=" after a separator; the caller appends the value.
+  std::string &key(std::string_view k) {
+    word() += k;
+    out_ += '=';
+    return out_;
+  }
+  void text(std::string_view k, std::string_view v) { append_escaped_text(key(k), v); }
+  template <std::integral T> void dec(std::string_view k, T v) { append_dec(key(k), v); }
+  template <std::integral T> void hex(std::string_view k, T v) { append_hex(key(k), v); }
+
+private:
+  std::string &out_;
+  std::size_t start_;
+};
+
+void size_column(std::string &out, const Event &e) {
+  const std::size_t from = out.size();
+  if (e.err != 0)
+    out += '-';
+  else if (is_file_event(e.type))
+    append_dec(out, e.size);
+  else if (e.type == EventType::shmget)
+    append_dec(out, e.arg_size);
+  else if (e.type == EventType::free)
+    append_dec(out, e.bytes);
+  else
+    out += '-';
+  end_column(out, from, w_size);
+}
+
+void path_column(std::string &out, const Event &e) {
+  if (e.type == EventType::sigbus || e.type == EventType::exit || e.type == EventType::exec)
+    out += '-';
+  else if (!e.full_path.empty())
+    append_escaped_text(out, e.full_path);
+  else if (!e.name.empty())
+    append_escaped_text(out, e.name);
+  else if (!e.path.empty()) {
+    if (e.type == EventType::memfd_create)
+      out += "memfd:";
+    append_escaped_text(out, e.path);
+  } else if (is_sysv_event(e.type)) {
+    out += "key=";
+    append_hex(out, e.key);
+  } else
+    out += '-';
 }
 
 void inode_details(Details &d, const Event &e) {
   if (e.ino == 0)
     return;
-  d.kv("dev", escape_text(dev_string(e.dev)));
-  d.kv("ino", dec(e.ino));
+  append_dev(d.key("dev"), e.dev);
+  d.dec("ino", e.ino);
 }
 
-std::string details_column(const Event &e) {
-  Details d;
+void details_column(Details &d, const Event &e) {
   if (is_file_event(e.type)) {
     inode_details(d, e);
     if (e.fd >= 0)
-      d.kv("fd", dec(e.fd));
+      d.dec("fd", e.fd);
     if (e.type != EventType::resize || e.flags != 0)
-      d.kv("flags", hex(e.flags));
-    if (e.type != EventType::resize && e.mode != 0)
-      d.kv("mode", in_base(e.mode, 8, "0"));
+      d.hex("flags", e.flags);
+    if (e.type != EventType::resize && e.mode != 0) {
+      std::string &out = d.key("mode");
+      out += '0';
+      append_base(out, e.mode, 8);
+    }
     if (e.is_new)
       d.word("new");
     if (e.type == EventType::resize) {
-      d.kv("arg_size", dec(e.arg_size));
-      d.kv("bytes", dec(e.bytes));
-      d.kv("origin", escape_text(to_string(e.origin)));
+      d.dec("arg_size", e.arg_size);
+      d.dec("bytes", e.bytes);
+      d.text("origin", to_string(e.origin));
     }
   } else if (is_path_event(e.type)) {
     if (e.type == EventType::rename) {
       d.word("->");
-      d.word(e.newpath.empty() ? std::string("-") : escape_text(e.newpath));
+      if (e.newpath.empty())
+        d.word("-");
+      else
+        append_escaped_text(d.word(), e.newpath);
     }
     inode_details(d, e);
     // An unresolved relative path means nothing without its directory.
     if (e.full_path.empty() && e.dirfd != at_fdcwd)
-      d.kv("dirfd", dec(e.dirfd));
+      d.dec("dirfd", e.dirfd);
   } else if (is_sysv_event(e.type)) {
     if (e.shmid >= 0)
-      d.kv("shmid", dec(e.shmid));
-    d.kv("key", hex(e.key));
+      d.dec("shmid", e.shmid);
+    d.hex("key", e.key);
     if (e.type == EventType::shmget) {
       if (e.created == 1)
         d.word("created");
       else if (e.created == 0)
         d.word("existing");
-      d.kv("shmflg", hex(e.flags));
+      d.hex("shmflg", e.flags);
     } else if (e.type == EventType::shmat) {
-      d.kv("addr", hex(e.addr));
-      d.kv("shmflg", hex(e.flags));
+      d.hex("addr", e.addr);
+      d.hex("shmflg", e.flags);
     } else if (e.type == EventType::shmdt) {
-      d.kv("addr", hex(e.addr));
+      d.hex("addr", e.addr);
     }
   } else if (e.type == EventType::free) {
     inode_details(d, e);
-    d.kv("bytes", dec(e.bytes));
-    d.kv("folios", dec(e.folios));
+    d.dec("bytes", e.bytes);
+    d.dec("folios", e.folios);
     if (e.unlinked)
       d.word("unlinked");
   } else if (e.type == EventType::sigbus) {
-    d.kv("target", dec(e.target_pid) + "(" + escape_text(e.target_comm) + ")");
-    d.kv("code", dec(e.si_code));
+    std::string &out = d.key("target");
+    append_dec(out, e.target_pid);
+    out += '(';
+    append_escaped_text(out, e.target_comm);
+    out += ')';
+    d.dec("code", e.si_code);
   } else if (e.type == EventType::exit) {
     const WaitStatus w = wait_status(e.exit_code);
     if (w.signal != 0) {
-      d.kv("sig", dec(w.signal));
+      d.dec("sig", w.signal);
       if (w.core)
         d.word("core");
     } else {
-      d.kv("exit", dec(w.exit_status));
+      d.dec("exit", w.exit_status);
     }
   } else if (e.type == EventType::exec) {
-    d.word(e.filename.empty() ? std::string("-") : escape_text(e.filename));
+    if (e.filename.empty())
+      d.word("-");
+    else
+      append_escaped_text(d.word(), e.filename);
     // Exec from a non-leader thread changes the pid.
     if (e.old_pid != 0 && e.old_pid != e.pid)
-      d.kv("old_pid", dec(e.old_pid));
+      d.dec("old_pid", e.old_pid);
   }
   if (e.truncated)
     d.word("truncated");
-  return d.str();
 }
 
-// One compact JSON object per event. String values are escape_text()ed
-// first, so no decoded value carries control characters, bidi controls or
-// raw bytes, and the JSON shows names exactly as the text lines do.
+// One compact JSON object per event, written straight into the output.
+// String values are escape_text()ed (append_json_text), so no decoded value
+// carries control characters, bidi controls or raw bytes, and the JSON
+// shows names exactly as the text lines do. Keys are short literals that
+// need no escaping. A field's separator, key and (for numbers and
+// literals) value are composed on the stack and appended in one call.
 class EventJson {
 public:
-  EventJson() : w_(out_, /*compact=*/true) { w_.begin_object(); }
+  explicit EventJson(std::string &out) : out_(out) { out_ += '{'; }
 
   EventJson &str(std::string_view k, std::string_view v) {
-    w_.str(k, escape_text(v));
+    out_.append(buf_, key(k));
+    append_json_text(out_, v);
     return *this;
   }
+  // Integers as JsonWriter::num prints them (widened to 64 bits).
   template <std::integral T>
   requires(!std::same_as<T, bool>) EventJson &num(std::string_view k, T v) {
-    w_.num(k, v);
+    const std::size_t n = key(k);
+    char *end = buf_ + sizeof buf_;
+    if constexpr (std::is_signed_v<T>)
+      end = std::to_chars(buf_ + n, end, static_cast<int64_t>(v)).ptr;
+    else
+      end = std::to_chars(buf_ + n, end, static_cast<uint64_t>(v)).ptr;
+    out_.append(buf_, end);
     return *this;
   }
-  EventJson &boolean(std::string_view k, bool v) {
-    w_.boolean(k, v);
+  EventJson &boolean(std::string_view k, bool v) { return literal(k, v ? "true" : "false"); }
+  EventJson &null(std::string_view k) { return literal(k, "null"); }
+  EventJson &dev(std::string_view k, uint32_t kdev) {
+    std::size_t n = key(k);
+    char *end = buf_ + sizeof buf_;
+    buf_[n++] = '"';
+    char *p = std::to_chars(buf_ + n, end, dev_major(kdev)).ptr;
+    *p++ = ':';
+    p = std::to_chars(p, end, dev_minor(kdev)).ptr;
+    *p++ = '"';
+    out_.append(buf_, p);
     return *this;
   }
-  EventJson &null(std::string_view k) {
-    w_.null(k);
-    return *this;
+  // A value that needs no escaping, appended by the caller after this.
+  std::string &raw(std::string_view k) {
+    out_.append(buf_, key(k));
+    return out_;
   }
-  std::string finish() {
-    w_.end_object();
-    return std::move(out_);
-  }
+  void finish() { out_ += '}'; }
 
 private:
-  std::string out_;
-  JsonWriter w_;
+  static constexpr std::size_t kMaxKey = 24;
+
+  // Writes [","] "k": into buf_; returns its length.
+  std::size_t key(std::string_view k) {
+    std::size_t n = 0;
+    if (!first_)
+      buf_[n++] = ',';
+    first_ = false;
+    buf_[n++] = '"';
+    k = k.substr(0, kMaxKey);
+    std::memcpy(buf_ + n, k.data(), k.size());
+    n += k.size();
+    buf_[n++] = '"';
+    buf_[n++] = ':';
+    return n;
+  }
+  EventJson &literal(std::string_view k, std::string_view v) {
+    const std::size_t n = key(k);
+    std::memcpy(buf_ + n, v.data(), v.size());
+    out_.append(buf_, n + v.size());
+    return *this;
+  }
+
+  std::string &out_;
+  bool first_ = true;
+  // Separator, key, and up to 40 bytes of value (a dev is 2 x 10 digits).
+  char buf_[kMaxKey + 4 + 48];
 };
 
 } // namespace
@@ -311,35 +384,98 @@ std::string trace_header() {
   return out;
 }
 
-std::string trace_line(const Event &e, const TraceClock &clock) {
-  std::string out;
-  out.reserve(160);
-  column(out, local_hms_ms(e, clock), w_time);
-  column(out, dec(e.pid), w_pid);
-  column(out, e.comm.empty() ? std::string("-") : escape_text(e.comm), w_comm);
-  column(out, escape_text(to_string(e.type)), w_event);
-  column(out, e.kind == Kind::none ? std::string("-") : escape_text(to_string(e.kind)), w_kind);
-  column(out, size_column(e), w_size);
-  column(out, e.err != 0 ? errno_name(e.err) : std::string("ok"), w_result);
-  out += path_column(e);
-  const std::string details = details_column(e);
-  if (!details.empty()) {
-    out += "  ";
-    out += details;
+void TraceFormatter::append_local_time(std::string &out, int64_t sec, long nsec) {
+  // localtime_r is the expensive part (time zone rules): once per second.
+  if (!local_.valid || local_.sec != sec) {
+    const time_t t_sec = static_cast<time_t>(sec);
+    tm t{};
+    localtime_r(&t_sec, &t);
+    std::string s;
+    append_padded(s, static_cast<uint64_t>(t.tm_hour), 2);
+    s += ':';
+    append_padded(s, static_cast<uint64_t>(t.tm_min), 2);
+    s += ':';
+    append_padded(s, static_cast<uint64_t>(t.tm_sec), 2);
+    s += '.';
+    local_.len = std::min(s.size(), sizeof local_.text);
+    std::copy_n(s.data(), local_.len, local_.text);
+    local_.sec = sec;
+    local_.valid = true;
   }
-  return out;
+  out.append(local_.text, local_.len);
+  append_padded(out, static_cast<uint64_t>(nsec / 1'000'000), 3);
 }
 
-std::string trace_json(const Event &e, const TraceClock &clock) {
-  EventJson j;
+void TraceFormatter::append_utc_time(std::string &out, int64_t sec, long nsec) {
+  if (!utc_.valid || utc_.sec != sec) {
+    const time_t t_sec = static_cast<time_t>(sec);
+    tm t{};
+    gmtime_r(&t_sec, &t);
+    char buf[80];
+    const int n = std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.", t.tm_year + 1900,
+                                t.tm_mon + 1, t.tm_mday, t.tm_hour, t.tm_min, t.tm_sec);
+    utc_.len = std::min(n > 0 ? static_cast<std::size_t>(n) : 0, sizeof utc_.text);
+    std::copy_n(buf, utc_.len, utc_.text);
+    utc_.sec = sec;
+    utc_.valid = true;
+  }
+  out.append(utc_.text, utc_.len);
+  append_padded(out, static_cast<uint64_t>(nsec), 9);
+  out += 'Z';
+}
+
+void TraceFormatter::append_line(std::string &out, const Event &e) {
+  std::size_t from = out.size();
+  const WallTime w = wall_time(e, clock_);
+  append_local_time(out, w.sec, w.nsec);
+  end_column(out, from, w_time);
+
+  from = out.size();
+  append_dec(out, e.pid);
+  end_column(out, from, w_pid);
+
+  from = out.size();
+  if (e.comm.empty())
+    out += '-';
+  else
+    append_escaped_text(out, e.comm);
+  end_column(out, from, w_comm);
+
+  column(out, to_string(e.type), w_event);
+  column(out, e.kind == Kind::none ? std::string_view("-") : to_string(e.kind), w_kind);
+  size_column(out, e);
+
+  from = out.size();
+  if (e.err == 0)
+    out += "ok";
+  else if (const char *name = errno_literal(e.err))
+    out += name;
+  else
+    append_dec(out, e.err);
+  end_column(out, from, w_result);
+
+  path_column(out, e);
+  const std::size_t mark = out.size();
+  out += "  ";
+  Details d(out);
+  details_column(d, e);
+  if (out.size() == mark + 2)
+    out.resize(mark); // no details
+}
+
+void TraceFormatter::append_json(std::string &out, const Event &e) {
+  EventJson j(out);
   j.str("event", to_string(e.type));
   if (e.kind == Kind::none)
     j.null("kind");
   else
     j.str("kind", to_string(e.kind));
-  j.num("ts_ns", e.ts_ns)
-      .str("time", rfc3339_utc(e, clock))
-      .num("pid", e.pid)
+  j.num("ts_ns", e.ts_ns);
+  const WallTime w = wall_time(e, clock_);
+  j.raw("time") += '"';
+  append_utc_time(out, w.sec, w.nsec);
+  out += '"';
+  j.num("pid", e.pid)
       .num("tid", e.tid)
       .num("ppid", e.ppid)
       .num("uid", e.uid)
@@ -351,7 +487,7 @@ std::string trace_json(const Event &e, const TraceClock &clock) {
       .num("ret", e.ret);
 
   if (is_file_event(e.type)) {
-    j.str("dev", dev_string(e.dev))
+    j.dev("dev", e.dev)
         .num("ino", e.ino)
         .num("size", e.size)
         .num("bytes", e.bytes)
@@ -365,7 +501,7 @@ std::string trace_json(const Event &e, const TraceClock &clock) {
       j.num("arg_size", e.arg_size);
     j.str("origin", to_string(e.origin)).boolean("truncated", e.truncated);
   } else if (e.type == EventType::free) {
-    j.str("dev", dev_string(e.dev))
+    j.dev("dev", e.dev)
         .num("ino", e.ino)
         .str("path", best_path(e))
         .str("name", e.name)
@@ -380,7 +516,7 @@ std::string trace_json(const Event &e, const TraceClock &clock) {
     if (e.type == EventType::rename)
       j.str("newpath", e.newpath).num("newdirfd", e.newdirfd);
     if (e.ino != 0)
-      j.str("dev", dev_string(e.dev)).num("ino", e.ino);
+      j.dev("dev", e.dev).num("ino", e.ino);
     j.num("flags", e.flags).str("origin", to_string(e.origin)).boolean("truncated", e.truncated);
   } else if (is_sysv_event(e.type)) {
     j.num("shmid", e.shmid)
@@ -400,10 +536,25 @@ std::string trace_json(const Event &e, const TraceClock &clock) {
   } else if (e.type == EventType::exec) {
     j.str("filename", e.filename).num("old_pid", e.old_pid);
   }
-  return j.finish();
+  j.finish();
 }
 
-std::string errno_name(int err) {
+std::string trace_line(const Event &e, const TraceClock &clock) {
+  std::string out;
+  out.reserve(160);
+  TraceFormatter(clock).append_line(out, e);
+  return out;
+}
+
+std::string trace_json(const Event &e, const TraceClock &clock) {
+  std::string out;
+  TraceFormatter(clock).append_json(out, e);
+  return out;
+}
+
+namespace {
+
+const char *errno_literal(int err) {
   switch (err) {
   case EPERM:
     return "EPERM";
@@ -482,8 +633,18 @@ std::string errno_name(int err) {
   case EDQUOT:
     return "EDQUOT";
   default:
-    return dec(err);
+    return nullptr;
   }
+}
+
+} // namespace
+
+std::string errno_name(int err) {
+  if (const char *name = errno_literal(err))
+    return name;
+  std::string out;
+  append_dec(out, err);
+  return out;
 }
 
 } // namespace shmbpf

@@ -4,6 +4,7 @@
 
 #include "decode/event.hpp"
 
+#include <cstddef>
 #include <cstdint>
 #include <string>
 
@@ -37,5 +38,35 @@ std::string trace_json(const Event &e, const TraceClock &clock);
 
 // "ENOSPC" for common errnos, else the number in decimal.
 std::string errno_name(int err);
+
+// trace_line() and trace_json() for a stream of events: appends to a
+// buffer the caller reuses, and keeps what the next event can reuse (the
+// formatted second of the timestamp), so that a steady stream of events is
+// formatted without allocating. Output is byte for byte the same as the
+// free functions'.
+class TraceFormatter {
+public:
+  explicit TraceFormatter(const TraceClock &clock) : clock_(clock) {}
+
+  // One line or JSON object, without the trailing newline.
+  void append_line(std::string &out, const Event &e);
+  void append_json(std::string &out, const Event &e);
+
+private:
+  // Formatted wall-clock seconds; valid while sec equals the event's.
+  struct SecondText {
+    bool valid = false;
+    int64_t sec = 0;
+    char text[32] = {};
+    std::size_t len = 0;
+  };
+
+  void append_local_time(std::string &out, int64_t sec, long nsec);
+  void append_utc_time(std::string &out, int64_t sec, long nsec);
+
+  TraceClock clock_;
+  SecondText local_;
+  SecondText utc_;
+};
 
 } // namespace shmbpf
