@@ -79,6 +79,10 @@ static __always_inline int handle_open_exit(long ret, __u16 origin)
 	}
 
 	create = flags & (O_CREAT | __O_TMPFILE);
+	/* Before the reservation: a create whose record is lost still has its
+	 * name followed, so its unlink is reported and the model learns of it. */
+	if (create)
+		track_name(sb->s_dev, inode->i_ino, f->f_path.dentry);
 	e = reserve(sizeof(*e));
 	if (!e)
 		return 0;
@@ -93,8 +97,6 @@ static __always_inline int handle_open_exit(long ret, __u16 origin)
 	e->fs = fs;
 	if (f->f_mode & FMODE_CREATED)
 		e->flags_ev |= SHMBPF_F_NEW;
-	if (create)
-		track_name(e->dev, e->ino, f->f_path.dentry);
 	e->path_len = 0;
 	long n = bpf_probe_read_user_str(e->path, sizeof(e->path), upath);
 	if (n > 0)
