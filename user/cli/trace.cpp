@@ -93,6 +93,10 @@ int run_trace(const TraceOptions &opts) {
                (unsigned long long)session.lost());
   if (st.decode_errors)
     std::fprintf(stderr, ", %llu undecodable", (unsigned long long)st.decode_errors);
+  // Files created while the kernel's name map was full: their unlinks and
+  // renames were not reported (Probe::track_full).
+  if (uint64_t full = session.probe().track_full())
+    std::fprintf(stderr, ", %llu names not followed (map full)", (unsigned long long)full);
   std::fprintf(stderr, "\n");
   return 0;
 }
