@@ -193,6 +193,180 @@ bool Engine::PidList::erase(uint32_t pid) {
   return true;
 }
 
+// --- PathStr -----------------------------------------------------------------
+
+Engine::PathStr &Engine::PathStr::operator=(PathStr &&o) noexcept {
+  if (this != &o) {
+    delete[] p_;
+    p_ = std::exchange(o.p_, nullptr);
+    len_ = std::exchange(o.len_, 0);
+    hash_ = std::exchange(o.hash_, 0);
+  }
+  return *this;
+}
+
+void Engine::PathStr::assign(std::string_view s) {
+  if (s.size() != len_) {
+    char *p = s.empty() ? nullptr : new char[s.size()];
+    delete[] p_;
+    p_ = p;
+    len_ = static_cast<uint32_t>(s.size());
+  }
+  if (!s.empty())
+    std::memmove(p_, s.data(), s.size());
+  hash_ = hash_of(s);
+}
+
+uint32_t Engine::PathStr::hash_of(std::string_view s) {
+  const uint64_t h = std::hash<std::string_view>{}(s);
+  return static_cast<uint32_t>(h ^ (h >> 32));
+}
+
+// --- SlotIndex ---------------------------------------------------------------
+
+template <class HashOf> void Engine::SlotIndex::rehash(size_t cells, HashOf &&hash_of) {
+  std::vector<uint32_t> old = std::exchange(cells_, std::vector<uint32_t>(cells, 0));
+  const size_t mask = cells - 1;
+  for (uint32_t c : old) {
+    if (!c)
+      continue;
+    size_t i = hash_of(c - 1) & mask;
+    while (cells_[i])
+      i = (i + 1) & mask;
+    cells_[i] = c;
+  }
+}
+
+template <class HashOf> void Engine::SlotIndex::reserve(size_t n, HashOf &&hash_of) {
+  size_t cells = 16;
+  while (cells * 3 / 4 < n)
+    cells *= 2;
+  if (cells > cells_.size())
+    rehash(cells, hash_of);
+}
+
+template <class HashOf>
+void Engine::SlotIndex::insert(uint32_t slot, size_t hash, HashOf &&hash_of) {
+  // At most 3/4 full: linear probing stays short.
+  if ((size_ + 1) * 4 > cells_.size() * 3)
+    rehash(std::max<size_t>(16, cells_.size() * 2), hash_of);
+  const size_t mask = cells_.size() - 1;
+  size_t i = hash & mask;
+  while (cells_[i])
+    i = (i + 1) & mask;
+  cells_[i] = slot + 1;
+  ++size_;
+}
+
+template <class HashOf>
+bool Engine::SlotIndex::erase(uint32_t slot, size_t hash, HashOf &&hash_of) {
+  if (cells_.empty())
+    return false;
+  const size_t mask = cells_.size() - 1;
+  size_t i = hash & mask;
+  while (cells_[i] && cells_[i] != slot + 1)
+    i = (i + 1) & mask;
+  if (!cells_[i])
+    return false;
+  // Backward shift: pull later cells of the run into the hole when their
+  // home position does not lie in (hole, cell].
+  for (size_t j = i;;) {
+    j = (j + 1) & mask;
+    if (!cells_[j])
+      break;
+    const size_t home = hash_of(cells_[j] - 1) & mask;
+    const bool stays = i <= j ? (home > i && home <= j) : (home > i || home <= j);
+    if (!stays) {
+      cells_[i] = cells_[j];
+      i = j;
+    }
+  }
+  cells_[i] = 0;
+  --size_;
+  return true;
+}
+
+template <class F> uint32_t Engine::SlotIndex::find(size_t hash, F &&f) const {
+  if (cells_.empty())
+    return kNoSlot;
+  const size_t mask = cells_.size() - 1;
+  for (size_t i = hash & mask; cells_[i]; i = (i + 1) & mask)
+    if (f(cells_[i] - 1))
+      return cells_[i] - 1;
+  return kNoSlot;
+}
+
+// --- SegTable ----------------------------------------------------------------
+
+Engine::SegTable::SegTable(const SegTable &o) { *this = o; }
+
+Engine::SegTable &Engine::SegTable::operator=(const SegTable &o) {
+  if (this == &o)
+    return *this;
+  chunks_.clear();
+  for (const auto &c : o.chunks_) {
+    chunks_.push_back(std::make_unique<Slot[]>(kChunk));
+    std::copy(c.get(), c.get() + kChunk, chunks_.back().get());
+  }
+  free_ = o.free_;
+  used_ = o.used_;
+  index_ = o.index_;
+  return *this;
+}
+
+uint32_t Engine::SegTable::next_live(uint32_t i) const {
+  for (; i < used_; ++i)
+    if (slot(i).second.state != SegmentState::gone)
+      return i;
+  return kNoSlot;
+}
+
+Engine::SegTable::iterator Engine::SegTable::find(const SegmentKey &key) const {
+  const uint32_t i = index_.find(SegmentKeyHash{}(key),
+                                 [&](uint32_t slot_no) { return slot(slot_no).first == key; });
+  return {this, i};
+}
+
+std::pair<Engine::SegTable::iterator, bool> Engine::SegTable::try_emplace(const SegmentKey &key) {
+  if (auto it = find(key); it != end())
+    return {it, false};
+  uint32_t i;
+  if (!free_.empty()) {
+    i = free_.back();
+    free_.pop_back();
+  } else {
+    if (used_ == kNoSlot - 1)
+      throw std::length_error("shmbpf: segment table full");
+    if ((used_ >> kChunkBits) == chunks_.size()) {
+      chunks_.push_back(std::make_unique<Slot[]>(kChunk));
+      for (uint32_t k = 0; k < kChunk; ++k)
+        chunks_.back()[k].second.state = SegmentState::gone;
+    }
+    i = used_++;
+  }
+  Slot &s = slot(i);
+  s.first = key;
+  s.second.state = SegmentState::linked;
+  index_.insert(i, SegmentKeyHash{}(key),
+                [this](uint32_t slot_no) { return SegmentKeyHash{}(slot(slot_no).first); });
+  return {{this, i}, true};
+}
+
+void Engine::SegTable::erase(iterator it) {
+  const uint32_t i = it.index();
+  Slot &s = slot(i);
+  index_.erase(i, SegmentKeyHash{}(s.first),
+               [this](uint32_t slot_no) { return SegmentKeyHash{}(slot(slot_no).first); });
+  s.second = Segment{};
+  s.second.state = SegmentState::gone;
+  free_.push_back(i);
+}
+
+void Engine::SegTable::reserve(size_t n) {
+  index_.reserve(n, [this](uint32_t slot_no) { return SegmentKeyHash{}(slot(slot_no).first); });
+  chunks_.reserve((n + kChunk - 1) / kChunk);
+}
+
 // --- RateCounter -------------------------------------------------------------
 
 void Engine::RateCounter::hit(uint64_t ts_ns) {
@@ -213,11 +387,12 @@ double Engine::RateCounter::rate(uint64_t now_ns) const {
 // --- setup -------------------------------------------------------------------
 
 Engine::Engine(EngineConfig config) : config_(std::move(config)) {
-  static_assert(sizeof(Segment) <= 152, "keep Segment compact: see the estimate above it");
+  static_assert(sizeof(Segment) <= 120, "keep Segment compact: see the estimate above it");
   last_ts_ = config_.start_ns;
   if (config_.expected_segments) {
     segs_.reserve(config_.expected_segments);
-    by_path_.reserve(config_.expected_segments);
+    by_path_.reserve(config_.expected_segments,
+                     [this](uint32_t i) { return segs_.slot(i).second.path.hash(); });
   }
 }
 
@@ -332,10 +507,6 @@ void Engine::erase_segment(SegIt it) {
   ++stats_.gone;
 }
 
-uint64_t Engine::path_hash(std::string_view path) const {
-  return std::hash<std::string_view>{}(path);
-}
-
 // Invariant: a segment is in by_path_ exactly when it is a linked tmpfs file
 // with a resolved path. Every change of path, state or kind goes through
 // set_path/set_state, which unindex before and index after.
@@ -344,27 +515,23 @@ void Engine::index_path(SegIt it) {
   if (it->first.is_sysv() || s.kind != Kind::tmpfs || s.state != SegmentState::linked ||
       !(s.flags & kPathFull) || s.path.empty())
     return;
-  by_path_.emplace(path_hash(s.path), it->first);
+  by_path_.insert(it.index(), s.path.hash(),
+                  [this](uint32_t i) { return segs_.slot(i).second.path.hash(); });
 }
 
 void Engine::unindex_path(SegIt it) {
   if (it->first.is_sysv() || it->second.path.empty())
     return;
-  auto [b, e] = by_path_.equal_range(path_hash(it->second.path));
-  for (auto i = b; i != e; ++i) {
-    if (i->second == it->first) {
-      by_path_.erase(i);
-      return;
-    }
-  }
+  by_path_.erase(it.index(), it->second.path.hash(),
+                 [this](uint32_t i) { return segs_.slot(i).second.path.hash(); });
 }
 
-void Engine::set_path(SegIt it, std::string path, bool full) {
+void Engine::set_path(SegIt it, std::string_view path, bool full) {
   unindex_path(it);
   Segment &s = it->second;
-  s.path = std::move(path);
+  s.path.assign(path);
   s.flags = static_cast<uint8_t>(full ? s.flags | kPathFull : s.flags & ~kPathFull);
-  s.pattern = classify_shm_name(s.path).pattern;
+  s.pattern = classify_shm_name(path).pattern;
   index_path(it);
 }
 
@@ -471,19 +638,19 @@ bool Engine::collect_if_unused(SegIt it) {
   return true;
 }
 
-Engine::SegIt Engine::find_by_path(const std::string &path, uint32_t dev) {
+Engine::SegIt Engine::find_by_path(std::string_view path, uint32_t dev) {
   SegIt found = segs_.end();
   int matches = 0;
-  auto [b, e] = by_path_.equal_range(path_hash(path));
-  for (auto i = b; i != e; ++i) {
-    if (dev != 0 && i->second.dev_or_ipcns != dev)
-      continue;
-    auto it = segs_.find(i->second);
-    if (it == segs_.end() || it->second.path != path)
-      continue;
-    found = it;
+  const uint32_t h = PathStr::hash_of(path);
+  by_path_.find(h, [&](uint32_t i) {
+    const Slot &slot = segs_.slot(i);
+    if (slot.second.path.hash() != h || (dev != 0 && slot.first.dev_or_ipcns != dev) ||
+        !(slot.second.path == path))
+      return false;
+    found = SegIt(&segs_, i);
     ++matches;
-  }
+    return false; // count them all
+  });
   // The same path in two mount namespaces with no dev to tell them apart.
   return matches == 1 ? found : segs_.end();
 }
@@ -506,7 +673,7 @@ Engine::SegIt Engine::find_linked_by_name(const Event &e) {
 namespace {
 
 // The path to show for a file event: resolved, else in-mount, else as passed.
-std::pair<std::string, bool> event_path(const Event &e) {
+std::pair<std::string_view, bool> event_path(const Event &e) {
   if (!e.full_path.empty())
     return {e.full_path, e.full_path.starts_with('/')};
   if (!e.name.empty())
@@ -533,7 +700,7 @@ void Engine::on_open(const Event &e) {
     it = insert_segment(key, e.kind == Kind::memfd ? Kind::memfd : Kind::tmpfs);
     if (fresh) {
       set_creator(it->second, e.pid, p);
-      it->second.created_ns = e.ts_ns;
+      it->second.born = static_cast<int64_t>(e.ts_ns);
       p.creates.hit(e.ts_ns);
       creates_.hit(e.ts_ns);
     } else {
@@ -546,7 +713,7 @@ void Engine::on_open(const Event &e) {
   if (fresh || !(s.flags & kPathFull)) {
     auto [path, full] = event_path(e);
     if (!path.empty())
-      set_path(it, std::move(path), full);
+      set_path(it, path, full);
   }
   if (e.mnt_id)
     s.mnt_id = e.mnt_id;
@@ -570,7 +737,7 @@ void Engine::on_memfd_create(const Event &e) {
   auto it = insert_segment(key, Kind::memfd);
   Segment &s = it->second;
   set_creator(s, e.pid, p);
-  s.created_ns = e.ts_ns;
+  s.born = static_cast<int64_t>(e.ts_ns);
   p.creates.hit(e.ts_ns);
   creates_.hit(e.ts_ns);
   set_path(it, !e.name.empty() ? e.name : "memfd:" + e.path, false);
@@ -602,7 +769,7 @@ void Engine::on_resize(const Event &e) {
     it = insert_segment(key, e.kind == Kind::memfd ? Kind::memfd : Kind::tmpfs);
     it->second.flags |= kExistedBefore;
     auto [path, full] = event_path(e);
-    set_path(it, std::move(path), full);
+    set_path(it, path, full);
   }
   Segment &s = it->second;
   if (e.mnt_id)
@@ -654,7 +821,7 @@ void Engine::on_rename(const Event &e) {
     auto target = find_by_path(to, it->first.dev_or_ipcns);
     if (target != segs_.end() && target != it) {
       if (e.flags & kRenameExchange) {
-        set_path(target, it->second.path, true);
+        set_path(target, std::string(it->second.path.view()), true);
         target->second.changed_ns = e.ts_ns;
       } else {
         // Replaced: the old target lost its name.
@@ -664,7 +831,7 @@ void Engine::on_rename(const Event &e) {
           erase_segment(target);
       }
     }
-    set_path(it, std::move(to), true);
+    set_path(it, to, true);
   }
   it->second.changed_ns = e.ts_ns;
 }
@@ -703,7 +870,7 @@ void Engine::on_shmget(const Event &e) {
     it = insert_segment(key, Kind::sysv);
     if (created) {
       set_creator(it->second, e.pid, p);
-      it->second.created_ns = e.ts_ns;
+      it->second.born = static_cast<int64_t>(e.ts_ns);
       p.creates.hit(e.ts_ns);
       creates_.hit(e.ts_ns);
     } else {
@@ -825,7 +992,7 @@ void Engine::add_existing_file(const TmpfsFile &f, uint32_t mnt_id_or_0, std::st
     Segment &s = it->second;
     s.flags |= kExistedBefore;
     s.creator_uid = f.uid; // the owner: the best guess at who created it
-    s.mtime_s = f.mtime_s;
+    s.born = f.mtime_s;
     s.changed_ns = last_ts_;
     set_path(it, f.path, f.path.starts_with('/'));
     set_state(it, f.nlink == 0 ? SegmentState::unlinked : SegmentState::linked);
@@ -983,7 +1150,7 @@ void Engine::reconcile_tmpfs(uint32_t dev, const std::vector<TmpfsFile> &truth, 
     }
     Segment &s = it->second;
     bool changed = false;
-    if (s.path != f.path || !(s.flags & kPathFull)) {
+    if (!(s.path == f.path) || !(s.flags & kPathFull)) {
       set_path(it, f.path, f.path.starts_with('/')); // a rename we missed
       changed = true;
     }
@@ -1181,10 +1348,10 @@ const ContainerRef *Engine::segment_container(const SegmentKey &key, const Segme
 
 uint64_t Engine::age_ns(const Segment &s, uint64_t now_ns) const {
   if (!(s.flags & kExistedBefore))
-    return sat_sub(now_ns, s.created_ns);
-  if (s.mtime_s != 0 && config_.realtime_offset_ns) {
+    return sat_sub(now_ns, static_cast<uint64_t>(s.born));
+  if (s.born != 0 && config_.realtime_offset_ns) {
     int64_t real_now = static_cast<int64_t>(now_ns) + *config_.realtime_offset_ns;
-    int64_t mtime_ns = s.mtime_s * 1'000'000'000;
+    int64_t mtime_ns = s.born * 1'000'000'000;
     return real_now > mtime_ns ? static_cast<uint64_t>(real_now - mtime_ns) : 0;
   }
   return sat_sub(now_ns, config_.start_ns);
@@ -1213,7 +1380,7 @@ SegmentInfo Engine::info(const SegmentKey &key, const Segment &s, const NsContai
   i.key = key;
   i.key.kind = s.kind;
   i.kind = s.kind;
-  i.path = key.is_sysv() ? sysv_name(s.sysv_key) : s.path;
+  i.path = key.is_sysv() ? sysv_name(s.sysv_key) : std::string(s.path.view());
   i.mnt_id = s.mnt_id;
   i.mountpoint = mountpoint_of(key, s);
   i.size = s.size;
@@ -1227,9 +1394,9 @@ SegmentInfo Engine::info(const SegmentKey &key, const Segment &s, const NsContai
     i.creator.container_id = c->id;
   i.creator.known = s.creator_pid != 0;
   i.creator.exited = i.creator.known && !creator_alive(s);
-  i.created_ns = s.created_ns;
   i.existed_before = s.flags & kExistedBefore;
-  i.mtime_s = s.mtime_s;
+  i.created_ns = i.existed_before ? 0 : static_cast<uint64_t>(s.born);
+  i.mtime_s = i.existed_before ? s.born : 0;
   i.holders.assign(s.holders.begin(), s.holders.end());
   std::sort(i.holders.begin(), i.holders.end());
   i.nattch = s.nattch;
@@ -1280,7 +1447,7 @@ bool Engine::matches(const SegmentKey &key, const Segment &s, const SegmentFilte
   if (f.mount && mountpoint_of(key, s) != *f.mount)
     return false;
   if (f.path_glob) {
-    std::string path = key.is_sysv() ? sysv_name(s.sysv_key) : s.path;
+    std::string path = key.is_sysv() ? sysv_name(s.sysv_key) : std::string(s.path.view());
     if (::fnmatch(f.path_glob->c_str(), path.c_str(), 0) != 0)
       return false;
   }

@@ -15,6 +15,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -324,8 +325,8 @@ public:
   size_t segment_count() const { return segs_.size(); }
 
 private:
-  // Holder pids of one segment: nearly always 0-4, kept inline so that only
-  // widely shared segments allocate.
+  // Holder pids of one segment: nearly always 0-2, kept inline so that only
+  // shared segments allocate.
   class PidList {
   public:
     PidList() = default;
@@ -344,7 +345,7 @@ private:
     bool erase(uint32_t pid);  // false if absent
 
   private:
-    static constexpr uint32_t kInline = 4;
+    static constexpr uint32_t kInline = 2;
     uint32_t *data() { return cap_ > kInline ? heap_ : inline_; }
     const uint32_t *data() const { return cap_ > kInline ? heap_ : inline_; }
     void copy_from(const PidList &o);
@@ -359,20 +360,54 @@ private:
     };
   };
 
-  // Memory per segment (x86-64, libstdc++): this struct is 152 bytes; with
-  // its key and the hash-node link 176 (a 192-byte malloc chunk), plus an
-  // 8-byte bucket. A path longer than 15 bytes adds a heap block (~48 bytes
-  // for /dev/shm names), a linked file a path-index node (~56 bytes with its
-  // bucket), and each holder a 24-byte Held entry in its process. About
-  // 330 bytes per linked tmpfs file with one holder: ~330 MB per 1,000,000.
+  // A segment's path: one exact-size heap block (no terminator, no spare
+  // capacity) and the hash the path index files it under.
+  class PathStr {
+  public:
+    PathStr() = default;
+    PathStr(const PathStr &o) { assign(o.view()); }
+    PathStr(PathStr &&o) noexcept
+        : p_(std::exchange(o.p_, nullptr)), len_(std::exchange(o.len_, 0)),
+          hash_(std::exchange(o.hash_, 0)) {}
+    PathStr &operator=(const PathStr &o) {
+      if (this != &o)
+        assign(o.view());
+      return *this;
+    }
+    PathStr &operator=(PathStr &&o) noexcept;
+    ~PathStr() { delete[] p_; }
+
+    void assign(std::string_view s);
+    std::string_view view() const { return {p_, len_}; }
+    operator std::string_view() const { return view(); }
+    bool empty() const { return len_ == 0; }
+    uint32_t hash() const { return hash_; }
+    static uint32_t hash_of(std::string_view s);
+    friend bool operator==(const PathStr &a, std::string_view b) { return a.view() == b; }
+
+  private:
+    char *p_ = nullptr;
+    uint32_t len_ = 0;
+    uint32_t hash_ = 0;
+  };
+
+  // Memory per segment (x86-64, libstdc++): this struct is 120 bytes and
+  // lives with its 16-byte key in a slot of a chunked pool (no malloc
+  // header, no node link); the key index and the path index are open
+  // addressing tables of 4-byte slot numbers (~8-10 bytes per segment each
+  // at their load factors). A path adds one exact-size heap block (48 bytes
+  // with malloc's header for a 38-byte /dev/shm name), each holder a
+  // 24-byte Held entry in its process. About 230 bytes per linked tmpfs file
+  // with one holder (engine_memory).
   struct Segment {
-    std::string path;
+    PathStr path;
     PidList holders;
     uint64_t size = 0;
     uint64_t bytes = 0;
-    uint64_t created_ns = 0;
+    // Observed creation time (ns), or with kExistedBefore the mtime (s)
+    // from the scan: a segment has one or the other.
+    int64_t born = 0;
     uint64_t changed_ns = 0;
-    int64_t mtime_s = 0;
     uint64_t creator_cgroup = 0;
     std::array<char, 16> creator_comm{};
     uint32_t creator_pid = 0;
@@ -382,12 +417,88 @@ private:
     uint32_t sysv_key = 0;
     uint32_t nattch = 0;
     Kind kind = Kind::tmpfs;
-    SegmentState state = SegmentState::linked;
+    SegmentState state = SegmentState::linked; // gone: a free slot of the pool
     NamePattern pattern = NamePattern::none;
     uint8_t flags = 0; // kPathFull, kExistedBefore
   };
   static constexpr uint8_t kPathFull = 1;      // path is an absolute, resolved path
   static constexpr uint8_t kExistedBefore = 2; // creation not observed
+
+  // One segment and its key; `first`/`second` as in a map's value.
+  struct Slot {
+    SegmentKey first;
+    Segment second;
+  };
+
+  // Slot numbers filed by a hash in an open-addressing table (linear
+  // probing, deletion by backward shift): the key index and the path index.
+  // Equal hashes may repeat (the path index is a multimap).
+  class SlotIndex {
+  public:
+    size_t size() const { return size_; }
+    // hash_of(slot) gives the hash of a filed slot, to move it when growing.
+    template <class HashOf> void insert(uint32_t slot, size_t hash, HashOf &&hash_of);
+    template <class HashOf> bool erase(uint32_t slot, size_t hash, HashOf &&hash_of);
+    // Calls f(slot) for every slot filed under a hash equal to hash modulo
+    // the table size, until f returns true; returns that slot or kNoSlot.
+    template <class F> uint32_t find(size_t hash, F &&f) const;
+    template <class HashOf> void reserve(size_t n, HashOf &&hash_of);
+
+  private:
+    template <class HashOf> void rehash(size_t cells, HashOf &&hash_of);
+    std::vector<uint32_t> cells_; // slot + 1, 0 = empty; size a power of two
+    size_t size_ = 0;
+  };
+  static constexpr uint32_t kNoSlot = UINT32_MAX;
+
+  // Segments by key: slots in fixed chunks (stable addresses, so iterators
+  // survive inserts and erases of other segments) and a SlotIndex.
+  class SegTable {
+  public:
+    class iterator {
+    public:
+      iterator() = default;
+      iterator(const SegTable *t, uint32_t i) : t_(t), i_(i) {}
+      Slot &operator*() const { return t_->slot(i_); }
+      Slot *operator->() const { return &t_->slot(i_); }
+      iterator &operator++() {
+        i_ = t_->next_live(i_ + 1);
+        return *this;
+      }
+      friend bool operator==(const iterator &a, const iterator &b) { return a.i_ == b.i_; }
+      uint32_t index() const { return i_; }
+
+    private:
+      const SegTable *t_ = nullptr;
+      uint32_t i_ = kNoSlot;
+    };
+
+    SegTable() = default;
+    SegTable(const SegTable &o);
+    SegTable(SegTable &&) noexcept = default;
+    SegTable &operator=(const SegTable &o);
+    SegTable &operator=(SegTable &&) noexcept = default;
+
+    iterator begin() const { return {this, next_live(0)}; }
+    iterator end() const { return {this, kNoSlot}; }
+    iterator find(const SegmentKey &key) const;
+    size_t count(const SegmentKey &key) const { return find(key) != end() ? 1 : 0; }
+    std::pair<iterator, bool> try_emplace(const SegmentKey &key);
+    void erase(iterator it);
+    size_t size() const { return index_.size(); }
+    void reserve(size_t n);
+    Slot &slot(uint32_t i) const { return chunks_[i >> kChunkBits][i & (kChunk - 1)]; }
+    // The first live slot at or after i, or kNoSlot.
+    uint32_t next_live(uint32_t i) const;
+
+  private:
+    static constexpr uint32_t kChunkBits = 10;
+    static constexpr uint32_t kChunk = 1u << kChunkBits;
+    std::vector<std::unique_ptr<Slot[]>> chunks_;
+    std::vector<uint32_t> free_; // released slots, reused first
+    uint32_t used_ = 0;          // slots handed out so far (live or free)
+    SlotIndex index_;
+  };
 
   // A rate that decays exponentially, so `top` shows recent activity.
   struct RateCounter {
@@ -442,8 +553,7 @@ private:
     std::deque<std::pair<uint64_t, uint64_t>> samples; // (now_ns, used bytes)
   };
 
-  using SegMap = std::unordered_map<SegmentKey, Segment, SegmentKeyHash>;
-  using SegIt = SegMap::iterator;
+  using SegIt = SegTable::iterator;
 
   // Events, one handler each.
   void on_open(const Event &e); // create and open
@@ -464,7 +574,7 @@ private:
   Process &process_entry(uint32_t pid);
   SegIt insert_segment(const SegmentKey &key, Kind kind);
   void erase_segment(SegIt it);
-  void set_path(SegIt it, std::string path, bool full);
+  void set_path(SegIt it, std::string_view path, bool full);
   void set_state(SegIt it, SegmentState state);
   void set_bytes(SegIt it, uint64_t bytes);
   void set_creator(Segment &s, uint32_t pid, const Process &p);
@@ -474,14 +584,13 @@ private:
   void release(uint32_t pid, Process &p, bool exec_only, uint64_t ts);
   // Destroys the segment when nothing keeps it any more.
   bool collect_if_unused(SegIt it);
-  SegIt find_by_path(const std::string &path, uint32_t dev_or_0);
+  SegIt find_by_path(std::string_view path, uint32_t dev_or_0);
   SegIt find_linked_by_name(const Event &e);
   void upsert_sysv(uint32_t ipcns, const SysvEntry &t, uint64_t now_ns);
   uint64_t used_now(const MountEntry &m) const;
 
   void index_path(SegIt it);
   void unindex_path(SegIt it);
-  uint64_t path_hash(std::string_view path) const;
 
   bool creator_alive(const Segment &s) const;
   bool is_orphan(const Segment &s, bool sysv, uint64_t now_ns, uint64_t min_age_ns) const;
@@ -502,10 +611,10 @@ private:
   uint64_t now_or_last(uint64_t now_ns) const { return now_ns ? now_ns : last_ts_; }
 
   EngineConfig config_;
-  SegMap segs_;
-  // hash(path) -> linked files with a resolved path, to find unlink and
+  SegTable segs_;
+  // Linked files with a resolved path by the hash of it, to find unlink and
   // rename targets whose (dev, ino) hint is missing or wrong.
-  std::unordered_multimap<uint64_t, SegmentKey> by_path_;
+  SlotIndex by_path_;
   std::unordered_map<uint32_t, Process> procs_;
   std::unordered_map<uint64_t, CgroupEntry> cgroups_;
   std::unordered_map<uint32_t, DevStats> devs_;
