@@ -224,37 +224,45 @@ uint32_t Engine::PathStr::hash_of(std::string_view s) {
 
 // --- SlotIndex ---------------------------------------------------------------
 
-template <class HashOf> void Engine::SlotIndex::rehash(size_t cells, HashOf &&hash_of) {
-  std::vector<uint32_t> old = std::exchange(cells_, std::vector<uint32_t>(cells, 0));
-  const size_t mask = cells - 1;
-  for (uint32_t c : old) {
-    if (!c)
-      continue;
-    size_t i = hash_of(c - 1) & mask;
-    while (cells_[i])
-      i = (i + 1) & mask;
-    cells_[i] = c;
-  }
-}
-
-template <class HashOf> void Engine::SlotIndex::reserve(size_t n, HashOf &&hash_of) {
-  size_t cells = 16;
-  while (cells * 3 / 4 < n)
-    cells *= 2;
-  if (cells > cells_.size())
-    rehash(cells, hash_of);
-}
-
-template <class HashOf>
-void Engine::SlotIndex::insert(uint32_t slot, size_t hash, HashOf &&hash_of) {
-  // At most 3/4 full: linear probing stays short.
-  if ((size_ + 1) * 4 > cells_.size() * 3)
-    rehash(std::max<size_t>(16, cells_.size() * 2), hash_of);
+void Engine::SlotIndex::place(uint32_t slot, size_t hash) {
   const size_t mask = cells_.size() - 1;
   size_t i = hash & mask;
   while (cells_[i])
     i = (i + 1) & mask;
-  cells_[i] = slot + 1;
+  cells_[i] = tag(hash) | (slot + 1);
+}
+
+template <class Members> void Engine::SlotIndex::rebuild(size_t cells, Members &&members) {
+  cells_.assign(cells, 0);
+  size_ = 0;
+  members([this](uint32_t slot, size_t hash) {
+    place(slot, hash);
+    ++size_;
+  });
+}
+
+template <class Members> void Engine::SlotIndex::reserve(size_t n, Members &&members) {
+  size_t cells = 16;
+  while (cells * 3 / 4 < n)
+    cells *= 2;
+  if (cells > cells_.size())
+    rebuild(cells, members);
+}
+
+template <class Members>
+void Engine::SlotIndex::insert(uint32_t slot, size_t hash, Members &&members) {
+  if (slot >= kMaxSlots)
+    throw std::length_error("shmbpf: too many segments");
+  // At most 3/4 full: linear probing stays short.
+  if ((size_ + 1) * 4 > cells_.size() * 3) {
+    rebuild(std::max<size_t>(16, cells_.size() * 2), members);
+    // members() may already list the slot being filed.
+    const size_t mask = cells_.size() - 1;
+    for (size_t i = hash & mask; cells_[i]; i = (i + 1) & mask)
+      if ((cells_[i] & kSlotMask) == slot + 1)
+        return;
+  }
+  place(slot, hash);
   ++size_;
 }
 
@@ -264,7 +272,7 @@ bool Engine::SlotIndex::erase(uint32_t slot, size_t hash, HashOf &&hash_of) {
     return false;
   const size_t mask = cells_.size() - 1;
   size_t i = hash & mask;
-  while (cells_[i] && cells_[i] != slot + 1)
+  while (cells_[i] && (cells_[i] & kSlotMask) != slot + 1)
     i = (i + 1) & mask;
   if (!cells_[i])
     return false;
@@ -274,7 +282,7 @@ bool Engine::SlotIndex::erase(uint32_t slot, size_t hash, HashOf &&hash_of) {
     j = (j + 1) & mask;
     if (!cells_[j])
       break;
-    const size_t home = hash_of(cells_[j] - 1) & mask;
+    const size_t home = hash_of((cells_[j] & kSlotMask) - 1) & mask;
     const bool stays = i <= j ? (home > i && home <= j) : (home > i || home <= j);
     if (!stays) {
       cells_[i] = cells_[j];
@@ -290,9 +298,10 @@ template <class F> uint32_t Engine::SlotIndex::find(size_t hash, F &&f) const {
   if (cells_.empty())
     return kNoSlot;
   const size_t mask = cells_.size() - 1;
+  const uint32_t t = tag(hash);
   for (size_t i = hash & mask; cells_[i]; i = (i + 1) & mask)
-    if (f(cells_[i] - 1))
-      return cells_[i] - 1;
+    if ((cells_[i] & ~kSlotMask) == t && f((cells_[i] & kSlotMask) - 1))
+      return (cells_[i] & kSlotMask) - 1;
   return kNoSlot;
 }
 
@@ -314,11 +323,9 @@ Engine::SegTable &Engine::SegTable::operator=(const SegTable &o) {
   return *this;
 }
 
-uint32_t Engine::SegTable::next_live(uint32_t i) const {
-  for (; i < used_; ++i)
-    if (slot(i).second.state != SegmentState::gone)
-      return i;
-  return kNoSlot;
+template <class File> void Engine::SegTable::for_each_key(File &&file) const {
+  for (uint32_t i = next_live(0); i != kNoSlot; i = next_live(i + 1))
+    file(i, SegmentKeyHash{}(slot(i).first));
 }
 
 Engine::SegTable::iterator Engine::SegTable::find(const SegmentKey &key) const {
@@ -347,8 +354,7 @@ std::pair<Engine::SegTable::iterator, bool> Engine::SegTable::try_emplace(const 
   Slot &s = slot(i);
   s.first = key;
   s.second.state = SegmentState::linked;
-  index_.insert(i, SegmentKeyHash{}(key),
-                [this](uint32_t slot_no) { return SegmentKeyHash{}(slot(slot_no).first); });
+  index_.insert(i, SegmentKeyHash{}(key), [this](auto &&file) { for_each_key(file); });
   return {{this, i}, true};
 }
 
@@ -363,7 +369,7 @@ void Engine::SegTable::erase(iterator it) {
 }
 
 void Engine::SegTable::reserve(size_t n) {
-  index_.reserve(n, [this](uint32_t slot_no) { return SegmentKeyHash{}(slot(slot_no).first); });
+  index_.reserve(n, [this](auto &&file) { for_each_key(file); });
   chunks_.reserve((n + kChunk - 1) / kChunk);
 }
 
@@ -392,7 +398,7 @@ Engine::Engine(EngineConfig config) : config_(std::move(config)) {
   if (config_.expected_segments) {
     segs_.reserve(config_.expected_segments);
     by_path_.reserve(config_.expected_segments,
-                     [this](uint32_t i) { return segs_.slot(i).second.path.hash(); });
+                     [this](auto &&file) { for_each_indexed_path(file); });
   }
 }
 
@@ -510,20 +516,31 @@ void Engine::erase_segment(SegIt it) {
 // Invariant: a segment is in by_path_ exactly when it is a linked tmpfs file
 // with a resolved path. Every change of path, state or kind goes through
 // set_path/set_state, which unindex before and index after.
+bool Engine::path_indexed(const Slot &slot) {
+  const Segment &s = slot.second;
+  return !slot.first.is_sysv() && s.kind == Kind::tmpfs && s.state == SegmentState::linked &&
+         (s.flags & kPathFull) && !s.path.empty();
+}
+
+template <class File> void Engine::for_each_indexed_path(File &&file) const {
+  for (auto it = segs_.begin(); it != segs_.end(); ++it)
+    if (path_indexed(*it))
+      file(it.index(), path_key(it->second.path.hash()));
+}
+
 void Engine::index_path(SegIt it) {
   const Segment &s = it->second;
-  if (it->first.is_sysv() || s.kind != Kind::tmpfs || s.state != SegmentState::linked ||
-      !(s.flags & kPathFull) || s.path.empty())
+  if (!path_indexed(*it))
     return;
-  by_path_.insert(it.index(), s.path.hash(),
-                  [this](uint32_t i) { return segs_.slot(i).second.path.hash(); });
+  by_path_.insert(it.index(), path_key(s.path.hash()),
+                  [this](auto &&file) { for_each_indexed_path(file); });
 }
 
 void Engine::unindex_path(SegIt it) {
   if (it->first.is_sysv() || it->second.path.empty())
     return;
-  by_path_.erase(it.index(), it->second.path.hash(),
-                 [this](uint32_t i) { return segs_.slot(i).second.path.hash(); });
+  by_path_.erase(it.index(), path_key(it->second.path.hash()),
+                 [this](uint32_t i) { return path_key(segs_.slot(i).second.path.hash()); });
 }
 
 void Engine::set_path(SegIt it, std::string_view path, bool full) {
@@ -642,7 +659,7 @@ Engine::SegIt Engine::find_by_path(std::string_view path, uint32_t dev) {
   SegIt found = segs_.end();
   int matches = 0;
   const uint32_t h = PathStr::hash_of(path);
-  by_path_.find(h, [&](uint32_t i) {
+  by_path_.find(path_key(h), [&](uint32_t i) {
     const Slot &slot = segs_.slot(i);
     if (slot.second.path.hash() != h || (dev != 0 && slot.first.dev_or_ipcns != dev) ||
         !(slot.second.path == path))
@@ -1496,7 +1513,54 @@ std::vector<SegmentInfo> Engine::segments(const SegmentFilter &filter, uint64_t 
   return out;
 }
 
-ProcessInfo Engine::process_info(uint32_t pid, const Process &p, uint64_t now_ns) const {
+SegmentScan::SegmentScan(const Engine &engine, uint64_t now_ns, uint64_t orphan_min_age_ns)
+    : engine_(engine), ns_(engine.ns_containers()), now_ns_(now_ns),
+      orphan_min_age_ns_(orphan_min_age_ns) {}
+
+void SegmentScan::for_each(const std::function<void(const Item &)> &f) const {
+  for (auto it = engine_.segs_.begin(); it != engine_.segs_.end(); ++it) {
+    const SegmentKey &key = it->first;
+    const Engine::Segment &s = it->second;
+    Item item;
+    item.key = key;
+    item.key.kind = s.kind;
+    item.path = key.is_sysv() ? std::string_view(names_.emplace_back(sysv_name(s.sysv_key)))
+                              : s.path.view();
+    item.creator_comm =
+        std::string_view(s.creator_comm.data(), ::strnlen(s.creator_comm.data(), 16));
+    item.creator_pid = s.creator_pid;
+    item.size = s.size;
+    item.bytes = s.bytes;
+    item.changed_ns = s.changed_ns;
+    item.age_ns = engine_.age_ns(s, now_ns_);
+    item.holders_begin = s.holders.begin();
+    item.holders_end = s.holders.end();
+    item.slot = it.index();
+    f(item);
+  }
+}
+
+std::string_view SegmentScan::container_id(const Item &item) const {
+  const Engine::Slot &slot = engine_.segs_.slot(item.slot);
+  const ContainerRef *c = engine_.segment_container(slot.first, slot.second, ns_);
+  if (c && !c->id.empty())
+    return c->id;
+  const ContainerRef *creator = engine_.container_of(slot.second.creator_cgroup);
+  return creator ? std::string_view(creator->id) : std::string_view();
+}
+
+SegmentInfo SegmentScan::info(const Item &item) const {
+  const Engine::Slot &slot = engine_.segs_.slot(item.slot);
+  SegmentInfo i = engine_.info(slot.first, slot.second, &ns_);
+  if (now_ns_) {
+    i.age_ns = engine_.age_ns(slot.second, now_ns_);
+    i.orphan = engine_.is_orphan(slot.second, slot.first.is_sysv(), now_ns_, orphan_min_age_ns_);
+  }
+  return i;
+}
+
+ProcessInfo Engine::process_info(uint32_t pid, const Process &p, uint64_t now_ns,
+                                 bool count_held) const {
   ProcessInfo i;
   i.pid = pid;
   i.ppid = p.ppid;
@@ -1510,6 +1574,8 @@ ProcessInfo Engine::process_info(uint32_t pid, const Process &p, uint64_t now_ns
     i.pod_uid = c->pod_uid;
   }
   for (const Held &h : p.held) {
+    if (!count_held)
+      break;
     if (auto it = segs_.find(h.key); it != segs_.end()) {
       ++i.segments_held;
       i.bytes_held += it->second.bytes;
@@ -1528,30 +1594,52 @@ ProcessInfo Engine::process_info(uint32_t pid, const Process &p, uint64_t now_ns
 
 std::vector<ProcessInfo> Engine::processes(uint64_t now_ns) const {
   now_ns = now_or_last(now_ns);
-  struct Created {
-    uint64_t count = 0, bytes = 0, unheld = 0;
-  };
-  std::unordered_map<uint32_t, Created> created;
-  for (const auto &[key, s] : segs_) {
-    if (creator_alive(s)) {
-      auto &c = created[s.creator_pid];
-      ++c.count;
-      c.bytes += s.bytes;
-      c.unheld += s.holders.empty() && s.nattch == 0;
-    }
-  }
   std::vector<ProcessInfo> out;
   out.reserve(procs_.size());
-  for (const auto &[pid, p] : procs_) {
-    out.push_back(process_info(pid, p, now_ns));
-    if (auto c = created.find(pid); c != created.end()) {
-      out.back().segments_created = c->second.count;
-      out.back().bytes_created = c->second.bytes;
-      out.back().segments_unheld = c->second.unheld;
-    }
-  }
+  for (const auto &[pid, p] : procs_)
+    out.push_back(process_info(pid, p, now_ns, false));
   std::sort(out.begin(), out.end(),
             [](const ProcessInfo &a, const ProcessInfo &b) { return a.pid < b.pid; });
+  // One pass over the segments fills what each process created and holds:
+  // pid -> row through a small open-addressing table of this query's own
+  // (a lookup per segment and per holder, in cache), not a find per hold.
+  size_t cells = 16;
+  while (cells < out.size() * 2)
+    cells *= 2;
+  std::vector<uint32_t> row_of(cells, 0); // row + 1
+  std::vector<uint32_t> serial(out.size());
+  auto home = [&](uint32_t pid) { return (pid * 0x9e3779b1u) & (cells - 1); };
+  for (size_t r = 0; r < out.size(); ++r) {
+    serial[r] = procs_.find(out[r].pid)->second.serial;
+    size_t c = home(out[r].pid);
+    while (row_of[c])
+      c = (c + 1) & (cells - 1);
+    row_of[c] = static_cast<uint32_t>(r + 1);
+  }
+  auto row = [&](uint32_t pid) -> ProcessInfo * {
+    for (size_t c = home(pid); row_of[c]; c = (c + 1) & (cells - 1))
+      if (out[row_of[c] - 1].pid == pid)
+        return &out[row_of[c] - 1];
+    return nullptr;
+  };
+  for (const auto &[key, s] : segs_) {
+    if (s.creator_pid) {
+      // creator_alive(), through the table.
+      ProcessInfo *c = row(s.creator_pid);
+      if (c && (s.creator_serial == 0 ||
+                serial[static_cast<size_t>(c - out.data())] == s.creator_serial)) {
+        ++c->segments_created;
+        c->bytes_created += s.bytes;
+        c->segments_unheld += s.holders.empty() && s.nattch == 0;
+      }
+    }
+    for (uint32_t pid : s.holders) {
+      if (ProcessInfo *h = row(pid)) {
+        ++h->segments_held;
+        h->bytes_held += s.bytes;
+      }
+    }
+  }
   return out;
 }
 
@@ -1591,10 +1679,17 @@ std::vector<ContainerInfo> Engine::containers(uint64_t now_ns) const {
     r.create_rate += p.creates.rate(now_ns);
   }
   const NsContainers ns = ns_containers();
+  // Neighbouring segments mostly share a container: skip the map then.
+  const ContainerRef *last = nullptr;
+  ContainerInfo *last_row = &row(nullptr);
   for (const auto &[key, s] : segs_) {
-    ContainerInfo &r = row(segment_container(key, s, ns));
-    ++r.segments;
-    r.bytes += s.bytes;
+    const ContainerRef *c = segment_container(key, s, ns);
+    if (c != last) {
+      last = c;
+      last_row = &row(c);
+    }
+    ++last_row->segments;
+    last_row->bytes += s.bytes;
   }
   std::vector<ContainerInfo> out;
   out.reserve(rows.size());

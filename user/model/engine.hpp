@@ -241,6 +241,8 @@ struct EngineConfig {
   bool record_gone_files = false;
 };
 
+class SegmentScan;
+
 class Engine {
 public:
   explicit Engine(EngineConfig config = {});
@@ -325,6 +327,8 @@ public:
   size_t segment_count() const { return segs_.size(); }
 
 private:
+  friend class SegmentScan;
+
   // Holder pids of one segment: nearly always 0-2, kept inline so that only
   // shared segments allocate.
   class PidList {
@@ -432,21 +436,29 @@ private:
 
   // Slot numbers filed by a hash in an open-addressing table (linear
   // probing, deletion by backward shift): the key index and the path index.
-  // Equal hashes may repeat (the path index is a multimap).
+  // A cell is 4 bytes: the slot number + 1 (0 = empty) and 6 bits of the
+  // hash, which spare most probes a visit to the slot. Equal hashes may
+  // repeat (the path index is a multimap).
   class SlotIndex {
   public:
+    static constexpr uint32_t kMaxSlots = (1u << 26) - 1;
     size_t size() const { return size_; }
-    // hash_of(slot) gives the hash of a filed slot, to move it when growing.
-    template <class HashOf> void insert(uint32_t slot, size_t hash, HashOf &&hash_of);
+    // members(fn) calls fn(slot, hash) for every filed slot: growing the
+    // table refiles them in slot order, which reads the pool sequentially.
+    template <class Members> void insert(uint32_t slot, size_t hash, Members &&members);
+    // hash_of(slot) gives the hash of a filed slot.
     template <class HashOf> bool erase(uint32_t slot, size_t hash, HashOf &&hash_of);
-    // Calls f(slot) for every slot filed under a hash equal to hash modulo
-    // the table size, until f returns true; returns that slot or kNoSlot.
+    // Calls f(slot) for every slot whose cell matches hash, until f returns
+    // true; returns that slot or kNoSlot.
     template <class F> uint32_t find(size_t hash, F &&f) const;
-    template <class HashOf> void reserve(size_t n, HashOf &&hash_of);
+    template <class Members> void reserve(size_t n, Members &&members);
 
   private:
-    template <class HashOf> void rehash(size_t cells, HashOf &&hash_of);
-    std::vector<uint32_t> cells_; // slot + 1, 0 = empty; size a power of two
+    static constexpr uint32_t kSlotMask = kMaxSlots;
+    static uint32_t tag(size_t hash) { return static_cast<uint32_t>(hash >> 58) << 26; }
+    template <class Members> void rebuild(size_t cells, Members &&members);
+    void place(uint32_t slot, size_t hash);
+    std::vector<uint32_t> cells_; // size a power of two
     size_t size_ = 0;
   };
   static constexpr uint32_t kNoSlot = UINT32_MAX;
@@ -489,7 +501,14 @@ private:
     void reserve(size_t n);
     Slot &slot(uint32_t i) const { return chunks_[i >> kChunkBits][i & (kChunk - 1)]; }
     // The first live slot at or after i, or kNoSlot.
-    uint32_t next_live(uint32_t i) const;
+    uint32_t next_live(uint32_t i) const {
+      for (; i < used_; ++i)
+        if (slot(i).second.state != SegmentState::gone)
+          return i;
+      return kNoSlot;
+    }
+    // file(slot, hash of its key) for every live slot, in slot order.
+    template <class File> void for_each_key(File &&file) const;
 
   private:
     static constexpr uint32_t kChunkBits = 10;
@@ -591,6 +610,10 @@ private:
 
   void index_path(SegIt it);
   void unindex_path(SegIt it);
+  static bool path_indexed(const Slot &slot);
+  template <class File> void for_each_indexed_path(File &&file) const;
+  // The path index's hash: a path's 32-bit hash spread over 64 bits.
+  static size_t path_key(uint32_t h) { return h * 0x9e3779b97f4a7c15ull; }
 
   bool creator_alive(const Segment &s) const;
   bool is_orphan(const Segment &s, bool sysv, uint64_t now_ns, uint64_t min_age_ns) const;
@@ -607,7 +630,9 @@ private:
   SegmentInfo info(const SegmentKey &key, const Segment &s, const NsContainers *ns = nullptr) const;
   bool matches(const SegmentKey &key, const Segment &s, const SegmentFilter &f,
                const NsContainers &ns) const;
-  ProcessInfo process_info(uint32_t pid, const Process &p, uint64_t now_ns) const;
+  // count_held: walk p.held for segments_held/bytes_held (else left 0).
+  ProcessInfo process_info(uint32_t pid, const Process &p, uint64_t now_ns,
+                           bool count_held = true) const;
   uint64_t now_or_last(uint64_t now_ns) const { return now_ns ? now_ns : last_ts_; }
 
   EngineConfig config_;
@@ -628,6 +653,45 @@ private:
   uint32_t next_serial_ = 0;
   uint64_t last_ts_ = 0;
   EngineStats stats_;
+};
+
+// Every live segment read in place, for views that filter and sort many
+// segments but show a few (top's segments view): no SegmentInfo, no
+// allocation per segment. Valid while the engine does not change.
+class SegmentScan {
+public:
+  // What filtering and sorting need, as SegmentInfo has it.
+  struct Item {
+    SegmentKey key; // kind set as in SegmentInfo::key
+    std::string_view path;
+    std::string_view creator_comm;
+    uint32_t creator_pid = 0; // 0: unknown
+    uint64_t size = 0;
+    uint64_t bytes = 0;
+    uint64_t changed_ns = 0;
+    uint64_t age_ns = 0;                     // as SegmentInfo::age_ns at the scan's now_ns
+    const uint32_t *holders_begin = nullptr; // unsorted
+    const uint32_t *holders_end = nullptr;
+    uint32_t slot = 0;
+    size_t holder_count() const { return static_cast<size_t>(holders_end - holders_begin); }
+  };
+
+  // now_ns and orphan_min_age_ns as Engine::segments(filter, now_ns, ...).
+  SegmentScan(const Engine &engine, uint64_t now_ns, uint64_t orphan_min_age_ns);
+  void for_each(const std::function<void(const Item &)> &f) const;
+  // The container a view shows for the segment: SegmentInfo::container's
+  // id, else its creator's container id ("" = host).
+  std::string_view container_id(const Item &item) const;
+  // The segment in full, as Engine::segments(filter, now_ns, min_age) gives
+  // it. Only item.slot is read: an item may be kept as its slot alone.
+  SegmentInfo info(const Item &item) const;
+
+private:
+  const Engine &engine_;
+  Engine::NsContainers ns_;
+  uint64_t now_ns_;
+  uint64_t orphan_min_age_ns_;
+  mutable std::deque<std::string> names_; // SysV names the items point to
 };
 
 } // namespace shmbpf
