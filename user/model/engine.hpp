@@ -401,8 +401,9 @@ private:
   // addressing tables of 4-byte slot numbers (~8-10 bytes per segment each
   // at their load factors). A path adds one exact-size heap block (48 bytes
   // with malloc's header for a 38-byte /dev/shm name), each holder a
-  // 24-byte Held entry in its process. About 230 bytes per linked tmpfs file
-  // with one holder (engine_memory).
+  // 24-byte Held entry in its process. engine_memory (PyTorch names, one
+  // holder): 234 bytes per segment held, 210 orphaned at 100,000 segments;
+  // 232 and 201 at 1,000,000. The pool keeps its peak number of slots.
   struct Segment {
     PathStr path;
     PidList holders;
@@ -511,6 +512,7 @@ private:
     template <class File> void for_each_key(File &&file) const;
 
   private:
+    static size_t table_hash(const SegmentKey &k);
     static constexpr uint32_t kChunkBits = 10;
     static constexpr uint32_t kChunk = 1u << kChunkBits;
     std::vector<std::unique_ptr<Slot[]>> chunks_;
