@@ -7,6 +7,7 @@
 #include <benchmark/benchmark.h>
 
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -42,6 +43,67 @@ void BM_CreateIntoTable(benchmark::State &state) {
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations()));
 }
 BENCHMARK(BM_CreateIntoTable)->Arg(0)->Arg(100000);
+
+// The engine's share alone: the same creates with the events built outside
+// the timed region (in batches), into a table of state.range(0) that grows.
+void BM_CreatePrebuilt(benchmark::State &state) {
+  Engine engine;
+  uint64_t ts = 1'000'000'000, ino = 1000;
+  const auto prefill = static_cast<uint64_t>(state.range(0));
+  for (uint64_t i = 0; i < prefill; i++, ino++)
+    engine.apply(bench::create_event(100 + i % 100, ino, bench::torch_path(100, ino), ts++));
+  std::vector<Event> batch;
+  size_t next = 0;
+  for (auto _ : state) {
+    if (next == batch.size()) {
+      state.PauseTiming();
+      batch.clear();
+      for (int k = 0; k < 4096; k++, ino++)
+        batch.push_back(bench::create_event(4242, ino, bench::torch_path(4242, ino), ts++));
+      next = 0;
+      state.ResumeTiming();
+    }
+    engine.apply(batch[next++]);
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()));
+}
+BENCHMARK(BM_CreatePrebuilt)->Arg(100000);
+
+// Steady state: a table of 100,000 where each create is paid for by an
+// unlink of an unheld file (no growth: slots and cells are reused), events
+// prebuilt. Items are events (a create and an unlink per iteration).
+void BM_CreateUnlinkSteady(benchmark::State &state) {
+  Engine engine;
+  uint64_t ts = 1'000'000'000;
+  constexpr uint64_t kTable = 100000;
+  for (uint64_t i = 0; i < kTable; i++)
+    engine.apply(bench::create_event(100 + i % 100, 1000 + i, bench::torch_path(100, i), ts++));
+  for (uint32_t p = 0; p < 100; p++)
+    engine.apply(bench::process_event(EventType::exit, 100 + p, ts++)); // nobody holds them
+  std::vector<Event> batch;
+  size_t next = 0;
+  uint64_t n = 0; // the oldest file is n, the next new one n + kTable
+  for (auto _ : state) {
+    if (next == batch.size()) {
+      state.PauseTiming();
+      batch.clear();
+      for (int k = 0; k < 2048; k++, n++) {
+        batch.push_back(bench::unlink_event(4242, 1000 + n, bench::torch_path(100, n), ts++));
+        batch.push_back(
+            bench::create_event(4242, 1000 + n + kTable, bench::torch_path(100, n + kTable), ts++));
+      }
+      // The creator's holds end here, so the files the next batch unlinks
+      // are unheld, as the prefilled ones are.
+      engine.apply(bench::process_event(EventType::exit, 4242, ts++));
+      next = 0;
+      state.ResumeTiming();
+    }
+    engine.apply(batch[next++]);
+    engine.apply(batch[next++]);
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * 2);
+}
+BENCHMARK(BM_CreateUnlinkSteady);
 
 } // namespace
 

@@ -6,6 +6,8 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <fcntl.h>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -677,6 +679,161 @@ TEST(TopView, ParseViewNames) {
   EXPECT_EQ(parse_top_view("mount"), TopView::mounts);
   EXPECT_EQ(parse_top_view("segments"), TopView::segments);
   EXPECT_FALSE(parse_top_view("bogus"));
+}
+
+// --- the paged segments view ---------------------------------------------------
+
+// An engine with segments that tie on every sort key in places: sizes and
+// bytes from a few values, shared holders, SysV segments, exited creators.
+Engine paging_engine() {
+  Engine engine;
+  std::mt19937 rng(7);
+  uint64_t ts = 10 * sec;
+  auto ev = [&](EventType type, uint32_t pid) {
+    Event e;
+    e.type = type;
+    e.pid = pid;
+    e.tid = pid;
+    e.ppid = 1;
+    e.uid = 1000;
+    e.ts_ns = ts++;
+    e.comm = pid % 2 ? "python3" : "Trainer";
+    return e;
+  };
+  for (uint64_t ino = 1; ino <= 700; ++ino) {
+    const uint32_t pid = 200 + static_cast<uint32_t>(rng() % 12);
+    Event e = ev(EventType::create, pid);
+    e.kind = Kind::tmpfs;
+    e.dev = 26;
+    e.mnt_id = 25;
+    e.ino = ino;
+    e.full_path = "/dev/shm/" + std::string(rng() % 3 ? "torch_" : "psm_") +
+                  std::to_string(rng() % 300); // repeated names on purpose
+    e.path = e.full_path;
+    e.ret = 3;
+    e.is_new = true;
+    e.size = 4096 * (rng() % 4);
+    e.bytes = 4096 * (rng() % 3);
+    e.flags = O_RDWR | O_CREAT;
+    engine.apply(e);
+    if (rng() % 4 == 0) {
+      Event o = e;
+      o.type = EventType::open;
+      o.is_new = false;
+      o.pid = o.tid = 200 + static_cast<uint32_t>(rng() % 12);
+      o.ts_ns = ts++;
+      engine.apply(o);
+    }
+  }
+  for (int32_t shmid = 0; shmid < 30; ++shmid) {
+    Event e = ev(EventType::shmget, 205);
+    e.kind = Kind::sysv;
+    e.ipcns = 4026531839u;
+    e.shmid = shmid;
+    e.ret = shmid;
+    e.key = 0x5000 + static_cast<uint32_t>(shmid);
+    e.size = 8192;
+    e.created = 1;
+    engine.apply(e);
+  }
+  engine.apply(ev(EventType::exit, 203));
+  engine.apply(ev(EventType::exit, 206));
+  return engine;
+}
+
+// The paged query must show exactly what a snapshot of every segment shows:
+// every sort, with and without filters, the selection followed by id or
+// placed by index, on a screen and in batch mode, and the JSON frame.
+TEST(TopView, PagedSegmentsGiveTheFramesOfTheFullList) {
+  const Engine engine = paging_engine();
+  const uint64_t at = 20 * sec;
+  TopSnapshot full;
+  full.now_ns = at;
+  full.segments = engine.segments({}, at, 0);
+  ASSERT_GT(full.segments.size(), 700u);
+  int compared = 0;
+  for (TopSort sort : {TopSort::bytes, TopSort::count, TopSort::rate, TopSort::age}) {
+    for (int filter = 0; filter < 4; ++filter) {
+      for (std::size_t sel : {std::size_t{0}, std::size_t{5}, std::size_t{300}, std::size_t{729},
+                              std::size_t{5000}}) {
+        for (bool by_id : {false, true}) {
+          TopState st;
+          st.view = TopView::segments;
+          st.sort = sort;
+          st.height = 30;
+          if (filter == 1)
+            st.filter = "TORCH";
+          if (filter == 2)
+            st.pid = 205;
+          if (filter == 3)
+            st.container = std::string(); // the host
+          st.selected = sel;
+          if (by_id) {
+            // The id of some row of the full list, at another index.
+            TopState probe = st;
+            build_top_frame(full, probe);
+            st.selected_id = probe.selected_id;
+            st.selected = 3;
+          }
+          TopState a = st, b = st;
+          const TopFrame fa = build_top_frame(full, a);
+          TopSnapshot paged;
+          paged.now_ns = at;
+          fill_segment_page(paged, engine, st, 0, false);
+          EXPECT_LT(paged.segments.size(), 200u);
+          const TopFrame fb = build_top_frame(paged, b);
+          EXPECT_FALSE(b.page_miss);
+          EXPECT_EQ(top_text(fa), top_text(fb)) << "sort " << to_string(sort) << " filter "
+                                                << filter << " sel " << sel << " id " << by_id;
+          EXPECT_EQ(a.selected, b.selected);
+          EXPECT_EQ(a.scroll, b.scroll);
+          EXPECT_EQ(a.rows, b.rows);
+          EXPECT_EQ(a.selected_id, b.selected_id);
+          ++compared;
+
+          // Batch mode and --json: every row.
+          TopState ja = st, jb = st;
+          ja.height = jb.height = 0;
+          ja.width = jb.width = 0;
+          TopSnapshot every;
+          every.now_ns = at;
+          fill_segment_page(every, engine, st, 0, true);
+          EXPECT_EQ(top_json(full, ja), top_json(every, jb));
+          EXPECT_EQ(top_text(build_top_frame(full, ja)), top_text(build_top_frame(every, jb)));
+        }
+      }
+    }
+  }
+  EXPECT_EQ(compared, 4 * 4 * 5 * 2);
+}
+
+// Paging down past the rows a page holds asks for another page, which then
+// gives the frame of the full list.
+TEST(TopView, PagedSegmentsReportAMissAndRecover) {
+  const Engine engine = paging_engine();
+  const uint64_t at = 20 * sec;
+  TopSnapshot full;
+  full.now_ns = at;
+  full.segments = engine.segments({}, at, 0);
+  TopState st;
+  st.view = TopView::segments;
+  st.height = 24;
+  TopSnapshot paged;
+  paged.now_ns = at;
+  fill_segment_page(paged, engine, st, 0, false);
+  TopState a = st, b = st;
+  build_top_frame(full, a);
+  build_top_frame(paged, b);
+  for (int i = 0; i < 10; ++i) {
+    top_handle_key(a, top_key::page_down);
+    top_handle_key(b, top_key::page_down);
+  }
+  const std::string want = top_text(build_top_frame(full, a));
+  build_top_frame(paged, b);
+  EXPECT_TRUE(b.page_miss);
+  fill_segment_page(paged, engine, b, 0, false);
+  EXPECT_EQ(top_text(build_top_frame(paged, b)), want);
+  EXPECT_FALSE(b.page_miss);
 }
 
 } // namespace

@@ -22,6 +22,7 @@
 #include <ctime>
 #include <string>
 #include <unordered_map>
+#include <utility>
 
 // Last, and without the function-like macros (erase, move, refresh...) that
 // would rewrite unrelated C++ names.
@@ -75,27 +76,39 @@ std::string wall_clock() {
 // applies the age threshold that makes one a leak.
 constexpr uint64_t orphan_min_age_ns = 0;
 
-// Only the segments view and the details screens list segments: the other
-// views skip copying every segment out of the model (most of a frame's cost
-// with 100,000 of them).
-bool needs_segments(const TopState &st) { return st.view == TopView::segments || st.details; }
+// What a snapshot copies out of the model's segments: none for the
+// processes, containers and mounts views; for the segments view only its
+// rows around the selection (all of them in batch mode), filtered and
+// sorted in place; every segment for the details screens, which list the
+// segments of a process or a mount.
+enum class SegmentCopy { none, page, all_rows, every };
+
+SegmentCopy segment_copy(const TopState &st, bool batch) {
+  if (st.details)
+    return SegmentCopy::every;
+  if (st.view != TopView::segments)
+    return SegmentCopy::none;
+  return batch ? SegmentCopy::all_rows : SegmentCopy::page;
+}
 
 TopSnapshot take_snapshot(const Monitor &mon, UserNames &users, uint32_t host_ns,
-                          bool with_segments) {
+                          const TopState &st, SegmentCopy copy) {
   TopSnapshot s;
   s.now_ns = Monitor::now_ns();
   s.clock = wall_clock();
-  const MonitorStats st = mon.stats();
-  s.events = st.events;
-  s.lost = st.lost;
+  const MonitorStats stats = mon.stats();
+  s.events = stats.events;
+  s.lost = stats.lost;
   s.host_mntns = host_ns;
   const Engine &e = mon.engine();
   s.totals = e.totals(s.now_ns, orphan_min_age_ns);
   s.mounts = e.mounts();
   s.processes = e.processes(s.now_ns);
   s.containers = e.containers(s.now_ns);
-  if (with_segments)
+  if (copy == SegmentCopy::every)
     s.segments = e.segments({}, s.now_ns, orphan_min_age_ns);
+  else if (copy != SegmentCopy::none)
+    fill_segment_page(s, e, st, orphan_min_age_ns, copy == SegmentCopy::all_rows);
   users.fill(s.processes, s.users);
   return s;
 }
@@ -137,7 +150,7 @@ int run_batch(const TopOptions &opts, Monitor &mon) {
     } else {
       mon.drain();
     }
-    const TopSnapshot snap = take_snapshot(mon, users, host_ns, needs_segments(st));
+    const TopSnapshot snap = take_snapshot(mon, users, host_ns, st, segment_copy(st, true));
     std::string out;
     if (opts.json) {
       out = top_json(snap, st) + "\n";
@@ -274,8 +287,15 @@ int run_interactive(const TopOptions &opts, Monitor &mon) {
 
   mon.drain();
   Terminal term;
-  bool snap_segments = needs_segments(st);
-  TopSnapshot snap = take_snapshot(mon, users, host_ns, snap_segments);
+  SegmentCopy copied = SegmentCopy::none;
+  std::pair<std::string, TopSort> page_for; // the filter and sort a page was taken for
+  TopSnapshot snap;
+  auto refresh = [&] {
+    copied = segment_copy(st, false);
+    snap = take_snapshot(mon, users, host_ns, st, copied);
+    page_for = {st.filter, st.sort};
+  };
+  refresh();
   auto next = Clock::now() + delay;
   int frames = 1;
   bool dirty = true;
@@ -283,7 +303,13 @@ int run_interactive(const TopOptions &opts, Monitor &mon) {
     if (dirty) {
       st.width = static_cast<std::size_t>(std::max(getmaxx(stdscr), 1));
       st.height = static_cast<std::size_t>(std::max(getmaxy(stdscr), 1));
-      term.draw(build_top_frame(snap, st));
+      TopFrame frame = build_top_frame(snap, st);
+      if (st.page_miss && copied == SegmentCopy::page) {
+        // The selection moved past the rows the snapshot has: page again.
+        refresh();
+        frame = build_top_frame(snap, st);
+      }
+      term.draw(frame);
       dirty = false;
     }
     // Short waits keep keys responsive; events are applied as they come.
@@ -300,17 +326,15 @@ int run_interactive(const TopOptions &opts, Monitor &mon) {
       if (st.quit)
         break;
     }
-    if (needs_segments(st) && !snap_segments) {
-      // A key opened a screen that lists segments: fetch them now.
-      snap_segments = true;
-      snap = take_snapshot(mon, users, host_ns, true);
-      dirty = true;
-    }
+    // A key changed what the snapshot must hold (another view, the details,
+    // the filter or sort of paged segments): fetch it now.
+    if (dirty && (segment_copy(st, false) != copied ||
+                  (copied == SegmentCopy::page && page_for != std::pair(st.filter, st.sort))))
+      refresh();
     if (Clock::now() >= next) {
       if (opts.iterations > 0 && frames >= opts.iterations)
         break;
-      snap_segments = needs_segments(st);
-      snap = take_snapshot(mon, users, host_ns, snap_segments);
+      refresh();
       next = Clock::now() + delay;
       ++frames;
       dirty = true;

@@ -193,6 +193,196 @@ bool Engine::PidList::erase(uint32_t pid) {
   return true;
 }
 
+// --- PathStr -----------------------------------------------------------------
+
+Engine::PathStr &Engine::PathStr::operator=(PathStr &&o) noexcept {
+  if (this != &o) {
+    delete[] p_;
+    p_ = std::exchange(o.p_, nullptr);
+    len_ = std::exchange(o.len_, 0);
+    hash_ = std::exchange(o.hash_, 0);
+  }
+  return *this;
+}
+
+void Engine::PathStr::assign(std::string_view s) {
+  if (s.size() != len_) {
+    char *p = s.empty() ? nullptr : new char[s.size()];
+    delete[] p_;
+    p_ = p;
+    len_ = static_cast<uint32_t>(s.size());
+  }
+  if (!s.empty())
+    std::memmove(p_, s.data(), s.size());
+  hash_ = hash_of(s);
+}
+
+uint32_t Engine::PathStr::hash_of(std::string_view s) {
+  const uint64_t h = std::hash<std::string_view>{}(s);
+  return static_cast<uint32_t>(h ^ (h >> 32));
+}
+
+// --- SlotIndex ---------------------------------------------------------------
+
+void Engine::SlotIndex::place(uint32_t slot, size_t hash) {
+  const size_t mask = cells_.size() - 1;
+  size_t i = hash & mask;
+  while (cells_[i])
+    i = (i + 1) & mask;
+  cells_[i] = tag(hash) | (slot + 1);
+}
+
+template <class Members> void Engine::SlotIndex::rebuild(size_t cells, Members &&members) {
+  cells_.assign(cells, 0);
+  size_ = 0;
+  members([this](uint32_t slot, size_t hash) {
+    place(slot, hash);
+    ++size_;
+  });
+}
+
+template <class Members> void Engine::SlotIndex::reserve(size_t n, Members &&members) {
+  size_t cells = 16;
+  while (cells * 3 / 4 < n)
+    cells *= 2;
+  if (cells > cells_.size())
+    rebuild(cells, members);
+}
+
+template <class Members>
+void Engine::SlotIndex::insert(uint32_t slot, size_t hash, Members &&members) {
+  if (slot >= kMaxSlots)
+    throw std::length_error("shmbpf: too many segments");
+  // At most 3/4 full: linear probing stays short.
+  if ((size_ + 1) * 4 > cells_.size() * 3) {
+    rebuild(std::max<size_t>(16, cells_.size() * 2), members);
+    // members() may already list the slot being filed.
+    const size_t mask = cells_.size() - 1;
+    for (size_t i = hash & mask; cells_[i]; i = (i + 1) & mask)
+      if ((cells_[i] & kSlotMask) == slot + 1)
+        return;
+  }
+  place(slot, hash);
+  ++size_;
+}
+
+template <class HashOf>
+bool Engine::SlotIndex::erase(uint32_t slot, size_t hash, HashOf &&hash_of) {
+  if (cells_.empty())
+    return false;
+  const size_t mask = cells_.size() - 1;
+  size_t i = hash & mask;
+  while (cells_[i] && (cells_[i] & kSlotMask) != slot + 1)
+    i = (i + 1) & mask;
+  if (!cells_[i])
+    return false;
+  // Backward shift: pull later cells of the run into the hole when their
+  // home position does not lie in (hole, cell].
+  for (size_t j = i;;) {
+    j = (j + 1) & mask;
+    if (!cells_[j])
+      break;
+    const size_t home = hash_of((cells_[j] & kSlotMask) - 1) & mask;
+    const bool stays = i <= j ? (home > i && home <= j) : (home > i || home <= j);
+    if (!stays) {
+      cells_[i] = cells_[j];
+      i = j;
+    }
+  }
+  cells_[i] = 0;
+  --size_;
+  return true;
+}
+
+template <class F> uint32_t Engine::SlotIndex::find(size_t hash, F &&f) const {
+  if (cells_.empty())
+    return kNoSlot;
+  const size_t mask = cells_.size() - 1;
+  const uint32_t t = tag(hash);
+  for (size_t i = hash & mask; cells_[i]; i = (i + 1) & mask)
+    if ((cells_[i] & ~kSlotMask) == t && f((cells_[i] & kSlotMask) - 1))
+      return (cells_[i] & kSlotMask) - 1;
+  return kNoSlot;
+}
+
+// --- SegTable ----------------------------------------------------------------
+
+// Inode numbers come in runs (tmpfs hands them out in sequence) and so do
+// shmids: keys that differ only in their low 4 bits share a 64-byte line of
+// cells, so consecutive creates find their cells in cache; runs of 16 are
+// scattered like any hash, which keeps probe runs short.
+size_t Engine::SegTable::table_hash(const SegmentKey &k) {
+  const SegmentKey group{k.kind, k.dev_or_ipcns, k.ino_or_shmid >> 4};
+  const size_t h = SegmentKeyHash{}(group);
+  return (h & ~size_t{15}) | (k.ino_or_shmid & 15);
+}
+
+Engine::SegTable::SegTable(const SegTable &o) { *this = o; }
+
+Engine::SegTable &Engine::SegTable::operator=(const SegTable &o) {
+  if (this == &o)
+    return *this;
+  chunks_.clear();
+  for (const auto &c : o.chunks_) {
+    chunks_.push_back(std::make_unique<Slot[]>(kChunk));
+    std::copy(c.get(), c.get() + kChunk, chunks_.back().get());
+  }
+  free_ = o.free_;
+  used_ = o.used_;
+  index_ = o.index_;
+  return *this;
+}
+
+template <class File> void Engine::SegTable::for_each_key(File &&file) const {
+  for (uint32_t i = next_live(0); i != kNoSlot; i = next_live(i + 1))
+    file(i, table_hash(slot(i).first));
+}
+
+Engine::SegTable::iterator Engine::SegTable::find(const SegmentKey &key) const {
+  const uint32_t i =
+      index_.find(table_hash(key), [&](uint32_t slot_no) { return slot(slot_no).first == key; });
+  return {this, i};
+}
+
+std::pair<Engine::SegTable::iterator, bool> Engine::SegTable::try_emplace(const SegmentKey &key) {
+  if (auto it = find(key); it != end())
+    return {it, false};
+  uint32_t i;
+  if (!free_.empty()) {
+    i = free_.back();
+    free_.pop_back();
+  } else {
+    if (used_ == kNoSlot - 1)
+      throw std::length_error("shmbpf: segment table full");
+    if ((used_ >> kChunkBits) == chunks_.size()) {
+      chunks_.push_back(std::make_unique<Slot[]>(kChunk));
+      for (uint32_t k = 0; k < kChunk; ++k)
+        chunks_.back()[k].second.state = SegmentState::gone;
+    }
+    i = used_++;
+  }
+  Slot &s = slot(i);
+  s.first = key;
+  s.second.state = SegmentState::linked;
+  index_.insert(i, table_hash(key), [this](auto &&file) { for_each_key(file); });
+  return {{this, i}, true};
+}
+
+void Engine::SegTable::erase(iterator it) {
+  const uint32_t i = it.index();
+  Slot &s = slot(i);
+  index_.erase(i, table_hash(s.first),
+               [this](uint32_t slot_no) { return table_hash(slot(slot_no).first); });
+  s.second = Segment{};
+  s.second.state = SegmentState::gone;
+  free_.push_back(i);
+}
+
+void Engine::SegTable::reserve(size_t n) {
+  index_.reserve(n, [this](auto &&file) { for_each_key(file); });
+  chunks_.reserve((n + kChunk - 1) / kChunk);
+}
+
 // --- RateCounter -------------------------------------------------------------
 
 void Engine::RateCounter::hit(uint64_t ts_ns) {
@@ -213,11 +403,12 @@ double Engine::RateCounter::rate(uint64_t now_ns) const {
 // --- setup -------------------------------------------------------------------
 
 Engine::Engine(EngineConfig config) : config_(std::move(config)) {
-  static_assert(sizeof(Segment) <= 152, "keep Segment compact: see the estimate above it");
+  static_assert(sizeof(Segment) <= 120, "keep Segment compact: see the estimate above it");
   last_ts_ = config_.start_ns;
   if (config_.expected_segments) {
     segs_.reserve(config_.expected_segments);
-    by_path_.reserve(config_.expected_segments);
+    by_path_.reserve(config_.expected_segments,
+                     [this](auto &&file) { for_each_indexed_path(file); });
   }
 }
 
@@ -330,39 +521,42 @@ void Engine::erase_segment(SegIt it) {
   ++stats_.gone;
 }
 
-uint64_t Engine::path_hash(std::string_view path) const {
-  return std::hash<std::string_view>{}(path);
-}
-
 // Invariant: a segment is in by_path_ exactly when it is a linked tmpfs file
 // with a resolved path. Every change of path, state or kind goes through
 // set_path/set_state, which unindex before and index after.
+bool Engine::path_indexed(const Slot &slot) {
+  const Segment &s = slot.second;
+  return !slot.first.is_sysv() && s.kind == Kind::tmpfs && s.state == SegmentState::linked &&
+         (s.flags & kPathFull) && !s.path.empty();
+}
+
+template <class File> void Engine::for_each_indexed_path(File &&file) const {
+  for (auto it = segs_.begin(); it != segs_.end(); ++it)
+    if (path_indexed(*it))
+      file(it.index(), path_key(it->second.path.hash()));
+}
+
 void Engine::index_path(SegIt it) {
   const Segment &s = it->second;
-  if (it->first.is_sysv() || s.kind != Kind::tmpfs || s.state != SegmentState::linked ||
-      !(s.flags & kPathFull) || s.path.empty())
+  if (!path_indexed(*it))
     return;
-  by_path_.emplace(path_hash(s.path), it->first);
+  by_path_.insert(it.index(), path_key(s.path.hash()),
+                  [this](auto &&file) { for_each_indexed_path(file); });
 }
 
 void Engine::unindex_path(SegIt it) {
   if (it->first.is_sysv() || it->second.path.empty())
     return;
-  auto [b, e] = by_path_.equal_range(path_hash(it->second.path));
-  for (auto i = b; i != e; ++i) {
-    if (i->second == it->first) {
-      by_path_.erase(i);
-      return;
-    }
-  }
+  by_path_.erase(it.index(), path_key(it->second.path.hash()),
+                 [this](uint32_t i) { return path_key(segs_.slot(i).second.path.hash()); });
 }
 
-void Engine::set_path(SegIt it, std::string path, bool full) {
+void Engine::set_path(SegIt it, std::string_view path, bool full) {
   unindex_path(it);
   Segment &s = it->second;
-  s.path = std::move(path);
+  s.path.assign(path);
   s.flags = static_cast<uint8_t>(full ? s.flags | kPathFull : s.flags & ~kPathFull);
-  s.pattern = classify_shm_name(s.path).pattern;
+  s.pattern = classify_shm_name(path).pattern;
   index_path(it);
 }
 
@@ -469,19 +663,19 @@ bool Engine::collect_if_unused(SegIt it) {
   return true;
 }
 
-Engine::SegIt Engine::find_by_path(const std::string &path, uint32_t dev) {
+Engine::SegIt Engine::find_by_path(std::string_view path, uint32_t dev) {
   SegIt found = segs_.end();
   int matches = 0;
-  auto [b, e] = by_path_.equal_range(path_hash(path));
-  for (auto i = b; i != e; ++i) {
-    if (dev != 0 && i->second.dev_or_ipcns != dev)
-      continue;
-    auto it = segs_.find(i->second);
-    if (it == segs_.end() || it->second.path != path)
-      continue;
-    found = it;
+  const uint32_t h = PathStr::hash_of(path);
+  by_path_.find(path_key(h), [&](uint32_t i) {
+    const Slot &slot = segs_.slot(i);
+    if (slot.second.path.hash() != h || (dev != 0 && slot.first.dev_or_ipcns != dev) ||
+        !(slot.second.path == path))
+      return false;
+    found = SegIt(&segs_, i);
     ++matches;
-  }
+    return false; // count them all
+  });
   // The same path in two mount namespaces with no dev to tell them apart.
   return matches == 1 ? found : segs_.end();
 }
@@ -504,7 +698,7 @@ Engine::SegIt Engine::find_linked_by_name(const Event &e) {
 namespace {
 
 // The path to show for a file event: resolved, else in-mount, else as passed.
-std::pair<std::string, bool> event_path(const Event &e) {
+std::pair<std::string_view, bool> event_path(const Event &e) {
   if (!e.full_path.empty())
     return {e.full_path, e.full_path.starts_with('/')};
   if (!e.name.empty())
@@ -531,7 +725,7 @@ void Engine::on_open(const Event &e) {
     it = insert_segment(key, e.kind == Kind::memfd ? Kind::memfd : Kind::tmpfs);
     if (fresh) {
       set_creator(it->second, e.pid, p);
-      it->second.created_ns = e.ts_ns;
+      it->second.born = static_cast<int64_t>(e.ts_ns);
       p.creates.hit(e.ts_ns);
       creates_.hit(e.ts_ns);
     } else {
@@ -544,7 +738,7 @@ void Engine::on_open(const Event &e) {
   if (fresh || !(s.flags & kPathFull)) {
     auto [path, full] = event_path(e);
     if (!path.empty())
-      set_path(it, std::move(path), full);
+      set_path(it, path, full);
   }
   if (e.mnt_id)
     s.mnt_id = e.mnt_id;
@@ -568,7 +762,7 @@ void Engine::on_memfd_create(const Event &e) {
   auto it = insert_segment(key, Kind::memfd);
   Segment &s = it->second;
   set_creator(s, e.pid, p);
-  s.created_ns = e.ts_ns;
+  s.born = static_cast<int64_t>(e.ts_ns);
   p.creates.hit(e.ts_ns);
   creates_.hit(e.ts_ns);
   set_path(it, !e.name.empty() ? e.name : "memfd:" + e.path, false);
@@ -600,7 +794,7 @@ void Engine::on_resize(const Event &e) {
     it = insert_segment(key, e.kind == Kind::memfd ? Kind::memfd : Kind::tmpfs);
     it->second.flags |= kExistedBefore;
     auto [path, full] = event_path(e);
-    set_path(it, std::move(path), full);
+    set_path(it, path, full);
   }
   Segment &s = it->second;
   if (e.mnt_id)
@@ -652,7 +846,7 @@ void Engine::on_rename(const Event &e) {
     auto target = find_by_path(to, it->first.dev_or_ipcns);
     if (target != segs_.end() && target != it) {
       if (e.flags & kRenameExchange) {
-        set_path(target, it->second.path, true);
+        set_path(target, std::string(it->second.path.view()), true);
         target->second.changed_ns = e.ts_ns;
       } else {
         // Replaced: the old target lost its name.
@@ -662,7 +856,7 @@ void Engine::on_rename(const Event &e) {
           erase_segment(target);
       }
     }
-    set_path(it, std::move(to), true);
+    set_path(it, to, true);
   }
   it->second.changed_ns = e.ts_ns;
 }
@@ -701,7 +895,7 @@ void Engine::on_shmget(const Event &e) {
     it = insert_segment(key, Kind::sysv);
     if (created) {
       set_creator(it->second, e.pid, p);
-      it->second.created_ns = e.ts_ns;
+      it->second.born = static_cast<int64_t>(e.ts_ns);
       p.creates.hit(e.ts_ns);
       creates_.hit(e.ts_ns);
     } else {
@@ -823,7 +1017,7 @@ void Engine::add_existing_file(const TmpfsFile &f, uint32_t mnt_id_or_0, std::st
     Segment &s = it->second;
     s.flags |= kExistedBefore;
     s.creator_uid = f.uid; // the owner: the best guess at who created it
-    s.mtime_s = f.mtime_s;
+    s.born = f.mtime_s;
     s.changed_ns = last_ts_;
     set_path(it, f.path, f.path.starts_with('/'));
     set_state(it, f.nlink == 0 ? SegmentState::unlinked : SegmentState::linked);
@@ -981,7 +1175,7 @@ void Engine::reconcile_tmpfs(uint32_t dev, const std::vector<TmpfsFile> &truth, 
     }
     Segment &s = it->second;
     bool changed = false;
-    if (s.path != f.path || !(s.flags & kPathFull)) {
+    if (!(s.path == f.path) || !(s.flags & kPathFull)) {
       set_path(it, f.path, f.path.starts_with('/')); // a rename we missed
       changed = true;
     }
@@ -1179,10 +1373,10 @@ const ContainerRef *Engine::segment_container(const SegmentKey &key, const Segme
 
 uint64_t Engine::age_ns(const Segment &s, uint64_t now_ns) const {
   if (!(s.flags & kExistedBefore))
-    return sat_sub(now_ns, s.created_ns);
-  if (s.mtime_s != 0 && config_.realtime_offset_ns) {
+    return sat_sub(now_ns, static_cast<uint64_t>(s.born));
+  if (s.born != 0 && config_.realtime_offset_ns) {
     int64_t real_now = static_cast<int64_t>(now_ns) + *config_.realtime_offset_ns;
-    int64_t mtime_ns = s.mtime_s * 1'000'000'000;
+    int64_t mtime_ns = s.born * 1'000'000'000;
     return real_now > mtime_ns ? static_cast<uint64_t>(real_now - mtime_ns) : 0;
   }
   return sat_sub(now_ns, config_.start_ns);
@@ -1211,7 +1405,7 @@ SegmentInfo Engine::info(const SegmentKey &key, const Segment &s, const NsContai
   i.key = key;
   i.key.kind = s.kind;
   i.kind = s.kind;
-  i.path = key.is_sysv() ? sysv_name(s.sysv_key) : s.path;
+  i.path = key.is_sysv() ? sysv_name(s.sysv_key) : std::string(s.path.view());
   i.mnt_id = s.mnt_id;
   i.mountpoint = mountpoint_of(key, s);
   i.size = s.size;
@@ -1225,9 +1419,9 @@ SegmentInfo Engine::info(const SegmentKey &key, const Segment &s, const NsContai
     i.creator.container_id = c->id;
   i.creator.known = s.creator_pid != 0;
   i.creator.exited = i.creator.known && !creator_alive(s);
-  i.created_ns = s.created_ns;
   i.existed_before = s.flags & kExistedBefore;
-  i.mtime_s = s.mtime_s;
+  i.created_ns = i.existed_before ? 0 : static_cast<uint64_t>(s.born);
+  i.mtime_s = i.existed_before ? s.born : 0;
   i.holders.assign(s.holders.begin(), s.holders.end());
   std::sort(i.holders.begin(), i.holders.end());
   i.nattch = s.nattch;
@@ -1278,7 +1472,7 @@ bool Engine::matches(const SegmentKey &key, const Segment &s, const SegmentFilte
   if (f.mount && mountpoint_of(key, s) != *f.mount)
     return false;
   if (f.path_glob) {
-    std::string path = key.is_sysv() ? sysv_name(s.sysv_key) : s.path;
+    std::string path = key.is_sysv() ? sysv_name(s.sysv_key) : std::string(s.path.view());
     if (::fnmatch(f.path_glob->c_str(), path.c_str(), 0) != 0)
       return false;
   }
@@ -1327,7 +1521,54 @@ std::vector<SegmentInfo> Engine::segments(const SegmentFilter &filter, uint64_t 
   return out;
 }
 
-ProcessInfo Engine::process_info(uint32_t pid, const Process &p, uint64_t now_ns) const {
+SegmentScan::SegmentScan(const Engine &engine, uint64_t now_ns, uint64_t orphan_min_age_ns)
+    : engine_(engine), ns_(engine.ns_containers()), now_ns_(now_ns),
+      orphan_min_age_ns_(orphan_min_age_ns) {}
+
+void SegmentScan::for_each(const std::function<void(const Item &)> &f) const {
+  for (auto it = engine_.segs_.begin(); it != engine_.segs_.end(); ++it) {
+    const SegmentKey &key = it->first;
+    const Engine::Segment &s = it->second;
+    Item item;
+    item.key = key;
+    item.key.kind = s.kind;
+    item.path = key.is_sysv() ? std::string_view(names_.emplace_back(sysv_name(s.sysv_key)))
+                              : s.path.view();
+    item.creator_comm =
+        std::string_view(s.creator_comm.data(), ::strnlen(s.creator_comm.data(), 16));
+    item.creator_pid = s.creator_pid;
+    item.size = s.size;
+    item.bytes = s.bytes;
+    item.changed_ns = s.changed_ns;
+    item.age_ns = engine_.age_ns(s, now_ns_);
+    item.holders_begin = s.holders.begin();
+    item.holders_end = s.holders.end();
+    item.slot = it.index();
+    f(item);
+  }
+}
+
+std::string_view SegmentScan::container_id(const Item &item) const {
+  const Engine::Slot &slot = engine_.segs_.slot(item.slot);
+  const ContainerRef *c = engine_.segment_container(slot.first, slot.second, ns_);
+  if (c && !c->id.empty())
+    return c->id;
+  const ContainerRef *creator = engine_.container_of(slot.second.creator_cgroup);
+  return creator ? std::string_view(creator->id) : std::string_view();
+}
+
+SegmentInfo SegmentScan::info(const Item &item) const {
+  const Engine::Slot &slot = engine_.segs_.slot(item.slot);
+  SegmentInfo i = engine_.info(slot.first, slot.second, &ns_);
+  if (now_ns_) {
+    i.age_ns = engine_.age_ns(slot.second, now_ns_);
+    i.orphan = engine_.is_orphan(slot.second, slot.first.is_sysv(), now_ns_, orphan_min_age_ns_);
+  }
+  return i;
+}
+
+ProcessInfo Engine::process_info(uint32_t pid, const Process &p, uint64_t now_ns,
+                                 bool count_held) const {
   ProcessInfo i;
   i.pid = pid;
   i.ppid = p.ppid;
@@ -1341,6 +1582,8 @@ ProcessInfo Engine::process_info(uint32_t pid, const Process &p, uint64_t now_ns
     i.pod_uid = c->pod_uid;
   }
   for (const Held &h : p.held) {
+    if (!count_held)
+      break;
     if (auto it = segs_.find(h.key); it != segs_.end()) {
       ++i.segments_held;
       i.bytes_held += it->second.bytes;
@@ -1359,30 +1602,52 @@ ProcessInfo Engine::process_info(uint32_t pid, const Process &p, uint64_t now_ns
 
 std::vector<ProcessInfo> Engine::processes(uint64_t now_ns) const {
   now_ns = now_or_last(now_ns);
-  struct Created {
-    uint64_t count = 0, bytes = 0, unheld = 0;
-  };
-  std::unordered_map<uint32_t, Created> created;
-  for (const auto &[key, s] : segs_) {
-    if (creator_alive(s)) {
-      auto &c = created[s.creator_pid];
-      ++c.count;
-      c.bytes += s.bytes;
-      c.unheld += s.holders.empty() && s.nattch == 0;
-    }
-  }
   std::vector<ProcessInfo> out;
   out.reserve(procs_.size());
-  for (const auto &[pid, p] : procs_) {
-    out.push_back(process_info(pid, p, now_ns));
-    if (auto c = created.find(pid); c != created.end()) {
-      out.back().segments_created = c->second.count;
-      out.back().bytes_created = c->second.bytes;
-      out.back().segments_unheld = c->second.unheld;
-    }
-  }
+  for (const auto &[pid, p] : procs_)
+    out.push_back(process_info(pid, p, now_ns, false));
   std::sort(out.begin(), out.end(),
             [](const ProcessInfo &a, const ProcessInfo &b) { return a.pid < b.pid; });
+  // One pass over the segments fills what each process created and holds:
+  // pid -> row through a small open-addressing table of this query's own
+  // (a lookup per segment and per holder, in cache), not a find per hold.
+  size_t cells = 16;
+  while (cells < out.size() * 2)
+    cells *= 2;
+  std::vector<uint32_t> row_of(cells, 0); // row + 1
+  std::vector<uint32_t> serial(out.size());
+  auto home = [&](uint32_t pid) { return (pid * 0x9e3779b1u) & (cells - 1); };
+  for (size_t r = 0; r < out.size(); ++r) {
+    serial[r] = procs_.find(out[r].pid)->second.serial;
+    size_t c = home(out[r].pid);
+    while (row_of[c])
+      c = (c + 1) & (cells - 1);
+    row_of[c] = static_cast<uint32_t>(r + 1);
+  }
+  auto row = [&](uint32_t pid) -> ProcessInfo * {
+    for (size_t c = home(pid); row_of[c]; c = (c + 1) & (cells - 1))
+      if (out[row_of[c] - 1].pid == pid)
+        return &out[row_of[c] - 1];
+    return nullptr;
+  };
+  for (const auto &[key, s] : segs_) {
+    if (s.creator_pid) {
+      // creator_alive(), through the table.
+      ProcessInfo *c = row(s.creator_pid);
+      if (c && (s.creator_serial == 0 ||
+                serial[static_cast<size_t>(c - out.data())] == s.creator_serial)) {
+        ++c->segments_created;
+        c->bytes_created += s.bytes;
+        c->segments_unheld += s.holders.empty() && s.nattch == 0;
+      }
+    }
+    for (uint32_t pid : s.holders) {
+      if (ProcessInfo *h = row(pid)) {
+        ++h->segments_held;
+        h->bytes_held += s.bytes;
+      }
+    }
+  }
   return out;
 }
 
@@ -1422,10 +1687,17 @@ std::vector<ContainerInfo> Engine::containers(uint64_t now_ns) const {
     r.create_rate += p.creates.rate(now_ns);
   }
   const NsContainers ns = ns_containers();
+  // Neighbouring segments mostly share a container: skip the map then.
+  const ContainerRef *last = nullptr;
+  ContainerInfo *last_row = &row(nullptr);
   for (const auto &[key, s] : segs_) {
-    ContainerInfo &r = row(segment_container(key, s, ns));
-    ++r.segments;
-    r.bytes += s.bytes;
+    const ContainerRef *c = segment_container(key, s, ns);
+    if (c != last) {
+      last = c;
+      last_row = &row(c);
+    }
+    ++last_row->segments;
+    last_row->bytes += s.bytes;
   }
   std::vector<ContainerInfo> out;
   out.reserve(rows.size());

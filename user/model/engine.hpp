@@ -15,6 +15,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -237,6 +238,8 @@ struct EngineConfig {
   size_t max_samples = 240;
 };
 
+class SegmentScan;
+
 class Engine {
 public:
   explicit Engine(EngineConfig config = {});
@@ -319,8 +322,10 @@ public:
   size_t segment_count() const { return segs_.size(); }
 
 private:
-  // Holder pids of one segment: nearly always 0-4, kept inline so that only
-  // widely shared segments allocate.
+  friend class SegmentScan;
+
+  // Holder pids of one segment: nearly always 0-2, kept inline so that only
+  // shared segments allocate.
   class PidList {
   public:
     PidList() = default;
@@ -339,7 +344,7 @@ private:
     bool erase(uint32_t pid);  // false if absent
 
   private:
-    static constexpr uint32_t kInline = 4;
+    static constexpr uint32_t kInline = 2;
     uint32_t *data() { return cap_ > kInline ? heap_ : inline_; }
     const uint32_t *data() const { return cap_ > kInline ? heap_ : inline_; }
     void copy_from(const PidList &o);
@@ -354,20 +359,55 @@ private:
     };
   };
 
-  // Memory per segment (x86-64, libstdc++): this struct is 152 bytes; with
-  // its key and the hash-node link 176 (a 192-byte malloc chunk), plus an
-  // 8-byte bucket. A path longer than 15 bytes adds a heap block (~48 bytes
-  // for /dev/shm names), a linked file a path-index node (~56 bytes with its
-  // bucket), and each holder a 24-byte Held entry in its process. About
-  // 330 bytes per linked tmpfs file with one holder: ~330 MB per 1,000,000.
+  // A segment's path: one exact-size heap block (no terminator, no spare
+  // capacity) and the hash the path index files it under.
+  class PathStr {
+  public:
+    PathStr() = default;
+    PathStr(const PathStr &o) { assign(o.view()); }
+    PathStr(PathStr &&o) noexcept
+        : p_(std::exchange(o.p_, nullptr)), len_(std::exchange(o.len_, 0)),
+          hash_(std::exchange(o.hash_, 0)) {}
+    PathStr &operator=(const PathStr &o) {
+      if (this != &o)
+        assign(o.view());
+      return *this;
+    }
+    PathStr &operator=(PathStr &&o) noexcept;
+    ~PathStr() { delete[] p_; }
+
+    void assign(std::string_view s);
+    std::string_view view() const { return {p_, len_}; }
+    operator std::string_view() const { return view(); }
+    bool empty() const { return len_ == 0; }
+    uint32_t hash() const { return hash_; }
+    static uint32_t hash_of(std::string_view s);
+    friend bool operator==(const PathStr &a, std::string_view b) { return a.view() == b; }
+
+  private:
+    char *p_ = nullptr;
+    uint32_t len_ = 0;
+    uint32_t hash_ = 0;
+  };
+
+  // Memory per segment (x86-64, libstdc++): this struct is 120 bytes and
+  // lives with its 16-byte key in a slot of a chunked pool (no malloc
+  // header, no node link); the key index and the path index are open
+  // addressing tables of 4-byte slot numbers (~8-10 bytes per segment each
+  // at their load factors). A path adds one exact-size heap block (48 bytes
+  // with malloc's header for a 38-byte /dev/shm name), each holder a
+  // 24-byte Held entry in its process. engine_memory (PyTorch names, one
+  // holder): 234 bytes per segment held, 210 orphaned at 100,000 segments;
+  // 232 and 201 at 1,000,000. The pool keeps its peak number of slots.
   struct Segment {
-    std::string path;
+    PathStr path;
     PidList holders;
     uint64_t size = 0;
     uint64_t bytes = 0;
-    uint64_t created_ns = 0;
+    // Observed creation time (ns), or with kExistedBefore the mtime (s)
+    // from the scan: a segment has one or the other.
+    int64_t born = 0;
     uint64_t changed_ns = 0;
-    int64_t mtime_s = 0;
     uint64_t creator_cgroup = 0;
     std::array<char, 16> creator_comm{};
     uint32_t creator_pid = 0;
@@ -377,12 +417,104 @@ private:
     uint32_t sysv_key = 0;
     uint32_t nattch = 0;
     Kind kind = Kind::tmpfs;
-    SegmentState state = SegmentState::linked;
+    SegmentState state = SegmentState::linked; // gone: a free slot of the pool
     NamePattern pattern = NamePattern::none;
     uint8_t flags = 0; // kPathFull, kExistedBefore
   };
   static constexpr uint8_t kPathFull = 1;      // path is an absolute, resolved path
   static constexpr uint8_t kExistedBefore = 2; // creation not observed
+
+  // One segment and its key; `first`/`second` as in a map's value.
+  struct Slot {
+    SegmentKey first;
+    Segment second;
+  };
+
+  // Slot numbers filed by a hash in an open-addressing table (linear
+  // probing, deletion by backward shift): the key index and the path index.
+  // A cell is 4 bytes: the slot number + 1 (0 = empty) and 6 bits of the
+  // hash, which spare most probes a visit to the slot. Equal hashes may
+  // repeat (the path index is a multimap).
+  class SlotIndex {
+  public:
+    static constexpr uint32_t kMaxSlots = (1u << 26) - 1;
+    size_t size() const { return size_; }
+    // members(fn) calls fn(slot, hash) for every filed slot: growing the
+    // table refiles them in slot order, which reads the pool sequentially.
+    template <class Members> void insert(uint32_t slot, size_t hash, Members &&members);
+    // hash_of(slot) gives the hash of a filed slot.
+    template <class HashOf> bool erase(uint32_t slot, size_t hash, HashOf &&hash_of);
+    // Calls f(slot) for every slot whose cell matches hash, until f returns
+    // true; returns that slot or kNoSlot.
+    template <class F> uint32_t find(size_t hash, F &&f) const;
+    template <class Members> void reserve(size_t n, Members &&members);
+
+  private:
+    static constexpr uint32_t kSlotMask = kMaxSlots;
+    static uint32_t tag(size_t hash) { return static_cast<uint32_t>(hash >> 58) << 26; }
+    template <class Members> void rebuild(size_t cells, Members &&members);
+    void place(uint32_t slot, size_t hash);
+    std::vector<uint32_t> cells_; // size a power of two
+    size_t size_ = 0;
+  };
+  static constexpr uint32_t kNoSlot = UINT32_MAX;
+
+  // Segments by key: slots in fixed chunks (stable addresses, so iterators
+  // survive inserts and erases of other segments) and a SlotIndex.
+  class SegTable {
+  public:
+    class iterator {
+    public:
+      iterator() = default;
+      iterator(const SegTable *t, uint32_t i) : t_(t), i_(i) {}
+      Slot &operator*() const { return t_->slot(i_); }
+      Slot *operator->() const { return &t_->slot(i_); }
+      iterator &operator++() {
+        i_ = t_->next_live(i_ + 1);
+        return *this;
+      }
+      friend bool operator==(const iterator &a, const iterator &b) { return a.i_ == b.i_; }
+      uint32_t index() const { return i_; }
+
+    private:
+      const SegTable *t_ = nullptr;
+      uint32_t i_ = kNoSlot;
+    };
+
+    SegTable() = default;
+    SegTable(const SegTable &o);
+    SegTable(SegTable &&) noexcept = default;
+    SegTable &operator=(const SegTable &o);
+    SegTable &operator=(SegTable &&) noexcept = default;
+
+    iterator begin() const { return {this, next_live(0)}; }
+    iterator end() const { return {this, kNoSlot}; }
+    iterator find(const SegmentKey &key) const;
+    size_t count(const SegmentKey &key) const { return find(key) != end() ? 1 : 0; }
+    std::pair<iterator, bool> try_emplace(const SegmentKey &key);
+    void erase(iterator it);
+    size_t size() const { return index_.size(); }
+    void reserve(size_t n);
+    Slot &slot(uint32_t i) const { return chunks_[i >> kChunkBits][i & (kChunk - 1)]; }
+    // The first live slot at or after i, or kNoSlot.
+    uint32_t next_live(uint32_t i) const {
+      for (; i < used_; ++i)
+        if (slot(i).second.state != SegmentState::gone)
+          return i;
+      return kNoSlot;
+    }
+    // file(slot, hash of its key) for every live slot, in slot order.
+    template <class File> void for_each_key(File &&file) const;
+
+  private:
+    static size_t table_hash(const SegmentKey &k);
+    static constexpr uint32_t kChunkBits = 10;
+    static constexpr uint32_t kChunk = 1u << kChunkBits;
+    std::vector<std::unique_ptr<Slot[]>> chunks_;
+    std::vector<uint32_t> free_; // released slots, reused first
+    uint32_t used_ = 0;          // slots handed out so far (live or free)
+    SlotIndex index_;
+  };
 
   // A rate that decays exponentially, so `top` shows recent activity.
   struct RateCounter {
@@ -437,8 +569,7 @@ private:
     std::deque<std::pair<uint64_t, uint64_t>> samples; // (now_ns, used bytes)
   };
 
-  using SegMap = std::unordered_map<SegmentKey, Segment, SegmentKeyHash>;
-  using SegIt = SegMap::iterator;
+  using SegIt = SegTable::iterator;
 
   // Events, one handler each.
   void on_open(const Event &e); // create and open
@@ -459,7 +590,7 @@ private:
   Process &process_entry(uint32_t pid);
   SegIt insert_segment(const SegmentKey &key, Kind kind);
   void erase_segment(SegIt it);
-  void set_path(SegIt it, std::string path, bool full);
+  void set_path(SegIt it, std::string_view path, bool full);
   void set_state(SegIt it, SegmentState state);
   void set_bytes(SegIt it, uint64_t bytes);
   void set_creator(Segment &s, uint32_t pid, const Process &p);
@@ -469,14 +600,17 @@ private:
   void release(uint32_t pid, Process &p, bool exec_only, uint64_t ts);
   // Destroys the segment when nothing keeps it any more.
   bool collect_if_unused(SegIt it);
-  SegIt find_by_path(const std::string &path, uint32_t dev_or_0);
+  SegIt find_by_path(std::string_view path, uint32_t dev_or_0);
   SegIt find_linked_by_name(const Event &e);
   void upsert_sysv(uint32_t ipcns, const SysvEntry &t, uint64_t now_ns);
   uint64_t used_now(const MountEntry &m) const;
 
   void index_path(SegIt it);
   void unindex_path(SegIt it);
-  uint64_t path_hash(std::string_view path) const;
+  static bool path_indexed(const Slot &slot);
+  template <class File> void for_each_indexed_path(File &&file) const;
+  // The path index's hash: a path's 32-bit hash spread over 64 bits.
+  static size_t path_key(uint32_t h) { return h * 0x9e3779b97f4a7c15ull; }
 
   bool creator_alive(const Segment &s) const;
   bool is_orphan(const Segment &s, bool sysv, uint64_t now_ns, uint64_t min_age_ns) const;
@@ -493,14 +627,16 @@ private:
   SegmentInfo info(const SegmentKey &key, const Segment &s, const NsContainers *ns = nullptr) const;
   bool matches(const SegmentKey &key, const Segment &s, const SegmentFilter &f,
                const NsContainers &ns) const;
-  ProcessInfo process_info(uint32_t pid, const Process &p, uint64_t now_ns) const;
+  // count_held: walk p.held for segments_held/bytes_held (else left 0).
+  ProcessInfo process_info(uint32_t pid, const Process &p, uint64_t now_ns,
+                           bool count_held = true) const;
   uint64_t now_or_last(uint64_t now_ns) const { return now_ns ? now_ns : last_ts_; }
 
   EngineConfig config_;
-  SegMap segs_;
-  // hash(path) -> linked files with a resolved path, to find unlink and
+  SegTable segs_;
+  // Linked files with a resolved path by the hash of it, to find unlink and
   // rename targets whose (dev, ino) hint is missing or wrong.
-  std::unordered_multimap<uint64_t, SegmentKey> by_path_;
+  SlotIndex by_path_;
   std::unordered_map<uint32_t, Process> procs_;
   std::unordered_map<uint64_t, CgroupEntry> cgroups_;
   std::unordered_map<uint32_t, DevStats> devs_;
@@ -513,6 +649,45 @@ private:
   uint32_t next_serial_ = 0;
   uint64_t last_ts_ = 0;
   EngineStats stats_;
+};
+
+// Every live segment read in place, for views that filter and sort many
+// segments but show a few (top's segments view): no SegmentInfo, no
+// allocation per segment. Valid while the engine does not change.
+class SegmentScan {
+public:
+  // What filtering and sorting need, as SegmentInfo has it.
+  struct Item {
+    SegmentKey key; // kind set as in SegmentInfo::key
+    std::string_view path;
+    std::string_view creator_comm;
+    uint32_t creator_pid = 0; // 0: unknown
+    uint64_t size = 0;
+    uint64_t bytes = 0;
+    uint64_t changed_ns = 0;
+    uint64_t age_ns = 0;                     // as SegmentInfo::age_ns at the scan's now_ns
+    const uint32_t *holders_begin = nullptr; // unsorted
+    const uint32_t *holders_end = nullptr;
+    uint32_t slot = 0;
+    size_t holder_count() const { return static_cast<size_t>(holders_end - holders_begin); }
+  };
+
+  // now_ns and orphan_min_age_ns as Engine::segments(filter, now_ns, ...).
+  SegmentScan(const Engine &engine, uint64_t now_ns, uint64_t orphan_min_age_ns);
+  void for_each(const std::function<void(const Item &)> &f) const;
+  // The container a view shows for the segment: SegmentInfo::container's
+  // id, else its creator's container id ("" = host).
+  std::string_view container_id(const Item &item) const;
+  // The segment in full, as Engine::segments(filter, now_ns, min_age) gives
+  // it. Only item.slot is read: an item may be kept as its slot alone.
+  SegmentInfo info(const Item &item) const;
+
+private:
+  const Engine &engine_;
+  Engine::NsContainers ns_;
+  uint64_t now_ns_;
+  uint64_t orphan_min_age_ns_;
+  mutable std::deque<std::string> names_; // SysV names the items point to
 };
 
 } // namespace shmbpf

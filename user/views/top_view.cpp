@@ -506,8 +506,79 @@ std::vector<std::size_t> mount_rows(const TopSnapshot &snap, const TopState &st,
   return idx;
 }
 
+// What the segments view filters and sorts on, from a SegmentInfo or, for
+// the paged query, from a segment read in place: one definition of the
+// order for both.
+struct SegSortKey {
+  uint64_t bytes = 0;
+  uint64_t size = 0;
+  std::size_t holders = 0;
+  uint64_t changed_ns = 0;
+  uint64_t age_ns = 0;
+  std::string_view path;
+  SegmentKey key;
+};
+
+SegSortKey sort_key(const SegmentInfo &s, uint64_t now_ns) {
+  return {s.bytes, s.size, s.holders.size(), s.changed_ns, seg_age_ns(s, now_ns).value_or(0),
+          s.path,  s.key};
+}
+
+SegSortKey sort_key(const SegmentScan::Item &s) {
+  return {s.bytes, s.size, s.holder_count(), s.changed_ns, s.age_ns, s.path, s.key};
+}
+
+// The view's order: a strict total order (path and key break every tie).
+bool seg_before(const SegSortKey &x, const SegSortKey &y, TopSort sort) {
+  switch (sort) {
+  case TopSort::bytes:
+    if (x.bytes != y.bytes)
+      return x.bytes > y.bytes;
+    if (x.size != y.size)
+      return x.size > y.size;
+    break;
+  case TopSort::count:
+    if (x.holders != y.holders)
+      return x.holders > y.holders;
+    break;
+  case TopSort::rate:
+    // Segments have no rate of their own: the most recently changed first.
+    if (x.changed_ns != y.changed_ns)
+      return x.changed_ns > y.changed_ns;
+    break;
+  case TopSort::age:
+    if (x.age_ns != y.age_ns)
+      return x.age_ns > y.age_ns;
+    break;
+  }
+  if (x.path != y.path)
+    return x.path < y.path;
+  return x.key < y.key;
+}
+
+// The view's own filters (pid, container, the `/` text), given how to get
+// the fields of one segment.
+template <class Involves, class Container>
+bool seg_passes(const TopState &st, const std::string &needle, std::string_view path,
+                std::string_view comm, Involves &&involves, Container &&container) {
+  if (st.pid && !involves(*st.pid))
+    return false;
+  if (st.container && !container_matches(container(), *st.container))
+    return false;
+  if (!needle.empty() && !name_matches(path, needle) && !name_matches(comm, needle))
+    return false;
+  return true;
+}
+
 std::vector<std::size_t> segment_rows(const TopSnapshot &snap, const TopState &st,
                                       const std::function<bool(const SegmentInfo &)> &extra = {}) {
+  if (snap.segments_paged && !extra) {
+    // Already the view's rows, filtered and in order.
+    std::vector<std::size_t> idx(snap.segments.size());
+    for (std::size_t i = 0; i < idx.size(); ++i)
+      idx[i] = i;
+    return idx;
+  }
   const std::string needle = lower(st.filter);
   std::vector<std::size_t> idx;
   for (std::size_t i = 0; i < snap.segments.size(); ++i) {
@@ -515,47 +586,19 @@ std::vector<std::size_t> segment_rows(const TopSnapshot &snap, const TopState &s
     if (extra) {
       if (!extra(s))
         continue;
-    } else {
-      if (st.pid && !seg_involves(s, *st.pid))
-        continue;
-      if (st.container && !container_matches(seg_container(s), *st.container))
-        continue;
-      if (!needle.empty() && !name_matches(s.path, needle) && !name_matches(s.creator.comm, needle))
-        continue;
+    } else if (!seg_passes(
+                   st, needle, s.path, s.creator.comm,
+                   [&](uint32_t pid) { return seg_involves(s, pid); },
+                   [&] { return seg_container(s); })) {
+      continue;
     }
     idx.push_back(i);
   }
-  const auto &v = snap.segments;
-  const uint64_t now = snap.now_ns;
-  std::stable_sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) {
-    const SegmentInfo &x = v[a], &y = v[b];
-    switch (st.sort) {
-    case TopSort::bytes:
-      if (x.bytes != y.bytes)
-        return x.bytes > y.bytes;
-      if (x.size != y.size)
-        return x.size > y.size;
-      break;
-    case TopSort::count:
-      if (x.holders.size() != y.holders.size())
-        return x.holders.size() > y.holders.size();
-      break;
-    case TopSort::rate:
-      // Segments have no rate of their own: the most recently changed first.
-      if (x.changed_ns != y.changed_ns)
-        return x.changed_ns > y.changed_ns;
-      break;
-    case TopSort::age: {
-      const auto ax = seg_age_ns(x, now), ay = seg_age_ns(y, now);
-      if (ax.value_or(0) != ay.value_or(0))
-        return ax.value_or(0) > ay.value_or(0);
-      break;
-    }
-    }
-    if (x.path != y.path)
-      return x.path < y.path;
-    return x.key < y.key;
-  });
+  std::vector<SegSortKey> keys(snap.segments.size());
+  for (std::size_t i : idx)
+    keys[i] = sort_key(snap.segments[i], snap.now_ns);
+  std::sort(idx.begin(), idx.end(),
+            [&](std::size_t a, std::size_t b) { return seg_before(keys[a], keys[b], st.sort); });
   return idx;
 }
 
@@ -652,6 +695,9 @@ struct ViewRows {
   std::function<std::string(std::size_t)> id;                 // row id at position
   std::function<std::vector<std::string>(std::size_t)> cells; // cells at position
   std::function<bool(std::size_t)> alert = [](std::size_t) { return false; };
+  // Positions id and cells can answer for (all of them unless paged).
+  std::size_t window_first = 0;
+  std::size_t window_last = 0;
 };
 
 ViewRows view_rows(const TopSnapshot &snap, const TopState &st, const Derived &d, TopView view,
@@ -684,12 +730,36 @@ ViewRows view_rows(const TopSnapshot &snap, const TopState &st, const Derived &d
   case TopView::segments:
     idx = segment_rows(snap, st);
     r.cols = segment_columns();
+    if (snap.segments_paged) {
+      // Rows [segments_offset, + segments.size()) of segments_total.
+      const std::size_t off = snap.segments_offset;
+      auto at = [&snap, off](std::size_t i) -> const SegmentInfo * {
+        return i >= off && i - off < snap.segments.size() ? &snap.segments[i - off] : nullptr;
+      };
+      r.id = [at](std::size_t i) {
+        const SegmentInfo *s = at(i);
+        return s ? segment_id(*s) : std::string();
+      };
+      r.cells = [at, &snap](std::size_t i) {
+        const SegmentInfo *s = at(i);
+        return s ? segment_cells(*s, snap.now_ns) : std::vector<std::string>();
+      };
+      r.alert = [at](std::size_t i) {
+        const SegmentInfo *s = at(i);
+        return s && s->orphan;
+      };
+      r.count = snap.segments_total;
+      r.window_first = off;
+      r.window_last = off + snap.segments.size();
+      return r;
+    }
     r.id = [&](std::size_t i) { return segment_id(snap.segments[idx[i]]); };
     r.cells = [&](std::size_t i) { return segment_cells(snap.segments[idx[i]], snap.now_ns); };
     r.alert = [&](std::size_t i) { return snap.segments[idx[i]].orphan; };
     break;
   }
   r.count = idx.size();
+  r.window_last = r.count;
   return r;
 }
 
@@ -1014,6 +1084,77 @@ std::vector<std::string> top_help_lines() {
   };
 }
 
+void fill_segment_page(TopSnapshot &snap, const Engine &engine, const TopState &st,
+                       uint64_t orphan_min_age_ns, bool all_rows) {
+  const SegmentScan scan(engine, snap.now_ns, orphan_min_age_ns);
+  const std::string needle = lower(st.filter);
+  struct Row {
+    SegSortKey key;
+    uint32_t slot;
+  };
+  std::vector<Row> rows;
+  rows.reserve(engine.segment_count());
+  // The row the selection follows: "s:<sysv>:<dev or ipcns>:<ino or shmid>".
+  std::optional<std::size_t> anchor;
+  scan.for_each([&](const SegmentScan::Item &it) {
+    if (!seg_passes(
+            st, needle, it.path, it.creator_comm,
+            [&](uint32_t pid) {
+              return (it.creator_pid != 0 && it.creator_pid == pid) ||
+                     std::find(it.holders_begin, it.holders_end, pid) != it.holders_end;
+            },
+            [&] { return scan.container_id(it); }))
+      return;
+    rows.push_back({sort_key(it), it.slot});
+  });
+  if (!st.selected_id.empty() && st.selected_id.starts_with("s:")) {
+    for (std::size_t i = 0; i < rows.size() && !anchor; ++i) {
+      const SegmentKey &k = rows[i].key.key;
+      if (st.selected_id == "s:" + std::to_string(k.is_sysv()) + ":" +
+                                std::to_string(k.dev_or_ipcns) + ":" +
+                                std::to_string(k.ino_or_shmid))
+        anchor = i;
+    }
+  }
+  auto before = [&](const Row &a, const Row &b) { return seg_before(a.key, b.key, st.sort); };
+  const std::size_t total = rows.size();
+  std::optional<std::size_t> rank;
+  if (anchor) {
+    const Row a = rows[*anchor];
+    rank = static_cast<std::size_t>(
+        std::count_if(rows.begin(), rows.end(), [&](const Row &r) { return before(r, a); }));
+  }
+  std::size_t first = 0, last = total;
+  if (!all_rows && total > 0) {
+    // Whatever scroll the frame picks, the selection stays on screen: the
+    // rows within two screens of it cover the frame and a page key or two.
+    const std::size_t page = std::max<std::size_t>({st.page_rows, st.height, 1});
+    const std::size_t at = std::min(rank.value_or(st.selected), total - 1);
+    first = at > 2 * page ? at - 2 * page : 0;
+    last = std::min(total, at + 2 * page + 1);
+    if (first > 0)
+      std::nth_element(rows.begin(), rows.begin() + static_cast<std::ptrdiff_t>(first), rows.end(),
+                       before);
+    if (last < total)
+      std::nth_element(rows.begin() + static_cast<std::ptrdiff_t>(first),
+                       rows.begin() + static_cast<std::ptrdiff_t>(last), rows.end(), before);
+  }
+  std::sort(rows.begin() + static_cast<std::ptrdiff_t>(first),
+            rows.begin() + static_cast<std::ptrdiff_t>(last), before);
+  snap.segments.clear();
+  snap.segments.reserve(last - first);
+  for (std::size_t i = first; i < last; ++i) {
+    SegmentScan::Item it;
+    it.slot = rows[i].slot;
+    snap.segments.push_back(scan.info(it));
+  }
+  snap.segments_paged = true;
+  snap.segments_total = total;
+  snap.segments_offset = first;
+  snap.selected_rank = rank;
+  snap.ranked_id = st.selected_id;
+}
+
 TopFrame build_top_frame(const TopSnapshot &snap, TopState &st) {
   TopFrame f;
   const std::size_t width = st.width;
@@ -1079,13 +1220,19 @@ TopFrame build_top_frame(const TopSnapshot &snap, TopState &st) {
     st.rows = r.count;
     const std::size_t page = limited ? std::max<std::size_t>(1, body > 0 ? body - 1 : 0) : r.count;
     st.page_rows = std::max<std::size_t>(1, page);
-    // Follow the selected row by id; fall back to its position.
+    // Follow the selected row by id; fall back to its position. A paged
+    // snapshot knows where the id it was taken for went.
     if (!st.selected_id.empty()) {
-      for (std::size_t i = 0; i < r.count; ++i)
-        if (r.id(i) == st.selected_id) {
-          st.selected = i;
-          break;
-        }
+      if (snap.selected_rank && st.view == TopView::segments && snap.segments_paged &&
+          st.selected_id == snap.ranked_id) {
+        st.selected = *snap.selected_rank;
+      } else {
+        for (std::size_t i = r.window_first; i < r.window_last; ++i)
+          if (r.id(i) == st.selected_id) {
+            st.selected = i;
+            break;
+          }
+      }
     }
     st.selected = r.count ? std::min(st.selected, r.count - 1) : 0;
     st.selected_id = r.count ? r.id(st.selected) : std::string();
@@ -1099,6 +1246,9 @@ TopFrame build_top_frame(const TopSnapshot &snap, TopState &st) {
       st.scroll = 0;
     }
     const std::size_t first = st.scroll, last = std::min(r.count, first + page);
+    // A paged snapshot that lacks rows this frame shows (the selection moved
+    // far): the caller takes the page again.
+    st.page_miss = first < r.window_first || last > r.window_last;
     Table tab{r.cols, {}};
     tab.rows.reserve(last - first);
     for (std::size_t i = first; i < last; ++i)

@@ -39,6 +39,17 @@ struct TopSnapshot {
   std::vector<ContainerInfo> containers;
   std::vector<SegmentInfo> segments;
   std::unordered_map<uint32_t, std::string> users; // uid -> login name, when known
+
+  // Set by fill_segment_page: segments holds only rows [segments_offset,
+  // segments_offset + segments.size()) of the segments view's
+  // segments_total rows, already filtered and sorted for the state it was
+  // taken for, and selected_rank is where the row ranked_id (that state's
+  // selected_id) is, if it is a row.
+  bool segments_paged = false;
+  std::size_t segments_total = 0;
+  std::size_t segments_offset = 0;
+  std::optional<std::size_t> selected_rank;
+  std::string ranked_id;
 };
 
 // Key codes for top_handle_key: printable keys are their character, the
@@ -90,6 +101,8 @@ struct TopState {
   // Filled by build_top_frame, used by the keys that move by pages.
   std::size_t rows = 0;      // rows of the current view after filtering
   std::size_t page_rows = 1; // rows that fit on the screen
+  // The frame needed rows a paged snapshot does not have: take it again.
+  bool page_miss = false;
 };
 
 enum class TopStyle : uint8_t {
@@ -109,6 +122,14 @@ struct TopLine {
 struct TopFrame {
   std::vector<TopLine> lines;
 };
+
+// The segments view's rows for state into snap, straight from the engine:
+// filtered and ordered over segments read in place, and only the rows a
+// frame around the selection can show (all_rows: every row, for batch
+// mode and --json) copied out as SegmentInfo. The frame and the JSON are
+// the ones a snapshot holding every segment gives.
+void fill_segment_page(TopSnapshot &snap, const Engine &engine, const TopState &state,
+                       uint64_t orphan_min_age_ns, bool all_rows);
 
 // Builds the frame for state (adjusting its selection, scroll and counts).
 TopFrame build_top_frame(const TopSnapshot &snap, TopState &state);
