@@ -372,28 +372,38 @@ def bench_loss(cfg, per_producer):
     procs = start_producers(cfg, "shm_cycle", ["-k", "-n", str(n), "-w", "0"])
     pids = [p.pid for p in procs]
     finish_producers(procs)
-    time.sleep(1.5)
-    after_create = tracer.report()
+
+    def converge(want, timeout=40.0):
+        """Polls the engine until its table has `want` files; (report, seconds)."""
+        t0 = time.monotonic()
+        while True:
+            time.sleep(0.25)
+            r = tracer.report()
+            if r["matching"] == want or time.monotonic() - t0 > timeout:
+                return r, time.monotonic() - t0
+
+    after_create, create_s = converge(2 * n)
     for pid in pids:
         for i in range(n):
             try:
                 os.unlink(f"/dev/shm/shmbpf-bench-keep-{pid}-{i}")
             except FileNotFoundError:
                 pass
-    time.sleep(1.5)
-    after_unlink = tracer.report()
+    after_unlink, unlink_s = converge(0)
     tracer.stop()
     res["engine_4k_ring"] = {
         "created": 2 * n,
         "tables_after_create": after_create["matching"],
         "lost_after_create": after_create["lost"],
         "loss_reconciles": after_create["loss_reconciles"],
+        "seconds_to_create": round(create_s, 2),
         "tables_after_unlink": after_unlink["matching"],
+        "seconds_to_unlink": round(unlink_s, 2),
         "recovered": after_create["matching"] == 2 * n and after_unlink["matching"] == 0,
     }
-    log(f"  recovery: created={2 * n} engine sees {after_create['matching']} "
-        f"(lost {after_create['lost']}, {after_create['loss_reconciles']} loss reconciles), "
-        f"after unlink {after_unlink['matching']}")
+    log(f"  recovery: created={2 * n} engine sees {after_create['matching']} after "
+        f"{create_s:.1f} s (lost {after_create['lost']}, {after_create['loss_reconciles']} loss "
+        f"reconciles), after unlink {after_unlink['matching']} after {unlink_s:.1f} s")
     return res
 
 
@@ -605,7 +615,8 @@ def report(res):
         e = ls.get("engine_4k_ring")
         if e:
             lines += [f"engine, 4 KiB ring: created {e['created']}, tables {e['tables_after_create']} "
-                      f"after create, {e['tables_after_unlink']} after unlink, recovered: {e['recovered']}"]
+                      f"after create ({e['seconds_to_create']} s), {e['tables_after_unlink']} after "
+                      f"unlink ({e['seconds_to_unlink']} s), recovered: {e['recovered']}"]
     bc = res.get("bpf_cost")
     if bc:
         lines += ["", "| BPF cost | workload | BPF ns per op | per program (ns/run × runs) |", "|---|---|---:|---|"]
