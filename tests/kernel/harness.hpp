@@ -83,16 +83,19 @@ private:
   std::vector<Event> events_;
 };
 
-// Loads the real programs; outside CI a machine that cannot is a skip.
-#define SHMBPF_COLLECTOR(var, ...)                                                                 \
-  std::unique_ptr<::shmbpf::test::Collector> var;                                                  \
+// Makes a std::unique_ptr<Type> var of something that loads the real
+// programs; under CI=true a machine that cannot is a failure, elsewhere a skip.
+#define SHMBPF_LOADED(var, Type, ...)                                                              \
+  std::unique_ptr<Type> var;                                                                       \
   try {                                                                                            \
-    var = std::make_unique<::shmbpf::test::Collector>(__VA_ARGS__);                                \
+    var = std::make_unique<Type>(__VA_ARGS__);                                                     \
   } catch (const ::shmbpf::FatalError &e) {                                                        \
     if (::shmbpf::test::in_ci())                                                                   \
       FAIL() << "BPF could not be loaded under CI=true: " << e.what();                             \
     GTEST_SKIP() << "BPF could not be loaded: " << e.what();                                       \
   }
+#define SHMBPF_COLLECTOR(var, ...) SHMBPF_LOADED(var, ::shmbpf::test::Collector, __VA_ARGS__)
+#define SHMBPF_SESSION(var, ...) SHMBPF_LOADED(var, ::shmbpf::Session, __VA_ARGS__)
 
 // Forks a child named `comm` that runs fn and exits with its return value.
 // The child waits for the parent's go-ahead so its pid is known first.

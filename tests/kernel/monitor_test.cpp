@@ -18,15 +18,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-#define SHMBPF_MONITOR(var, ...)                                                                   \
-  std::unique_ptr<::shmbpf::Monitor> var;                                                          \
-  try {                                                                                            \
-    var = std::make_unique<::shmbpf::Monitor>(__VA_ARGS__);                                        \
-  } catch (const ::shmbpf::FatalError &e) {                                                        \
-    if (::shmbpf::test::in_ci())                                                                   \
-      FAIL() << "BPF could not be loaded under CI=true: " << e.what();                             \
-    GTEST_SKIP() << "BPF could not be loaded: " << e.what();                                       \
-  }
+#define SHMBPF_MONITOR(var, ...) SHMBPF_LOADED(var, ::shmbpf::Monitor, __VA_ARGS__)
 
 // Polls the monitor until pred holds on its engine or the timeout passes.
 bool pump_until(Monitor &m, const std::function<bool(const Engine &)> &pred,

@@ -386,14 +386,7 @@ TEST(Delivery, LostRecordsAreCounted) {
   // records that do not fit must show up in lost(), not vanish.
   ProbeOptions opts;
   opts.ring_buffer_bytes = 4096;
-  std::unique_ptr<Session> session;
-  try {
-    session = std::make_unique<Session>(opts);
-  } catch (const FatalError &e) {
-    if (in_ci())
-      FAIL() << "BPF could not be loaded under CI=true: " << e.what();
-    GTEST_SKIP() << "BPF could not be loaded: " << e.what();
-  }
+  SHMBPF_SESSION(session, opts);
   constexpr int calls = 2000;
   const std::string comm = "memfd-flood";
   Child c = run_child(comm, [] {

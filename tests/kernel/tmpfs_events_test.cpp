@@ -514,14 +514,7 @@ TEST(TmpfsEvents, NewTmpfsMountCreateAndFallocate) {
 // that the order is certain.
 TEST(TmpfsEvents, NewTmpfsMountResolvedAfterCreatorExit) {
   Cleanup cleanup;
-  std::unique_ptr<Session> session;
-  try {
-    session = std::make_unique<Session>(ProbeOptions{});
-  } catch (const FatalError &e) {
-    if (in_ci())
-      FAIL() << "BPF could not be loaded under CI=true: " << e.what();
-    GTEST_SKIP() << "BPF could not be loaded: " << e.what();
-  }
+  SHMBPF_SESSION(session, ProbeOptions{});
   const std::string dir = mount_tmpfs(cleanup, "size=4m");
   ASSERT_FALSE(dir.empty());
   const std::string path = dir + "/" + uniq("kt-gone");
@@ -1214,14 +1207,7 @@ TEST(TmpfsEvents, FullNameMapIsCounted) {
 TEST(TmpfsEvents, UnlinkSeenAfterItsCreateWasLost) {
   ProbeOptions opts;
   opts.ring_buffer_bytes = 16 << 10; // nobody reads during the burst
-  std::unique_ptr<Session> session;
-  try {
-    session = std::make_unique<Session>(opts);
-  } catch (const FatalError &e) {
-    if (in_ci())
-      FAIL() << "BPF could not be loaded under CI=true: " << e.what();
-    GTEST_SKIP() << "BPF could not be loaded: " << e.what();
-  }
+  SHMBPF_SESSION(session, opts);
   const std::string dir = "/dev/shm/" + uniq("kt-lostcreate");
   Cleanup cleanup;
   cleanup.dirs.push_back(dir);

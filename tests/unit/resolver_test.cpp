@@ -144,31 +144,6 @@ TEST(Resolver, Normalize) {
   EXPECT_EQ(PathResolver::normalize("/dev/shm/"), "/dev/shm");
 }
 
-// The resolver's in-place join must agree with join_mount_path() on every
-// combination of mount root, mount point and in-mount path.
-TEST(Resolver, JoinIntoMatchesJoinMountPath) {
-  const char *roots[] = {"/", "/sub", "/sub/", "/a/b", "//"};
-  const char *points[] = {"/", "/dev/shm", "/dev/shm/", "/srv/bind"};
-  const char *paths[] = {"",     "/",         "x",      "/x",    "/sub",     "/sub/",
-                         "/sub", "/subdir/x", "/sub/x", "sub/x", "/a/b/c/d", "//x"};
-  for (const char *root : roots) {
-    for (const char *mp : points) {
-      for (const char *p : paths) {
-        MountInfo m;
-        m.root = root;
-        m.mountpoint = mp;
-        std::string out = "stale";
-        const bool ok = PathResolver::join_mount_path_into(out, m, p);
-        auto want = join_mount_path(m, p);
-        ASSERT_EQ(ok, want.has_value()) << root << " " << mp << " " << p;
-        if (ok) {
-          EXPECT_EQ(out, *want) << root << " " << mp << " " << p;
-        }
-      }
-    }
-  }
-}
-
 Event free_of(uint32_t dev, uint64_t ino) {
   Event f;
   f.type = EventType::free;

@@ -5,16 +5,6 @@
 
 namespace shmbpf {
 
-namespace {
-
-std::string_view trim_trailing_slashes(std::string_view s) {
-  while (s.size() > 1 && s.back() == '/')
-    s.remove_suffix(1);
-  return s;
-}
-
-} // namespace
-
 void PathResolver::set_namespace(uint32_t mntns, std::vector<MountInfo> mounts) {
   // Mount ids are reused after an unmount: forget this namespace's old ones.
   if (auto old = by_ns_.find(mntns); old != by_ns_.end())
@@ -53,41 +43,6 @@ std::string PathResolver::normalize(std::string_view p) {
   std::string out;
   normalize_into(out, p);
   return out;
-}
-
-bool PathResolver::join_mount_path_into(std::string &out, const MountInfo &mount,
-                                        std::string_view in_mount_path) {
-  // join_mount_path(), writing into a buffer the caller reuses.
-  std::string slashed; // only for a path without its leading '/' (rare)
-  if (in_mount_path.empty() || in_mount_path.front() != '/') {
-    slashed.reserve(in_mount_path.size() + 1);
-    slashed.push_back('/');
-    slashed.append(in_mount_path);
-    in_mount_path = slashed;
-  }
-  // The part of the path below the mount's root, "" or "/...".
-  std::string_view root = trim_trailing_slashes(mount.root);
-  std::string_view rest = in_mount_path;
-  if (root != "/") {
-    if (!rest.starts_with(root))
-      return false;
-    rest.remove_prefix(root.size());
-    if (!rest.empty() && rest.front() != '/')
-      return false; // "/subdir" is not under root "/sub"
-  }
-  if (rest == "/")
-    rest = {};
-
-  std::string_view mp = trim_trailing_slashes(mount.mountpoint);
-  if (rest.empty())
-    out.assign(mp);
-  else if (mp == "/")
-    out.assign(rest);
-  else {
-    out.assign(mp);
-    out.append(rest);
-  }
-  return true;
 }
 
 const MountInfo *PathResolver::mount_for_path(uint32_t mntns, const std::string &abs) const {

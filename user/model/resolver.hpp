@@ -41,10 +41,6 @@ public:
   static std::string normalize(std::string_view absolute);
   // The same into out (replacing its contents); out must not alias p.
   static void normalize_into(std::string &out, std::string_view p);
-  // join_mount_path() into out (replacing its contents); false (out
-  // unspecified) when the path lies outside the mounted subtree.
-  static bool join_mount_path_into(std::string &out, const MountInfo &mount,
-                                   std::string_view in_mount_path);
 
   // Inodes with a remembered path (tests: the table stays bounded).
   std::size_t remembered_inodes() const { return inodes_.size(); }

@@ -219,13 +219,14 @@ const MountInfo *find_by_id(const std::vector<MountInfo> &mounts, uint32_t mnt_i
   return nullptr;
 }
 
-std::optional<std::string> join_mount_path(const MountInfo &mount, std::string_view in_mount_path) {
-  std::string normalized;
+bool join_mount_path_into(std::string &out, const MountInfo &mount,
+                          std::string_view in_mount_path) {
+  std::string slashed; // only for a path without its leading '/' (rare)
   if (in_mount_path.empty() || in_mount_path.front() != '/') {
-    normalized.reserve(in_mount_path.size() + 1);
-    normalized.push_back('/');
-    normalized.append(in_mount_path);
-    in_mount_path = normalized;
+    slashed.reserve(in_mount_path.size() + 1);
+    slashed.push_back('/');
+    slashed.append(in_mount_path);
+    in_mount_path = slashed;
   }
 
   // The part of the path below the mount's root, "" or "/...".
@@ -233,23 +234,30 @@ std::optional<std::string> join_mount_path(const MountInfo &mount, std::string_v
   std::string_view rest = in_mount_path;
   if (root != "/") {
     if (!rest.starts_with(root))
-      return std::nullopt;
+      return false;
     rest.remove_prefix(root.size());
     if (!rest.empty() && rest.front() != '/')
-      return std::nullopt; // "/subdir" is not under root "/sub"
+      return false; // "/subdir" is not under root "/sub"
   }
   if (rest == "/")
     rest = {};
 
   std::string_view mp = trim_trailing_slashes(mount.mountpoint);
   if (rest.empty())
-    return std::string(mp);
-  if (mp == "/")
-    return std::string(rest);
+    out.assign(mp);
+  else if (mp == "/")
+    out.assign(rest);
+  else {
+    out.assign(mp);
+    out.append(rest);
+  }
+  return true;
+}
+
+std::optional<std::string> join_mount_path(const MountInfo &mount, std::string_view in_mount_path) {
   std::string out;
-  out.reserve(mp.size() + rest.size());
-  out.append(mp);
-  out.append(rest);
+  if (!join_mount_path_into(out, mount, in_mount_path))
+    return std::nullopt;
   return out;
 }
 

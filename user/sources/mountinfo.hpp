@@ -54,5 +54,8 @@ const MountInfo *find_by_id(const std::vector<MountInfo> &mounts, uint32_t mnt_i
 // honouring bind mounts of a subtree (root "/sub"). nullopt when the path lies
 // outside the mounted subtree. A missing leading '/' is tolerated.
 std::optional<std::string> join_mount_path(const MountInfo &mount, std::string_view in_mount_path);
+// The same into out (replacing its contents, so a caller can reuse one
+// buffer); false, with out unspecified, when the path is outside the mount.
+bool join_mount_path_into(std::string &out, const MountInfo &mount, std::string_view in_mount_path);
 
 } // namespace shmbpf
