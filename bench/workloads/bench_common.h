@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 struct bench_args {
@@ -75,6 +76,46 @@ static inline long long bench_now_ns(clockid_t clk)
 
 	clock_gettime(clk, &ts);
 	return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* The segment every workload makes: -a SIZE bytes (default 16 KiB), its
+ * pages touched with -m. */
+struct bench_seg {
+	size_t size;
+	long page;
+	int touch;
+};
+
+static inline struct bench_seg bench_seg_of(const struct bench_args *a)
+{
+	struct bench_seg s = {.size = 16 << 10, .page = sysconf(_SC_PAGESIZE), .touch = a->mmap};
+
+	if (a->arg)
+		s.size = strtoul(a->arg, NULL, 0);
+	return s;
+}
+
+/* Writes one byte per page of a mapping of the segment, with -m. */
+static inline void bench_touch(char *m, const struct bench_seg *s)
+{
+	if (!s->touch)
+		return;
+	for (size_t off = 0; off < s->size; off += (size_t)s->page)
+		m[off] = 1;
+}
+
+/* With -m: maps the file behind fd, touches every page, unmaps it. */
+static inline void bench_map_touch(int fd, const struct bench_seg *s)
+{
+	char *m;
+
+	if (!s->touch)
+		return;
+	m = mmap(NULL, s->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (m == MAP_FAILED)
+		bench_die("mmap");
+	bench_touch(m, s);
+	munmap(m, s->size);
 }
 
 /*

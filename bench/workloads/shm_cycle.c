@@ -6,14 +6,11 @@
 #include "bench_common.h"
 
 #include <fcntl.h>
-#include <sys/mman.h>
 
 struct ctx {
 	char name[64];
 	int keep;
-	size_t size;
-	long page;
-	int touch;
+	struct bench_seg seg;
 };
 
 static void op(void *p, long i)
@@ -26,17 +23,9 @@ static void op(void *p, long i)
 	fd = shm_open(c->name, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
 	if (fd < 0)
 		bench_die("shm_open");
-	if (ftruncate(fd, (off_t)c->size) != 0)
+	if (ftruncate(fd, (off_t)c->seg.size) != 0)
 		bench_die("ftruncate");
-	if (c->touch) {
-		char *m = mmap(NULL, c->size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-
-		if (m == MAP_FAILED)
-			bench_die("mmap");
-		for (size_t off = 0; off < c->size; off += (size_t)c->page)
-			m[off] = 1;
-		munmap(m, c->size);
-	}
+	bench_map_touch(fd, &c->seg);
 	close(fd);
 	if (!c->keep && shm_unlink(c->name) != 0)
 		bench_die("shm_unlink");
@@ -45,11 +34,8 @@ static void op(void *p, long i)
 int main(int argc, char **argv)
 {
 	struct bench_args a = bench_parse(argc, argv, 50000);
-	struct ctx c = {
-		.size = 16 << 10, .page = sysconf(_SC_PAGESIZE), .touch = a.mmap, .keep = a.keep};
+	struct ctx c = {.keep = a.keep, .seg = bench_seg_of(&a)};
 
-	if (a.arg)
-		c.size = strtoul(a.arg, NULL, 0);
 	/* One name per process: two producers never collide, and O_EXCL
 	 * proves every cycle really creates a new file. */
 	snprintf(c.name, sizeof(c.name), "/shmbpf-bench-%d", (int)getpid());

@@ -6,28 +6,20 @@
 #include <sys/ipc.h>
 #include <sys/shm.h>
 
-struct ctx {
-	size_t size;
-	long page;
-	int touch;
-};
-
 static void op(void *p, long i)
 {
-	struct ctx *c = p;
+	const struct bench_seg *s = p;
 	int id;
 	char *m;
 
 	(void)i;
-	id = shmget(IPC_PRIVATE, c->size, IPC_CREAT | 0600);
+	id = shmget(IPC_PRIVATE, s->size, IPC_CREAT | 0600);
 	if (id < 0)
 		bench_die("shmget");
 	m = shmat(id, NULL, 0);
 	if (m == (void *)-1)
 		bench_die("shmat");
-	if (c->touch)
-		for (size_t off = 0; off < c->size; off += (size_t)c->page)
-			m[off] = 1;
+	bench_touch(m, s);
 	if (shmdt(m) != 0)
 		bench_die("shmdt");
 	if (shmctl(id, IPC_RMID, NULL) != 0)
@@ -37,10 +29,8 @@ static void op(void *p, long i)
 int main(int argc, char **argv)
 {
 	struct bench_args a = bench_parse(argc, argv, 50000);
-	struct ctx c = {.size = 16 << 10, .page = sysconf(_SC_PAGESIZE), .touch = a.mmap};
+	struct bench_seg s = bench_seg_of(&a);
 
-	if (a.arg)
-		c.size = strtoul(a.arg, NULL, 0);
-	bench_run(&a, op, &c);
+	bench_run(&a, op, &s);
 	return 0;
 }
