@@ -33,6 +33,27 @@ bool pump_until(Monitor &m, const std::function<bool(const Engine &)> &pred,
   return pred(m.engine());
 }
 
+// In a child named comm: n files dir/f0.. of 4 KiB, each with one byte
+// written when `write` (so it has a page). Returns the child, exited.
+Child make_files(const std::string &comm, const std::string &dir, int n, bool write) {
+  return run_child(comm, [&] {
+    for (int i = 0; i < n; ++i) {
+      int fd = open((dir + "/f" + std::to_string(i)).c_str(), O_RDWR | O_CREAT, 0600);
+      if (fd < 0 || ftruncate(fd, 4096) != 0 || (write && pwrite(fd, "z", 1, 0) != 1))
+        return 1;
+      close(fd);
+    }
+    return 0;
+  });
+}
+
+// Live segments named dir/f*.
+size_t files_in(const Engine &e, const std::string &dir) {
+  SegmentFilter f;
+  f.path_glob = dir + "/f*";
+  return e.segments(f).size();
+}
+
 std::optional<SegmentInfo> by_path(const Engine &e, const std::string &path) {
   SegmentFilter f;
   f.path_glob = path;
@@ -257,21 +278,9 @@ TEST(Monitor, LostRecordsTriggerAReconcileThatFindsEverything) {
   const std::string dir = "/dev/shm/shmbpf-mon-burst-" + std::to_string(getpid());
   ASSERT_EQ(mkdir(dir.c_str(), 0700), 0);
   constexpr int kFiles = 300;
-  Child child = run_child("mon-burst", [&] {
-    for (int i = 0; i < kFiles; ++i) {
-      int fd = open((dir + "/f" + std::to_string(i)).c_str(), O_RDWR | O_CREAT, 0600);
-      if (fd < 0 || ftruncate(fd, 4096) != 0 || pwrite(fd, "z", 1, 0) != 1)
-        return 1;
-      close(fd);
-    }
-    return 0;
-  });
+  Child child = make_files("mon-burst", dir, kFiles, /*write=*/true);
   ASSERT_EQ(child.status, 0);
-  auto count = [&](const Engine &e) {
-    SegmentFilter f;
-    f.path_glob = dir + "/f*";
-    return e.segments(f).size();
-  };
+  auto count = [&](const Engine &e) { return files_in(e, dir); };
   EXPECT_TRUE(pump_until(*m, [&](const Engine &e) { return count(e) == kFiles; }));
   EXPECT_GT(m->stats().lost, 0u);
   EXPECT_GE(m->stats().loss_reconciles, 1u);
@@ -290,21 +299,9 @@ TEST(Monitor, RescanSeedsFilesWhoseCreationWasLost) {
   const std::string dir = "/dev/shm/shmbpf-mon-seed-" + std::to_string(getpid());
   ASSERT_EQ(mkdir(dir.c_str(), 0700), 0);
   constexpr int kFiles = 300;
-  Child child = run_child("mon-seed", [&] {
-    for (int i = 0; i < kFiles; ++i) {
-      int fd = open((dir + "/f" + std::to_string(i)).c_str(), O_RDWR | O_CREAT, 0600);
-      if (fd < 0 || ftruncate(fd, 4096) != 0)
-        return 1;
-      close(fd);
-    }
-    return 0;
-  });
+  Child child = make_files("mon-seed", dir, kFiles, /*write=*/false);
   ASSERT_EQ(child.status, 0);
-  auto count = [&](const Engine &e) {
-    SegmentFilter f;
-    f.path_glob = dir + "/f*";
-    return e.segments(f).size();
-  };
+  auto count = [&](const Engine &e) { return files_in(e, dir); };
   m->drain();
   ASSERT_GT(m->stats().lost, 0u);
   const size_t known = count(m->engine());
