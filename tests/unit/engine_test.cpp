@@ -1,4 +1,5 @@
 #include "model/engine.hpp"
+#include "synthetic_events.hpp"
 
 #include <gtest/gtest.h>
 
@@ -22,20 +23,10 @@ constexpr uint64_t kMiB = 1 << 20;
 
 uint64_t sec(double s) { return static_cast<uint64_t>(s * kSec); }
 
-Event base(EventType type, uint32_t pid, uint64_t ts) {
-  Event e;
-  e.type = type;
-  e.pid = pid;
-  e.tid = pid;
-  e.ppid = 1;
-  e.uid = 1000;
-  e.ts_ns = ts;
-  e.comm = "p" + std::to_string(pid);
-  return e;
-}
+using test::process_event;
 
 Event file_event(EventType type, uint32_t pid, uint64_t ino, const std::string &path, uint64_t ts) {
-  Event e = base(type, pid, ts);
+  Event e = process_event(type, pid, ts);
   e.kind = Kind::tmpfs;
   e.dev = kDev;
   e.mnt_id = kMntId;
@@ -87,7 +78,7 @@ Event resize(uint32_t pid, uint64_t ino, uint64_t size, uint64_t bytes, uint64_t
 
 // hint_ino: what the resolver left in dev/ino (0 = nothing).
 Event unlink_file(uint32_t pid, const std::string &path, uint64_t ts, uint64_t hint_ino = 0) {
-  Event e = base(EventType::unlink, pid, ts);
+  Event e = process_event(EventType::unlink, pid, ts);
   e.kind = Kind::tmpfs;
   e.path = path;
   e.full_path = path;
@@ -98,7 +89,7 @@ Event unlink_file(uint32_t pid, const std::string &path, uint64_t ts, uint64_t h
 }
 
 Event free_pages(uint64_t ino, uint64_t bytes, bool unlinked, uint64_t ts) {
-  Event e = base(EventType::free, 0, ts);
+  Event e = process_event(EventType::free, 0, ts);
   e.comm = "kworker/0:1";
   e.kind = Kind::tmpfs;
   e.dev = kDev;
@@ -111,7 +102,7 @@ Event free_pages(uint64_t ino, uint64_t bytes, bool unlinked, uint64_t ts) {
 }
 
 Event memfd(uint32_t pid, uint64_t ino, const std::string &name, uint64_t ts, uint32_t flags) {
-  Event e = base(EventType::memfd_create, pid, ts);
+  Event e = process_event(EventType::memfd_create, pid, ts);
   e.kind = Kind::memfd;
   e.dev = 1;
   e.ino = ino;
@@ -123,16 +114,16 @@ Event memfd(uint32_t pid, uint64_t ino, const std::string &name, uint64_t ts, ui
   return e;
 }
 
-Event exit_of(uint32_t pid, uint64_t ts) { return base(EventType::exit, pid, ts); }
+Event exit_of(uint32_t pid, uint64_t ts) { return process_event(EventType::exit, pid, ts); }
 
 Event exec_of(uint32_t pid, uint64_t ts, std::string comm) {
-  Event e = base(EventType::exec, pid, ts);
+  Event e = process_event(EventType::exec, pid, ts);
   e.comm = std::move(comm);
   return e;
 }
 
 Event sysv(EventType type, uint32_t pid, int32_t shmid, uint64_t ts) {
-  Event e = base(type, pid, ts);
+  Event e = process_event(type, pid, ts);
   e.kind = Kind::sysv;
   e.ipcns = kIpcNs;
   e.shmid = shmid;
@@ -437,7 +428,7 @@ TEST(Engine, RenameMovesPathPatternAndReplacesTarget) {
   engine.apply(create(100, 2, "/dev/shm/torch_100_1_0", sec(1)));
   engine.apply(exit_of(100, sec(1)));
 
-  Event mv = base(EventType::rename, 200, sec(2));
+  Event mv = process_event(EventType::rename, 200, sec(2));
   mv.kind = Kind::tmpfs;
   mv.path = "/dev/shm/a";
   mv.full_path = "/dev/shm/a";
@@ -451,7 +442,7 @@ TEST(Engine, RenameMovesPathPatternAndReplacesTarget) {
 
   // Relative, from the cwd /dev/shm, onto an existing file: the target
   // loses its name and, empty and unheld, is gone.
-  Event over = base(EventType::rename, 200, sec(3));
+  Event over = process_event(EventType::rename, 200, sec(3));
   over.kind = Kind::tmpfs;
   over.path = "psm_1234abcd";
   over.full_path = "/dev/shm/psm_1234abcd";
@@ -852,11 +843,11 @@ TEST(Engine, ProcessAggregation) {
 
 TEST(Engine, SigbusCountsFaultsOnly) {
   Engine engine;
-  Event fault = base(EventType::sigbus, 100, sec(1));
+  Event fault = process_event(EventType::sigbus, 100, sec(1));
   fault.target_pid = 100;
   fault.si_code = 2; // BUS_ADRERR
   engine.apply(fault);
-  Event kill = base(EventType::sigbus, 200, sec(1));
+  Event kill = process_event(EventType::sigbus, 200, sec(1));
   kill.target_pid = 100;
   kill.si_code = 0; // SI_USER
   engine.apply(kill);
@@ -1122,7 +1113,7 @@ TEST(EngineQueries, TotalsByKindOrphansRatesAndSigbus) {
   engine.apply(create(200, 3, "/dev/shm/b", sec(2)));
   engine.apply(resize(200, 3, 2 * kMiB, 2 * kMiB, sec(2)));
   engine.apply(exit_of(200, sec(3)));
-  Event bus = base(EventType::sigbus, 100, sec(3));
+  Event bus = process_event(EventType::sigbus, 100, sec(3));
   bus.si_code = 2;
   engine.apply(bus);
 
@@ -1242,7 +1233,7 @@ TEST(Engine, TableAndIndexesFollowRandomChurn) {
     case 6:
       if (auto it = linked.find(ino); it != linked.end()) {
         const std::string to = "/dev/shm/r" + std::to_string(ino);
-        Event e = base(EventType::rename, pid, ts++);
+        Event e = process_event(EventType::rename, pid, ts++);
         e.kind = Kind::tmpfs;
         e.path = it->second;
         e.full_path = it->second;

@@ -2,6 +2,8 @@
 // filtering, keys, details, escaping, narrow screens and the JSON frame.
 #include "views/top_view.hpp"
 
+#include "synthetic_events.hpp"
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -690,13 +692,7 @@ Engine paging_engine() {
   std::mt19937 rng(7);
   uint64_t ts = 10 * sec;
   auto ev = [&](EventType type, uint32_t pid) {
-    Event e;
-    e.type = type;
-    e.pid = pid;
-    e.tid = pid;
-    e.ppid = 1;
-    e.uid = 1000;
-    e.ts_ns = ts++;
+    Event e = test::process_event(type, pid, ts++);
     e.comm = pid % 2 ? "python3" : "Trainer";
     return e;
   };
