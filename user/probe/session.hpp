@@ -28,8 +28,8 @@ public:
   using EventFn = std::function<void(Event &)>;
 
   // Loads the probe while the tmpfs files that exist are listed, seeds the
-  // kernel's maps with them in a few batch syscalls (nothing else writes
-  // them before attach), attaches, and lists again: what changed in
+  // kernel's name map with them in a few batch syscalls (nothing else writes
+  // it before attach), attaches, and lists again: what changed in
   // between is seeded file by file, as the kernel does. With scan_now
   // false, the caller makes that second scan (a full one, say) and hands it
   // to seed().

@@ -179,13 +179,6 @@ std::vector<std::pair<uint64_t, std::string>> find_cgroup_paths(const std::vecto
   return out;
 }
 
-std::vector<TmpfsFile> all_files(const std::vector<ScannedFs> &filesystems) {
-  std::vector<TmpfsFile> out;
-  for (const auto &fs : filesystems)
-    out.insert(out.end(), fs.files.begin(), fs.files.end());
-  return out;
-}
-
 BootstrapStats bootstrap(Engine &engine, const SystemScan &scan) {
   BootstrapStats stats;
   for (const auto &fs : scan.filesystems) {

@@ -49,7 +49,7 @@ struct SystemScan {
 std::vector<MountState> scan_mount_usage(const std::vector<MountNamespace> &namespaces);
 // The files of every tmpfs filesystem, each scanned once through one mount.
 std::vector<ScannedFs> scan_filesystems(const std::vector<MountNamespace> &namespaces);
-// The same files, as the kernel's maps key them, without a stat per file.
+// The same files, as the kernel's name map keys them, without a stat per file.
 std::vector<SeedKey> list_filesystems(const std::vector<MountNamespace> &namespaces);
 
 // Reads everything. Best effort: processes that exit meanwhile are skipped.
@@ -77,9 +77,7 @@ void reconcile(Engine &engine, const SystemScan &scan, uint64_t now_ns);
 // found (cgroups removed since) are absent.
 std::vector<std::pair<uint64_t, std::string>> find_cgroup_paths(const std::vector<uint64_t> &ids);
 
-// Every file of the scan, for seeding the kernel's map of leaf names.
-std::vector<TmpfsFile> all_files(const std::vector<ScannedFs> &filesystems);
-// Every file of the scan, as the kernel's maps key them.
+// Every file of the scan, as the kernel's name map keys them.
 std::vector<SeedKey> seed_keys(const std::vector<ScannedFs> &filesystems);
 
 } // namespace shmbpf

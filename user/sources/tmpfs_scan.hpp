@@ -36,7 +36,7 @@ std::vector<TmpfsFile> scan_tmpfs_mount(const std::string &dir, int max_depth = 
 std::vector<TmpfsFile> scan_tmpfs_dir(const std::string &dir, std::string shown_dir,
                                       int max_depth = 4, size_t max_files = 2'000'000);
 
-// A file as the kernel's maps know it: its inode, and its leaf name's hash
+// A file as the kernel's name map knows it: its inode, and its leaf name's hash
 // (shm_name_hash).
 struct SeedKey {
   uint64_t hash = 0;
