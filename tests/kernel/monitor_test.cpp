@@ -288,8 +288,9 @@ TEST(Monitor, LostRecordsTriggerAReconcileThatFindsEverything) {
   std::filesystem::remove_all(dir);
 }
 
-// A rescan seeds the kernel with the files whose creation was lost, and
-// only with those: afterwards their unlinks arrive as events.
+// A rescan seeds the kernel with the files new to the model (here, whose
+// creation records were lost), and only with those; their unlinks then
+// arrive as events, with no further rescan.
 TEST(Monitor, RescanSeedsFilesWhoseCreationWasLost) {
   MonitorOptions opts;
   opts.probe.ring_buffer_bytes = 64 << 10;         // the burst below overflows it

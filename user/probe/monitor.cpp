@@ -96,13 +96,14 @@ void Monitor::rescan() {
   drain();
   const int64_t scan_start_s = realtime_s();
   SystemScan scan = scan_system();
-  // Files the kernel does not follow (their creation record was lost) must
-  // be seeded, or their unlinks would go unseen. Seeding every file costs a
-  // map update each, which with many files made the rescan after a loss
-  // long enough to cause the next one; the kernel already follows every
-  // file it reported or was seeded with. Those it may not follow are new to
-  // the model, or were created (so modified) since the last scan began: a
-  // file the last scan saw was seeded by it, if it needed to be.
+  // Files whose name the kernel does not know must be seeded, or their
+  // unlinks would go unseen: made without an open (mknod, link), created
+  // while the name map was full, or named like another file since (a
+  // create whose record was lost still has its name). Seeding every file
+  // costs a map update each, which with many files made the rescan after a
+  // loss long enough to cause the next one. Those the kernel may not know
+  // are new to the model, or were created (so modified) since the last
+  // scan began: a file the last scan saw was seeded by it, if it needed to be.
   const int64_t since = last_scan_start_s_ - 2; // coarse file times
   std::vector<ScannedFs> unseeded;
   for (const ScannedFs &fs : scan.filesystems) {
