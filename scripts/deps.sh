@@ -7,6 +7,7 @@ pkgs=(
   clang llvm libbpf-dev bpftool            # BPF compiler, libbpf, skeleton generator
   libelf-dev zlib1g-dev                    # libbpf's own link dependencies
   libcli11-dev                             # command line parsing
+  libjemalloc-dev                          # allocator with huge pages (user/alloc)
   libgtest-dev nlohmann-json3-dev          # tests (JSON only to parse our NDJSON in tests)
   clang-format                             # style check
   libncurses-dev                           # shmbpf top's terminal UI
