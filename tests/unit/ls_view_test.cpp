@@ -121,7 +121,11 @@ TEST(LsViewTest, SegmentsJsonStreamed) {
   for (const std::vector<SegmentInfo> *v : docs) {
     std::string streamed;
     size_t pieces = 0;
-    segments_json(*v, now, [&](std::string_view piece) {
+    auto each = [v](const std::function<void(const SegmentInfo &)> &fn) {
+      for (const SegmentInfo &s : *v)
+        fn(s);
+    };
+    segments_json(each, now, [&](std::string_view piece) {
       streamed += piece;
       ++pieces;
     });

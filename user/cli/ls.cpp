@@ -58,13 +58,18 @@ int run_ls(const LsOptions &opts) {
       f.kind = parse_kind(*opts.kind);
     f.path_glob = opts.match;
     // The orphan verdict uses leaks' default --min-age.
-    auto &v = kept_until_exit(engine.segments(f, now, 60'000'000'000));
-    if (opts.json)
-      segments_json(v, now, [&](std::string_view piece) {
+    constexpr uint64_t kOrphanMinAge = 60'000'000'000;
+    if (opts.json) {
+      // Written as the rows are made: no list of 100,000 rows first.
+      auto each = [&](const std::function<void(const SegmentInfo &)> &fn) {
+        engine.for_each_segment(f, now, kOrphanMinAge, [&](SegmentInfo &&s) { fn(s); });
+      };
+      segments_json(each, now, [&](std::string_view piece) {
         out_ok = out_ok && std::fwrite(piece.data(), 1, piece.size(), stdout) == piece.size();
       });
-    else
-      out = segments_table(v, now);
+    } else {
+      out = segments_table(kept_until_exit(engine.segments(f, now, kOrphanMinAge)), now);
+    }
   }
   if (!out.empty())
     out_ok = out_ok && std::fwrite(out.data(), 1, out.size(), stdout) == out.size();

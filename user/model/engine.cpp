@@ -1485,6 +1485,15 @@ std::vector<SegmentInfo> Engine::segments(const SegmentFilter &filter) const {
 
 std::vector<SegmentInfo> Engine::segments(const SegmentFilter &filter, uint64_t now_ns,
                                           uint64_t orphan_min_age_ns) const {
+  std::vector<SegmentInfo> out;
+  for_each_segment(filter, now_ns, orphan_min_age_ns,
+                   [&](SegmentInfo &&i) { out.push_back(std::move(i)); });
+  return out;
+}
+
+void Engine::for_each_segment(const SegmentFilter &filter, uint64_t now_ns,
+                              uint64_t orphan_min_age_ns,
+                              const std::function<void(SegmentInfo &&)> &fn) const {
   // Sort light references, then build the (heavy) results in order: moving
   // SegmentInfo objects around in the sort cost more than everything else.
   struct Ref {
@@ -1509,16 +1518,14 @@ std::vector<SegmentInfo> Engine::segments(const SegmentFilter &filter, uint64_t 
       return a.path < b.path;
     return *a.key < *b.key;
   });
-  std::vector<SegmentInfo> out;
-  out.reserve(refs.size());
   for (const Ref &r : refs) {
-    out.push_back(info(*r.key, *r.seg, &ns));
+    SegmentInfo i = info(*r.key, *r.seg, &ns);
     if (now_ns) {
-      out.back().age_ns = age_ns(*r.seg, now_ns);
-      out.back().orphan = is_orphan(*r.seg, r.key->is_sysv(), now_ns, orphan_min_age_ns);
+      i.age_ns = age_ns(*r.seg, now_ns);
+      i.orphan = is_orphan(*r.seg, r.key->is_sysv(), now_ns, orphan_min_age_ns);
     }
+    fn(std::move(i));
   }
-  return out;
 }
 
 SegmentScan::SegmentScan(const Engine &engine, uint64_t now_ns, uint64_t orphan_min_age_ns)

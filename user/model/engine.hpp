@@ -308,6 +308,11 @@ public:
   // The same with age_ns and orphan filled in (orphan as orphans()).
   std::vector<SegmentInfo> segments(const SegmentFilter &filter, uint64_t now_ns,
                                     uint64_t orphan_min_age_ns) const;
+  // The same segments in the same order, handed to fn one at a time (fn
+  // may keep them) and never all held at once: for views that write rows
+  // as they go (ls --json).
+  void for_each_segment(const SegmentFilter &filter, uint64_t now_ns, uint64_t orphan_min_age_ns,
+                        const std::function<void(SegmentInfo &&)> &fn) const;
   std::vector<ProcessInfo> processes(uint64_t now_ns = 0) const; // by pid
   std::optional<ProcessInfo> process(uint32_t pid, uint64_t now_ns = 0) const;
   std::vector<ContainerInfo> containers(uint64_t now_ns = 0) const; // by id, host ("") first

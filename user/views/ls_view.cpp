@@ -116,32 +116,41 @@ std::string fixed1(double v) {
 
 // The document in pieces: sink(text) gets about flush_bytes at a time, so
 // that a large one (100,000 segments make tens of megabytes) is never held
-// whole.
-template <typename T, typename F>
-void document(std::string_view name, const std::vector<T> &items, F item,
+// whole. each(fn) calls fn once per item, in order.
+template <typename Each, typename F>
+void document(std::string_view name, Each each, F item,
               const std::function<void(std::string_view)> &sink, std::size_t flush_bytes) {
   // One item per line: readable, and greppable by line.
   std::string out = "{";
   append_json_string(out, name);
   out += ": [";
-  for (std::size_t i = 0; i < items.size(); ++i) {
-    out += i ? ",\n  " : "\n  ";
+  bool first = true;
+  each([&](const auto &value) {
+    out += first ? "\n  " : ",\n  ";
+    first = false;
     JsonWriter w(out);
-    item(w, items[i]);
+    item(w, value);
     if (out.size() >= flush_bytes) {
       sink(out);
       out.clear();
     }
-  }
-  out += items.empty() ? "]}\n" : "\n]}\n";
+  });
+  out += first ? "]}\n" : "\n]}\n";
   sink(out);
+}
+
+template <typename T> auto each_of(const std::vector<T> &items) {
+  return [&items](const auto &fn) {
+    for (const T &x : items)
+      fn(x);
+  };
 }
 
 template <typename T, typename F>
 std::string document(std::string_view name, const std::vector<T> &items, F item) {
   std::string out;
   document(
-      name, items, item, [&](std::string_view piece) { out += piece; }, SIZE_MAX);
+      name, each_of(items), item, [&](std::string_view piece) { out += piece; }, SIZE_MAX);
   return out;
 }
 
@@ -359,7 +368,7 @@ std::string segments_json(const std::vector<SegmentInfo> &segments, uint64_t now
                   [&](JsonWriter &w, const SegmentInfo &s) { write_segment(w, s, now_ns); });
 }
 
-void segments_json(const std::vector<SegmentInfo> &segments, uint64_t now_ns,
+void segments_json(const SegmentSource &segments, uint64_t now_ns,
                    const std::function<void(std::string_view)> &sink) {
   document(
       "segments", segments,

@@ -40,8 +40,10 @@ void write_mount(JsonWriter &w, const MountUsage &m);
 
 // One JSON document each, ending in '\n': {"segments": [...]} and so on.
 std::string segments_json(const std::vector<SegmentInfo> &segments, uint64_t now_ns);
-// The same document, handed to sink in pieces of about 1 MiB.
-void segments_json(const std::vector<SegmentInfo> &segments, uint64_t now_ns,
+// The same document from segments given one at a time (source(fn) calls fn
+// for each, in order), handed to sink in pieces of about 1 MiB.
+using SegmentSource = std::function<void(const std::function<void(const SegmentInfo &)> &)>;
+void segments_json(const SegmentSource &segments, uint64_t now_ns,
                    const std::function<void(std::string_view)> &sink);
 std::string processes_json(const std::vector<ProcessInfo> &processes);
 std::string containers_json(const std::vector<ContainerInfo> &containers);
