@@ -134,10 +134,36 @@ static __always_inline void submit(void *e)
 	bpf_ringbuf_submit(e, flags);
 }
 
+#ifdef SHMBPF_KFUNCS
+/* Casts a kernel pointer read as a number to a BTF-typed one whose fields
+ * are then read with plain (fault-safe) loads instead of a helper call each.
+ * Only tmpfs.bpf.c declares it: libbpf 1.1's linker (bpftool gen object)
+ * fails on a kfunc extern declared in more than one of the linked objects. */
+extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym;
+
+/*
+ * The current task, BTF-typed: plain loads instead of one probe read per
+ * hop. Cast to an untrusted pointer on purpose: for every load through a
+ * trusted task the verifier looks up "<type>__safe_trusted" and similar
+ * names in the kernel's BTF, a linear search over all its types each time
+ * (9% of `shmbpf top`'s start-up), and untrusted loads are just as
+ * fault-safe.
+ */
+static __always_inline struct task_struct *current_task(void)
+{
+	return bpf_rdonly_cast(bpf_get_current_task_btf(),
+			       bpf_core_type_id_kernel(struct task_struct));
+}
+#else
+static __always_inline struct task_struct *current_task(void)
+{
+	return bpf_get_current_task_btf();
+}
+#endif
+
 static __always_inline void fill_hdr(struct shmbpf_hdr *h, __u8 type, __u16 size, long ret)
 {
-	/* BTF-typed task: plain loads instead of one probe read per hop. */
-	struct task_struct *t = bpf_get_current_task_btf();
+	struct task_struct *t = current_task();
 	__u64 id = bpf_get_current_pid_tgid();
 
 	h->type = type;
@@ -161,9 +187,7 @@ static __always_inline struct pt_regs *syscall_regs(void)
 	return (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
 }
 
-/* Casts a kernel pointer read as a number to a BTF-typed one whose fields
- * are then read with plain (fault-safe) loads instead of a helper call each. */
-extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym;
+#ifdef SHMBPF_KFUNCS /* the file helpers below: tmpfs.bpf.c's */
 
 /* Every unrelated open pays for this and the magic check after it: the
  * table is reached with BTF loads, and only the slot itself (an array the
@@ -171,7 +195,7 @@ extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym;
  * that f->f_inode->i_sb->s_magic costs loads, not probe reads. */
 static __always_inline struct file *fd_to_file(int fd)
 {
-	struct task_struct *t = bpf_get_current_task_btf();
+	struct task_struct *t = current_task();
 	struct fdtable *fdt = t->files->fdt;
 	struct file **fds;
 	struct file *f = NULL;
@@ -346,5 +370,7 @@ static __always_inline void flush_free_acc(void)
 	acc->bytes = 0;
 	acc->ino = 0;
 }
+
+#endif /* SHMBPF_KFUNCS */
 
 #endif /* SHMBPF_BPF_H */

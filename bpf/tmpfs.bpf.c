@@ -8,6 +8,7 @@
  * in the task's saved user registers. That keeps unrelated syscalls to one
  * program run and a few reads, with no per-call map updates.
  */
+#define SHMBPF_KFUNCS /* bpf_rdonly_cast, see shmbpf.bpf.h */
 #include "shmbpf.bpf.h"
 
 /* f_mode bit set when the open created the file (since v4.19). */
@@ -296,7 +297,7 @@ static __always_inline int handle_path_exit(long ret, __u16 origin)
 
 	if (s->buf[0] != '/') {
 		if (dirfd == AT_FDCWD) {
-			struct task_struct *t = bpf_get_current_task_btf();
+			struct task_struct *t = current_task();
 
 			start_d = t->fs->pwd.dentry;
 			start_mnt = t->fs->pwd.mnt;
