@@ -8,6 +8,9 @@
 #include "model/engine.hpp"
 
 #include <malloc.h>
+#ifdef SHMBPF_WITH_JEMALLOC
+#include <jemalloc/jemalloc.h>
+#endif
 
 #include <cstdio>
 #include <cstdlib>
@@ -26,6 +29,19 @@ long long rss_bytes() {
   return -1;
 }
 
+// Hands memory the allocator keeps but no longer uses back to the system,
+// so that RSS counts what is in use. glibc keeps little (large blocks are
+// unmapped at free); jemalloc keeps freed pages for dirty_decay_ms (10 s),
+// after which a long-running engine's RSS is what this measures.
+void release_free_memory() {
+#ifdef SHMBPF_WITH_JEMALLOC
+  // MALLCTL_ARENAS_ALL: every arena.
+  mallctl("arena.4096.purge", nullptr, nullptr, nullptr, 0);
+#else
+  malloc_trim(0);
+#endif
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -42,17 +58,18 @@ int main(int argc, char **argv) {
   // Make the processes exist before the baseline: only segments are measured.
   for (uint32_t p = 0; p < procs; p++)
     engine.apply(bench::process_event(EventType::exec, 10000 + p, ts++));
-  malloc_trim(0);
+  release_free_memory();
   long long before = rss_bytes();
 
   for (uint64_t i = 0; i < n; i++) {
     uint32_t pid = 10000 + static_cast<uint32_t>(i % procs);
     engine.apply(bench::create_event(pid, 1000 + i, bench::torch_path(pid, i), ts++));
   }
+  release_free_memory();
   long long held = rss_bytes();
   for (uint32_t p = 0; p < procs; p++)
     engine.apply(bench::process_event(EventType::exit, 10000 + p, ts++));
-  malloc_trim(0);
+  release_free_memory();
   long long orphaned = rss_bytes();
 
   std::printf("segments=%llu live=%zu rss_before=%lld rss_held=%lld rss_orphaned=%lld "
