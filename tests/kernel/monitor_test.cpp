@@ -12,6 +12,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <set>
 
 namespace shmbpf::test {
 namespace {
@@ -381,6 +382,92 @@ TEST(Monitor, UnlinkedNamesLeaveTheKernelsNameMap) {
   // Other processes may create files meanwhile: allow a little slack, far
   // below the 200 this test created.
   EXPECT_LT(after, before + kFiles / 4) << "before " << before << ", after " << after;
+}
+
+} // namespace
+} // namespace shmbpf::test
+
+namespace shmbpf::test {
+namespace {
+
+// The inodes of the regular files under dir (test's own walk).
+std::set<uint64_t> inodes_under(const std::string &dir) {
+  std::set<uint64_t> out;
+  for (const auto &e : std::filesystem::recursive_directory_iterator(dir))
+    if (e.is_regular_file() && !e.is_symlink()) {
+      struct stat st {};
+      if (::lstat(e.path().c_str(), &st) == 0)
+        out.insert(st.st_ino);
+    }
+  return out;
+}
+
+// The Monitor builds its tables from a full scan made while the probe
+// loads, and trusts it when a listing made once attached (directory entries
+// only) finds the same files: the two must agree whenever nothing changed,
+// whatever the directory holds.
+TEST(Monitor, ListingAfterAttachAgreesWithTheFullScan) {
+  const std::string dir = "/dev/shm/shmbpf-mon-agree-" + std::to_string(getpid());
+  ASSERT_EQ(mkdir(dir.c_str(), 0700), 0);
+  std::string deep = dir;
+  for (int d = 0; d < 4; ++d) { // the last ones deeper than the scans go
+    deep += "/d" + std::to_string(d);
+    ASSERT_EQ(mkdir(deep.c_str(), 0700), 0);
+    ASSERT_EQ(close(open((deep + "/f").c_str(), O_CREAT | O_WRONLY, 0600)), 0);
+  }
+  for (int i = 0; i < 50; ++i)
+    ASSERT_EQ(close(open((dir + "/f" + std::to_string(i)).c_str(), O_CREAT | O_WRONLY, 0600)), 0);
+  ASSERT_EQ(link((dir + "/f0").c_str(), (dir + "/hardlink").c_str()), 0);
+  ASSERT_EQ(symlink((dir + "/f1").c_str(), (dir + "/symlink").c_str()), 0);
+  ASSERT_EQ(mkfifo((dir + "/fifo").c_str(), 0600), 0);
+
+  struct stat st {};
+  ASSERT_EQ(stat(dir.c_str(), &st), 0);
+  const uint32_t dev = kernel_dev(st.st_dev);
+  const std::set<uint64_t> mine = inodes_under(dir);
+  auto ours = [&](std::vector<SeedKey> keys) {
+    std::erase_if(keys, [&](const SeedKey &k) { return k.dev != dev || !mine.count(k.ino); });
+    std::sort(keys.begin(), keys.end());
+    return keys;
+  };
+  const auto namespaces = scan_mount_namespaces();
+  const auto listed = ours(list_filesystems(namespaces));
+  const auto scanned = ours(seed_keys(scan_system(namespaces).filesystems));
+  std::filesystem::remove_all(dir);
+  // 50 files and the hard link's second name at depth 2 (/dev/shm's files
+  // are at 1), and the files at depths 3 and 4: the scans stop at 4.
+  EXPECT_EQ(listed.size(), 50u + 1 + 2);
+  EXPECT_EQ(listed, scanned);
+}
+
+// A file made and a file removed while the probe loads (after the first
+// scan, before attach): the listing after attach sees the change, and that
+// filesystem is scanned again.
+TEST(Monitor, FilesMadeOrRemovedWhileLoadingAreInTheTables) {
+  const std::string made = "/dev/shm/shmbpf-mon-made-" + std::to_string(getpid());
+  const std::string gone = "/dev/shm/shmbpf-mon-gone-" + std::to_string(getpid());
+  int fd = open(gone.c_str(), O_CREAT | O_WRONLY, 0600);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  MonitorOptions opts;
+  opts.probe.before_attach = [&] {
+    int f = open(made.c_str(), O_CREAT | O_WRONLY, 0600);
+    if (f >= 0) {
+      EXPECT_EQ(ftruncate(f, 12288), 0);
+      close(f);
+    }
+    unlink(gone.c_str());
+  };
+  {
+    SHMBPF_MONITOR(m, opts);
+    EXPECT_GE(m->stats().start_rescans, 1u); // /dev/shm; others may change too
+    auto s = by_path(m->engine(), made);
+    ASSERT_TRUE(s) << "made while loading, not in the tables";
+    EXPECT_EQ(s->size, 12288u);
+    EXPECT_FALSE(by_path(m->engine(), gone)) << "removed while loading, still in the tables";
+  }
+  unlink(made.c_str());
+  unlink(gone.c_str());
 }
 
 } // namespace

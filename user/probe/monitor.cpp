@@ -10,6 +10,8 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <map>
+#include <memory>
 
 namespace shmbpf {
 
@@ -28,18 +30,72 @@ int64_t realtime_s() {
 
 uint64_t Monitor::now_ns() { return boottime_ns(); }
 
+// The first full scan (a stat per file, /proc) runs while the probe loads,
+// and the kernel's name map is seeded from it before attach; that overlap
+// is most of the start-up time saved with many files.
 Monitor::Monitor(const MonitorOptions &opts)
-    : session_(opts.probe, /*scan_now=*/false), engine_(engine_config_now()), opts_(opts) {
-  // The probe is attached before the scan: whatever is created from here on
-  // arrives as events, whatever existed is in the scan, and an event about
-  // something the scan also saw is applied on top of it harmlessly.
-  last_scan_start_s_ = realtime_s();
-  SystemScan scan = scan_system();
-  session_.seed(scan.namespaces, scan.filesystems);
-  bootstrap(engine_, scan);
+    : Monitor(opts, std::make_shared<TimedScan>(), std::async(std::launch::async, [] {
+                TimedScan t;
+                t.started_s = realtime_s();
+                t.scan = scan_system();
+                return t;
+              })) {}
+
+Monitor::Monitor(const MonitorOptions &opts, std::shared_ptr<TimedScan> first,
+                 std::future<TimedScan> scanning)
+    : session_(opts.probe, std::async(std::launch::deferred,
+                                      [first, f = std::move(scanning)]() mutable {
+                                        *first = f.get();
+                                        return seed_keys(first->scan.filesystems);
+                                      })),
+      engine_(engine_config_now()), opts_(opts) {
+  // Attached now: whatever is created from here on arrives as events. The
+  // scan was made before, so the directories are listed again (entries
+  // only, no stat): the kernel gets the names of files made in between,
+  // and a filesystem where a file came or went is scanned again. An event
+  // about something the scan also saw is applied on top of it harmlessly.
+  // What the listing cannot tell (a file resized or opened in those few
+  // hundred milliseconds, a process that exited) is set right by the
+  // periodic rescans, like anything else no event shows.
+  auto namespaces = scan_mount_namespaces();
+  std::vector<SeedKey> listed = list_filesystems(namespaces);
+  last_scan_start_s_ = first->started_s;
+  if (!catch_up(first->scan, listed)) {
+    // A tmpfs mounted meanwhile (a container started): scan it all again.
+    last_scan_start_s_ = realtime_s();
+    first->scan = scan_system(namespaces);
+    stats_.start_rescans = first->scan.filesystems.size();
+  }
+  session_.seed(namespaces, std::move(listed));
+  bootstrap(engine_, first->scan);
   engine_.sample_mounts(now_ns());
   stats_.reconciles = 1;
   last_reconcile_ = last_sample_ = std::chrono::steady_clock::now();
+}
+
+bool Monitor::catch_up(SystemScan &scan, const std::vector<SeedKey> &listed) {
+  // The listing's files by device, each sorted as the scan's will be.
+  std::map<uint32_t, std::vector<SeedKey>> now;
+  for (const SeedKey &k : listed)
+    now[k.dev].push_back(k);
+  for (auto &[dev, keys] : now)
+    std::sort(keys.begin(), keys.end());
+  for (ScannedFs &fs : scan.filesystems) {
+    std::vector<SeedKey> had = seed_keys({fs});
+    std::sort(had.begin(), had.end());
+    auto it = now.find(fs.dev);
+    const std::vector<SeedKey> none;
+    if (had == (it == now.end() ? none : it->second))
+      continue;
+    fs.files = scan_tmpfs_dir(fs.scanned_from, fs.mountpoint);
+    stats_.start_rescans++;
+  }
+  // A filesystem the scan did not have.
+  for (const auto &[dev, keys] : now)
+    if (std::none_of(scan.filesystems.begin(), scan.filesystems.end(),
+                     [&](const ScannedFs &fs) { return fs.dev == dev; }))
+      return false;
+  return true;
 }
 
 void Monitor::apply(Event &e) {
@@ -107,7 +163,7 @@ void Monitor::rescan() {
   const int64_t since = last_scan_start_s_ - 2; // coarse file times
   std::vector<ScannedFs> unseeded;
   for (const ScannedFs &fs : scan.filesystems) {
-    ScannedFs part{fs.dev, fs.mnt_id, fs.mountpoint, {}};
+    ScannedFs part{fs.dev, fs.mnt_id, fs.mountpoint, {}, fs.scanned_from};
     for (const TmpfsFile &f : fs.files)
       if (f.mtime_s >= since || !engine_.contains(SegmentKey::file(f.dev, f.ino)))
         part.files.push_back(f);

@@ -10,6 +10,8 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <future>
+#include <memory>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -37,6 +39,9 @@ struct MonitorStats {
   uint64_t decode_errors = 0; // records the decoder rejected
   uint64_t reconciles = 0;    // full rescans, the bootstrap included
   uint64_t loss_reconciles = 0;
+  // Filesystems scanned again at start because files came or went on them
+  // while the probe loaded (the first scan runs meanwhile).
+  uint64_t start_rescans = 0;
 };
 
 class Monitor {
@@ -66,6 +71,17 @@ public:
   static uint64_t now_ns();
 
 private:
+  // A full scan and the wall-clock second it began.
+  struct TimedScan {
+    int64_t started_s = 0;
+    SystemScan scan;
+  };
+  Monitor(const MonitorOptions &opts, std::shared_ptr<TimedScan> first,
+          std::future<TimedScan> scanning);
+  // Brings a scan made before attach up to date with a listing made after:
+  // each filesystem whose files differ is scanned again. False when the
+  // listing has a filesystem the scan lacks.
+  bool catch_up(SystemScan &scan, const std::vector<SeedKey> &listed);
   void apply(Event &e);
   void rescan();
   void maybe_sample();

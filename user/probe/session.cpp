@@ -14,6 +14,9 @@ Session::Session(const ProbeOptions &opts, bool scan_now)
                 return list_filesystems(scan_mount_namespaces());
               })) {}
 
+Session::Session(const ProbeOptions &opts, std::future<std::vector<SeedKey>> listing)
+    : Session(opts, /*scan_now=*/false, std::move(listing)) {}
+
 Session::Session(const ProbeOptions &opts, bool scan_now, std::future<std::vector<SeedKey>> listing)
     : probe_(opts, /*attach_now=*/false) {
   {
@@ -72,6 +75,11 @@ void Session::seed_keys_of(std::vector<SeedKey> files) {
 void Session::seed(const std::vector<MountNamespace> &namespaces,
                    const std::vector<ScannedFs> &filesystems) {
   seed_keys_of(seed_keys(filesystems));
+  finish_seed(namespaces);
+}
+
+void Session::seed(const std::vector<MountNamespace> &namespaces, std::vector<SeedKey> listing) {
+  seed_keys_of(std::move(listing));
   finish_seed(namespaces);
 }
 

@@ -34,10 +34,16 @@ public:
   // false, the caller makes that second scan (a full one, say) and hands it
   // to seed().
   explicit Session(const ProbeOptions &opts, bool scan_now = true);
+  // The same with the caller's listing (made while the probe loads; get()
+  // is called once it has loaded), and no second scan: the caller seeds
+  // what it lists once attached.
+  Session(const ProbeOptions &opts, std::future<std::vector<SeedKey>> listing);
   // Seeds the kernel with files (after a scan made once attached): the
   // first call only with what the listing before attach did not have.
   void seed(const std::vector<MountNamespace> &namespaces,
             const std::vector<ScannedFs> &filesystems);
+  // The same from a listing (list_filesystems) made once attached.
+  void seed(const std::vector<MountNamespace> &namespaces, std::vector<SeedKey> listing);
 
   // Polls once (up to timeout_ms) and flushes per-CPU free aggregates at
   // most every 200 ms. Returns records consumed or -errno (-EINTR on signal).

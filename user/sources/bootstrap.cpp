@@ -81,14 +81,14 @@ std::vector<MountState> scan_mount_usage(const std::vector<MountNamespace> &name
 std::vector<ScannedFs> scan_filesystems(const std::vector<MountNamespace> &namespaces) {
   std::vector<ScannedFs> out;
   std::set<std::pair<uint32_t, std::string>> scanned; // (device, root): each once
-  for_each_tmpfs_mount(namespaces,
-                       [&](const MountNamespace &, const MountInfo &m, const std::string &root) {
-                         if (!scanned.insert({m.dev, m.root}).second)
-                           return;
-                         // Paths as the namespace's processes see them.
-                         out.push_back({m.dev, m.mnt_id, m.mountpoint,
-                                        scan_tmpfs_dir(root + m.mountpoint, m.mountpoint)});
-                       });
+  for_each_tmpfs_mount(
+      namespaces, [&](const MountNamespace &, const MountInfo &m, const std::string &root) {
+        if (!scanned.insert({m.dev, m.root}).second)
+          return;
+        // Paths as the namespace's processes see them.
+        const std::string from = root + m.mountpoint;
+        out.push_back({m.dev, m.mnt_id, m.mountpoint, scan_tmpfs_dir(from, m.mountpoint), from});
+      });
   return out;
 }
 

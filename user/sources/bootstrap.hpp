@@ -22,6 +22,7 @@ struct ScannedFs {
   uint32_t mnt_id = 0;
   std::string mountpoint;       // as the namespace's processes see it
   std::vector<TmpfsFile> files; // paths as that namespace's processes see them
+  std::string scanned_from;     // the directory read (via /proc/PID/root if need be)
 };
 
 struct ScannedProcess {
