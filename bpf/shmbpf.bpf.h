@@ -15,6 +15,7 @@
 
 #include "core_fixes.bpf.h"
 #include "shmbpf_events.h"
+#include "shmbpf_names.h"
 
 #define TMPFS_MAGIC	0x01021994
 #define HUGETLBFS_MAGIC 0x958458f6
@@ -63,15 +64,18 @@ SHMBPF_EXTERN struct {
 /* Leaf names of the files on tmpfs/hugetlbfs, by FNV-1a hash: the kernel
  * cannot resolve an unlinked path, so an unlink/rename is reported when its
  * leaf name is known here and userspace resolves the full path. Filled by
- * creates in the kernel and by the start-up scan in userspace; the value is
- * the last inode created under that name, a hint. */
+ * creates in the kernel and by the start-up scan in userspace (through an
+ * mmap); the value is the last inode created under that name, a hint. A
+ * lock-free set-associative table, see shmbpf_names.h. */
 SHMBPF_EXTERN struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 1 << 16); /* sized by userspace before load */
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, __u64);
-	__type(value, struct shmbpf_name_val);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, (1 << 16) / SHMBPF_NAME_WAYS); /* sized by userspace before load */
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, struct shmbpf_name_bucket);
 } tracked_names SEC(".maps");
+/* Buckets of tracked_names minus one (their number is a power of two). */
+SHMBPF_EXTERN const volatile __u32 name_bucket_mask;
 
 /* Scratch space: paths are read here before we know they matter. Twice
  * SHMBPF_PATH_LEN so that masked offsets below SHMBPF_PATH_LEN plus reads of
@@ -318,14 +322,27 @@ static __always_inline __u64 dentry_name_hash(struct dentry *d)
 	return leaf_hash(s->buf, &slash);
 }
 
+/* The bucket of tracked_names a name key lives in. */
+static __always_inline struct shmbpf_name_bucket *name_bucket(__u64 key)
+{
+	__u32 i = shmbpf_name_bucket_of(key, name_bucket_mask);
+
+	return bpf_map_lookup_elem(&tracked_names, &i);
+}
+
+/* Remember a file's leaf name (last file wins), for its unlink or rename. */
+static __always_inline void track_key(__u64 key, __u32 dev, __u64 ino)
+{
+	struct shmbpf_name_bucket *b = name_bucket(key);
+
+	if (!b || shmbpf_name_put(b, key, dev, ino, 1) == SHMBPF_NAME_FULL)
+		count(SHMBPF_CNT_TRACK_FULL);
+}
+
 /* Remember a created file's leaf name, for its unlink or rename. */
 static __always_inline void track_name(__u32 dev, __u64 ino, struct dentry *d)
 {
-	struct shmbpf_name_val nv = {.dev = dev, .ino = ino};
-	__u64 h = dentry_name_hash(d);
-
-	if (bpf_map_update_elem(&tracked_names, &h, &nv, BPF_ANY))
-		count(SHMBPF_CNT_TRACK_FULL);
+	track_key(shmbpf_name_key(dentry_name_hash(d)), dev, ino);
 }
 
 /* Emit this CPU's pending free aggregate, if any. */

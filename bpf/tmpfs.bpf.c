@@ -245,8 +245,9 @@ static __always_inline int handle_path_exit(long ret, __u16 origin)
 	__u32 zero = 0;
 	struct shmbpf_scratch *s = bpf_map_lookup_elem(&scratch, &zero);
 	struct shmbpf_path_event *e;
-	struct shmbpf_name_val *nv;
-	struct shmbpf_name_val hint;
+	struct shmbpf_name_bucket *b;
+	__u32 hint_dev;
+	__u64 hint_ino;
 	struct pt_regs *regs;
 	const char *upath, *unew = NULL;
 	struct dentry *start_d = NULL;
@@ -254,7 +255,7 @@ static __always_inline int handle_path_exit(long ret, __u16 origin)
 	int dirfd = AT_FDCWD, newdirfd = AT_FDCWD;
 	__u32 flags = 0;
 	int slash = 0;
-	__u64 h;
+	__u64 key;
 	long n;
 
 	if (ret != 0 || !s)
@@ -288,11 +289,10 @@ static __always_inline int handle_path_exit(long ret, __u16 origin)
 	n = bpf_probe_read_user_str(s->buf, SHMBPF_PATH_LEN, upath);
 	if (n <= 1)
 		return 0;
-	h = leaf_hash(s->buf, &slash);
-	nv = bpf_map_lookup_elem(&tracked_names, &h);
-	if (!nv)
+	key = shmbpf_name_key(leaf_hash(s->buf, &slash));
+	b = name_bucket(key);
+	if (!b || !shmbpf_name_get(b, key, &hint_dev, &hint_ino))
 		return 0;
-	hint = *nv;
 
 	if (s->buf[0] != '/') {
 		if (dirfd == AT_FDCWD) {
@@ -322,8 +322,8 @@ static __always_inline int handle_path_exit(long ret, __u16 origin)
 	e->flags_ev = s->buf[0] == '/' ? SHMBPF_F_ABSOLUTE : 0;
 	if (n == SHMBPF_PATH_LEN)
 		e->flags_ev |= SHMBPF_F_TRUNCATED;
-	e->hint_dev = hint.dev;
-	e->hint_ino = hint.ino;
+	e->hint_dev = hint_dev;
+	e->hint_ino = hint_ino;
 	e->pad0 = 0;
 	e->origin = origin;
 	e->path_len = n - 1;
@@ -353,12 +353,9 @@ static __always_inline int handle_path_exit(long ret, __u16 origin)
 	}
 
 	/* The old name is gone; a renamed file keeps being tracked under its new one. */
-	bpf_map_delete_elem(&tracked_names, &h);
-	if (unew && e->newpath_len > 0) {
-		__u64 nh = leaf_hash(e->newpath, &slash);
-
-		bpf_map_update_elem(&tracked_names, &nh, &hint, BPF_ANY);
-	}
+	shmbpf_name_remove(b, key);
+	if (unew && e->newpath_len > 0)
+		track_key(shmbpf_name_key(leaf_hash(e->newpath, &slash)), hint_dev, hint_ino);
 	submit(e);
 	return 0;
 }
