@@ -159,7 +159,9 @@ static __always_inline void fill_hdr(struct shmbpf_hdr *h, __u8 type, __u16 size
 	bpf_get_current_comm(h->comm, sizeof(h->comm));
 }
 
-/* The saved user registers: at sys_exit they still hold the arguments. */
+/* The saved user registers: at sys_exit they still hold the arguments.
+ * The pointer is BTF-typed, so PT_REGS_PARMn_SYSCALL(regs) is a plain load
+ * (the _CORE_ variants are a bpf_probe_read_kernel call each). */
 static __always_inline struct pt_regs *syscall_regs(void)
 {
 	return (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());

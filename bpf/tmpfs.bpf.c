@@ -53,28 +53,28 @@ static __always_inline int handle_open_exit(long ret, __u16 origin)
 	regs = syscall_regs();
 	switch (origin) {
 	case SHMBPF_ORIG_OPEN:
-		upath = (const char *)PT_REGS_PARM1_CORE_SYSCALL(regs);
-		flags = PT_REGS_PARM2_CORE_SYSCALL(regs);
-		mode = PT_REGS_PARM3_CORE_SYSCALL(regs);
+		upath = (const char *)PT_REGS_PARM1_SYSCALL(regs);
+		flags = PT_REGS_PARM2_SYSCALL(regs);
+		mode = PT_REGS_PARM3_SYSCALL(regs);
 		break;
 	case SHMBPF_ORIG_CREAT:
-		upath = (const char *)PT_REGS_PARM1_CORE_SYSCALL(regs);
+		upath = (const char *)PT_REGS_PARM1_SYSCALL(regs);
 		flags = O_CREAT | 01 /* O_WRONLY */ | 01000 /* O_TRUNC */;
-		mode = PT_REGS_PARM2_CORE_SYSCALL(regs);
+		mode = PT_REGS_PARM2_SYSCALL(regs);
 		break;
 	case SHMBPF_ORIG_OPENAT2: {
 		struct open_how how = {};
 
-		upath = (const char *)PT_REGS_PARM2_CORE_SYSCALL(regs);
-		bpf_probe_read_user(&how, sizeof(how), (void *)PT_REGS_PARM3_CORE_SYSCALL(regs));
+		upath = (const char *)PT_REGS_PARM2_SYSCALL(regs);
+		bpf_probe_read_user(&how, sizeof(how), (void *)PT_REGS_PARM3_SYSCALL(regs));
 		flags = how.flags;
 		mode = how.mode;
 		break;
 	}
 	default:
-		upath = (const char *)PT_REGS_PARM2_CORE_SYSCALL(regs);
-		flags = PT_REGS_PARM3_CORE_SYSCALL(regs);
-		mode = PT_REGS_PARM4_CORE_SYSCALL(regs);
+		upath = (const char *)PT_REGS_PARM2_SYSCALL(regs);
+		flags = PT_REGS_PARM3_SYSCALL(regs);
+		mode = PT_REGS_PARM4_SYSCALL(regs);
 		break;
 	}
 
@@ -166,13 +166,13 @@ int tracepoint__syscalls__sys_exit_memfd_create(struct trace_event_raw_sys_exit 
 		fill_file_identity(e, f, inode, sb);
 	}
 	e->arg_size = 0;
-	e->flags = PT_REGS_PARM2_CORE_SYSCALL(regs);
+	e->flags = PT_REGS_PARM2_SYSCALL(regs);
 	e->mode = 0;
 	e->fd = ret >= 0 ? ret : -1;
 	e->origin = SHMBPF_ORIG_MEMFD_CREATE;
 	e->path_len = 0;
 	n = bpf_probe_read_user_str(e->path, sizeof(e->path),
-				    (const char *)PT_REGS_PARM1_CORE_SYSCALL(regs));
+				    (const char *)PT_REGS_PARM1_SYSCALL(regs));
 	if (n > 0)
 		e->path_len = n - 1;
 	submit(e);
@@ -189,7 +189,7 @@ static __always_inline int handle_resize_exit(long ret, __u16 origin)
 	__u8 fs;
 
 	regs = syscall_regs();
-	f = fd_to_file(PT_REGS_PARM1_CORE_SYSCALL(regs));
+	f = fd_to_file(PT_REGS_PARM1_SYSCALL(regs));
 	inode = f->f_inode;
 	sb = inode->i_sb;
 	fs = inode_fs(inode, sb);
@@ -205,15 +205,15 @@ static __always_inline int handle_resize_exit(long ret, __u16 origin)
 	e->flags_ev = 0;
 	fill_file_identity(e, f, inode, sb);
 	if (origin == SHMBPF_ORIG_FTRUNCATE) {
-		e->arg_size = PT_REGS_PARM2_CORE_SYSCALL(regs);
+		e->arg_size = PT_REGS_PARM2_SYSCALL(regs);
 		e->flags = 0;
 	} else {
 		/* fallocate(fd, mode, offset, len) */
-		e->flags = PT_REGS_PARM2_CORE_SYSCALL(regs);
-		e->arg_size = PT_REGS_PARM3_CORE_SYSCALL(regs) + PT_REGS_PARM4_CORE_SYSCALL(regs);
+		e->flags = PT_REGS_PARM2_SYSCALL(regs);
+		e->arg_size = PT_REGS_PARM3_SYSCALL(regs) + PT_REGS_PARM4_SYSCALL(regs);
 	}
 	e->mode = inode->i_mode;
-	e->fd = PT_REGS_PARM1_CORE_SYSCALL(regs);
+	e->fd = PT_REGS_PARM1_SYSCALL(regs);
 	e->origin = origin;
 	e->fs = fs;
 	e->path_len = 0;
@@ -263,26 +263,26 @@ static __always_inline int handle_path_exit(long ret, __u16 origin)
 	regs = syscall_regs();
 	switch (origin) {
 	case SHMBPF_ORIG_UNLINK:
-		upath = (const char *)PT_REGS_PARM1_CORE_SYSCALL(regs);
+		upath = (const char *)PT_REGS_PARM1_SYSCALL(regs);
 		break;
 	case SHMBPF_ORIG_UNLINKAT:
-		dirfd = PT_REGS_PARM1_CORE_SYSCALL(regs);
-		upath = (const char *)PT_REGS_PARM2_CORE_SYSCALL(regs);
-		flags = PT_REGS_PARM3_CORE_SYSCALL(regs);
+		dirfd = PT_REGS_PARM1_SYSCALL(regs);
+		upath = (const char *)PT_REGS_PARM2_SYSCALL(regs);
+		flags = PT_REGS_PARM3_SYSCALL(regs);
 		if (flags & AT_REMOVEDIR)
 			return 0;
 		break;
 	case SHMBPF_ORIG_RENAME:
-		upath = (const char *)PT_REGS_PARM1_CORE_SYSCALL(regs);
-		unew = (const char *)PT_REGS_PARM2_CORE_SYSCALL(regs);
+		upath = (const char *)PT_REGS_PARM1_SYSCALL(regs);
+		unew = (const char *)PT_REGS_PARM2_SYSCALL(regs);
 		break;
 	default: /* renameat, renameat2 */
-		dirfd = PT_REGS_PARM1_CORE_SYSCALL(regs);
-		upath = (const char *)PT_REGS_PARM2_CORE_SYSCALL(regs);
-		newdirfd = PT_REGS_PARM3_CORE_SYSCALL(regs);
-		unew = (const char *)PT_REGS_PARM4_CORE_SYSCALL(regs);
+		dirfd = PT_REGS_PARM1_SYSCALL(regs);
+		upath = (const char *)PT_REGS_PARM2_SYSCALL(regs);
+		newdirfd = PT_REGS_PARM3_SYSCALL(regs);
+		unew = (const char *)PT_REGS_PARM4_SYSCALL(regs);
 		if (origin == SHMBPF_ORIG_RENAMEAT2)
-			flags = PT_REGS_PARM5_CORE_SYSCALL(regs);
+			flags = PT_REGS_PARM5_SYSCALL(regs);
 		break;
 	}
 

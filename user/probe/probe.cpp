@@ -45,10 +45,12 @@ bool g_verbose = false;
 
 int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap) {
   char buf[1024];
+  va_list copy;
+  va_copy(copy, ap);
   vsnprintf(buf, sizeof(buf), fmt, ap);
-  if (g_verbose) {
-    fputs(buf, stderr);
-  }
+  if (g_verbose) // whole: a verifier log is one message of many lines
+    vfprintf(stderr, fmt, copy);
+  va_end(copy);
   if (level == LIBBPF_DEBUG && !g_verbose)
     return 0;
   std::lock_guard lk(g_log_mu);
@@ -250,7 +252,7 @@ Probe::Probe(const ProbeOptions &opts, bool attach_now) {
   // Userspace seeds the name table in place (see bpf/shmbpf_names.h).
   const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   const size_t bytes = (buckets * sizeof(shmbpf_name_bucket) + page - 1) / page * page;
-  void *names = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED,
+  void *names = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE,
                      bpf_map__fd(skel_->maps.tracked_names), 0);
   if (names == MAP_FAILED)
     throw FatalError("mapping the name table", errno_text(errno));
