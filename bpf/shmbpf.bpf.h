@@ -232,21 +232,17 @@ static __always_inline __u32 mount_id(struct vfsmount *vfs)
 }
 
 /*
- * Write the names from dentry d up to the root of mount vfs into out
+ * Write the names from dentry d up to the root of mount vfs into s->buf
  * (NUL-separated, leaf first). Pseudo dentries (memfd) are their own
  * parent: their name is still recorded. Returns bytes used.
  */
-static __always_inline __u16 collect_components(struct dentry *d, struct vfsmount *vfs, char *out,
-						__u8 *ncomp, __u32 *flags_ev)
+static __always_inline __u16 walk_components(struct shmbpf_scratch *s, struct dentry *d,
+					     struct vfsmount *vfs, __u8 *ncomp, __u32 *flags_ev)
 {
-	__u32 zero = 0;
-	struct shmbpf_scratch *s = bpf_map_lookup_elem(&scratch, &zero);
 	struct dentry *root = vfs->mnt_root;
 	__u32 off = 0;
 	__u8 n = 0;
 
-	if (!s)
-		return 0;
 	for (int i = 0; i < SHMBPF_MAX_COMPONENTS; i++) {
 		struct dentry *parent;
 		const unsigned char *name;
@@ -278,8 +274,22 @@ static __always_inline __u16 collect_components(struct dentry *d, struct vfsmoun
 		off = SHMBPF_PATH_LEN;
 		*flags_ev |= SHMBPF_F_TRUNCATED;
 	}
-	bpf_probe_read_kernel(out, SHMBPF_PATH_LEN, s->buf);
 	*ncomp = n;
+	return off;
+}
+
+/* walk_components() into out, a record's SHMBPF_PATH_LEN bytes. */
+static __always_inline __u16 collect_components(struct dentry *d, struct vfsmount *vfs, char *out,
+						__u8 *ncomp, __u32 *flags_ev)
+{
+	__u32 zero = 0;
+	struct shmbpf_scratch *s = bpf_map_lookup_elem(&scratch, &zero);
+	__u16 off;
+
+	if (!s)
+		return 0;
+	off = walk_components(s, d, vfs, ncomp, flags_ev);
+	bpf_probe_read_kernel(out, SHMBPF_PATH_LEN, s->buf);
 	return off;
 }
 
@@ -339,12 +349,6 @@ static __always_inline void track_key(__u64 key, __u32 dev, __u64 ino)
 
 	if (!b || shmbpf_name_put(b, key, dev, ino, 1) == SHMBPF_NAME_FULL)
 		count(SHMBPF_CNT_TRACK_FULL);
-}
-
-/* Remember a created file's leaf name, for its unlink or rename. */
-static __always_inline void track_name(__u32 dev, __u64 ino, struct dentry *d)
-{
-	track_key(shmbpf_name_key(dentry_name_hash(d)), dev, ino);
 }
 
 /* Emit this CPU's pending free aggregate, if any. */

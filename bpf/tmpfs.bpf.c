@@ -13,25 +13,34 @@
 /* f_mode bit set when the open created the file (since v4.19). */
 #define FMODE_CREATED 0x100000
 
-static __always_inline void fill_file_identity(struct shmbpf_file_event *e, struct file *f,
-					       struct inode *inode, struct super_block *sb)
+/* Everything but the components; e->flags_ev must be set before. */
+static __always_inline void fill_file_fields(struct shmbpf_file_event *e, struct file *f,
+					     struct inode *inode, struct super_block *sb)
 {
-	struct dentry *d = f->f_path.dentry;
-	struct vfsmount *mnt = f->f_path.mnt;
-
 	e->dev = sb->s_dev;
 	e->ino = inode->i_ino;
 	e->size = inode->i_size;
 	e->bytes = (__u64)inode->i_blocks << 9;
-	e->mnt_id = mount_id(mnt);
-	e->comp_len = collect_components(d, mnt, e->components, &e->ncomp, &e->flags_ev);
+	e->mnt_id = mount_id(f->f_path.mnt);
 	if (inode->__i_nlink == 0)
 		e->flags_ev |= SHMBPF_F_UNLINKED;
 }
 
+static __always_inline void fill_file_identity(struct shmbpf_file_event *e, struct file *f,
+					       struct inode *inode, struct super_block *sb)
+{
+	e->comp_len = collect_components(f->f_path.dentry, f->f_path.mnt, e->components, &e->ncomp,
+					 &e->flags_ev);
+	fill_file_fields(e, f, inode, sb);
+}
+
 static __always_inline int handle_open_exit(long ret, __u16 origin)
 {
+	struct shmbpf_scratch *s;
 	struct shmbpf_file_event *e;
+	__u32 zero = 0, walk_flags = 0;
+	__u16 comp_len;
+	__u8 ncomp = 0;
 	struct pt_regs *regs;
 	struct super_block *sb;
 	struct inode *inode;
@@ -78,17 +87,31 @@ static __always_inline int handle_open_exit(long ret, __u16 origin)
 		break;
 	}
 
+	/* The path walk comes first, into scratch: its first name is the
+	 * leaf a create tracks, read once for both. */
+	s = bpf_map_lookup_elem(&scratch, &zero);
+	if (!s)
+		return 0;
+	comp_len = walk_components(s, f->f_path.dentry, f->f_path.mnt, &ncomp, &walk_flags);
 	create = flags & (O_CREAT | __O_TMPFILE);
 	/* Before the reservation: a create whose record is lost still has its
 	 * name followed, so its unlink is reported and the model learns of it. */
-	if (create)
-		track_name(sb->s_dev, inode->i_ino, f->f_path.dentry);
+	if (create) {
+		int slash = 0;
+		/* No first name: the file is its mount's root (a bind mount). */
+		__u64 h = ncomp ? leaf_hash(s->buf, &slash) : dentry_name_hash(f->f_path.dentry);
+
+		track_key(shmbpf_name_key(h), sb->s_dev, inode->i_ino);
+	}
 	e = reserve(sizeof(*e));
 	if (!e)
 		return 0;
 	fill_hdr(&e->hdr, create ? SHMBPF_EV_CREATE : SHMBPF_EV_OPEN, sizeof(*e), ret);
-	e->flags_ev = 0;
-	fill_file_identity(e, f, inode, sb);
+	e->flags_ev = walk_flags;
+	e->comp_len = comp_len;
+	e->ncomp = ncomp;
+	bpf_probe_read_kernel(e->components, SHMBPF_PATH_LEN, s->buf);
+	fill_file_fields(e, f, inode, sb);
 	e->arg_size = 0;
 	e->flags = flags;
 	e->mode = mode;
