@@ -15,6 +15,7 @@
 
 #include "core_fixes.bpf.h"
 #include "shmbpf_events.h"
+#include "shmbpf_names.h"
 
 #define TMPFS_MAGIC	0x01021994
 #define HUGETLBFS_MAGIC 0x958458f6
@@ -63,15 +64,18 @@ SHMBPF_EXTERN struct {
 /* Leaf names of the files on tmpfs/hugetlbfs, by FNV-1a hash: the kernel
  * cannot resolve an unlinked path, so an unlink/rename is reported when its
  * leaf name is known here and userspace resolves the full path. Filled by
- * creates in the kernel and by the start-up scan in userspace; the value is
- * the last inode created under that name, a hint. */
+ * creates in the kernel and by the start-up scan in userspace (through an
+ * mmap); the value is the last inode created under that name, a hint. A
+ * lock-free set-associative table, see shmbpf_names.h. */
 SHMBPF_EXTERN struct {
-	__uint(type, BPF_MAP_TYPE_HASH);
-	__uint(max_entries, 1 << 16); /* sized by userspace before load */
-	__uint(map_flags, BPF_F_NO_PREALLOC);
-	__type(key, __u64);
-	__type(value, struct shmbpf_name_val);
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, (1 << 16) / SHMBPF_NAME_WAYS); /* sized by userspace before load */
+	__uint(map_flags, BPF_F_MMAPABLE);
+	__type(key, __u32);
+	__type(value, struct shmbpf_name_bucket);
 } tracked_names SEC(".maps");
+/* Buckets of tracked_names minus one (their number is a power of two). */
+SHMBPF_EXTERN const volatile __u32 name_bucket_mask;
 
 /* Scratch space: paths are read here before we know they matter. Twice
  * SHMBPF_PATH_LEN so that masked offsets below SHMBPF_PATH_LEN plus reads of
@@ -181,7 +185,9 @@ static __always_inline void fill_hdr(struct shmbpf_hdr *h, __u8 type, __u16 size
 	bpf_get_current_comm(h->comm, sizeof(h->comm));
 }
 
-/* The saved user registers: at sys_exit they still hold the arguments. */
+/* The saved user registers: at sys_exit they still hold the arguments.
+ * The pointer is BTF-typed, so PT_REGS_PARMn_SYSCALL(regs) is a plain load
+ * (the _CORE_ variants are a bpf_probe_read_kernel call each). */
 static __always_inline struct pt_regs *syscall_regs(void)
 {
 	return (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
@@ -250,21 +256,17 @@ static __always_inline __u32 mount_id(struct vfsmount *vfs)
 }
 
 /*
- * Write the names from dentry d up to the root of mount vfs into out
+ * Write the names from dentry d up to the root of mount vfs into s->buf
  * (NUL-separated, leaf first). Pseudo dentries (memfd) are their own
  * parent: their name is still recorded. Returns bytes used.
  */
-static __always_inline __u16 collect_components(struct dentry *d, struct vfsmount *vfs, char *out,
-						__u8 *ncomp, __u32 *flags_ev)
+static __always_inline __u16 walk_components(struct shmbpf_scratch *s, struct dentry *d,
+					     struct vfsmount *vfs, __u8 *ncomp, __u32 *flags_ev)
 {
-	__u32 zero = 0;
-	struct shmbpf_scratch *s = bpf_map_lookup_elem(&scratch, &zero);
 	struct dentry *root = vfs->mnt_root;
 	__u32 off = 0;
 	__u8 n = 0;
 
-	if (!s)
-		return 0;
 	for (int i = 0; i < SHMBPF_MAX_COMPONENTS; i++) {
 		struct dentry *parent;
 		const unsigned char *name;
@@ -296,8 +298,22 @@ static __always_inline __u16 collect_components(struct dentry *d, struct vfsmoun
 		off = SHMBPF_PATH_LEN;
 		*flags_ev |= SHMBPF_F_TRUNCATED;
 	}
-	bpf_probe_read_kernel(out, SHMBPF_PATH_LEN, s->buf);
 	*ncomp = n;
+	return off;
+}
+
+/* walk_components() into out, a record's SHMBPF_PATH_LEN bytes. */
+static __always_inline __u16 collect_components(struct dentry *d, struct vfsmount *vfs, char *out,
+						__u8 *ncomp, __u32 *flags_ev)
+{
+	__u32 zero = 0;
+	struct shmbpf_scratch *s = bpf_map_lookup_elem(&scratch, &zero);
+	__u16 off;
+
+	if (!s)
+		return 0;
+	off = walk_components(s, d, vfs, ncomp, flags_ev);
+	bpf_probe_read_kernel(out, SHMBPF_PATH_LEN, s->buf);
 	return off;
 }
 
@@ -342,13 +358,20 @@ static __always_inline __u64 dentry_name_hash(struct dentry *d)
 	return leaf_hash(s->buf, &slash);
 }
 
-/* Remember a created file's leaf name, for its unlink or rename. */
-static __always_inline void track_name(__u32 dev, __u64 ino, struct dentry *d)
+/* The bucket of tracked_names a name key lives in. */
+static __always_inline struct shmbpf_name_bucket *name_bucket(__u64 key)
 {
-	struct shmbpf_name_val nv = {.dev = dev, .ino = ino};
-	__u64 h = dentry_name_hash(d);
+	__u32 i = shmbpf_name_bucket_of(key, name_bucket_mask);
 
-	if (bpf_map_update_elem(&tracked_names, &h, &nv, BPF_ANY))
+	return bpf_map_lookup_elem(&tracked_names, &i);
+}
+
+/* Remember a file's leaf name (last file wins), for its unlink or rename. */
+static __always_inline void track_key(__u64 key, __u32 dev, __u64 ino)
+{
+	struct shmbpf_name_bucket *b = name_bucket(key);
+
+	if (!b || shmbpf_name_put(b, key, dev, ino, 1) == SHMBPF_NAME_FULL)
 		count(SHMBPF_CNT_TRACK_FULL);
 }
 

@@ -200,15 +200,8 @@ struct shmbpf_exec_event {
 /* Per-CPU delivery counters, indexed by enum shmbpf_counter. */
 enum shmbpf_counter {
 	SHMBPF_CNT_LOST = 0,	   /* bpf_ringbuf_reserve failed */
-	SHMBPF_CNT_TRACK_FULL = 1, /* tracked-name map insert failed */
+	SHMBPF_CNT_TRACK_FULL = 1, /* tracked-name bucket full */
 	SHMBPF_CNT_MAX = 2,
-};
-
-/* Value of the tracked-name map (keyed by shmbpf_name_hash of the leaf). */
-struct shmbpf_name_val {
-	__u32 dev;
-	__u32 pad;
-	__u64 ino;
 };
 
 /*

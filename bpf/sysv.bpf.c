@@ -61,9 +61,9 @@ int tracepoint__syscalls__sys_exit_shmget(struct trace_event_raw_sys_exit *ctx)
 	e = sysv_event(SHMBPF_EV_SHMGET, ret);
 	if (!e)
 		return 0;
-	e->key = PT_REGS_PARM1_CORE_SYSCALL(regs);
-	e->size = PT_REGS_PARM2_CORE_SYSCALL(regs);
-	e->shmflg = PT_REGS_PARM3_CORE_SYSCALL(regs);
+	e->key = PT_REGS_PARM1_SYSCALL(regs);
+	e->size = PT_REGS_PARM2_SYSCALL(regs);
+	e->shmflg = PT_REGS_PARM3_SYSCALL(regs);
 	if (ret >= 0) {
 		e->shmid = ret;
 		if (e->key == IPC_PRIVATE ||
@@ -83,13 +83,16 @@ SEC("tracepoint/syscalls/sys_exit_shmat")
 int tracepoint__syscalls__sys_exit_shmat(struct trace_event_raw_sys_exit *ctx)
 {
 	struct pt_regs *regs = syscall_regs();
-	struct shmbpf_sysv_event *e = sysv_event(SHMBPF_EV_SHMAT, ctx->ret);
+	/* Read once: clang may otherwise load it through a moved ctx pointer,
+	 * which the verifier refuses. */
+	long ret = ctx->ret;
+	struct shmbpf_sysv_event *e = sysv_event(SHMBPF_EV_SHMAT, ret);
 
 	if (!e)
 		return 0;
-	e->shmid = PT_REGS_PARM1_CORE_SYSCALL(regs);
-	e->shmflg = PT_REGS_PARM3_CORE_SYSCALL(regs);
-	e->addr = ctx->ret >= 0 ? ctx->ret : PT_REGS_PARM2_CORE_SYSCALL(regs);
+	e->shmid = PT_REGS_PARM1_SYSCALL(regs);
+	e->shmflg = PT_REGS_PARM3_SYSCALL(regs);
+	e->addr = ret >= 0 ? ret : PT_REGS_PARM2_SYSCALL(regs);
 	submit(e);
 	return 0;
 }
@@ -102,7 +105,7 @@ int tracepoint__syscalls__sys_exit_shmdt(struct trace_event_raw_sys_exit *ctx)
 
 	if (!e)
 		return 0;
-	e->addr = PT_REGS_PARM1_CORE_SYSCALL(regs);
+	e->addr = PT_REGS_PARM1_SYSCALL(regs);
 	submit(e);
 	return 0;
 }
@@ -112,7 +115,7 @@ int tracepoint__syscalls__sys_exit_shmctl(struct trace_event_raw_sys_exit *ctx)
 {
 	struct pt_regs *regs = syscall_regs();
 	struct shmbpf_sysv_event *e;
-	int cmd = PT_REGS_PARM2_CORE_SYSCALL(regs);
+	int cmd = PT_REGS_PARM2_SYSCALL(regs);
 
 	/* Some ABIs or in IPC_64 (0x100); only removal matters. */
 	if ((cmd & 0xff) != IPC_RMID)
@@ -120,7 +123,7 @@ int tracepoint__syscalls__sys_exit_shmctl(struct trace_event_raw_sys_exit *ctx)
 	e = sysv_event(SHMBPF_EV_SHM_RMID, ctx->ret);
 	if (!e)
 		return 0;
-	e->shmid = PT_REGS_PARM1_CORE_SYSCALL(regs);
+	e->shmid = PT_REGS_PARM1_SYSCALL(regs);
 	submit(e);
 	return 0;
 }

@@ -14,25 +14,34 @@
 /* f_mode bit set when the open created the file (since v4.19). */
 #define FMODE_CREATED 0x100000
 
-static __always_inline void fill_file_identity(struct shmbpf_file_event *e, struct file *f,
-					       struct inode *inode, struct super_block *sb)
+/* Everything but the components; e->flags_ev must be set before. */
+static __always_inline void fill_file_fields(struct shmbpf_file_event *e, struct file *f,
+					     struct inode *inode, struct super_block *sb)
 {
-	struct dentry *d = f->f_path.dentry;
-	struct vfsmount *mnt = f->f_path.mnt;
-
 	e->dev = sb->s_dev;
 	e->ino = inode->i_ino;
 	e->size = inode->i_size;
 	e->bytes = (__u64)inode->i_blocks << 9;
-	e->mnt_id = mount_id(mnt);
-	e->comp_len = collect_components(d, mnt, e->components, &e->ncomp, &e->flags_ev);
+	e->mnt_id = mount_id(f->f_path.mnt);
 	if (inode->__i_nlink == 0)
 		e->flags_ev |= SHMBPF_F_UNLINKED;
 }
 
+static __always_inline void fill_file_identity(struct shmbpf_file_event *e, struct file *f,
+					       struct inode *inode, struct super_block *sb)
+{
+	e->comp_len = collect_components(f->f_path.dentry, f->f_path.mnt, e->components, &e->ncomp,
+					 &e->flags_ev);
+	fill_file_fields(e, f, inode, sb);
+}
+
 static __always_inline int handle_open_exit(long ret, __u16 origin)
 {
+	struct shmbpf_scratch *s;
 	struct shmbpf_file_event *e;
+	__u32 zero = 0, walk_flags = 0;
+	__u16 comp_len;
+	__u8 ncomp = 0;
 	struct pt_regs *regs;
 	struct super_block *sb;
 	struct inode *inode;
@@ -54,42 +63,56 @@ static __always_inline int handle_open_exit(long ret, __u16 origin)
 	regs = syscall_regs();
 	switch (origin) {
 	case SHMBPF_ORIG_OPEN:
-		upath = (const char *)PT_REGS_PARM1_CORE_SYSCALL(regs);
-		flags = PT_REGS_PARM2_CORE_SYSCALL(regs);
-		mode = PT_REGS_PARM3_CORE_SYSCALL(regs);
+		upath = (const char *)PT_REGS_PARM1_SYSCALL(regs);
+		flags = PT_REGS_PARM2_SYSCALL(regs);
+		mode = PT_REGS_PARM3_SYSCALL(regs);
 		break;
 	case SHMBPF_ORIG_CREAT:
-		upath = (const char *)PT_REGS_PARM1_CORE_SYSCALL(regs);
+		upath = (const char *)PT_REGS_PARM1_SYSCALL(regs);
 		flags = O_CREAT | 01 /* O_WRONLY */ | 01000 /* O_TRUNC */;
-		mode = PT_REGS_PARM2_CORE_SYSCALL(regs);
+		mode = PT_REGS_PARM2_SYSCALL(regs);
 		break;
 	case SHMBPF_ORIG_OPENAT2: {
 		struct open_how how = {};
 
-		upath = (const char *)PT_REGS_PARM2_CORE_SYSCALL(regs);
-		bpf_probe_read_user(&how, sizeof(how), (void *)PT_REGS_PARM3_CORE_SYSCALL(regs));
+		upath = (const char *)PT_REGS_PARM2_SYSCALL(regs);
+		bpf_probe_read_user(&how, sizeof(how), (void *)PT_REGS_PARM3_SYSCALL(regs));
 		flags = how.flags;
 		mode = how.mode;
 		break;
 	}
 	default:
-		upath = (const char *)PT_REGS_PARM2_CORE_SYSCALL(regs);
-		flags = PT_REGS_PARM3_CORE_SYSCALL(regs);
-		mode = PT_REGS_PARM4_CORE_SYSCALL(regs);
+		upath = (const char *)PT_REGS_PARM2_SYSCALL(regs);
+		flags = PT_REGS_PARM3_SYSCALL(regs);
+		mode = PT_REGS_PARM4_SYSCALL(regs);
 		break;
 	}
 
+	/* The path walk comes first, into scratch: its first name is the
+	 * leaf a create tracks, read once for both. */
+	s = bpf_map_lookup_elem(&scratch, &zero);
+	if (!s)
+		return 0;
+	comp_len = walk_components(s, f->f_path.dentry, f->f_path.mnt, &ncomp, &walk_flags);
 	create = flags & (O_CREAT | __O_TMPFILE);
 	/* Before the reservation: a create whose record is lost still has its
 	 * name followed, so its unlink is reported and the model learns of it. */
-	if (create)
-		track_name(sb->s_dev, inode->i_ino, f->f_path.dentry);
+	if (create) {
+		int slash = 0;
+		/* No first name: the file is its mount's root (a bind mount). */
+		__u64 h = ncomp ? leaf_hash(s->buf, &slash) : dentry_name_hash(f->f_path.dentry);
+
+		track_key(shmbpf_name_key(h), sb->s_dev, inode->i_ino);
+	}
 	e = reserve(sizeof(*e));
 	if (!e)
 		return 0;
 	fill_hdr(&e->hdr, create ? SHMBPF_EV_CREATE : SHMBPF_EV_OPEN, sizeof(*e), ret);
-	e->flags_ev = 0;
-	fill_file_identity(e, f, inode, sb);
+	e->flags_ev = walk_flags;
+	e->comp_len = comp_len;
+	e->ncomp = ncomp;
+	bpf_probe_read_kernel(e->components, SHMBPF_PATH_LEN, s->buf);
+	fill_file_fields(e, f, inode, sb);
 	e->arg_size = 0;
 	e->flags = flags;
 	e->mode = mode;
@@ -167,13 +190,13 @@ int tracepoint__syscalls__sys_exit_memfd_create(struct trace_event_raw_sys_exit 
 		fill_file_identity(e, f, inode, sb);
 	}
 	e->arg_size = 0;
-	e->flags = PT_REGS_PARM2_CORE_SYSCALL(regs);
+	e->flags = PT_REGS_PARM2_SYSCALL(regs);
 	e->mode = 0;
 	e->fd = ret >= 0 ? ret : -1;
 	e->origin = SHMBPF_ORIG_MEMFD_CREATE;
 	e->path_len = 0;
 	n = bpf_probe_read_user_str(e->path, sizeof(e->path),
-				    (const char *)PT_REGS_PARM1_CORE_SYSCALL(regs));
+				    (const char *)PT_REGS_PARM1_SYSCALL(regs));
 	if (n > 0)
 		e->path_len = n - 1;
 	submit(e);
@@ -190,7 +213,7 @@ static __always_inline int handle_resize_exit(long ret, __u16 origin)
 	__u8 fs;
 
 	regs = syscall_regs();
-	f = fd_to_file(PT_REGS_PARM1_CORE_SYSCALL(regs));
+	f = fd_to_file(PT_REGS_PARM1_SYSCALL(regs));
 	inode = f->f_inode;
 	sb = inode->i_sb;
 	fs = inode_fs(inode, sb);
@@ -206,15 +229,15 @@ static __always_inline int handle_resize_exit(long ret, __u16 origin)
 	e->flags_ev = 0;
 	fill_file_identity(e, f, inode, sb);
 	if (origin == SHMBPF_ORIG_FTRUNCATE) {
-		e->arg_size = PT_REGS_PARM2_CORE_SYSCALL(regs);
+		e->arg_size = PT_REGS_PARM2_SYSCALL(regs);
 		e->flags = 0;
 	} else {
 		/* fallocate(fd, mode, offset, len) */
-		e->flags = PT_REGS_PARM2_CORE_SYSCALL(regs);
-		e->arg_size = PT_REGS_PARM3_CORE_SYSCALL(regs) + PT_REGS_PARM4_CORE_SYSCALL(regs);
+		e->flags = PT_REGS_PARM2_SYSCALL(regs);
+		e->arg_size = PT_REGS_PARM3_SYSCALL(regs) + PT_REGS_PARM4_SYSCALL(regs);
 	}
 	e->mode = inode->i_mode;
-	e->fd = PT_REGS_PARM1_CORE_SYSCALL(regs);
+	e->fd = PT_REGS_PARM1_SYSCALL(regs);
 	e->origin = origin;
 	e->fs = fs;
 	e->path_len = 0;
@@ -246,8 +269,9 @@ static __always_inline int handle_path_exit(long ret, __u16 origin)
 	__u32 zero = 0;
 	struct shmbpf_scratch *s = bpf_map_lookup_elem(&scratch, &zero);
 	struct shmbpf_path_event *e;
-	struct shmbpf_name_val *nv;
-	struct shmbpf_name_val hint;
+	struct shmbpf_name_bucket *b;
+	__u32 hint_dev;
+	__u64 hint_ino;
 	struct pt_regs *regs;
 	const char *upath, *unew = NULL;
 	struct dentry *start_d = NULL;
@@ -255,7 +279,7 @@ static __always_inline int handle_path_exit(long ret, __u16 origin)
 	int dirfd = AT_FDCWD, newdirfd = AT_FDCWD;
 	__u32 flags = 0;
 	int slash = 0;
-	__u64 h;
+	__u64 key;
 	long n;
 
 	if (ret != 0 || !s)
@@ -263,37 +287,36 @@ static __always_inline int handle_path_exit(long ret, __u16 origin)
 	regs = syscall_regs();
 	switch (origin) {
 	case SHMBPF_ORIG_UNLINK:
-		upath = (const char *)PT_REGS_PARM1_CORE_SYSCALL(regs);
+		upath = (const char *)PT_REGS_PARM1_SYSCALL(regs);
 		break;
 	case SHMBPF_ORIG_UNLINKAT:
-		dirfd = PT_REGS_PARM1_CORE_SYSCALL(regs);
-		upath = (const char *)PT_REGS_PARM2_CORE_SYSCALL(regs);
-		flags = PT_REGS_PARM3_CORE_SYSCALL(regs);
+		dirfd = PT_REGS_PARM1_SYSCALL(regs);
+		upath = (const char *)PT_REGS_PARM2_SYSCALL(regs);
+		flags = PT_REGS_PARM3_SYSCALL(regs);
 		if (flags & AT_REMOVEDIR)
 			return 0;
 		break;
 	case SHMBPF_ORIG_RENAME:
-		upath = (const char *)PT_REGS_PARM1_CORE_SYSCALL(regs);
-		unew = (const char *)PT_REGS_PARM2_CORE_SYSCALL(regs);
+		upath = (const char *)PT_REGS_PARM1_SYSCALL(regs);
+		unew = (const char *)PT_REGS_PARM2_SYSCALL(regs);
 		break;
 	default: /* renameat, renameat2 */
-		dirfd = PT_REGS_PARM1_CORE_SYSCALL(regs);
-		upath = (const char *)PT_REGS_PARM2_CORE_SYSCALL(regs);
-		newdirfd = PT_REGS_PARM3_CORE_SYSCALL(regs);
-		unew = (const char *)PT_REGS_PARM4_CORE_SYSCALL(regs);
+		dirfd = PT_REGS_PARM1_SYSCALL(regs);
+		upath = (const char *)PT_REGS_PARM2_SYSCALL(regs);
+		newdirfd = PT_REGS_PARM3_SYSCALL(regs);
+		unew = (const char *)PT_REGS_PARM4_SYSCALL(regs);
 		if (origin == SHMBPF_ORIG_RENAMEAT2)
-			flags = PT_REGS_PARM5_CORE_SYSCALL(regs);
+			flags = PT_REGS_PARM5_SYSCALL(regs);
 		break;
 	}
 
 	n = bpf_probe_read_user_str(s->buf, SHMBPF_PATH_LEN, upath);
 	if (n <= 1)
 		return 0;
-	h = leaf_hash(s->buf, &slash);
-	nv = bpf_map_lookup_elem(&tracked_names, &h);
-	if (!nv)
+	key = shmbpf_name_key(leaf_hash(s->buf, &slash));
+	b = name_bucket(key);
+	if (!b || !shmbpf_name_get(b, key, &hint_dev, &hint_ino))
 		return 0;
-	hint = *nv;
 
 	if (s->buf[0] != '/') {
 		if (dirfd == AT_FDCWD) {
@@ -323,8 +346,8 @@ static __always_inline int handle_path_exit(long ret, __u16 origin)
 	e->flags_ev = s->buf[0] == '/' ? SHMBPF_F_ABSOLUTE : 0;
 	if (n == SHMBPF_PATH_LEN)
 		e->flags_ev |= SHMBPF_F_TRUNCATED;
-	e->hint_dev = hint.dev;
-	e->hint_ino = hint.ino;
+	e->hint_dev = hint_dev;
+	e->hint_ino = hint_ino;
 	e->pad0 = 0;
 	e->origin = origin;
 	e->path_len = n - 1;
@@ -354,12 +377,9 @@ static __always_inline int handle_path_exit(long ret, __u16 origin)
 	}
 
 	/* The old name is gone; a renamed file keeps being tracked under its new one. */
-	bpf_map_delete_elem(&tracked_names, &h);
-	if (unew && e->newpath_len > 0) {
-		__u64 nh = leaf_hash(e->newpath, &slash);
-
-		bpf_map_update_elem(&tracked_names, &nh, &hint, BPF_ANY);
-	}
+	shmbpf_name_remove(b, key);
+	if (unew && e->newpath_len > 0)
+		track_key(shmbpf_name_key(leaf_hash(e->newpath, &slash)), hint_dev, hint_ino);
 	submit(e);
 	return 0;
 }

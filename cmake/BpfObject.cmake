@@ -32,7 +32,7 @@ function(bpf_skeleton target)
     set(obj ${outdir}/${stem}.bpf.o)
     add_custom_command(
       OUTPUT ${obj}
-      COMMAND ${BPF_CLANG} -g -O2 -target bpf -D__TARGET_ARCH_${BPF_ARCH}
+      COMMAND ${BPF_CLANG} -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_${BPF_ARCH}
               -Wall -Wno-unused-function
               -I${BPF_VMLINUX_DIR} -I${CMAKE_SOURCE_DIR}/bpf
               -c ${src} -o ${obj}

@@ -1235,16 +1235,27 @@ TEST(TmpfsEvents, UnlinkSeenAfterItsCreateWasLost) {
   });
   ASSERT_LT(creates, static_cast<size_t>(kFiles)) << "the burst was meant to overflow the ring";
 
-  // Now one unlink at a time, each drained before the next: none is lost.
-  size_t unlinks = 0;
+  // Now one unlink at a time, each drained before the next: none is
+  // missing unless the ring overflowed again meanwhile (other processes'
+  // records can fill 16 KiB between two drains on a busy machine).
+  size_t unlinks = 0, missed = 0, lost_steps = 0;
   for (const auto &p : paths) {
+    const uint64_t lost_before = session->probe().lost();
     ASSERT_EQ(unlink(p.c_str()), 0) << p;
+    bool seen = false;
     session->drain([&](Event &e) {
       if (e.type == EventType::unlink && e.full_path == p)
-        ++unlinks;
+        seen = true;
     });
+    if (seen)
+      ++unlinks;
+    else if (session->probe().lost() != lost_before)
+      ++lost_steps;
+    else
+      ++missed;
   }
-  EXPECT_EQ(unlinks, static_cast<size_t>(kFiles)) << creates << " creates were delivered";
+  EXPECT_EQ(missed, 0u) << creates << " creates were delivered";
+  EXPECT_GT(unlinks, static_cast<size_t>(kFiles) / 2) << lost_steps << " steps lost records";
 }
 
 } // namespace

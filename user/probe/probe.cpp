@@ -6,6 +6,7 @@
 #include <linux/types.h>
 
 #include "shmbpf_events.h"
+#include "shmbpf_names.h"
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -14,6 +15,7 @@
 
 #include <linux/capability.h>
 #include <sched.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
@@ -43,10 +45,12 @@ bool g_verbose = false;
 
 int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap) {
   char buf[1024];
+  va_list copy;
+  va_copy(copy, ap);
   vsnprintf(buf, sizeof(buf), fmt, ap);
-  if (g_verbose) {
-    fputs(buf, stderr);
-  }
+  if (g_verbose) // whole: a verifier log is one message of many lines
+    vfprintf(stderr, fmt, copy);
+  va_end(copy);
   if (level == LIBBPF_DEBUG && !g_verbose)
     return 0;
   std::lock_guard lk(g_log_mu);
@@ -110,50 +114,7 @@ private:
   bool read_ = false;
 };
 
-// Updates n elements in batches of BPF_MAP_UPDATE_BATCH (BPF_ANY: hash maps
-// accept no BPF_NOEXIST there). An element the kernel refuses (map full)
-// is skipped, as a failed single update would be. False when this kernel
-// has no batch operations for the map (nothing was written then).
-bool update_batch(int fd, const void *keys, size_t key_size, const void *values, size_t value_size,
-                  size_t n) {
-  LIBBPF_OPTS(bpf_map_batch_opts, opts);
-  size_t done = 0;
-  while (done < n) {
-    __u32 count = static_cast<__u32>(std::min<size_t>(n - done, 65536));
-    int err =
-        bpf_map_update_batch(fd, static_cast<const char *>(keys) + done * key_size,
-                             static_cast<const char *>(values) + done * value_size, &count, &opts);
-    if (err && done == 0 && count == 0 && (err == -EINVAL || err == -ENOTSUP || err == -EOPNOTSUPP))
-      return false;
-    done += count;
-    if (err)
-      ++done;
-  }
-  return true;
-}
-
 } // namespace
-
-bool Probe::seed_batches(int names, const std::vector<SeedKey> &files) {
-  // Before attach only this process writes the map, and nothing is in it
-  // yet: writing with BPF_ANY is writing with BPF_NOEXIST, as long as each
-  // name goes in once, with its first file (as one by one).
-  std::vector<SeedKey> by_name = files;
-  std::stable_sort(by_name.begin(), by_name.end(),
-                   [](const SeedKey &a, const SeedKey &b) { return a.hash < b.hash; });
-  std::vector<__u64> hashes;
-  std::vector<shmbpf_name_val> vals;
-  hashes.reserve(by_name.size());
-  vals.reserve(by_name.size());
-  for (size_t i = 0; i < by_name.size(); ++i) {
-    if (i > 0 && by_name[i].hash == by_name[i - 1].hash)
-      continue;
-    hashes.push_back(by_name[i].hash);
-    vals.push_back({by_name[i].dev, 0, by_name[i].ino});
-  }
-  return update_batch(names, hashes.data(), sizeof(hashes[0]), vals.data(), sizeof(vals[0]),
-                      hashes.size());
-}
 
 void require_bpf_privileges(const std::string &command) {
   __user_cap_header_struct hdr{_LINUX_CAPABILITY_VERSION_3, 0};
@@ -221,6 +182,7 @@ uint64_t tmpfs_files_in_use() {
 
 void Probe::SkelDeleter::operator()(struct ::shmbpf_bpf *s) const { shmbpf_bpf__destroy(s); }
 void Probe::RingDeleter::operator()(ring_buffer *r) const { ring_buffer__free(r); }
+void Probe::Unmap::operator()(void *p) const { munmap(p, bytes); }
 
 Probe::Probe(const ProbeOptions &opts, bool attach_now) {
   g_verbose = opts.verbose;
@@ -246,11 +208,14 @@ Probe::Probe(const ProbeOptions &opts, bool attach_now) {
   if (int err =
           bpf_map__set_max_entries(skel_->maps.events, static_cast<__u32>(opts.ring_buffer_bytes)))
     throw FatalError("ring buffer size", errno_text(err));
-  name_capacity_ =
-      opts.name_capacity ? opts.name_capacity : name_map_capacity(tmpfs_files_in_use());
-  if (int err =
-          bpf_map__set_max_entries(skel_->maps.tracked_names, static_cast<__u32>(name_capacity_)))
-    throw FatalError("name map size", errno_text(err));
+  name_capacity_ = opts.name_capacity
+                       ? std::bit_ceil(std::max<size_t>(opts.name_capacity, SHMBPF_NAME_WAYS))
+                       : name_map_capacity(tmpfs_files_in_use());
+  const size_t buckets = name_capacity_ / SHMBPF_NAME_WAYS;
+  name_mask_ = static_cast<uint32_t>(buckets - 1);
+  skel_->rodata->name_bucket_mask = name_mask_;
+  if (int err = bpf_map__set_max_entries(skel_->maps.tracked_names, static_cast<__u32>(buckets)))
+    throw FatalError("name table size", errno_text(err));
 
   // Load only what this kernel has: a missing tracepoint or BTF type turns
   // one program off and is reported, instead of failing the whole load.
@@ -283,6 +248,16 @@ Probe::Probe(const ProbeOptions &opts, bool attach_now) {
                                                  (detail.empty() ? "" : " (" + detail + ")") +
                                                  "; run with -v for libbpf's detail");
   }
+
+  // Userspace seeds the name table in place (see bpf/shmbpf_names.h).
+  const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  const size_t bytes = (buckets * sizeof(shmbpf_name_bucket) + page - 1) / page * page;
+  void *names = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE,
+                     bpf_map__fd(skel_->maps.tracked_names), 0);
+  if (names == MAP_FAILED)
+    throw FatalError("mapping the name table", errno_text(errno));
+  names_map_ = std::unique_ptr<void, Unmap>(names, Unmap{bytes});
+  names_ = static_cast<shmbpf_name_bucket *>(names);
 
   auto cb = [](void *ctx, void *data, size_t len) -> int {
     auto *self = static_cast<Probe *>(ctx);
@@ -357,45 +332,40 @@ uint64_t Probe::counter(uint32_t which) const {
 }
 
 uint64_t Probe::lost() const { return counter(SHMBPF_CNT_LOST); }
-uint64_t Probe::track_full() const { return counter(SHMBPF_CNT_TRACK_FULL); }
+
+shmbpf_name_bucket *Probe::bucket_of(uint64_t key) const {
+  return &names_[shmbpf_name_bucket_of(key, name_mask_)];
+}
+
+uint64_t Probe::track_full() const { return counter(SHMBPF_CNT_TRACK_FULL) + seed_full_; }
 
 void Probe::seed(const std::vector<SeedKey> &files) {
-  int names = bpf_map__fd(skel_->maps.tracked_names);
-  if (!attached_ && !batch_seeded_ && seed_batches(names, files)) {
-    batch_seeded_ = true;
-    return;
-  }
   for (const SeedKey &f : files) {
-    shmbpf_name_val nv{f.dev, 0, f.ino};
-    bpf_map_update_elem(names, &f.hash, &nv, BPF_NOEXIST);
+    const uint64_t key = shmbpf_name_key(f.hash);
+    if (shmbpf_name_put(bucket_of(key), key, f.dev, f.ino, /*replace=*/0) == SHMBPF_NAME_FULL)
+      ++seed_full_;
   }
 }
 
 size_t Probe::name_count() const {
-  int fd = bpf_map__fd(skel_->maps.tracked_names);
-  __u64 key = 0, next = 0;
   size_t n = 0;
-  for (const void *prev = nullptr; bpf_map_get_next_key(fd, prev, &next) == 0; prev = &key) {
-    key = next;
-    ++n;
-  }
+  for (size_t b = 0; b <= name_mask_; ++b)
+    for (const __u64 &key : names_[b].key)
+      if (__atomic_load_n(&key, __ATOMIC_RELAXED) > SHMBPF_NAME_BUSY)
+        ++n;
   return n;
 }
 
 void Probe::reseed_name(const SeedKey &stale, const SeedKey &file) {
-  int fd = bpf_map__fd(skel_->maps.tracked_names);
-  shmbpf_name_val cur{};
-  if (bpf_map_lookup_elem(fd, &stale.hash, &cur) != 0 || cur.dev != stale.dev ||
-      cur.ino != stale.ino)
-    return; // gone (an unlink the kernel saw) or rewritten by the kernel
-  shmbpf_name_val nv{file.dev, 0, file.ino};
-  bpf_map_update_elem(fd, &file.hash, &nv, BPF_EXIST);
+  // Both carry the same name (Session::seed_keys_of).
+  const uint64_t key = shmbpf_name_key(file.hash);
+  if (stale.hash == file.hash)
+    shmbpf_name_swap(bucket_of(key), key, stale.dev, stale.ino, file.dev, file.ino);
 }
 
 void Probe::restore_name(std::string_view leaf, uint32_t dev, uint64_t ino) {
-  __u64 h = shm_name_hash(leaf);
-  shmbpf_name_val nv{dev, 0, ino};
-  bpf_map_update_elem(bpf_map__fd(skel_->maps.tracked_names), &h, &nv, BPF_NOEXIST);
+  const uint64_t key = shmbpf_name_key(shm_name_hash(leaf));
+  shmbpf_name_put(bucket_of(key), key, dev, ino, /*replace=*/0);
 }
 
 } // namespace shmbpf

@@ -15,13 +15,15 @@
 
 struct shmbpf_bpf; // the generated skeleton
 struct ring_buffer;
+struct shmbpf_name_bucket;
 
 namespace shmbpf {
 
 struct ProbeOptions {
   size_t ring_buffer_bytes = 8u << 20;
-  // Entries of the kernel's leaf-name map (unlink/rename matching); 0 sizes
-  // it from the files on tmpfs now (name_map_capacity).
+  // Names the kernel's leaf-name table (unlink/rename matching) holds: a
+  // power of two, at least SHMBPF_NAME_WAYS (rounded up); 0 sizes it from
+  // the files on tmpfs now (name_map_capacity).
   size_t name_capacity = 0;
   bool verbose = false; // forward libbpf's messages to stderr
   // Called by Session after the kernel maps were seeded and before the
@@ -29,11 +31,12 @@ struct ProbeOptions {
   std::function<void()> before_attach;
 };
 
-// The name map's size for a machine with this many files on tmpfs: four
-// times as many, as a power of two, at least 65,536 and at most 2^20. A
-// small map is much cheaper to look up in (docs/BENCHMARKS.md); once full,
-// creates are still reported but their unlinks are found only by
-// reconciliation, and Probe::track_full() counts them.
+// The name table's size for a machine with this many files on tmpfs: four
+// times as many, as a power of two, at least 65,536 and at most 2^20 (24
+// bytes each). A quarter full, fewer than 2 names in 10,000 find their
+// bucket full; names that do not fit are still reported when created, but
+// their unlinks are found only by reconciliation, and Probe::track_full()
+// counts them.
 size_t name_map_capacity(uint64_t tmpfs_files);
 
 // Inodes in use on the tmpfs/hugetlbfs mounts this process sees (statvfs).
@@ -67,22 +70,23 @@ public:
   void flush_frees();
   // Records the kernel could not deliver (ring buffer full).
   uint64_t lost() const;
-  // Inserts into the tracked-name map that failed (map full).
+  // Names that did not fit in the tracked-name table (bucket full), in the
+  // kernel and while seeding.
   uint64_t track_full() const;
   // Attaches the programs (once): from here on the kernel fills its maps.
   void attach();
   bool attached() const { return attached_; }
   // Follow unlinks and renames of files that existed before start: their
-  // leaf names go into the kernel's name map. A name already known is kept.
-  // Before attach(), when no program writes the map, this is a few batch
-  // syscalls; after, one syscall per file.
+  // leaf names go into the kernel's name table. A name already known is
+  // kept (the first file wins). Written straight into the mmap'ed table,
+  // without syscalls, before attach() or after.
   void seed(const std::vector<SeedKey> &files);
   // After attach(): gives the name that seed() gave to `stale` (a file gone
   // before attach()) to `file` instead, unless the kernel changed it since.
   void reseed_name(const SeedKey &stale, const SeedKey &file);
-  // Entries in the kernel's name map (walks it: for stats and tests).
+  // Names in the kernel's name table (walks it: for stats and tests).
   size_t name_count() const;
-  // What the name map can hold.
+  // What the name table can hold.
   size_t name_capacity() const { return name_capacity_; }
   // Gives a tracked file its leaf name back after the kernel dropped it for
   // an unlink/rename that turned out not to be on tmpfs. Never overwrites.
@@ -92,7 +96,7 @@ public:
 
 private:
   uint64_t counter(uint32_t which) const;
-  bool seed_batches(int names, const std::vector<SeedKey> &files);
+  shmbpf_name_bucket *bucket_of(uint64_t key) const;
 
   struct SkelDeleter {
     void operator()(struct ::shmbpf_bpf *s) const;
@@ -100,14 +104,22 @@ private:
   struct RingDeleter {
     void operator()(ring_buffer *r) const;
   };
+  struct Unmap {
+    size_t bytes; // no initializer: it would keep unique_ptr from default-constructing
+    void operator()(void *p) const;
+  };
   std::unique_ptr<struct ::shmbpf_bpf, SkelDeleter> skel_;
   std::unique_ptr<ring_buffer, RingDeleter> ring_;
+  // The kernel's tracked_names array, mapped: mask + 1 buckets.
+  std::unique_ptr<void, Unmap> names_map_;
+  shmbpf_name_bucket *names_ = nullptr;
+  uint32_t name_mask_ = 0;
+  uint64_t seed_full_ = 0;
   const RecordFn *current_ = nullptr;
   std::vector<std::string> missing_;
   int ncpus_ = 0;
   size_t name_capacity_ = 0;
   bool attached_ = false;
-  bool batch_seeded_ = false;
 };
 
 } // namespace shmbpf
