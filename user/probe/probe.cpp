@@ -32,6 +32,7 @@
 #include <mutex>
 #include <set>
 #include <string_view>
+#include <thread>
 
 namespace shmbpf {
 
@@ -180,7 +181,31 @@ uint64_t tmpfs_files_in_use() {
   return total;
 }
 
-void Probe::SkelDeleter::operator()(struct ::shmbpf_bpf *s) const { shmbpf_bpf__destroy(s); }
+void Probe::SkelDeleter::operator()(struct ::shmbpf_bpf *s) const {
+  // Detaching a syscall tracepoint waits for RCU grace periods (30-40 ms
+  // each in the guest measured): one link after the other, an exit took
+  // half a second. Detached on several threads at once they share grace
+  // periods. Each thread owns distinct links; the rest of the skeleton is
+  // freed after they are done.
+  if (s && s->skeleton) {
+    std::vector<bpf_link **> links;
+    for (int i = 0; i < s->skeleton->prog_cnt; ++i)
+      if (bpf_link **l = s->skeleton->progs[i].link; l && *l)
+        links.push_back(l);
+    std::vector<std::thread> threads;
+    constexpr size_t kThreads = 8;
+    for (size_t t = 0; t < kThreads && t < links.size(); ++t)
+      threads.emplace_back([&links, t] {
+        for (size_t i = t; i < links.size(); i += kThreads) {
+          bpf_link__destroy(*links[i]);
+          *links[i] = nullptr;
+        }
+      });
+    for (std::thread &t : threads)
+      t.join();
+  }
+  shmbpf_bpf__destroy(s);
+}
 void Probe::RingDeleter::operator()(ring_buffer *r) const { ring_buffer__free(r); }
 void Probe::Unmap::operator()(void *p) const { munmap(p, bytes); }
 
