@@ -293,6 +293,12 @@ public:
   bool reconcile_process_files(uint32_t pid, std::vector<SegmentKey> files);
   // Pids holding any of keys, sorted and unique.
   std::vector<uint32_t> holders_of(const std::vector<SegmentKey> &keys) const;
+  // fn(pid) for each pid holding key; no allocation.
+  template <class Fn> void for_each_holder(const SegmentKey &key, Fn &&fn) const {
+    if (auto it = segs_.find(key); it != segs_.end())
+      for (uint32_t pid : it->second.holders)
+        fn(pid);
+  }
 
   // --- queries (sorted, deterministic) -------------------------------------
   std::optional<SegmentInfo> segment(const SegmentKey &key) const;
