@@ -310,6 +310,21 @@ public:
       return std::nullopt;
     return !it->second.holders.empty();
   }
+  // A file's holders and, while it is linked under a resolved path, that
+  // path (else empty; valid until the engine next changes). Cheap, unlike
+  // segment(); nullopt when the file is unknown.
+  struct FileState {
+    bool held = false;
+    std::string_view path;
+  };
+  std::optional<FileState> file_state(const SegmentKey &key) const {
+    auto it = segs_.find(key);
+    if (it == segs_.end())
+      return std::nullopt;
+    const Segment &s = it->second;
+    const bool named = s.state == SegmentState::linked && (s.flags & kPathFull);
+    return FileState{!s.holders.empty(), named ? s.path.view() : std::string_view{}};
+  }
   std::vector<SegmentInfo> segments(const SegmentFilter &filter = {}) const; // by path, key
   // The same with age_ns and orphan filled in (orphan as orphans()).
   std::vector<SegmentInfo> segments(const SegmentFilter &filter, uint64_t now_ns,

@@ -305,14 +305,32 @@ void Monitor::apply_rescan(Gather &g) {
 Monitor::Gather Monitor::sample_request() {
   Gather g;
   const uint64_t now = now_ns();
+  constexpr size_t kMaxWatched = 65536;
+  for (const Touched &t : touched_) {
+    auto it = watched_.find(t.key);
+    if (it == watched_.end()) {
+      auto fs = engine_.file_state(t.key);
+      if (!fs || fs->path.empty() || watched_.size() >= kMaxWatched)
+        continue;
+      it = watched_.try_emplace(t.key).first;
+    }
+    it->second.pid = t.pid;
+    it->second.last_event_ns = std::max(it->second.last_event_ns, t.ts_ns);
+  }
+  touched_.clear();
+  if (touched_.capacity() > 65536)
+    touched_.shrink_to_fit();
   for (auto it = watched_.begin(); it != watched_.end();) {
-    const auto held = engine_.is_held(it->first);
-    if (!held || (!*held && now - std::min(now, it->second.last_event_ns) >= kLinger)) {
+    auto fs = engine_.file_state(it->first);
+    // Gone, or gone from its path (its holders were noted at the unlink);
+    // kept while held (it may still grow), and for a minute after the last
+    // event (a writer that closed it may have filled it just before).
+    if (!fs || fs->path.empty() ||
+        (!fs->held && now - std::min(now, it->second.last_event_ns) >= kLinger)) {
       it = watched_.erase(it);
       continue;
     }
-    if (*held)
-      g.stats.push_back({it->first, it->second.path, it->second.pid});
+    g.stats.push_back({it->first, std::string(fs->path), it->second.pid});
     ++it;
   }
   take_in_turn(g.stats, kMaxStats, stat_cursor_);
@@ -355,7 +373,7 @@ void Monitor::apply_sample(Gather &g) {
   for (const StatJob &j : g.stats) {
     if (j.found) {
       engine_.set_file_usage(j.key, j.size, j.bytes, g.now_ns);
-    } else if (auto it = watched_.find(j.key); it != watched_.end() && it->second.path == j.path) {
+    } else if (auto it = watched_.find(j.key); it != watched_.end()) {
       // Unlinked or renamed unseen: stop failing stats; whoever holds it
       // may close it unseen too.
       watched_.erase(it);
@@ -399,24 +417,15 @@ void Monitor::recheck_holders_of(SegmentKey key) {
 
 void Monitor::watch(const Event &e) {
   if ((e.type == EventType::unlink || e.type == EventType::rename) && e.ino != 0) {
-    if (e.ret < 0)
-      return;
-    const SegmentKey key = SegmentKey::file(e.dev, e.ino);
-    // Whoever still holds the file may close it unseen.
-    recheck_holders_of(key);
-    auto it = watched_.find(key);
-    if (it == watched_.end())
-      return;
-    // Gone from its path: re-stat'ing it would only fail every sample.
-    if (e.type == EventType::rename && e.newpath.starts_with("/"))
-      it->second.path = PathResolver::normalize(e.newpath);
-    else
-      watched_.erase(it);
+    // Whoever still holds the file may close it unseen. (A watched file's
+    // new path, or that it has none, the engine knows.)
+    if (e.ret == 0)
+      recheck_holders_of(SegmentKey::file(e.dev, e.ino));
     return;
   }
   const bool file_event =
       e.type == EventType::create || e.type == EventType::open || e.type == EventType::resize;
-  if (!file_event || e.kind == Kind::sysv || e.ret < 0)
+  if (!file_event || e.kind == Kind::sysv || e.ret < 0 || e.ino == 0)
     return;
   // Its process may close the file unseen: rescan it for a while.
   if (last_pid_ == nullptr || last_pid_id_ != e.pid) {
@@ -424,20 +433,9 @@ void Monitor::watch(const Event &e) {
     last_pid_id_ = e.pid;
   }
   last_pid_->last_event_ns = std::max(last_pid_->last_event_ns, e.ts_ns);
-  if (e.full_path.empty())
-    return;
-  constexpr size_t kMaxWatched = 65536;
-  const SegmentKey key = SegmentKey::file(e.dev, e.ino);
-  auto it = watched_.find(key);
-  if (it == watched_.end()) {
-    if (watched_.size() >= kMaxWatched)
-      return; // a storm of new files: the periodic reconcile measures those
-    it = watched_.try_emplace(key).first;
-  }
-  Watched &w = it->second;
-  w.path = e.full_path;
-  w.pid = e.pid;
-  w.last_event_ns = e.ts_ns;
+  constexpr size_t kMaxTouched = 262144;
+  if (!e.full_path.empty() && touched_.size() < kMaxTouched)
+    touched_.push_back({SegmentKey::file(e.dev, e.ino), e.pid, e.ts_ns});
 }
 
 void Monitor::resolve_cgroups() { resolve_cgroups(engine_.unknown_cgroups()); }

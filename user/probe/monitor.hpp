@@ -147,12 +147,20 @@ private:
   std::vector<uint64_t> new_cgroups_;
   uint64_t last_cgroup_ = 0;
   std::unordered_map<uint64_t, int> cgroup_tries_;
-  // Linked files touched by recent events, re-stat'ed every sample: no
-  // event reports the pages that writes and faults add. Bounded; when full,
-  // new files wait for the periodic reconcile.
-  struct Watched {
-    std::string path; // as process pid saw it
+  // Linked files touched by recent events, re-stat'ed every sample (at
+  // their path in the engine): no event reports the pages that writes and
+  // faults add. File events are only logged (touched_), and go into
+  // watched_ at the next sample if the file is still linked then: most
+  // files a fast producer makes are unlinked by then. Both bounded; when
+  // full, new files wait for the periodic reconcile.
+  struct Touched {
+    SegmentKey key;
     uint32_t pid = 0;
+    uint64_t ts_ns = 0;
+  };
+  std::vector<Touched> touched_;
+  struct Watched {
+    uint32_t pid = 0; // whose root the path is under
     uint64_t last_event_ns = 0;
   };
   std::unordered_map<SegmentKey, Watched, SegmentKeyHash> watched_;
