@@ -419,8 +419,13 @@ void Monitor::watch(const Event &e) {
   if ((e.type == EventType::unlink || e.type == EventType::rename) && e.ino != 0) {
     // Whoever still holds the file may close it unseen. (A watched file's
     // new path, or that it has none, the engine knows.)
-    if (e.ret == 0)
-      recheck_holders_of(SegmentKey::file(e.dev, e.ino));
+    if (e.ret != 0)
+      return;
+    const SegmentKey key = SegmentKey::file(e.dev, e.ino);
+    recheck_holders_of(key);
+    // Made, sized and unlinked since the last sample: nothing to re-stat.
+    while (e.type == EventType::unlink && !touched_.empty() && touched_.back().key == key)
+      touched_.pop_back();
     return;
   }
   const bool file_event =
@@ -434,8 +439,12 @@ void Monitor::watch(const Event &e) {
   }
   last_pid_->last_event_ns = std::max(last_pid_->last_event_ns, e.ts_ns);
   constexpr size_t kMaxTouched = 262144;
-  if (!e.full_path.empty() && touched_.size() < kMaxTouched)
-    touched_.push_back({SegmentKey::file(e.dev, e.ino), e.pid, e.ts_ns});
+  const SegmentKey key = SegmentKey::file(e.dev, e.ino);
+  if (!touched_.empty() && touched_.back().key == key)
+    touched_.back() = {key, e.pid,
+                       std::max(touched_.back().ts_ns, e.ts_ns)}; // a create, then its resize
+  else if (!e.full_path.empty() && touched_.size() < kMaxTouched)
+    touched_.push_back({key, e.pid, e.ts_ns});
 }
 
 void Monitor::resolve_cgroups() { resolve_cgroups(engine_.unknown_cgroups()); }
