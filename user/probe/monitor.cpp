@@ -118,7 +118,7 @@ void Monitor::apply_held(size_t n) {
     apply(held_[held_head_++]);
   if (held_head_ == held_count_) {
     held_head_ = held_count_ = 0;
-    constexpr size_t kKeepSlots = 65536;
+    constexpr size_t kKeepSlots = 4096; // about 1.5 MiB of Events and their strings
     if (held_.size() > kKeepSlots) {
       held_.resize(kKeepSlots);
       held_.shrink_to_fit();
