@@ -44,12 +44,14 @@ void report(const shmbpf::Monitor &mon, const std::string &match, long long star
     matching = mon.engine().segments(f).size();
   }
   std::printf("{\"events\":%llu,\"lost\":%llu,\"decode_errors\":%llu,\"reconciles\":%llu,"
-              "\"loss_reconciles\":%llu,\"segments\":%zu,\"matching\":%zu,\"cpu_ns\":%lld}\n",
+              "\"loss_reconciles\":%llu,\"segments\":%zu,\"matching\":%zu,\"cpu_ns\":%lld,"
+              "\"longest_stall_ns\":%llu,\"held_peak\":%llu}\n",
               static_cast<unsigned long long>(st.events), static_cast<unsigned long long>(st.lost),
               static_cast<unsigned long long>(st.decode_errors),
               static_cast<unsigned long long>(st.reconciles),
               static_cast<unsigned long long>(st.loss_reconciles), mon.engine().segment_count(),
-              matching, cpu_ns() - start_cpu);
+              matching, cpu_ns() - start_cpu, static_cast<unsigned long long>(st.longest_stall_ns),
+              static_cast<unsigned long long>(st.held_peak));
   std::fflush(stdout);
 }
 

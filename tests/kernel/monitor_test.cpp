@@ -10,8 +10,10 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 
+#include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <set>
 
 namespace shmbpf::test {
@@ -382,6 +384,114 @@ TEST(Monitor, UnlinkedNamesLeaveTheKernelsNameMap) {
   // Other processes may create files meanwhile: allow a little slack, far
   // below the 200 this test created.
   EXPECT_LT(after, before + kFiles / 4) << "before " << before << ", after " << after;
+}
+
+// The reads of a sample run on a worker thread while the consumer keeps
+// reading the ring buffer: what it reads meanwhile is held back, and
+// applied after the sample's result, in order. Here the first sample's
+// worker waits until a child has created, resized and unlinked files.
+TEST(Monitor, EventsReadDuringAGatherAreAppliedAfterItInOrder) {
+  MonitorOptions opts;
+  opts.reconcile_every = std::chrono::hours(1);
+  opts.sample_every = 1ms;
+  std::promise<void> open_gate;
+  std::shared_future<void> gate = open_gate.get_future().share();
+  std::atomic<int> gathers{0};
+  opts.before_gather = [&gathers, gate] {
+    if (gathers++ == 0)
+      gate.wait();
+  };
+  SHMBPF_MONITOR(m, opts);
+  // Declared after the monitor, so gone before it: a failed assertion
+  // below must not leave the worker waiting (the monitor waits for it).
+  struct OpenAtExit {
+    std::promise<void> &gate;
+    bool open = false;
+    void operator()() {
+      if (!std::exchange(open, true))
+        gate.set_value();
+    }
+    ~OpenAtExit() { (*this)(); }
+  } opener{open_gate};
+  const std::string dir = "/dev/shm/shmbpf-mon-held-" + std::to_string(getpid());
+  ASSERT_EQ(mkdir(dir.c_str(), 0700), 0);
+  std::this_thread::sleep_for(5ms);
+  m->poll(0); // starts the first sample, whose worker waits at the gate
+  for (int i = 0; i < 500 && gathers.load() == 0; ++i)
+    std::this_thread::sleep_for(10ms);
+  ASSERT_EQ(gathers.load(), 1);
+  constexpr int kFiles = 400;
+  Child child = run_child("mon-held", [&] {
+    for (int i = 0; i < kFiles; ++i) {
+      std::string p = dir + "/f" + std::to_string(i);
+      int fd = open(p.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
+      if (fd < 0 || ftruncate(fd, 4096 * (1 + i % 4)) != 0 || close(fd) != 0)
+        return 1;
+      if (i % 2 == 1 && unlink(p.c_str()) != 0)
+        return 1;
+    }
+    return 0;
+  });
+  ASSERT_EQ(child.status, 0);
+  // Creates, resizes and unlinks: all read, none applied yet.
+  const uint64_t want_held = kFiles * 2 + kFiles / 2;
+  auto end = std::chrono::steady_clock::now() + 5s;
+  while (m->stats().held_peak < want_held && std::chrono::steady_clock::now() < end)
+    m->poll(20);
+  EXPECT_GE(m->stats().held_peak, want_held);
+  EXPECT_EQ(files_in(m->engine(), dir), 0u);
+  opener();
+  m->drain();
+  EXPECT_EQ(m->stats().lost, 0u);
+  // In order: every unlink came after its create, every size after its
+  // resize.
+  EXPECT_EQ(files_in(m->engine(), dir), static_cast<size_t>(kFiles / 2));
+  for (int i = 0; i < kFiles; i += 2) {
+    auto s = by_path(m->engine(), dir + "/f" + std::to_string(i));
+    ASSERT_TRUE(s) << i;
+    EXPECT_EQ(s->size, 4096u * (1 + i % 4)) << i;
+    EXPECT_EQ(s->creator.pid, static_cast<uint32_t>(child.pid)) << i;
+  }
+  std::filesystem::remove_all(dir);
+}
+
+// A process that creates and unlinks files faster than samples come (and
+// closes them unseen) has them destroyed in batches, each after a rescan
+// of its fds, so that no one rescan destroys a second's worth at once.
+TEST(Monitor, UnlinkedFilesOfALiveProcessGoInBatchesBetweenSamples) {
+  MonitorOptions opts;
+  opts.reconcile_every = std::chrono::hours(1);
+  opts.sample_every = std::chrono::hours(1); // no sample: only the batches
+  SHMBPF_MONITOR(m, opts);
+  const std::string dir = "/dev/shm/shmbpf-mon-batch-" + std::to_string(getpid());
+  ASSERT_EQ(mkdir(dir.c_str(), 0700), 0);
+  constexpr int kFiles = 5000; // more than one batch (4,096)
+  int step[2];
+  ASSERT_EQ(pipe(step), 0);
+  Child child = spawn("mon-batch", [&] {
+    close(step[1]);
+    for (int i = 0; i < kFiles; ++i) {
+      std::string p = dir + "/f" + std::to_string(i);
+      int fd = open(p.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
+      if (fd < 0 || close(fd) != 0 || unlink(p.c_str()) != 0)
+        return 1;
+    }
+    char c;
+    return read(step[0], &c, 1) == 1 ? 0 : 2; // live on until told
+  });
+  close(step[0]);
+  child.start();
+  const uint64_t gone_before = m->engine().stats().gone;
+  // Alive, so only a rescan of its fds can tell the files are closed.
+  EXPECT_TRUE(pump_until(
+      *m, [&](const Engine &e) { return e.stats().gone - gone_before >= 4096; }, 10s));
+  EXPECT_LE(files_in(m->engine(), dir), static_cast<size_t>(kFiles - 4096));
+  EXPECT_EQ(m->stats().lost, 0u);
+  EXPECT_EQ(m->stats().reconciles, 1u); // the bootstrap only
+  ASSERT_EQ(write(step[1], "x", 1), 1);
+  close(step[1]);
+  EXPECT_EQ(child.wait(), 0);
+  std::filesystem::remove_all(dir);
 }
 
 } // namespace

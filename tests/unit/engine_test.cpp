@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <fcntl.h>
 #include <map>
@@ -1178,6 +1179,54 @@ TEST(EngineQueries, ReconcileHoldersDropsClosedFdsAndCollectsUnlinked) {
   EXPECT_EQ(engine.segment(file_key(1))->holders, (Pids{200}));
   EXPECT_FALSE(engine.segment(file_key(2))); // unlinked and unheld: gone
   EXPECT_EQ(engine.process(100)->segments_held, 0u);
+}
+
+// A process that created thousands of files and closed most of them
+// unseen: one rescan of its fds drops exactly the closed ones, collects the
+// unlinked ones nobody else holds, and keeps its held list exact.
+TEST(EngineQueries, ReconcileProcessFilesDropsWhatAProcessClosed) {
+  Engine engine;
+  constexpr uint64_t kFiles = 3000;
+  for (uint64_t ino = 1; ino <= kFiles; ++ino) {
+    const std::string path = "/dev/shm/f" + std::to_string(ino);
+    engine.apply(create(100, ino, path, sec(1)));
+    if (ino % 7 == 0)
+      engine.apply(open_file(200, ino, path, sec(1)));
+    if (ino % 2 == 0)
+      engine.apply(unlink_file(100, path, sec(2), ino));
+  }
+  std::vector<SegmentKey> still_open;
+  for (uint64_t ino = 3; ino <= kFiles; ino += 3)
+    still_open.push_back(file_key(ino));
+  ASSERT_TRUE(engine.reconcile_process_files(100, still_open));
+  EXPECT_FALSE(engine.reconcile_process_files(999, {})); // unknown process
+  size_t held = 0;
+  for (uint64_t ino = 1; ino <= kFiles; ++ino) {
+    auto s = engine.segment(file_key(ino));
+    const bool open = ino % 3 == 0, peer = ino % 7 == 0, linked = ino % 2 != 0;
+    ASSERT_EQ(s.has_value(), open || peer || linked) << ino;
+    if (!s)
+      continue;
+    Pids want;
+    if (open)
+      want.push_back(100);
+    if (peer)
+      want.push_back(200);
+    EXPECT_EQ(s->holders, want) << ino;
+    std::vector<uint32_t> seen;
+    engine.for_each_holder(file_key(ino), [&](uint32_t pid) { seen.push_back(pid); });
+    std::sort(seen.begin(), seen.end());
+    EXPECT_EQ(seen, want) << ino;
+    held += open;
+  }
+  EXPECT_EQ(engine.process(100)->segments_held, held);
+  // The held list stayed exact: an exit releases what is left, and only that.
+  engine.apply(exit_of(100, sec(3)));
+  for (uint64_t ino = 1; ino <= kFiles; ++ino) {
+    auto s = engine.segment(file_key(ino));
+    const bool peer = ino % 7 == 0, linked = ino % 2 != 0;
+    ASSERT_EQ(s.has_value(), peer || linked) << ino;
+  }
 }
 
 TEST(EngineQueries, ReconcileMountsForgetsUnmounted) {

@@ -1261,19 +1261,32 @@ bool Engine::reconcile_process_files(uint32_t pid, std::vector<SegmentKey> files
   auto pit = procs_.find(pid);
   if (pit == procs_.end())
     return false;
+  Process &p = pit->second;
   std::unordered_set<SegmentKey, SegmentKeyHash> truth(files.begin(), files.end());
+  // The held list is filtered in one pass: unholding the dropped files one
+  // by one searches the list for each, quadratic in what a process that
+  // creates files fast held since the last look (close(2) is not traced).
   std::vector<SegmentKey> dropped;
-  for (const Held &h : pit->second.held)
+  size_t kept = 0;
+  for (const Held &h : p.held) {
     if (!h.key.is_sysv() && !truth.count(h.key))
       dropped.push_back(h.key);
+    else
+      p.held[kept++] = h;
+  }
+  p.held.resize(kept);
+  if (!dropped.empty() && !p.attachments.empty()) {
+    std::unordered_set<SegmentKey, SegmentKeyHash> gone(dropped.begin(), dropped.end());
+    std::erase_if(p.attachments, [&](const Attachment &a) { return gone.count(a.key) != 0; });
+  }
   for (const SegmentKey &key : dropped)
     if (auto it = segs_.find(key); it != segs_.end()) {
-      unhold(it, pid);
+      it->second.holders.erase(pid);
       collect_if_unused(it);
     }
   for (const SegmentKey &key : truth)
     if (auto it = segs_.find(key); it != segs_.end() && !key.is_sysv())
-      hold(it, pid, procs_.find(pid)->second, ExecHint::unknown);
+      hold(it, pid, p, ExecHint::unknown);
   return true;
 }
 

@@ -293,6 +293,12 @@ public:
   bool reconcile_process_files(uint32_t pid, std::vector<SegmentKey> files);
   // Pids holding any of keys, sorted and unique.
   std::vector<uint32_t> holders_of(const std::vector<SegmentKey> &keys) const;
+  // fn(pid) for each pid holding key; no allocation.
+  template <class Fn> void for_each_holder(const SegmentKey &key, Fn &&fn) const {
+    if (auto it = segs_.find(key); it != segs_.end())
+      for (uint32_t pid : it->second.holders)
+        fn(pid);
+  }
 
   // --- queries (sorted, deterministic) -------------------------------------
   std::optional<SegmentInfo> segment(const SegmentKey &key) const;
@@ -303,6 +309,21 @@ public:
     if (it == segs_.end())
       return std::nullopt;
     return !it->second.holders.empty();
+  }
+  // A file's holders and, while it is linked under a resolved path, that
+  // path (else empty; valid until the engine next changes). Cheap, unlike
+  // segment(); nullopt when the file is unknown.
+  struct FileState {
+    bool held = false;
+    std::string_view path;
+  };
+  std::optional<FileState> file_state(const SegmentKey &key) const {
+    auto it = segs_.find(key);
+    if (it == segs_.end())
+      return std::nullopt;
+    const Segment &s = it->second;
+    const bool named = s.state == SegmentState::linked && (s.flags & kPathFull);
+    return FileState{!s.holders.empty(), named ? s.path.view() : std::string_view{}};
   }
   std::vector<SegmentInfo> segments(const SegmentFilter &filter = {}) const; // by path, key
   // The same with age_ns and orphan filled in (orphan as orphans()).

@@ -19,11 +19,38 @@ namespace {
 
 // A rescan after lost records may take at most this share of the time.
 constexpr int kLossRescanShare = 10; // 1/10
+// While a gather runs, the ring buffer is read in slices this long, so
+// that its end is noticed soon.
+constexpr int kGatherPollMs = 5;
+// Events held back during one gather, at most (a few hundred bytes each).
+// Past it the ring buffer keeps the rest, and counts what does not fit.
+constexpr size_t kMaxHeld = size_t{1} << 19;
+// Files re-stat'ed and processes rescanned per sample, at most; the next
+// samples take the others in turn, the full reconcile covers everything.
+constexpr size_t kMaxStats = 8192;
+constexpr size_t kMaxPids = 256;
+// Unlinked files whose holders are rescanned before the next sample: a
+// rescan destroys those closed meanwhile, which takes the consumer about a
+// microsecond each (a process may create and unlink 40,000 a second).
+constexpr size_t kUnlinkedBatch = 4096;
+// A file is re-stat'ed while held and for a minute after its last event (a
+// writer that closed it may have filled it just before); a process is
+// rescanned while it holds tmpfs files and for a minute after its last event.
+constexpr uint64_t kLinger = 60'000'000'000;
 
 int64_t realtime_s() {
   timespec ts{};
   clock_gettime(CLOCK_REALTIME, &ts);
   return ts.tv_sec;
+}
+
+// Puts the first n of v (or all) at the front, starting at cursor, in turn.
+template <class T> void take_in_turn(std::vector<T> &v, size_t n, size_t &cursor) {
+  if (v.size() <= n)
+    return;
+  std::rotate(v.begin(), v.begin() + static_cast<long>(cursor % v.size()), v.end());
+  v.resize(n);
+  cursor += n;
 }
 
 } // namespace
@@ -81,7 +108,10 @@ bool Monitor::catch_up(SystemScan &scan, const std::vector<SeedKey> &listed) {
   for (auto &[dev, keys] : now)
     std::sort(keys.begin(), keys.end());
   for (ScannedFs &fs : scan.filesystems) {
-    std::vector<SeedKey> had = seed_keys({fs});
+    std::vector<SeedKey> had;
+    had.reserve(fs.files.size());
+    for (const TmpfsFile &f : fs.files)
+      had.push_back(seed_key(f));
     std::sort(had.begin(), had.end());
     auto it = now.find(fs.dev);
     const std::vector<SeedKey> none;
@@ -113,12 +143,76 @@ void Monitor::apply(Event &e) {
     observer_(e);
 }
 
+void Monitor::on_event(Event &e) {
+  if (gather_.valid()) {
+    if (!gather_done_.load(std::memory_order_acquire) && held_count_ - held_head_ < kMaxHeld) {
+      hold_back(e);
+      return;
+    }
+    // Done (or too much held: the ring buffer keeps the rest meanwhile).
+    finish_gather();
+  }
+  if (has_held()) {
+    // Catching up: two held events for each new one, so the backlog goes
+    // at the rate events come, and the ring buffer is never left unread for
+    // as long as applying all of it would take.
+    hold_back(e);
+    apply_held(2);
+    return;
+  }
+  apply(e);
+}
+
+void Monitor::hold_back(const Event &e) {
+  if (held_count_ < held_.size())
+    held_[held_count_] = e;
+  else
+    held_.push_back(e);
+  ++held_count_;
+  stats_.held_peak = std::max<uint64_t>(stats_.held_peak, held_count_ - held_head_);
+}
+
+void Monitor::apply_held(size_t n) {
+  for (; n > 0 && held_head_ < held_count_; --n)
+    apply(held_[held_head_++]);
+  if (held_head_ == held_count_) {
+    held_head_ = held_count_ = 0;
+    constexpr size_t kKeepSlots = 4096; // about 1.5 MiB of Events and their strings
+    if (held_.size() > kKeepSlots) {
+      held_.resize(kKeepSlots);
+      held_.shrink_to_fit();
+    }
+  }
+}
+
+void Monitor::note_stall(std::chrono::steady_clock::time_point since) {
+  const auto d = std::chrono::steady_clock::now() - since;
+  stats_.longest_stall_ns = std::max<uint64_t>(
+      stats_.longest_stall_ns,
+      static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(d).count()));
+}
+
 int Monitor::poll(int timeout_ms) {
-  uint64_t before = stats_.events;
-  int n = session_.poll(timeout_ms, [this](Event &e) { apply(e); });
+  const uint64_t before = stats_.events;
+  const auto cb = [this](Event &e) { on_event(e); };
+  const bool busy = gather_.valid() || has_held();
+  int n = session_.poll(busy ? std::min(timeout_ms, kGatherPollMs) : timeout_ms, cb);
   if (n < 0)
     return n;
   const auto now = std::chrono::steady_clock::now();
+  if (gather_.valid() && gather_done_.load(std::memory_order_acquire))
+    finish_gather();
+  if (!gather_.valid() && has_held()) {
+    // The ring buffer is empty now: catch up for a while, then read again.
+    constexpr auto kBudget = std::chrono::milliseconds(10);
+    do
+      apply_held(256);
+    while (has_held() && std::chrono::steady_clock::now() - now < kBudget);
+  }
+  if (gather_.valid() || has_held()) {
+    note_stall(now);
+    return static_cast<int>(stats_.events - before);
+  }
   if (!new_cgroups_.empty() && now - last_resolve_ >= std::chrono::milliseconds(100)) {
     // Resolve these soon, not at the next sample; only these: asking the
     // engine for every unknown cgroup walks all segments.
@@ -128,30 +222,119 @@ int Monitor::poll(int timeout_ms) {
   const uint64_t lost = session_.lost();
   const auto loss_gap = std::max<std::chrono::steady_clock::duration>(
       opts_.loss_reconcile_gap, last_rescan_cost_ * kLossRescanShare);
-  if (lost != lost_seen_ && now - last_reconcile_ >= loss_gap) {
+  const bool loss_due = lost != lost_seen_ && now - last_reconcile_ >= loss_gap;
+  if (loss_due || now - last_reconcile_ >= opts_.reconcile_every) {
     // Lost records mean the tables may be wrong in any way: rescan now, but
-    // not on every poll of a storm, or rescans would feed the loss.
-    lost_seen_ = lost;
-    stats_.loss_reconciles++;
-    rescan();
-  } else if (now - last_reconcile_ >= opts_.reconcile_every) {
-    reconcile();
+    // not on every poll of a storm, or rescans would feed the loss. What is
+    // pending goes in first, as the scan will see it.
+    if (loss_due) {
+      lost_seen_ = lost;
+      stats_.loss_reconciles++;
+    }
+    session_.drain(cb);
+    Gather g;
+    g.rescan = true;
+    start_gather(std::move(g));
+  } else if (unlinked_held_ >= kUnlinkedBatch) {
+    // Whoever holds many unlinked files may have closed them unseen.
+    start_gather(unlinked_request());
+  } else if (now - last_sample_ >= opts_.sample_every) {
+    last_sample_ = now;
+    start_gather(sample_request());
+    // Ids new in events are resolved as they come (above); this catches the
+    // rest (ids from scans, retries), and walks every segment to find them.
+    if (now - last_full_resolve_ >= std::chrono::seconds(10)) {
+      last_full_resolve_ = now;
+      resolve_cgroups();
+    }
   }
-  maybe_sample();
+  note_stall(now);
   return static_cast<int>(stats_.events - before);
 }
 
 void Monitor::drain() {
-  session_.drain([this](Event &e) { apply(e); });
+  const auto cb = [this](Event &e) { on_event(e); };
+  // Keep reading while the gather runs; on_event applies its result.
+  while (gather_.valid() && !gather_done_.load(std::memory_order_acquire) &&
+         held_count_ - held_head_ < kMaxHeld)
+    session_.poll(kGatherPollMs, cb);
+  if (gather_.valid())
+    finish_gather();
+  apply_held(held_count_);
+  session_.drain(cb);
+  apply_held(held_count_);
 }
 
-void Monitor::reconcile() { rescan(); }
-
-void Monitor::rescan() {
-  const auto started = std::chrono::steady_clock::now();
+void Monitor::reconcile() {
   drain();
-  const int64_t scan_start_s = realtime_s();
-  SystemScan scan = scan_system();
+  Gather g;
+  g.rescan = true;
+  g.started = std::chrono::steady_clock::now();
+  g.now_ns = now_ns();
+  g = run_gather(std::move(g));
+  apply_rescan(g);
+}
+
+void Monitor::start_gather(Gather g) {
+  g.started = std::chrono::steady_clock::now();
+  g.now_ns = now_ns();
+  g.before = opts_.before_gather;
+  gather_done_.store(false, std::memory_order_relaxed);
+  gather_ = std::async(std::launch::async, [done = &gather_done_, g = std::move(g)]() mutable {
+    Gather r = run_gather(std::move(g));
+    done->store(true, std::memory_order_release);
+    return r;
+  });
+}
+
+// On the worker thread: reads only, into g.
+Monitor::Gather Monitor::run_gather(Gather g) {
+  if (g.before)
+    g.before();
+  if (g.rescan) {
+    g.scan_start_s = realtime_s();
+    g.scan = scan_system();
+  }
+  for (StatJob &j : g.stats) {
+    // The path is the one its process saw: a container's /dev/shm is
+    // reached through that process's root while it lives.
+    struct stat st {};
+    auto same = [&](const std::string &p) {
+      return ::stat(p.c_str(), &st) == 0 && st.st_ino == j.key.ino_or_shmid &&
+             kernel_dev(st.st_dev) == j.key.dev_or_ipcns;
+    };
+    if (same(j.path) || same("/proc/" + std::to_string(j.pid) + "/root" + j.path)) {
+      j.found = true;
+      j.size = static_cast<uint64_t>(st.st_size);
+      j.bytes = static_cast<uint64_t>(st.st_blocks) * 512;
+    }
+  }
+  for (HolderJob &j : g.holders) {
+    if (::kill(static_cast<pid_t>(j.pid), 0) != 0 && errno == ESRCH) {
+      j.alive = false; // its exit event is on the way
+      continue;
+    }
+    for (const HeldFile &h : scan_holdings(j.pid))
+      if (!h.path.starts_with("/SYSV"))
+        j.files.push_back(SegmentKey::file(h.dev, h.ino));
+  }
+  if (g.mounts)
+    g.mount_usage = scan_mount_usage(scan_mount_namespaces());
+  return g;
+}
+
+void Monitor::finish_gather() {
+  Gather g = gather_.get(); // waits when called before the worker is done
+  const auto started = std::chrono::steady_clock::now();
+  if (g.rescan)
+    apply_rescan(g);
+  else
+    apply_sample(g);
+  note_stall(started);
+}
+
+void Monitor::apply_rescan(Gather &g) {
+  SystemScan &scan = g.scan;
   // Files whose name the kernel does not know must be seeded, or their
   // unlinks would go unseen: made without an open (mknod, link), created
   // while the name map was full, or named like another file since (a
@@ -171,109 +354,156 @@ void Monitor::rescan() {
       unseeded.push_back(std::move(part));
   }
   session_.seed(scan.namespaces, unseeded);
-  last_scan_start_s_ = scan_start_s;
+  last_scan_start_s_ = g.scan_start_s;
   shmbpf::reconcile(engine_, scan, now_ns());
   stats_.reconciles++;
   last_reconcile_ = std::chrono::steady_clock::now();
-  last_rescan_cost_ = last_reconcile_ - started;
+  last_rescan_cost_ = last_reconcile_ - g.started;
 }
 
-void Monitor::maybe_sample() {
-  const auto now = std::chrono::steady_clock::now();
-  if (now - last_sample_ < opts_.sample_every)
-    return;
-  last_sample_ = now;
-  refresh_usage();
-  refresh_holders();
-  engine_.reconcile_mounts(scan_mount_usage(scan_mount_namespaces()));
-  engine_.sample_mounts(now_ns());
-  // Ids new in events are resolved as they come (poll()); this catches the
-  // rest (ids from scans, retries), and walks every segment to find them.
-  if (now - last_full_resolve_ >= std::chrono::seconds(10)) {
-    last_full_resolve_ = now;
-    resolve_cgroups();
+Monitor::Gather Monitor::sample_request() {
+  Gather g;
+  const uint64_t now = now_ns();
+  constexpr size_t kMaxWatched = 65536;
+  for (const Touched &t : touched_) {
+    auto it = watched_.find(t.key);
+    if (it == watched_.end()) {
+      auto fs = engine_.file_state(t.key);
+      if (!fs || fs->path.empty() || watched_.size() >= kMaxWatched)
+        continue;
+      it = watched_.try_emplace(t.key).first;
+    }
+    it->second.pid = t.pid;
+    it->second.last_event_ns = std::max(it->second.last_event_ns, t.ts_ns);
   }
+  touched_.clear();
+  if (touched_.capacity() > 65536)
+    touched_.shrink_to_fit();
+  for (auto it = watched_.begin(); it != watched_.end();) {
+    auto fs = engine_.file_state(it->first);
+    // Gone, or gone from its path (its holders were noted at the unlink);
+    // kept while held (it may still grow), and for a minute after the last
+    // event (a writer that closed it may have filled it just before).
+    if (!fs || fs->path.empty() ||
+        (!fs->held && now - std::min(now, it->second.last_event_ns) >= kLinger)) {
+      it = watched_.erase(it);
+      continue;
+    }
+    g.stats.push_back({it->first, std::string(fs->path), it->second.pid});
+    ++it;
+  }
+  take_in_turn(g.stats, kMaxStats, stat_cursor_);
+  // close(2) and munmap(2) are not traced (hooking every close would tax
+  // unrelated work): the processes that touched files lately are rescanned.
+  std::vector<uint32_t> pids;
+  pids.reserve(recent_pids_.size());
+  for (const auto &[pid, r] : recent_pids_)
+    pids.push_back(pid);
+  std::sort(pids.begin(), pids.end());
+  take_in_turn(pids, kMaxPids, holder_cursor_);
+  add_holder_jobs(g, std::move(pids));
+  g.mounts = true;
+  return g;
+}
+
+Monitor::Gather Monitor::unlinked_request() {
+  Gather g;
+  std::vector<uint32_t> pids;
+  for (const auto &[pid, r] : recent_pids_)
+    if (r.unlinked != 0)
+      pids.push_back(pid);
+  std::sort(pids.begin(), pids.end());
+  take_in_turn(pids, kMaxPids, holder_cursor_);
+  add_holder_jobs(g, std::move(pids));
+  return g;
+}
+
+void Monitor::add_holder_jobs(Gather &g, std::vector<uint32_t> pids) {
+  for (uint32_t pid : pids) {
+    g.holders.push_back({pid, true, {}});
+    // The rescan settles what it held when the reads began.
+    auto &r = recent_pids_[pid];
+    unlinked_held_ -= std::min<size_t>(unlinked_held_, r.unlinked);
+    r.unlinked = 0;
+  }
+}
+
+void Monitor::apply_sample(Gather &g) {
+  for (const StatJob &j : g.stats) {
+    if (j.found) {
+      engine_.set_file_usage(j.key, j.size, j.bytes, g.now_ns);
+    } else if (auto it = watched_.find(j.key); it != watched_.end()) {
+      // Unlinked or renamed unseen: stop failing stats; whoever holds it
+      // may close it unseen too.
+      watched_.erase(it);
+      recheck_holders_of(j.key);
+    }
+  }
+  for (HolderJob &j : g.holders) {
+    auto r = recent_pids_.find(j.pid);
+    if (!j.alive) {
+      if (r != recent_pids_.end()) {
+        unlinked_held_ -= std::min<size_t>(unlinked_held_, r->second.unlinked);
+        recent_pids_.erase(r);
+      }
+      continue;
+    }
+    if (r != recent_pids_.end())
+      r->second.holds = !j.files.empty();
+    engine_.reconcile_process_files(j.pid, std::move(j.files));
+  }
+  for (auto it = recent_pids_.begin(); it != recent_pids_.end();)
+    if (!it->second.holds && it->second.unlinked == 0 &&
+        g.now_ns - std::min(g.now_ns, it->second.last_event_ns) >= kLinger)
+      it = recent_pids_.erase(it);
+    else
+      ++it;
+  last_pid_ = nullptr; // entries may be gone
+  if (g.mounts) {
+    engine_.reconcile_mounts(std::move(g.mount_usage));
+    engine_.sample_mounts(now_ns());
+  }
+}
+
+void Monitor::recheck_holders_of(SegmentKey key) {
+  engine_.for_each_holder(key, [&](uint32_t pid) {
+    RecentPid &r = recent_pids_[pid];
+    r.holds = true;
+    ++r.unlinked;
+    ++unlinked_held_;
+  });
 }
 
 void Monitor::watch(const Event &e) {
   if ((e.type == EventType::unlink || e.type == EventType::rename) && e.ino != 0) {
-    // The path is gone: re-stat'ing it would only fail (twice) every
-    // sample. The entry stays, so that its holders are still rescanned.
-    auto it = watched_.find(SegmentKey::file(e.dev, e.ino));
-    if (it == watched_.end() || e.ret < 0)
+    // Whoever still holds the file may close it unseen. (A watched file's
+    // new path, or that it has none, the engine knows.)
+    if (e.ret != 0)
       return;
-    Watched &w = it->second;
-    w.has_path = e.type == EventType::rename && e.newpath.starts_with("/");
-    if (w.has_path)
-      w.path = PathResolver::normalize(e.newpath);
+    const SegmentKey key = SegmentKey::file(e.dev, e.ino);
+    recheck_holders_of(key);
+    // Made, sized and unlinked since the last sample: nothing to re-stat.
+    while (e.type == EventType::unlink && !touched_.empty() && touched_.back().key == key)
+      touched_.pop_back();
     return;
   }
   const bool file_event =
       e.type == EventType::create || e.type == EventType::open || e.type == EventType::resize;
-  if (!file_event || e.kind == Kind::sysv || e.ret < 0 || e.full_path.empty())
+  if (!file_event || e.kind == Kind::sysv || e.ret < 0 || e.ino == 0)
     return;
-  constexpr size_t kMaxWatched = 65536;
-  if (watched_.size() >= kMaxWatched && !watched_.count(SegmentKey::file(e.dev, e.ino)))
-    return; // a storm of new files: the periodic reconcile measures those
-  Watched &w = watched_[SegmentKey::file(e.dev, e.ino)];
-  w.path = e.full_path;
-  w.has_path = true;
-  w.pid = e.pid;
-  w.last_event_ns = e.ts_ns;
-}
-
-void Monitor::refresh_usage() {
-  // Kept while held (it may still grow), and for a minute after the last
-  // event (a writer that closed it may have filled it just before).
-  constexpr uint64_t kLinger = 60'000'000'000;
-  const uint64_t now = now_ns();
-  for (auto it = watched_.begin(); it != watched_.end();) {
-    const auto held = engine_.is_held(it->first);
-    const bool keep = held && (*held || now - std::min(now, it->second.last_event_ns) < kLinger);
-    // The path is the one its process saw: a container's /dev/shm is
-    // reached through that process's root while it lives.
-    struct stat st {};
-    auto same = [&](const std::string &p) {
-      return ::stat(p.c_str(), &st) == 0 && st.st_ino == it->first.ino_or_shmid &&
-             kernel_dev(st.st_dev) == it->first.dev_or_ipcns;
-    };
-    Watched &w = it->second;
-    if (held && w.has_path) {
-      if (same(w.path) || same("/proc/" + std::to_string(w.pid) + "/root" + w.path))
-        engine_.set_file_usage(it->first, static_cast<uint64_t>(st.st_size),
-                               static_cast<uint64_t>(st.st_blocks) * 512, now);
-      else
-        w.has_path = false; // unlinked or renamed unseen: stop failing stats
-    }
-    // Still kept while held: its holders are rescanned (refresh_holders).
-    it = keep ? std::next(it) : watched_.erase(it);
+  // Its process may close the file unseen: rescan it for a while.
+  if (last_pid_ == nullptr || last_pid_id_ != e.pid) {
+    last_pid_ = &recent_pids_[e.pid];
+    last_pid_id_ = e.pid;
   }
-}
-
-void Monitor::refresh_holders() {
-  // close(2) and munmap(2) are not traced (hooking every close would tax
-  // unrelated work): the holders of recently touched files are rescanned.
-  constexpr size_t kMaxPids = 256; // per sample; the full reconcile covers the rest
-  std::vector<SegmentKey> keys;
-  keys.reserve(watched_.size());
-  for (const auto &[key, w] : watched_)
-    keys.push_back(key);
-  std::vector<uint32_t> pids = engine_.holders_of(keys);
-  if (pids.size() > kMaxPids) {
-    std::rotate(pids.begin(), pids.begin() + static_cast<long>(holder_cursor_ % pids.size()),
-                pids.end());
-    pids.resize(kMaxPids);
-    holder_cursor_ += kMaxPids;
-  }
-  for (uint32_t pid : pids) {
-    if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH)
-      continue; // its exit event is on the way
-    std::vector<SegmentKey> files;
-    for (const HeldFile &h : scan_holdings(pid))
-      if (!h.path.starts_with("/SYSV"))
-        files.push_back(SegmentKey::file(h.dev, h.ino));
-    engine_.reconcile_process_files(pid, std::move(files));
-  }
+  last_pid_->last_event_ns = std::max(last_pid_->last_event_ns, e.ts_ns);
+  constexpr size_t kMaxTouched = 262144;
+  const SegmentKey key = SegmentKey::file(e.dev, e.ino);
+  if (!touched_.empty() && touched_.back().key == key)
+    touched_.back() = {key, e.pid,
+                       std::max(touched_.back().ts_ns, e.ts_ns)}; // a create, then its resize
+  else if (!e.full_path.empty() && touched_.size() < kMaxTouched)
+    touched_.push_back({key, e.pid, e.ts_ns});
 }
 
 void Monitor::resolve_cgroups() { resolve_cgroups(engine_.unknown_cgroups()); }

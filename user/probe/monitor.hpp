@@ -7,11 +7,13 @@
 #include "model/engine.hpp"
 #include "probe/session.hpp"
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
 #include <future>
 #include <memory>
+#include <string>
 #include <unordered_map>
 #include <unordered_set>
 #include <utility>
@@ -31,6 +33,8 @@ struct MonitorOptions {
   std::chrono::milliseconds loss_reconcile_gap{2'000};
   // Mount usage samples for growth rates and time-to-full.
   std::chrono::milliseconds sample_every{1'000};
+  // Called on the worker thread before each gather reads anything (tests).
+  std::function<void()> before_gather;
 };
 
 struct MonitorStats {
@@ -42,6 +46,12 @@ struct MonitorStats {
   // Filesystems scanned again at start because files came or went on them
   // while the probe loaded (the first scan runs meanwhile).
   uint64_t start_rescans = 0;
+  // The longest time the consumer thread spent on anything but reading the
+  // ring buffer within one poll() or drain(): applying a gather's results
+  // and the events held meanwhile, say. Longer than the ring holds, and
+  // records are lost.
+  uint64_t longest_stall_ns = 0;
+  uint64_t held_peak = 0; // most events held back during one gather
 };
 
 class Monitor {
@@ -53,10 +63,13 @@ public:
   explicit Monitor(const MonitorOptions &opts);
 
   // Waits up to timeout_ms for events and applies them; samples mounts and
-  // reconciles when due. Returns events applied, or -errno (-EINTR on a
-  // signal).
+  // reconciles when due. The file, /proc and mount reads of a sample or a
+  // rescan run on a worker thread: meanwhile events are read and held back,
+  // and applied in order once the gathered state is. Returns events
+  // applied, or -errno (-EINTR on a signal).
   int poll(int timeout_ms);
-  // Applies everything the kernel has pending now (frees included).
+  // Finishes a gather under way, then applies everything the kernel has
+  // pending now (frees included).
   void drain();
   // Drains, then rescans everything and reconciles the engine with it.
   void reconcile();
@@ -82,14 +95,56 @@ private:
   // each filesystem whose files differ is scanned again. False when the
   // listing has a filesystem the scan lacks.
   bool catch_up(SystemScan &scan, const std::vector<SeedKey> &listed);
+  // What a worker thread reads for the consumer, and what it found. The
+  // worker never touches the engine: the consumer applies the result.
+  struct StatJob {
+    SegmentKey key;
+    std::string path; // as process pid saw it
+    uint32_t pid = 0;
+    bool found = false;
+    uint64_t size = 0;
+    uint64_t bytes = 0;
+  };
+  struct HolderJob {
+    uint32_t pid = 0;
+    bool alive = true;
+    std::vector<SegmentKey> files; // its tmpfs files, by fd or mapping
+  };
+  struct Gather {
+    bool rescan = false;
+    SystemScan scan;
+    int64_t scan_start_s = 0;
+    std::vector<StatJob> stats;
+    std::vector<HolderJob> holders;
+    bool mounts = false;
+    std::vector<MountState> mount_usage;
+    std::function<void()> before;
+    uint64_t now_ns = 0; // when the reads began
+    std::chrono::steady_clock::time_point started;
+  };
+  static Gather run_gather(Gather g);
+
+  // Every event read goes through here: applied, or held back in order
+  // while a gather runs and until the ones held before it are applied.
+  void on_event(Event &e);
   void apply(Event &e);
-  void rescan();
-  void maybe_sample();
+  void hold_back(const Event &e);
+  bool has_held() const { return held_head_ < held_count_; }
+  // Applies up to n held events, oldest first.
+  void apply_held(size_t n);
+  void start_gather(Gather g);
+  // Applies the gather's result; the events held back meanwhile follow.
+  void finish_gather();
+  void apply_rescan(Gather &g);
+  void apply_sample(Gather &g);
+  Gather sample_request();
+  Gather unlinked_request();
+  void add_holder_jobs(Gather &g, std::vector<uint32_t> pids);
+  void note_stall(std::chrono::steady_clock::time_point since);
   void resolve_cgroups();
   void resolve_cgroups(const std::vector<uint64_t> &candidates);
   void watch(const Event &e);
-  void refresh_usage();
-  void refresh_holders();
+  void recheck_holders_of(SegmentKey key);
 
   Session session_;
   Engine engine_;
@@ -107,15 +162,46 @@ private:
   std::vector<uint64_t> new_cgroups_;
   uint64_t last_cgroup_ = 0;
   std::unordered_map<uint64_t, int> cgroup_tries_;
-  // Files touched by recent events, re-stat'ed every sample: no event
-  // reports the pages that writes and faults add. Bounded; oldest go first.
-  struct Watched {
-    std::string path;     // as process pid saw it
-    bool has_path = true; // false once unlinked (or not found): no stat
+  // Linked files touched by recent events, re-stat'ed every sample (at
+  // their path in the engine): no event reports the pages that writes and
+  // faults add. File events are only logged (touched_), and go into
+  // watched_ at the next sample if the file is still linked then: most
+  // files a fast producer makes are unlinked by then. Both bounded; when
+  // full, new files wait for the periodic reconcile.
+  struct Touched {
+    SegmentKey key;
     uint32_t pid = 0;
+    uint64_t ts_ns = 0;
+  };
+  std::vector<Touched> touched_;
+  struct Watched {
+    uint32_t pid = 0; // whose root the path is under
     uint64_t last_event_ns = 0;
   };
   std::unordered_map<SegmentKey, Watched, SegmentKeyHash> watched_;
+  // Processes whose fds and mappings are rescanned every sample, to see
+  // closes and munmaps (not traced): those that touched files, and the
+  // holders of a file when it was unlinked. Value: the last event time.
+  struct RecentPid {
+    uint64_t last_event_ns = 0;
+    bool holds = true;     // tmpfs files, at its last rescan
+    uint32_t unlinked = 0; // files it held when they were unlinked, since
+  };
+  // Sum of RecentPid::unlinked: files that a rescan of their holders may
+  // destroy. Rescanned in batches, so that no apply destroys too many at once.
+  size_t unlinked_held_ = 0;
+  std::unordered_map<uint32_t, RecentPid> recent_pids_;
+  RecentPid *last_pid_ = nullptr; // events come in runs from one process
+  uint32_t last_pid_id_ = 0;
+  size_t stat_cursor_ = 0;
+  // A gather under way, and the events read since it began and not yet
+  // applied: held_[held_head_, held_count_). Slots are reused (assigning an
+  // Event reuses its strings' buffers).
+  std::future<Gather> gather_;
+  std::atomic<bool> gather_done_{false}; // set by the worker as it ends
+  std::vector<Event> held_;
+  size_t held_head_ = 0;
+  size_t held_count_ = 0;
   size_t holder_cursor_ = 0;
   std::chrono::steady_clock::time_point last_reconcile_{};
   std::chrono::steady_clock::time_point last_sample_{};

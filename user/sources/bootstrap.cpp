@@ -105,11 +105,13 @@ std::vector<SeedKey> list_filesystems(const std::vector<MountNamespace> &namespa
   return out;
 }
 
+SeedKey seed_key(const TmpfsFile &f) { return {shm_name_hash(f.leaf), f.dev, f.ino}; }
+
 std::vector<SeedKey> seed_keys(const std::vector<ScannedFs> &filesystems) {
   std::vector<SeedKey> out;
   for (const auto &fs : filesystems)
     for (const auto &f : fs.files)
-      out.push_back({shm_name_hash(f.leaf), f.dev, f.ino});
+      out.push_back(seed_key(f));
   return out;
 }
 

@@ -78,7 +78,8 @@ void reconcile(Engine &engine, const SystemScan &scan, uint64_t now_ns);
 // found (cgroups removed since) are absent.
 std::vector<std::pair<uint64_t, std::string>> find_cgroup_paths(const std::vector<uint64_t> &ids);
 
-// Every file of the scan, as the kernel's name map keys them.
+// A file, and every file of a scan, as the kernel's name table keys them.
+SeedKey seed_key(const TmpfsFile &file);
 std::vector<SeedKey> seed_keys(const std::vector<ScannedFs> &filesystems);
 
 } // namespace shmbpf
