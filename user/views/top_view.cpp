@@ -11,6 +11,7 @@
 #include <functional>
 #include <map>
 #include <set>
+#include <tuple>
 
 namespace shmbpf {
 namespace {
@@ -352,6 +353,15 @@ std::string segment_id(const SegmentInfo &s) {
          std::to_string(s.key.ino_or_shmid);
 }
 
+// The sorts put the largest first, comparing a view's keys in order (a
+// tuple of references, std::tie): whether x goes before y, or nullopt when
+// all the keys are equal and the view's tie-break decides.
+template <class Keys> std::optional<bool> largest_first(const Keys &x, const Keys &y) {
+  if (x == y)
+    return std::nullopt;
+  return x > y;
+}
+
 std::vector<std::size_t> process_rows(const TopSnapshot &snap, const TopState &st) {
   const std::string needle = lower(st.filter);
   std::vector<std::size_t> idx;
@@ -378,31 +388,24 @@ std::vector<std::size_t> process_rows(const TopSnapshot &snap, const TopState &s
   const auto &v = snap.processes;
   std::stable_sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) {
     const ProcessInfo &x = v[a], &y = v[b];
+    std::optional<bool> first;
     switch (st.sort) {
     case TopSort::bytes:
-      if (x.bytes_created != y.bytes_created)
-        return x.bytes_created > y.bytes_created;
-      if (x.bytes_held != y.bytes_held)
-        return x.bytes_held > y.bytes_held;
+      first = largest_first(std::tie(x.bytes_created, x.bytes_held),
+                            std::tie(y.bytes_created, y.bytes_held));
       break;
     case TopSort::count:
-      if (x.segments_created != y.segments_created)
-        return x.segments_created > y.segments_created;
-      if (x.segments_held != y.segments_held)
-        return x.segments_held > y.segments_held;
-      if (x.segments_unheld != y.segments_unheld)
-        return x.segments_unheld > y.segments_unheld;
+      first = largest_first(std::tie(x.segments_created, x.segments_held, x.segments_unheld),
+                            std::tie(y.segments_created, y.segments_held, y.segments_unheld));
       break;
     case TopSort::rate:
-      if (x.create_rate != y.create_rate)
-        return x.create_rate > y.create_rate;
-      if (x.unlink_rate != y.unlink_rate)
-        return x.unlink_rate > y.unlink_rate;
+      first = largest_first(std::tie(x.create_rate, x.unlink_rate),
+                            std::tie(y.create_rate, y.unlink_rate));
       break;
     case TopSort::age:
       break; // processes have no age: by pid
     }
-    return x.pid < y.pid;
+    return first.value_or(x.pid < y.pid);
   });
   return idx;
 }
@@ -429,23 +432,21 @@ std::vector<std::size_t> container_rows(const TopSnapshot &snap, const TopState 
   const auto &v = snap.containers;
   std::stable_sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) {
     const ContainerInfo &x = v[a], &y = v[b];
+    std::optional<bool> first;
     switch (st.sort) {
     case TopSort::bytes:
-      if (x.bytes != y.bytes)
-        return x.bytes > y.bytes;
+      first = largest_first(std::tie(x.bytes), std::tie(y.bytes));
       break;
     case TopSort::count:
-      if (x.segments != y.segments)
-        return x.segments > y.segments;
+      first = largest_first(std::tie(x.segments), std::tie(y.segments));
       break;
     case TopSort::rate:
-      if (x.create_rate != y.create_rate)
-        return x.create_rate > y.create_rate;
+      first = largest_first(std::tie(x.create_rate), std::tie(y.create_rate));
       break;
     case TopSort::age:
       break;
     }
-    return a < b; // the engine's order: host first, then by id
+    return first.value_or(a < b); // the engine's order: host first, then by id
   });
   return idx;
 }
@@ -478,18 +479,16 @@ std::vector<std::size_t> mount_rows(const TopSnapshot &snap, const TopState &st,
   }
   std::stable_sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) {
     const MountUsage &x = *d.fs[a], &y = *d.fs[b];
+    std::optional<bool> first;
     switch (st.sort) {
     case TopSort::bytes:
-      if (x.mount.used_bytes != y.mount.used_bytes)
-        return x.mount.used_bytes > y.mount.used_bytes;
+      first = largest_first(std::tie(x.mount.used_bytes), std::tie(y.mount.used_bytes));
       break;
     case TopSort::count:
-      if (x.segments != y.segments)
-        return x.segments > y.segments;
+      first = largest_first(std::tie(x.segments), std::tie(y.segments));
       break;
     case TopSort::rate:
-      if (x.growth_bytes_per_s != y.growth_bytes_per_s)
-        return x.growth_bytes_per_s > y.growth_bytes_per_s;
+      first = largest_first(std::tie(x.growth_bytes_per_s), std::tie(y.growth_bytes_per_s));
       break;
     case TopSort::age: {
       // The soonest to fill first.
@@ -501,7 +500,7 @@ std::vector<std::size_t> mount_rows(const TopSnapshot &snap, const TopState &st,
       break;
     }
     }
-    return x.mount.mountpoint < y.mount.mountpoint;
+    return first.value_or(x.mount.mountpoint < y.mount.mountpoint);
   });
   return idx;
 }
@@ -530,30 +529,23 @@ SegSortKey sort_key(const SegmentScan::Item &s) {
 
 // The view's order: a strict total order (path and key break every tie).
 bool seg_before(const SegSortKey &x, const SegSortKey &y, TopSort sort) {
+  std::optional<bool> first;
   switch (sort) {
   case TopSort::bytes:
-    if (x.bytes != y.bytes)
-      return x.bytes > y.bytes;
-    if (x.size != y.size)
-      return x.size > y.size;
+    first = largest_first(std::tie(x.bytes, x.size), std::tie(y.bytes, y.size));
     break;
   case TopSort::count:
-    if (x.holders != y.holders)
-      return x.holders > y.holders;
+    first = largest_first(std::tie(x.holders), std::tie(y.holders));
     break;
   case TopSort::rate:
     // Segments have no rate of their own: the most recently changed first.
-    if (x.changed_ns != y.changed_ns)
-      return x.changed_ns > y.changed_ns;
+    first = largest_first(std::tie(x.changed_ns), std::tie(y.changed_ns));
     break;
   case TopSort::age:
-    if (x.age_ns != y.age_ns)
-      return x.age_ns > y.age_ns;
+    first = largest_first(std::tie(x.age_ns), std::tie(y.age_ns));
     break;
   }
-  if (x.path != y.path)
-    return x.path < y.path;
-  return x.key < y.key;
+  return first.value_or(std::tie(x.path, x.key) < std::tie(y.path, y.key));
 }
 
 // The view's own filters (pid, container, the `/` text), given how to get
