@@ -585,27 +585,33 @@ def fmt(x, spec):
     return "n/a" if x is None else format(x, spec)
 
 
+def md_table(header, align, rows):
+    """Lines of a markdown table, after an empty line: the header cells, one
+    alignment per column ("l" or "r"), and the rows' cells."""
+    line = lambda cells: "| " + " | ".join(str(c) for c in cells) + " |"
+    return (["", line(header), "|" + "|".join("---:" if a == "r" else "---" for a in align) + "|"]
+            + [line(r) for r in rows])
+
+
 def report(res):
-    lines = ["", "## Results", ""]
+    lines = ["", "## Results"]
     ov = res.get("overhead")
     if ov:
-        conds = list(next(iter(ov.values())).keys())
-        lines.append("| workload | untraced ns/op | " + " | ".join(f"{c} ×" for c in conds if c != "untraced")
-                     + " | target |")
-        lines.append("|---|---:|" + "---:|" * (len(conds) - 1) + "---|")
+        conds = [c for c in next(iter(ov.values())).keys() if c != "untraced"]
+        rows = []
         for w, s in ov.items():
-            cells = [fmt(s[c]["ratio"], ".2f") + ("" if not s[c]["lost"] else f" ({s[c]['lost']} lost)")
-                     for c in conds if c != "untraced"]
             t = TARGETS.get(w)
-            lines.append(f"| {WORKLOAD_TITLES[w]} | {fmt(s['untraced']['median_ns_per_op'], '.0f')} | "
-                         + " | ".join(cells) + f" | {'≤ %.2f×' % t if t else '—'} |")
+            rows.append([WORKLOAD_TITLES[w], fmt(s["untraced"]["median_ns_per_op"], ".0f")]
+                        + [fmt(s[c]["ratio"], ".2f") + ("" if not s[c]["lost"] else f" ({s[c]['lost']} lost)")
+                           for c in conds]
+                        + ["≤ %.2f×" % t if t else "—"])
+        lines += md_table(["workload", "untraced ns/op"] + [f"{c} ×" for c in conds] + ["target"],
+                          "lr" + "r" * len(conds) + "l", rows)
     tp = res.get("throughput")
     if tp:
-        lines += ["", "| throughput (2 producers) | cycles/s | events/s | lost | consumer ns/event |",
-                  "|---|---:|---:|---:|---:|"]
-        for c, r in tp.items():
-            lines.append(f"| {c} | {r['cycles_per_s']:.0f} | {fmt(r.get('events_per_s'), '.0f')} | "
-                         f"{fmt(r.get('lost'), 'd')} | {fmt(r.get('consumer_cpu_ns_per_event'), '.0f')} |")
+        lines += md_table(["throughput (2 producers)", "cycles/s", "events/s", "lost", "consumer ns/event"], "lrrrr",
+                          [[c, f"{r['cycles_per_s']:.0f}", fmt(r.get("events_per_s"), ".0f"), fmt(r.get("lost"), "d"),
+                            fmt(r.get("consumer_cpu_ns_per_event"), ".0f")] for c, r in tp.items()])
     ls = res.get("loss")
     if ls:
         t = ls.get("trace_4k_ring")
@@ -619,33 +625,32 @@ def report(res):
                       f"unlink ({e['seconds_to_unlink']} s), recovered: {e['recovered']}"]
     bc = res.get("bpf_cost")
     if bc:
-        lines += ["", "| BPF cost | workload | BPF ns per op | per program (ns/run × runs) |", "|---|---|---:|---|"]
+        rows = []
         for kind, per in bc.items():
             for w, r in per.items():
                 progs = ", ".join(f"{k} {v['ns_per_run']:.0f}×{v['runs']}"
                                   for k, v in sorted(r["programs"].items(), key=lambda kv: -kv[1]["runs"])[:6])
-                lines.append(f"| {kind} | {w} | {r['bpf_ns_per_op']:.0f} | {progs} |")
+                rows.append([kind, w, f"{r['bpf_ns_per_op']:.0f}", progs])
+        lines += md_table(["BPF cost", "workload", "BPF ns per op", "per program (ns/run × runs)"], "llrl", rows)
     mem = res.get("memory")
     if mem:
-        lines += ["", "| segments | bytes/segment (held) | bytes/segment (orphaned) |", "|---:|---:|---:|"]
-        for n, r in mem.items():
-            lines.append(f"| {n} | {r['bytes_per_segment_held']:.0f} | {r['bytes_per_segment_orphaned']:.0f} |")
+        lines += md_table(["segments", "bytes/segment (held)", "bytes/segment (orphaned)"], "rrr",
+                          [[n, f"{r['bytes_per_segment_held']:.0f}", f"{r['bytes_per_segment_orphaned']:.0f}"]
+                           for n, r in mem.items()])
     st = res.get("startup")
     if st:
-        lines += ["", "| start-up (100,000 files) | median ms | × ls \\| wc -l |", "|---|---:|---:|"]
-        for k, r in st.items():
-            name = k.replace("|", "\\|")
-            lines.append(f"| {name} | {r['median_s'] * 1000:.1f} | {r['ratio']:.2f} |")
+        lines += md_table(["start-up (100,000 files)", "median ms", "× ls \\| wc -l"], "lrr",
+                          [[k.replace("|", "\\|"), f"{r['median_s'] * 1000:.1f}", f"{r['ratio']:.2f}"]
+                           for k, r in st.items()])
     top = res.get("top")
     if top:
-        lines += ["", "| top view (100,000 segments) | snapshot ms | frame ms | total ms |", "|---|---:|---:|---:|"]
-        for v, r in top.items():
-            lines.append(f"| {v} | {r['snapshot_ms']:.1f} | {r['frame_ms']:.1f} | {r['total_ms']:.1f} |")
+        lines += md_table(["top view (100,000 segments)", "snapshot ms", "frame ms", "total ms"], "lrrr",
+                          [[v, f"{r['snapshot_ms']:.1f}", f"{r['frame_ms']:.1f}", f"{r['total_ms']:.1f}"]
+                           for v, r in top.items()])
     ec = res.get("engine_cpu")
     if ec:
-        lines += ["", "| engine benchmark | ns/event |", "|---|---:|"]
-        for k, r in ec.items():
-            lines.append(f"| {k} | {r['ns_per_event']:.0f} |")
+        lines += md_table(["engine benchmark", "ns/event"], "lr",
+                          [[k, f"{r['ns_per_event']:.0f}"] for k, r in ec.items()])
     return "\n".join(lines) + "\n"
 
 
