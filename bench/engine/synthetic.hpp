@@ -3,6 +3,7 @@
 #pragma once
 
 #include "decode/event.hpp"
+#include "unit/synthetic_events.hpp"
 
 #include <fcntl.h>
 
@@ -14,16 +15,22 @@ namespace shmbpf::bench {
 constexpr uint32_t kShmDev = 26; // 0:26
 constexpr uint32_t kShmMntId = 25;
 
+// The unit tests' event header, from a python3 process in cgroup 1.
 inline Event process_event(EventType type, uint32_t pid, uint64_t ts_ns) {
-  Event e;
-  e.type = type;
-  e.pid = pid;
-  e.tid = pid;
-  e.ppid = 1;
-  e.uid = 1000;
-  e.ts_ns = ts_ns;
+  Event e = test::process_event(type, pid, ts_ns);
   e.cgroup_id = 1;
   e.comm = "python3";
+  return e;
+}
+
+// An event about file ino in the host's /dev/shm.
+inline Event file_event(EventType type, Origin origin, uint32_t pid, uint64_t ino, uint64_t ts_ns) {
+  Event e = process_event(type, pid, ts_ns);
+  e.kind = Kind::tmpfs;
+  e.origin = origin;
+  e.dev = kShmDev;
+  e.mnt_id = kShmMntId;
+  e.ino = ino;
   return e;
 }
 
@@ -34,12 +41,7 @@ inline std::string torch_path(uint32_t pid, uint64_t n) {
 }
 
 inline Event create_event(uint32_t pid, uint64_t ino, const std::string &path, uint64_t ts_ns) {
-  Event e = process_event(EventType::create, pid, ts_ns);
-  e.kind = Kind::tmpfs;
-  e.origin = Origin::openat;
-  e.dev = kShmDev;
-  e.mnt_id = kShmMntId;
-  e.ino = ino;
+  Event e = file_event(EventType::create, Origin::openat, pid, ino, ts_ns);
   e.path = path;
   e.full_path = path;
   e.name = path.substr(8); // without "/dev/shm"
@@ -52,12 +54,7 @@ inline Event create_event(uint32_t pid, uint64_t ino, const std::string &path, u
 }
 
 inline Event resize_event(uint32_t pid, uint64_t ino, uint64_t size, uint64_t ts_ns) {
-  Event e = process_event(EventType::resize, pid, ts_ns);
-  e.kind = Kind::tmpfs;
-  e.origin = Origin::ftruncate;
-  e.dev = kShmDev;
-  e.mnt_id = kShmMntId;
-  e.ino = ino;
+  Event e = file_event(EventType::resize, Origin::ftruncate, pid, ino, ts_ns);
   e.size = size;
   e.arg_size = size;
   e.fd = 7;
@@ -65,11 +62,8 @@ inline Event resize_event(uint32_t pid, uint64_t ino, uint64_t size, uint64_t ts
 }
 
 inline Event unlink_event(uint32_t pid, uint64_t ino, const std::string &path, uint64_t ts_ns) {
-  Event e = process_event(EventType::unlink, pid, ts_ns);
-  e.kind = Kind::tmpfs;
-  e.origin = Origin::unlink;
-  e.dev = kShmDev;
-  e.ino = ino;
+  Event e = file_event(EventType::unlink, Origin::unlink, pid, ino, ts_ns);
+  e.mnt_id = 0; // unlink records carry no mount of the file
   e.path = path;
   e.full_path = path;
   e.absolute = true;
