@@ -3,6 +3,7 @@
 // output.
 #include "engine/synthetic.hpp"
 #include "model/engine.hpp"
+#include "sources/bootstrap.hpp"
 
 #include <benchmark/benchmark.h>
 
@@ -104,6 +105,47 @@ void BM_CreateUnlinkSteady(benchmark::State &state) {
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations()) * 2);
 }
 BENCHMARK(BM_CreateUnlinkSteady);
+
+// A rescan's engine update (sources/bootstrap.cpp reconcile()) when
+// nothing changed: state.range(0) files, each mapped by one of 100 live
+// processes. It runs on the consumer thread: the longer it takes, the
+// longer events wait in the ring. Items are files.
+void BM_ReconcileUnchanged(benchmark::State &state) {
+  const auto files = static_cast<uint64_t>(state.range(0));
+  SystemScan scan;
+  ScannedFs fs{bench::kShmDev, bench::kShmMntId, "/dev/shm", {}, "/dev/shm"};
+  for (uint32_t p = 0; p < 100; p++) {
+    ScannedProcess proc;
+    proc.id.pid = 100 + p;
+    proc.id.ppid = 1;
+    proc.id.comm = "python3";
+    scan.processes.push_back(proc);
+  }
+  for (uint64_t i = 0; i < files; i++) {
+    TmpfsFile f;
+    f.dev = bench::kShmDev;
+    f.ino = 1000 + i;
+    f.path = bench::torch_path(100, i);
+    f.leaf = f.path.substr(9);
+    f.size = f.bytes = 16384;
+    f.nlink = 1;
+    HeldFile h;
+    h.dev = f.dev;
+    h.ino = f.ino;
+    h.via_map = true;
+    h.path = f.path;
+    scan.processes[i % 100].holdings.push_back(h);
+    fs.files.push_back(std::move(f));
+  }
+  scan.filesystems.push_back(std::move(fs));
+  Engine engine;
+  bootstrap(engine, scan);
+  uint64_t now = 2'000'000'000;
+  for (auto _ : state)
+    reconcile(engine, scan, now++);
+  state.SetItemsProcessed(static_cast<int64_t>(state.iterations() * files));
+}
+BENCHMARK(BM_ReconcileUnchanged)->Arg(100000)->Unit(benchmark::kMillisecond);
 
 } // namespace
 

@@ -1161,12 +1161,12 @@ void Engine::sample_mounts(uint64_t now_ns) {
 }
 
 void Engine::reconcile_tmpfs(uint32_t dev, const std::vector<TmpfsFile> &truth, uint64_t now_ns) {
-  std::unordered_set<uint64_t> present;
+  std::vector<uint64_t> present; // inodes, sorted below
   present.reserve(truth.size());
   for (const TmpfsFile &f : truth) {
     if (f.dev != dev)
       continue;
-    present.insert(f.ino);
+    present.push_back(f.ino);
     auto it = segs_.find(SegmentKey::file(f.dev, f.ino));
     if (it == segs_.end()) {
       add_existing_file(f, 0, {});
@@ -1192,10 +1192,11 @@ void Engine::reconcile_tmpfs(uint32_t dev, const std::vector<TmpfsFile> &truth, 
       s.changed_ns = now_ns;
   }
 
+  std::sort(present.begin(), present.end());
   std::vector<SegmentKey> vanished;
   for (const auto &[key, s] : segs_)
     if (!key.is_sysv() && key.dev_or_ipcns == dev && s.kind == Kind::tmpfs &&
-        !present.count(key.ino_or_shmid))
+        !std::binary_search(present.begin(), present.end(), key.ino_or_shmid))
       vanished.push_back(key);
   for (const SegmentKey &key : vanished) {
     auto it = segs_.find(key);
@@ -1240,21 +1241,29 @@ void Engine::reconcile_processes(const std::vector<uint32_t> &live_pids) {
 }
 
 void Engine::reconcile_holders(const std::vector<std::pair<uint32_t, SegmentKey>> &holdings) {
-  std::unordered_map<SegmentKey, std::vector<uint32_t>, SegmentKeyHash> truth;
+  // The truth by slot, sorted: segments are numbered densely, and a hash
+  // map of a list per segment was most of a rescan's engine time.
+  std::vector<std::pair<uint32_t, uint32_t>> truth; // (slot, pid)
+  truth.reserve(holdings.size());
   for (const auto &[pid, key] : holdings)
-    if (segs_.count(key))
-      truth[key].push_back(pid);
-  std::vector<SegmentKey> keys;
-  keys.reserve(segs_.size());
-  for (const auto &[key, s] : segs_)
-    if (!s.holders.empty() || truth.count(key))
-      keys.push_back(key);
-  // set_holders may destroy a segment (unlinked, last holder gone): work
-  // from a copy of the keys.
-  for (const SegmentKey &key : keys) {
-    auto t = truth.find(key);
-    set_holders(key, t == truth.end() ? std::vector<uint32_t>{} : std::move(t->second));
+    if (auto it = segs_.find(key); it != segs_.end())
+      truth.emplace_back(it.index(), pid);
+  std::sort(truth.begin(), truth.end());
+  // One walk of the segments, in slot order as the truth is. set_holders
+  // may destroy a segment (unlinked, last holder gone): the keys are taken
+  // first.
+  std::vector<std::pair<SegmentKey, std::vector<uint32_t>>> todo;
+  size_t t = 0;
+  for (auto it = segs_.begin(); it != segs_.end(); ++it) {
+    const auto &[key, s] = *it;
+    std::vector<uint32_t> pids;
+    for (; t < truth.size() && truth[t].first == it.index(); ++t)
+      pids.push_back(truth[t].second);
+    if (!s.holders.empty() || !pids.empty())
+      todo.emplace_back(key, std::move(pids));
   }
+  for (auto &[key, pids] : todo)
+    set_holders(key, std::move(pids));
 }
 
 bool Engine::reconcile_process_files(uint32_t pid, std::vector<SegmentKey> files) {
