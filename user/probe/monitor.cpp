@@ -215,9 +215,17 @@ int Monitor::poll(int timeout_ms) {
   }
   if (!new_cgroups_.empty() && now - last_resolve_ >= std::chrono::milliseconds(100)) {
     // Resolve these soon, not at the next sample; only these: asking the
-    // engine for every unknown cgroup walks all segments.
+    // engine for every unknown cgroup walks all segments. Finding them
+    // walks the cgroup2 tree, thousands of directories on a busy node: on
+    // the worker, like the other reads.
     last_resolve_ = now;
-    resolve_cgroups(std::exchange(new_cgroups_, {}));
+    Gather g;
+    g.cgroup_ids = cgroups_to_resolve(std::exchange(new_cgroups_, {}));
+    if (!g.cgroup_ids.empty()) {
+      start_gather(std::move(g));
+      note_stall(now);
+      return static_cast<int>(stats_.events - before);
+    }
   }
   const uint64_t lost = session_.lost();
   const auto loss_gap = std::max<std::chrono::steady_clock::duration>(
@@ -240,13 +248,14 @@ int Monitor::poll(int timeout_ms) {
     start_gather(unlinked_request());
   } else if (now - last_sample_ >= opts_.sample_every) {
     last_sample_ = now;
-    start_gather(sample_request());
+    Gather g = sample_request();
     // Ids new in events are resolved as they come (above); this catches the
     // rest (ids from scans, retries), and walks every segment to find them.
     if (now - last_full_resolve_ >= std::chrono::seconds(10)) {
       last_full_resolve_ = now;
-      resolve_cgroups();
+      g.cgroup_ids = cgroups_to_resolve(engine_.unknown_cgroups());
     }
+    start_gather(std::move(g));
   }
   note_stall(now);
   return static_cast<int>(stats_.events - before);
@@ -320,6 +329,8 @@ Monitor::Gather Monitor::run_gather(Gather g) {
   }
   if (g.mounts)
     g.mount_usage = scan_mount_usage(scan_mount_namespaces());
+  if (!g.cgroup_ids.empty())
+    g.cgroup_paths = find_cgroup_paths(g.cgroup_ids);
   return g;
 }
 
@@ -330,6 +341,8 @@ void Monitor::finish_gather() {
     apply_rescan(g);
   else
     apply_sample(g);
+  for (auto &[id, path] : g.cgroup_paths)
+    engine_.set_cgroup_path(id, std::move(path));
   note_stall(started);
 }
 
@@ -506,19 +519,14 @@ void Monitor::watch(const Event &e) {
     touched_.push_back({key, e.pid, e.ts_ns});
 }
 
-void Monitor::resolve_cgroups() { resolve_cgroups(engine_.unknown_cgroups()); }
-
-void Monitor::resolve_cgroups(const std::vector<uint64_t> &candidates) {
+std::vector<uint64_t> Monitor::cgroups_to_resolve(const std::vector<uint64_t> &candidates) {
   // Events carry cgroup ids; a container started after us has an id no
   // scan described yet. Each id gets a few tries: a cgroup may be gone.
   std::vector<uint64_t> ids;
   for (uint64_t id : candidates)
     if (cgroup_tries_[id]++ < 3)
       ids.push_back(id);
-  if (ids.empty())
-    return;
-  for (auto &[id, path] : find_cgroup_paths(ids))
-    engine_.set_cgroup_path(id, std::move(path));
+  return ids;
 }
 
 MonitorStats Monitor::stats() const {

@@ -118,6 +118,8 @@ private:
     std::vector<HolderJob> holders;
     bool mounts = false;
     std::vector<MountState> mount_usage;
+    std::vector<uint64_t> cgroup_ids; // to find in the cgroup2 tree
+    std::vector<std::pair<uint64_t, std::string>> cgroup_paths;
     std::function<void()> before;
     uint64_t now_ns = 0; // when the reads began
     std::chrono::steady_clock::time_point started;
@@ -141,8 +143,9 @@ private:
   Gather unlinked_request();
   void add_holder_jobs(Gather &g, std::vector<uint32_t> pids);
   void note_stall(std::chrono::steady_clock::time_point since);
-  void resolve_cgroups();
-  void resolve_cgroups(const std::vector<uint64_t> &candidates);
+  // The ids worth looking up (each gets a few tries: a cgroup may be gone);
+  // a gather finds their paths.
+  std::vector<uint64_t> cgroups_to_resolve(const std::vector<uint64_t> &candidates);
   void watch(const Event &e);
   void recheck_holders_of(SegmentKey key);
 
