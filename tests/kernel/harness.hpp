@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -16,9 +17,11 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -127,6 +130,39 @@ inline Child run_child(const std::string &comm, const std::function<int()> &fn) 
   c.wait();
   return c;
 }
+
+// A fresh tmpfs on a new directory under /tmp, unmounted and removed when
+// this goes, however the test ends. Declare it before whatever uses the
+// mount, then ASSERT_TRUE(mount(options)) once: a failure says what failed.
+class TmpfsMount {
+public:
+  TmpfsMount() = default;
+  TmpfsMount(const TmpfsMount &) = delete;
+  TmpfsMount &operator=(const TmpfsMount &) = delete;
+  ~TmpfsMount() {
+    if (mounted_ && umount2(dir_.c_str(), 0) != 0)
+      umount2(dir_.c_str(), MNT_DETACH);
+    if (!dir_.empty())
+      rmdir(dir_.c_str());
+  }
+
+  ::testing::AssertionResult mount(const char *options) {
+    char tmpl[] = "/tmp/kt-tmpfs-XXXXXX";
+    if (!mkdtemp(tmpl))
+      return ::testing::AssertionFailure() << "mkdtemp: " << std::strerror(errno);
+    dir_ = tmpl;
+    if (::mount("tmpfs", tmpl, "tmpfs", 0, options) != 0)
+      return ::testing::AssertionFailure()
+             << "mount tmpfs on " << dir_ << ": " << std::strerror(errno);
+    mounted_ = true;
+    return ::testing::AssertionSuccess();
+  }
+  const std::string &dir() const { return dir_; }
+
+private:
+  std::string dir_;
+  bool mounted_ = false;
+};
 
 inline uint32_t kdev_of(dev_t d) { return (major(d) << 20) | minor(d); }
 

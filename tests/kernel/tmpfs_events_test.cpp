@@ -11,7 +11,6 @@
 #include <linux/magic.h>
 #include <mntent.h>
 #include <sys/mman.h>
-#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <time.h>
@@ -56,18 +55,16 @@ struct Facts {
   FileFacts f[4];
 };
 
-// Files, mounts and directories removed when a test ends, however it ends.
+// Files and directories removed when a test ends, however it ends (mounts:
+// TmpfsMount).
 struct Cleanup {
-  std::vector<std::string> files, mounts, dirs;
+  std::vector<std::string> files, dirs;
   Cleanup() = default;
   Cleanup(const Cleanup &) = delete;
   Cleanup &operator=(const Cleanup &) = delete;
   ~Cleanup() {
     for (const auto &f : files)
       unlink(f.c_str());
-    for (auto it = mounts.rbegin(); it != mounts.rend(); ++it)
-      if (umount2(it->c_str(), 0) != 0)
-        umount2(it->c_str(), MNT_DETACH);
     for (auto it = dirs.rbegin(); it != dirs.rend(); ++it)
       rmdir(it->c_str());
   }
@@ -304,22 +301,6 @@ void expect_file_ok(const Event &e, const Traced &t, const FileFacts &ff, int32_
   expect_ok(e, ret);
 }
 
-// A fresh tmpfs mounted on a new directory under /tmp, gone at the end.
-std::string mount_tmpfs(Cleanup &cleanup, const char *options) {
-  char tmpl[] = "/tmp/kt-tmpfs-XXXXXX";
-  if (!mkdtemp(tmpl)) {
-    ADD_FAILURE() << "mkdtemp: " << strerror(errno);
-    return {};
-  }
-  cleanup.dirs.push_back(tmpl);
-  if (mount("tmpfs", tmpl, "tmpfs", 0, options) != 0) {
-    ADD_FAILURE() << "mount tmpfs on " << tmpl << ": " << strerror(errno);
-    return {};
-  }
-  cleanup.mounts.push_back(tmpl);
-  return tmpl;
-}
-
 std::string uniq(const std::string &stem) { return stem + "-" + std::to_string(getpid()); }
 
 constexpr int kOpenFlags = O_RDWR | O_LARGEFILE;
@@ -485,10 +466,10 @@ TEST(TmpfsEvents, UnlinkedWhileMappedThenFreed) {
 // 3. A tmpfs mounted after the session started: the resolver has to learn
 // the new mount to give the full path.
 TEST(TmpfsEvents, NewTmpfsMountCreateAndFallocate) {
-  Cleanup cleanup;
+  TmpfsMount tmpfs;
   SHMBPF_COLLECTOR(col);
-  const std::string dir = mount_tmpfs(cleanup, "size=4m");
-  ASSERT_FALSE(dir.empty());
+  ASSERT_TRUE(tmpfs.mount("size=4m"));
+  const std::string &dir = tmpfs.dir();
   const std::string name = uniq("kt-file");
   const std::string path = dir + "/" + name;
 
@@ -537,10 +518,10 @@ TEST(TmpfsEvents, NewTmpfsMountCreateAndFallocate) {
 // skipped for a mount it has never seen. A Session is driven directly so
 // that the order is certain.
 TEST(TmpfsEvents, NewTmpfsMountResolvedAfterCreatorExit) {
-  Cleanup cleanup;
+  TmpfsMount tmpfs;
   SHMBPF_SESSION(session, ProbeOptions{});
-  const std::string dir = mount_tmpfs(cleanup, "size=4m");
-  ASSERT_FALSE(dir.empty());
+  ASSERT_TRUE(tmpfs.mount("size=4m"));
+  const std::string &dir = tmpfs.dir();
   const std::string path = dir + "/" + uniq("kt-gone");
 
   Traced t;
@@ -706,10 +687,10 @@ TEST(TmpfsEvents, MemfdCreateAndResize) {
 // 6. A full tmpfs: a sparse ftruncate fits, a fallocate of the same size
 // does not, and the failure is reported with its errno.
 TEST(TmpfsEvents, FallocateEnospcOnFullTmpfs) {
-  Cleanup cleanup;
+  TmpfsMount tmpfs;
   SHMBPF_COLLECTOR(col);
-  const std::string dir = mount_tmpfs(cleanup, "size=64k");
-  ASSERT_FALSE(dir.empty());
+  ASSERT_TRUE(tmpfs.mount("size=64k"));
+  const std::string &dir = tmpfs.dir();
   const std::string path = dir + "/" + uniq("kt-full");
 
   Traced t;
@@ -963,10 +944,11 @@ TEST(TmpfsEvents, PreexistingFileOpenAndUnlink) {
 // per name, so the first unlink carries the other file's inode. Userspace
 // names the right inode, and the second unlink is still seen.
 TEST(TmpfsEvents, SameLeafNameOnTwoTmpfsMounts) {
+  TmpfsMount tmpfs;
   Cleanup cleanup;
   SHMBPF_COLLECTOR(col);
-  const std::string dir = mount_tmpfs(cleanup, "size=1m");
-  ASSERT_FALSE(dir.empty());
+  ASSERT_TRUE(tmpfs.mount("size=1m"));
+  const std::string &dir = tmpfs.dir();
   const std::string leaf = uniq("kt-dup");
   const std::string first = "/dev/shm/" + leaf;
   const std::string second = dir + "/" + leaf;
@@ -1014,9 +996,9 @@ TEST(TmpfsEvents, SameLeafNameOnTwoTmpfsMounts) {
 // and their unlinks name the right inodes. So is one of many files that
 // were there all along.
 TEST(TmpfsEvents, ChangesBetweenSeedAndAttach) {
-  Cleanup cleanup;
-  const std::string dir = mount_tmpfs(cleanup, "size=4m,nr_inodes=10000");
-  ASSERT_FALSE(dir.empty());
+  TmpfsMount tmpfs;
+  ASSERT_TRUE(tmpfs.mount("size=4m,nr_inodes=10000"));
+  const std::string &dir = tmpfs.dir();
   const std::string kept = dir + "/kt-kept", renamed = dir + "/kt-renamed",
                     moved = dir + "/kt-moved", replaced = dir + "/kt-replaced",
                     created = dir + "/kt-created";
