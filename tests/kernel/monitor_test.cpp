@@ -1,6 +1,7 @@
 // The live model on real BPF events: a Monitor bootstraps from a scan, then
 // follows a child's segments (creator, container, holders, bytes, unlink,
 // exit), and rescans after the kernel loses records.
+#include "docker_cgroup.hpp"
 #include "harness.hpp"
 
 #include "probe/monitor.hpp"
@@ -12,7 +13,6 @@
 
 #include <atomic>
 #include <filesystem>
-#include <fstream>
 #include <future>
 #include <set>
 
@@ -66,50 +66,6 @@ std::optional<SegmentInfo> by_path(const Engine &e, const std::string &path) {
   return v.front();
 }
 
-// A cgroup v2 directory named as docker names its scopes; removed (with
-// its processes moved back to ours) when the test ends.
-class DockerLikeCgroup {
-public:
-  DockerLikeCgroup() {
-    auto mnt = find_cgroup2_mount(read_mountinfo(0));
-    if (!mnt)
-      return;
-    std::ifstream self("/proc/self/cgroup");
-    for (std::string line; std::getline(self, line);)
-      if (line.starts_with("0::"))
-        parent_ = *mnt + (line.substr(3) == "/" ? "" : line.substr(3));
-    id_.clear();
-    for (int i = 0; i < 64; ++i)
-      id_ += "0123456789abcdef"[(getpid() * 7 + i * 13) % 16];
-    dir_ = *mnt + "/shmbpf-test.slice/docker-" + id_ + ".scope";
-    std::filesystem::create_directories(dir_);
-  }
-  ~DockerLikeCgroup() {
-    if (dir_.empty())
-      return;
-    // A failed test may leave its child inside: a populated cgroup cannot go.
-    std::ifstream procs(dir_ + "/cgroup.procs");
-    for (pid_t pid; procs >> pid;) {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, nullptr, 0);
-    }
-    for (int i = 0; i < 100 && ::rmdir(dir_.c_str()) != 0 && errno == EBUSY; ++i)
-      std::this_thread::sleep_for(10ms);
-    ::rmdir(std::filesystem::path(dir_).parent_path().c_str());
-  }
-  bool ok() const { return !dir_.empty() && std::filesystem::exists(dir_); }
-  const std::string &id() const { return id_; }
-  // Called in a child: moves the calling process in.
-  bool enter() const {
-    std::ofstream procs(dir_ + "/cgroup.procs");
-    procs << getpid() << std::flush;
-    return procs.good();
-  }
-
-private:
-  std::string parent_, dir_, id_;
-};
-
 TEST(Monitor, BootstrapFindsExistingSegmentsWithHolders) {
   const std::string path = "/dev/shm/shmbpf-mon-pre-" + std::to_string(getpid());
   int pipefd[2];
@@ -156,8 +112,8 @@ TEST(Monitor, BootstrapFindsExistingSegmentsWithHolders) {
 }
 
 TEST(Monitor, LiveAttributionFollowsASegmentFromCreationToOrphan) {
-  DockerLikeCgroup cg;
-  ASSERT_TRUE(cg.ok()) << "cannot create a cgroup v2 directory";
+  DockerCgroup cg("shmbpf-test.slice");
+  ASSERT_EQ(cg.create(), "") << "cannot create a cgroup v2 directory";
   SHMBPF_MONITOR(m, MonitorOptions{});
   const std::string base = "/dev/shm/shmbpf-mon-" + std::to_string(getpid());
   const std::string held = base + "-held", left = base + "-left";
