@@ -301,6 +301,16 @@ void expect_file_ok(const Event &e, const Traced &t, const FileFacts &ff, int32_
   expect_ok(e, ret);
 }
 
+// A successful unlink by t's child of the file (dev, ino) known as full_path.
+void expect_unlink_ok(const Event &e, const Traced &t, const std::string &full_path, uint32_t dev,
+                      uint64_t ino) {
+  expect_header(e, t);
+  expect_ok(e, 0);
+  EXPECT_EQ(e.full_path, full_path) << show(e);
+  EXPECT_EQ(e.dev, dev) << show(e);
+  EXPECT_EQ(e.ino, ino) << show(e);
+}
+
 std::string uniq(const std::string &stem) { return stem + "-" + std::to_string(getpid()); }
 
 constexpr int kOpenFlags = O_RDWR | O_LARGEFILE;
@@ -445,14 +455,10 @@ TEST(TmpfsEvents, UnlinkedWhileMappedThenFreed) {
   EXPECT_EQ(rs.full_path, full);
   EXPECT_FALSE(rs.is_new);
 
-  expect_header(ul, t);
-  expect_ok(ul, 0);
+  expect_unlink_ok(ul, t, full, created.dev, created.ino);
   EXPECT_EQ(ul.kind, Kind::tmpfs);
   EXPECT_EQ(ul.origin, Origin::unlink);
   EXPECT_EQ(ul.path, full);
-  EXPECT_EQ(ul.full_path, full);
-  EXPECT_EQ(ul.dev, created.dev);
-  EXPECT_EQ(ul.ino, created.ino);
   EXPECT_EQ(ul.dirfd, AT_FDCWD);
   EXPECT_TRUE(ul.absolute);
   EXPECT_EQ(ul.flags, 0u);
@@ -618,12 +624,8 @@ TEST(TmpfsEvents, DiskFilesystemIsIgnored) {
                                 [&](Facts &) { return unlink(shm_path.c_str()) == 0 ? 0 : 1; }));
   Event ul;
   ASSERT_TRUE(one(u.evs, EventType::unlink, ul));
-  expect_header(ul, u);
-  expect_ok(ul, 0);
+  expect_unlink_ok(ul, u, shm_path, kdev_of(shm_st.st_dev), shm_st.st_ino);
   EXPECT_EQ(ul.path, shm_path);
-  EXPECT_EQ(ul.full_path, shm_path);
-  EXPECT_EQ(ul.dev, kdev_of(shm_st.st_dev));
-  EXPECT_EQ(ul.ino, shm_st.st_ino);
 }
 
 // 5. memfd_create, then a resize while empty and one after a write.
@@ -783,15 +785,11 @@ TEST(TmpfsEvents, RenameThenUnlinkNewName) {
   EXPECT_EQ(rn.flags, 0u);
   EXPECT_TRUE(rn.absolute);
 
-  expect_header(ul, t);
-  expect_ok(ul, 0);
+  expect_unlink_ok(ul, t, to, ff.dev, ff.ino);
   EXPECT_EQ(ul.kind, Kind::tmpfs);
   EXPECT_EQ(ul.origin, Origin::unlink);
   EXPECT_EQ(ul.path, to);
   EXPECT_EQ(ul.newpath, "");
-  EXPECT_EQ(ul.full_path, to);
-  EXPECT_EQ(ul.dev, ff.dev);
-  EXPECT_EQ(ul.ino, ff.ino);
   EXPECT_TRUE(ul.absolute);
   EXPECT_LT(rn.ts_ns, ul.ts_ns);
 }
@@ -833,17 +831,13 @@ TEST(TmpfsEvents, UnlinkatWithDirfd) {
   EXPECT_EQ(cr.full_path, full);
   EXPECT_EQ(cr.flags, static_cast<uint32_t>(O_CREAT | O_EXCL | O_CLOEXEC | kOpenFlags));
 
-  expect_header(ul, t);
-  expect_ok(ul, 0);
+  expect_unlink_ok(ul, t, full, ff.dev, ff.ino);
   EXPECT_EQ(ul.kind, Kind::tmpfs);
   EXPECT_EQ(ul.origin, Origin::unlinkat);
   EXPECT_EQ(ul.path, name);
-  EXPECT_EQ(ul.full_path, full);
   EXPECT_EQ(ul.dirfd, dir.fd);
   EXPECT_EQ(ul.flags, 0u);
   EXPECT_FALSE(ul.absolute);
-  EXPECT_EQ(ul.dev, ff.dev);
-  EXPECT_EQ(ul.ino, ff.ino);
   EXPECT_EQ(ul.start_dev, dir.dev);
   EXPECT_EQ(ul.start_ino, dir.ino);
   EXPECT_EQ(ul.start_mnt_id, dir.mnt_id);
@@ -928,13 +922,9 @@ TEST(TmpfsEvents, PreexistingFileOpenAndUnlink) {
   EXPECT_EQ(op.name, full.substr(std::strlen("/dev/shm")));
   EXPECT_EQ(op.full_path, full);
 
-  expect_header(ul, t);
-  expect_ok(ul, 0);
+  expect_unlink_ok(ul, t, full, ff.dev, ff.ino);
   EXPECT_EQ(ul.origin, Origin::unlink);
   EXPECT_EQ(ul.path, full);
-  EXPECT_EQ(ul.full_path, full);
-  EXPECT_EQ(ul.dev, ff.dev);
-  EXPECT_EQ(ul.ino, ff.ino);
 
   // Its one page goes when the child's close drops the last reference.
   expect_freed_unlinked(*col, ff, 4096, full, ul.ts_ns);
@@ -1061,11 +1051,7 @@ TEST(TmpfsEvents, ChangesBetweenSeedAndAttach) {
     expect_header(opens[i], t);
     expect_file(opens[i], t.facts->f[i]);
     EXPECT_EQ(opens[i].full_path, paths[i]);
-    expect_header(unlinks[i], t);
-    expect_ok(unlinks[i], 0);
-    EXPECT_EQ(unlinks[i].full_path, paths[i]);
-    EXPECT_EQ(unlinks[i].dev, t.facts->f[i].dev);
-    EXPECT_EQ(unlinks[i].ino, t.facts->f[i].ino);
+    expect_unlink_ok(unlinks[i], t, paths[i], t.facts->f[i].dev, t.facts->f[i].ino);
   }
 }
 
