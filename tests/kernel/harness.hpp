@@ -22,6 +22,7 @@
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -162,6 +163,34 @@ public:
 private:
   std::string dir_;
   bool mounted_ = false;
+};
+
+// A directory for one test's files (under /dev/shm, say), removed with all
+// it holds when the test ends, however it ends. ASSERT_TRUE(make(path))
+// once; remove() is for a test that needs it gone before its end.
+class ScratchDir {
+public:
+  ScratchDir() = default;
+  ScratchDir(const ScratchDir &) = delete;
+  ScratchDir &operator=(const ScratchDir &) = delete;
+  ~ScratchDir() { remove(); }
+
+  ::testing::AssertionResult make(const std::string &path) {
+    if (mkdir(path.c_str(), 0700) != 0)
+      return ::testing::AssertionFailure() << "mkdir " << path << ": " << std::strerror(errno);
+    path_ = path;
+    return ::testing::AssertionSuccess();
+  }
+  void remove() {
+    std::error_code ec;
+    if (!path_.empty())
+      std::filesystem::remove_all(path_, ec);
+    path_.clear();
+  }
+  const std::string &path() const { return path_; }
+
+private:
+  std::string path_;
 };
 
 inline uint32_t kdev_of(dev_t d) { return (major(d) << 20) | minor(d); }

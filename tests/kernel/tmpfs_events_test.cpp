@@ -1096,13 +1096,10 @@ TEST(TmpfsEvents, FullNameMapIsCounted) {
   EXPECT_EQ(probe.name_capacity(), 64u);
   const uint64_t full_before = probe.track_full();
 
-  const std::string dir = "/dev/shm/" + uniq("kt-names");
-  Cleanup cleanup;
-  cleanup.dirs.push_back(dir);
-  ASSERT_EQ(mkdir(dir.c_str(), 0700), 0) << strerror(errno);
+  ScratchDir scratch;
+  ASSERT_TRUE(scratch.make("/dev/shm/" + uniq("kt-names")));
+  const std::string dir = scratch.path();
   constexpr int kFiles = 200;
-  for (int i = 0; i < kFiles; ++i)
-    cleanup.files.push_back(dir + "/f" + std::to_string(i));
   Traced t;
   ASSERT_NO_FATAL_FAILURE(trace(*col, t, "kt-names", [&](Facts &) {
     for (int i = 0; i < kFiles; ++i) {
@@ -1125,16 +1122,13 @@ TEST(TmpfsEvents, UnlinkSeenAfterItsCreateWasLost) {
   ProbeOptions opts;
   opts.ring_buffer_bytes = 16 << 10; // nobody reads during the burst
   SHMBPF_SESSION(session, opts);
-  const std::string dir = "/dev/shm/" + uniq("kt-lostcreate");
-  Cleanup cleanup;
-  cleanup.dirs.push_back(dir);
-  ASSERT_EQ(mkdir(dir.c_str(), 0700), 0) << strerror(errno);
+  ScratchDir scratch;
+  ASSERT_TRUE(scratch.make("/dev/shm/" + uniq("kt-lostcreate")));
+  const std::string dir = scratch.path();
   constexpr int kFiles = 500;
   std::vector<std::string> paths;
-  for (int i = 0; i < kFiles; ++i) {
+  for (int i = 0; i < kFiles; ++i)
     paths.push_back(dir + "/f" + std::to_string(i));
-    cleanup.files.push_back(paths.back());
-  }
   Child c = run_child("kt-burst", [&] {
     for (const auto &p : paths) {
       int fd = open(p.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
