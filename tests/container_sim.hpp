@@ -14,7 +14,7 @@
 // the cgroup directory.
 #pragma once
 
-#include "sources/mountinfo.hpp"
+#include "docker_cgroup.hpp"
 
 #include <fcntl.h>
 #include <sched.h>
@@ -34,7 +34,6 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
-#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -87,22 +86,8 @@ public:
 
   // Builds the container; "" on success, else what failed.
   std::string start() {
-    auto cg2 = find_cgroup2_mount(read_mountinfo(0));
-    if (!cg2)
-      return "no cgroup2 mount in /proc/self/mountinfo";
-    id_ = random_id();
-    slice_ = *cg2 + "/shmbpf-e2e.slice";
-    cgroup_ = slice_ + "/docker-" + id_ + ".scope";
-    // Another container's teardown may remove the shared slice between the
-    // two mkdirs: try again.
-    for (int i = 0;; ++i) {
-      if (mkdir(slice_.c_str(), 0755) != 0 && errno != EEXIST)
-        return "mkdir " + slice_ + ": " + std::strerror(errno);
-      if (mkdir(cgroup_.c_str(), 0755) == 0)
-        break;
-      if (errno != ENOENT || i == 10)
-        return "mkdir " + cgroup_ + ": " + std::strerror(errno);
-    }
+    if (std::string err = cgroup_.create(); !err.empty())
+      return err;
 
     int report[2], gate[2], ready[2];
     if (pipe2(report, O_CLOEXEC) || pipe2(gate, O_CLOEXEC) || pipe2(ready, O_CLOEXEC))
@@ -137,8 +122,8 @@ public:
     if (read(report[0], &init_, sizeof init_) != sizeof init_) {
       init_ = -1;
       err = "the shim could not create a PID namespace";
-    } else if (!write_file(cgroup_ + "/cgroup.procs", std::to_string(init_))) {
-      err = "cannot move init into " + cgroup_ + ": " + std::strerror(errno);
+    } else if (!cgroup_.add(init_)) {
+      err = "cannot move init into " + cgroup_.dir() + ": " + std::strerror(errno);
     } else {
       char c = 1;
       if (write(gate[1], &c, 1) != 1)
@@ -220,16 +205,10 @@ public:
   }
 
   // Host pids of every process in the container's cgroup.
-  std::vector<pid_t> pids() const {
-    std::vector<pid_t> out;
-    std::ifstream in(cgroup_ + "/cgroup.procs");
-    for (pid_t p; in >> p;)
-      out.push_back(p);
-    return out;
-  }
+  std::vector<pid_t> pids() const { return cgroup_.pids(); }
 
-  const std::string &id() const { return id_; }
-  const std::string &cgroup_dir() const { return cgroup_; }
+  const std::string &id() const { return cgroup_.id(); }
+  const std::string &cgroup_dir() const { return cgroup_.dir(); }
   pid_t init_pid() const { return init_; }
   uint64_t mntns() const { return mntns_; }
   uint64_t ipcns() const { return ipcns_; }
@@ -254,37 +233,10 @@ public:
         waitpid(shim_, nullptr, 0);
     }
     init_ = shim_ = -1;
-    if (cgroup_.empty())
-      return;
-    // Members of a dead PID namespace can take a moment to leave the cgroup.
-    for (int i = 0; i < 500 && rmdir(cgroup_.c_str()) != 0 && errno == EBUSY; ++i) {
-      for (pid_t p : pids())
-        ::kill(p, SIGKILL);
-      std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    rmdir(slice_.c_str()); // EBUSY while another container uses it: fine
-    cgroup_.clear();
+    cgroup_.remove();
   }
 
 private:
-  static std::string random_id() {
-    std::random_device rd;
-    static constexpr char hex[] = "0123456789abcdef";
-    std::string s;
-    for (int i = 0; i < 64; ++i)
-      s += hex[rd() % 16];
-    return s;
-  }
-
-  static bool write_file(const std::string &path, const std::string &text) {
-    int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
-    if (fd < 0)
-      return false;
-    bool ok = write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
-    close(fd);
-    return ok;
-  }
-
   uint64_t ns_ino(const char *ns) const {
     struct stat st {};
     std::string p = "/proc/" + std::to_string(init_) + "/ns/" + ns;
@@ -355,9 +307,8 @@ private:
       int ipc = open((base + "ipc").c_str(), O_RDONLY | O_CLOEXEC);
       int mnt = open((base + "mnt").c_str(), O_RDONLY | O_CLOEXEC);
       int pid = open((base + "pid").c_str(), O_RDONLY | O_CLOEXEC);
-      if (ipc < 0 || mnt < 0 || pid < 0 || !write_file(cgroup_ + "/cgroup.procs", "0") ||
-          setns(ipc, CLONE_NEWIPC) != 0 || setns(mnt, CLONE_NEWNS) != 0 ||
-          setns(pid, CLONE_NEWPID) != 0 || chdir("/") != 0)
+      if (ipc < 0 || mnt < 0 || pid < 0 || !cgroup_.enter() || setns(ipc, CLONE_NEWIPC) != 0 ||
+          setns(mnt, CLONE_NEWNS) != 0 || setns(pid, CLONE_NEWPID) != 0 || chdir("/") != 0)
         _exit(120);
       pid_t child = fork();
       if (child == 0) {
@@ -385,9 +336,7 @@ private:
     return helper;
   }
 
-  std::string id_;
-  std::string slice_;
-  std::string cgroup_;
+  DockerCgroup cgroup_{"shmbpf-e2e.slice"};
   pid_t shim_ = -1;
   pid_t init_ = -1;
   uint64_t mntns_ = 0;

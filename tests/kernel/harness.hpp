@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -16,9 +17,12 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <cstdlib>
+#include <cstring>
+#include <filesystem>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -127,6 +131,67 @@ inline Child run_child(const std::string &comm, const std::function<int()> &fn) 
   c.wait();
   return c;
 }
+
+// A fresh tmpfs on a new directory under /tmp, unmounted and removed when
+// this goes, however the test ends. Declare it before whatever uses the
+// mount, then ASSERT_TRUE(mount(options)) once: a failure says what failed.
+class TmpfsMount {
+public:
+  TmpfsMount() = default;
+  TmpfsMount(const TmpfsMount &) = delete;
+  TmpfsMount &operator=(const TmpfsMount &) = delete;
+  ~TmpfsMount() {
+    if (mounted_ && umount2(dir_.c_str(), 0) != 0)
+      umount2(dir_.c_str(), MNT_DETACH);
+    if (!dir_.empty())
+      rmdir(dir_.c_str());
+  }
+
+  ::testing::AssertionResult mount(const char *options) {
+    char tmpl[] = "/tmp/kt-tmpfs-XXXXXX";
+    if (!mkdtemp(tmpl))
+      return ::testing::AssertionFailure() << "mkdtemp: " << std::strerror(errno);
+    dir_ = tmpl;
+    if (::mount("tmpfs", tmpl, "tmpfs", 0, options) != 0)
+      return ::testing::AssertionFailure()
+             << "mount tmpfs on " << dir_ << ": " << std::strerror(errno);
+    mounted_ = true;
+    return ::testing::AssertionSuccess();
+  }
+  const std::string &dir() const { return dir_; }
+
+private:
+  std::string dir_;
+  bool mounted_ = false;
+};
+
+// A directory for one test's files (under /dev/shm, say), removed with all
+// it holds when the test ends, however it ends. ASSERT_TRUE(make(path))
+// once; remove() is for a test that needs it gone before its end.
+class ScratchDir {
+public:
+  ScratchDir() = default;
+  ScratchDir(const ScratchDir &) = delete;
+  ScratchDir &operator=(const ScratchDir &) = delete;
+  ~ScratchDir() { remove(); }
+
+  ::testing::AssertionResult make(const std::string &path) {
+    if (mkdir(path.c_str(), 0700) != 0)
+      return ::testing::AssertionFailure() << "mkdir " << path << ": " << std::strerror(errno);
+    path_ = path;
+    return ::testing::AssertionSuccess();
+  }
+  void remove() {
+    std::error_code ec;
+    if (!path_.empty())
+      std::filesystem::remove_all(path_, ec);
+    path_.clear();
+  }
+  const std::string &path() const { return path_; }
+
+private:
+  std::string path_;
+};
 
 inline uint32_t kdev_of(dev_t d) { return (major(d) << 20) | minor(d); }
 

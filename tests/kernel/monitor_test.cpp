@@ -1,6 +1,7 @@
 // The live model on real BPF events: a Monitor bootstraps from a scan, then
 // follows a child's segments (creator, container, holders, bytes, unlink,
 // exit), and rescans after the kernel loses records.
+#include "docker_cgroup.hpp"
 #include "harness.hpp"
 
 #include "probe/monitor.hpp"
@@ -12,7 +13,6 @@
 
 #include <atomic>
 #include <filesystem>
-#include <fstream>
 #include <future>
 #include <set>
 
@@ -66,50 +66,6 @@ std::optional<SegmentInfo> by_path(const Engine &e, const std::string &path) {
   return v.front();
 }
 
-// A cgroup v2 directory named as docker names its scopes; removed (with
-// its processes moved back to ours) when the test ends.
-class DockerLikeCgroup {
-public:
-  DockerLikeCgroup() {
-    auto mnt = find_cgroup2_mount(read_mountinfo(0));
-    if (!mnt)
-      return;
-    std::ifstream self("/proc/self/cgroup");
-    for (std::string line; std::getline(self, line);)
-      if (line.starts_with("0::"))
-        parent_ = *mnt + (line.substr(3) == "/" ? "" : line.substr(3));
-    id_.clear();
-    for (int i = 0; i < 64; ++i)
-      id_ += "0123456789abcdef"[(getpid() * 7 + i * 13) % 16];
-    dir_ = *mnt + "/shmbpf-test.slice/docker-" + id_ + ".scope";
-    std::filesystem::create_directories(dir_);
-  }
-  ~DockerLikeCgroup() {
-    if (dir_.empty())
-      return;
-    // A failed test may leave its child inside: a populated cgroup cannot go.
-    std::ifstream procs(dir_ + "/cgroup.procs");
-    for (pid_t pid; procs >> pid;) {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, nullptr, 0);
-    }
-    for (int i = 0; i < 100 && ::rmdir(dir_.c_str()) != 0 && errno == EBUSY; ++i)
-      std::this_thread::sleep_for(10ms);
-    ::rmdir(std::filesystem::path(dir_).parent_path().c_str());
-  }
-  bool ok() const { return !dir_.empty() && std::filesystem::exists(dir_); }
-  const std::string &id() const { return id_; }
-  // Called in a child: moves the calling process in.
-  bool enter() const {
-    std::ofstream procs(dir_ + "/cgroup.procs");
-    procs << getpid() << std::flush;
-    return procs.good();
-  }
-
-private:
-  std::string parent_, dir_, id_;
-};
-
 TEST(Monitor, BootstrapFindsExistingSegmentsWithHolders) {
   const std::string path = "/dev/shm/shmbpf-mon-pre-" + std::to_string(getpid());
   int pipefd[2];
@@ -156,8 +112,8 @@ TEST(Monitor, BootstrapFindsExistingSegmentsWithHolders) {
 }
 
 TEST(Monitor, LiveAttributionFollowsASegmentFromCreationToOrphan) {
-  DockerLikeCgroup cg;
-  ASSERT_TRUE(cg.ok()) << "cannot create a cgroup v2 directory";
+  DockerCgroup cg("shmbpf-test.slice");
+  ASSERT_EQ(cg.create(), "") << "cannot create a cgroup v2 directory";
   SHMBPF_MONITOR(m, MonitorOptions{});
   const std::string base = "/dev/shm/shmbpf-mon-" + std::to_string(getpid());
   const std::string held = base + "-held", left = base + "-left";
@@ -278,8 +234,9 @@ TEST(Monitor, LostRecordsTriggerAReconcileThatFindsEverything) {
   MonitorOptions opts;
   opts.probe.ring_buffer_bytes = 4096; // a few records: a burst overflows it
   SHMBPF_MONITOR(m, opts);
-  const std::string dir = "/dev/shm/shmbpf-mon-burst-" + std::to_string(getpid());
-  ASSERT_EQ(mkdir(dir.c_str(), 0700), 0);
+  ScratchDir scratch;
+  ASSERT_TRUE(scratch.make("/dev/shm/shmbpf-mon-burst-" + std::to_string(getpid())));
+  const std::string dir = scratch.path();
   constexpr int kFiles = 300;
   Child child = make_files("mon-burst", dir, kFiles, /*write=*/true);
   ASSERT_EQ(child.status, 0);
@@ -288,7 +245,6 @@ TEST(Monitor, LostRecordsTriggerAReconcileThatFindsEverything) {
   EXPECT_GT(m->stats().lost, 0u);
   EXPECT_GE(m->stats().loss_reconciles, 1u);
   EXPECT_EQ(count(m->engine()), static_cast<size_t>(kFiles));
-  std::filesystem::remove_all(dir);
 }
 
 // A rescan seeds the kernel with the files new to the model (here, whose
@@ -300,8 +256,9 @@ TEST(Monitor, RescanSeedsFilesWhoseCreationWasLost) {
   opts.loss_reconcile_gap = std::chrono::hours(1); // rescans only when asked
   opts.reconcile_every = std::chrono::hours(1);
   SHMBPF_MONITOR(m, opts);
-  const std::string dir = "/dev/shm/shmbpf-mon-seed-" + std::to_string(getpid());
-  ASSERT_EQ(mkdir(dir.c_str(), 0700), 0);
+  ScratchDir scratch;
+  ASSERT_TRUE(scratch.make("/dev/shm/shmbpf-mon-seed-" + std::to_string(getpid())));
+  const std::string dir = scratch.path();
   constexpr int kFiles = 300;
   Child child = make_files("mon-seed", dir, kFiles, /*write=*/false);
   ASSERT_EQ(child.status, 0);
@@ -321,7 +278,6 @@ TEST(Monitor, RescanSeedsFilesWhoseCreationWasLost) {
   }
   EXPECT_TRUE(pump_until(*m, [&](const Engine &e) { return count(e) == 0; }));
   EXPECT_EQ(m->stats().reconciles, reconciles); // events did it, not a rescan
-  rmdir(dir.c_str());
 }
 
 // close(2) is not traced: a file closed and unlinked by a process that
@@ -362,8 +318,9 @@ TEST(Monitor, ClosedAndUnlinkedFileIsGoneWhileItsCreatorLives) {
 
 TEST(Monitor, UnlinkedNamesLeaveTheKernelsNameMap) {
   SHMBPF_MONITOR(m, MonitorOptions{});
-  const std::string dir = "/dev/shm/shmbpf-mon-names-" + std::to_string(getpid());
-  ASSERT_EQ(mkdir(dir.c_str(), 0700), 0);
+  ScratchDir scratch;
+  ASSERT_TRUE(scratch.make("/dev/shm/shmbpf-mon-names-" + std::to_string(getpid())));
+  const std::string dir = scratch.path();
   m->drain();
   const size_t before = m->session().probe().name_count();
   // Files that never get a page: no free event would ever clean up after them.
@@ -380,7 +337,7 @@ TEST(Monitor, UnlinkedNamesLeaveTheKernelsNameMap) {
   ASSERT_EQ(child.status, 0);
   EXPECT_TRUE(pump_until(*m, [&](const Engine &e) { return e.stats().gone >= kFiles; }));
   const size_t after = m->session().probe().name_count();
-  rmdir(dir.c_str());
+  scratch.remove();
   // Other processes may create files meanwhile: allow a little slack, far
   // below the 200 this test created.
   EXPECT_LT(after, before + kFiles / 4) << "before " << before << ", after " << after;
@@ -413,8 +370,9 @@ TEST(Monitor, EventsReadDuringAGatherAreAppliedAfterItInOrder) {
     }
     ~OpenAtExit() { (*this)(); }
   } opener{open_gate};
-  const std::string dir = "/dev/shm/shmbpf-mon-held-" + std::to_string(getpid());
-  ASSERT_EQ(mkdir(dir.c_str(), 0700), 0);
+  ScratchDir scratch;
+  ASSERT_TRUE(scratch.make("/dev/shm/shmbpf-mon-held-" + std::to_string(getpid())));
+  const std::string dir = scratch.path();
   std::this_thread::sleep_for(5ms);
   m->poll(0); // starts the first sample, whose worker waits at the gate
   for (int i = 0; i < 500 && gathers.load() == 0; ++i)
@@ -452,7 +410,6 @@ TEST(Monitor, EventsReadDuringAGatherAreAppliedAfterItInOrder) {
     EXPECT_EQ(s->size, 4096u * (1 + i % 4)) << i;
     EXPECT_EQ(s->creator.pid, static_cast<uint32_t>(child.pid)) << i;
   }
-  std::filesystem::remove_all(dir);
 }
 
 // A process that creates and unlinks files faster than samples come (and
@@ -463,8 +420,9 @@ TEST(Monitor, UnlinkedFilesOfALiveProcessGoInBatchesBetweenSamples) {
   opts.reconcile_every = std::chrono::hours(1);
   opts.sample_every = std::chrono::hours(1); // no sample: only the batches
   SHMBPF_MONITOR(m, opts);
-  const std::string dir = "/dev/shm/shmbpf-mon-batch-" + std::to_string(getpid());
-  ASSERT_EQ(mkdir(dir.c_str(), 0700), 0);
+  ScratchDir scratch;
+  ASSERT_TRUE(scratch.make("/dev/shm/shmbpf-mon-batch-" + std::to_string(getpid())));
+  const std::string dir = scratch.path();
   constexpr int kFiles = 5000; // more than one batch (4,096)
   int step[2];
   ASSERT_EQ(pipe(step), 0);
@@ -491,7 +449,6 @@ TEST(Monitor, UnlinkedFilesOfALiveProcessGoInBatchesBetweenSamples) {
   ASSERT_EQ(write(step[1], "x", 1), 1);
   close(step[1]);
   EXPECT_EQ(child.wait(), 0);
-  std::filesystem::remove_all(dir);
 }
 
 } // namespace
@@ -517,8 +474,9 @@ std::set<uint64_t> inodes_under(const std::string &dir) {
 // only) finds the same files: the two must agree whenever nothing changed,
 // whatever the directory holds.
 TEST(Monitor, ListingAfterAttachAgreesWithTheFullScan) {
-  const std::string dir = "/dev/shm/shmbpf-mon-agree-" + std::to_string(getpid());
-  ASSERT_EQ(mkdir(dir.c_str(), 0700), 0);
+  ScratchDir scratch;
+  ASSERT_TRUE(scratch.make("/dev/shm/shmbpf-mon-agree-" + std::to_string(getpid())));
+  const std::string dir = scratch.path();
   std::string deep = dir;
   for (int d = 0; d < 4; ++d) { // the last ones deeper than the scans go
     deep += "/d" + std::to_string(d);
@@ -543,7 +501,7 @@ TEST(Monitor, ListingAfterAttachAgreesWithTheFullScan) {
   const auto namespaces = scan_mount_namespaces();
   const auto listed = ours(list_filesystems(namespaces));
   const auto scanned = ours(seed_keys(scan_system(namespaces).filesystems));
-  std::filesystem::remove_all(dir);
+  scratch.remove();
   // 50 files and the hard link's second name at depth 2 (/dev/shm's files
   // are at 1), and the files at depths 3 and 4: the scans stop at 4.
   EXPECT_EQ(listed.size(), 50u + 1 + 2);

@@ -9,7 +9,6 @@
 #include <fcntl.h>
 #include <sys/ipc.h>
 #include <sys/mman.h>
-#include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/shm.h>
 #include <sys/syscall.h>
@@ -197,29 +196,15 @@ TEST(SysvEvents, KeyedSegmentCreatedOnlyOnce) {
 // that runs out of pages and the faulting process gets SIGBUS.
 class SmallTmpfs : public ::testing::Test {
 protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/shmbpf-sigbus-XXXXXX";
-    ASSERT_NE(mkdtemp(tmpl), nullptr) << std::strerror(errno);
-    dir_ = tmpl;
-    ASSERT_EQ(mount("tmpfs", dir_.c_str(), "tmpfs", 0, "size=64k,mode=0700"), 0)
-        << "mount tmpfs on " << dir_ << ": " << std::strerror(errno);
-    mounted_ = true;
-  }
-  void TearDown() override {
-    if (mounted_ && umount2(dir_.c_str(), 0) != 0)
-      umount2(dir_.c_str(), MNT_DETACH);
-    if (!dir_.empty())
-      rmdir(dir_.c_str());
-  }
+  void SetUp() override { ASSERT_TRUE(tmpfs_.mount("size=64k,mode=0700")); }
 
-  std::string dir_;
-  bool mounted_ = false;
+  TmpfsMount tmpfs_;
 };
 
 TEST_F(SmallTmpfs, SigbusWhenFull) {
   SHMBPF_COLLECTOR(col);
   const std::string comm = "sigbus-fill";
-  const std::string file = dir_ + "/fill";
+  const std::string file = tmpfs_.dir() + "/fill";
   Child c = run_child(comm, [&] {
     // No core dump: it would be slow and litter the working directory.
     prctl(PR_SET_DUMPABLE, 0);

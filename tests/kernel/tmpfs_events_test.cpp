@@ -11,7 +11,6 @@
 #include <linux/magic.h>
 #include <mntent.h>
 #include <sys/mman.h>
-#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <time.h>
@@ -56,18 +55,16 @@ struct Facts {
   FileFacts f[4];
 };
 
-// Files, mounts and directories removed when a test ends, however it ends.
+// Files and directories removed when a test ends, however it ends (mounts:
+// TmpfsMount).
 struct Cleanup {
-  std::vector<std::string> files, mounts, dirs;
+  std::vector<std::string> files, dirs;
   Cleanup() = default;
   Cleanup(const Cleanup &) = delete;
   Cleanup &operator=(const Cleanup &) = delete;
   ~Cleanup() {
     for (const auto &f : files)
       unlink(f.c_str());
-    for (auto it = mounts.rbegin(); it != mounts.rend(); ++it)
-      if (umount2(it->c_str(), 0) != 0)
-        umount2(it->c_str(), MNT_DETACH);
     for (auto it = dirs.rbegin(); it != dirs.rend(); ++it)
       rmdir(it->c_str());
   }
@@ -160,10 +157,13 @@ std::vector<Event> wait_frees(Collector &col, uint32_t dev, uint64_t ino, uint64
   return frees;
 }
 
-// Frees of an unlinked inode the resolver knew as full_path.
-void expect_frees_of_unlinked(const std::vector<Event> &frees, const std::string &full_path,
-                              uint64_t after_ts) {
-  uint64_t folios = 0, bytes = 0;
+// The frees of an unlinked inode, the file in ff that the resolver knew as
+// full_path: they come after its unlink at after_ts and add up to bytes.
+void expect_freed_unlinked(Collector &col, const FileFacts &ff, uint64_t bytes,
+                           const std::string &full_path, uint64_t after_ts) {
+  auto frees = wait_frees(col, ff.dev, ff.ino, bytes);
+  ASSERT_FALSE(frees.empty());
+  uint64_t folios = 0, freed = 0;
   for (const auto &f : frees) {
     SCOPED_TRACE(show(f));
     EXPECT_TRUE(f.unlinked);
@@ -176,10 +176,10 @@ void expect_frees_of_unlinked(const std::vector<Event> &frees, const std::string
     EXPECT_GT(f.ts_ns, after_ts);
     EXPECT_LE(f.ts_ns, boottime_ns());
     folios += f.folios;
-    bytes += f.bytes;
+    freed += f.bytes;
   }
   EXPECT_GE(folios, 1u);
-  EXPECT_LE(folios, bytes / 4096); // folios of at least a page
+  EXPECT_LE(folios, freed / 4096); // folios of at least a page
 }
 
 void expect_exited_ok(const Child &c) {
@@ -239,20 +239,76 @@ void expect_exit_event(const Event &e, const Child &c, const std::string &comm) 
   EXPECT_EQ(e.exit_code, static_cast<uint32_t>(c.status));
 }
 
-// A fresh tmpfs mounted on a new directory under /tmp, gone at the end.
-std::string mount_tmpfs(Cleanup &cleanup, const char *options) {
-  char tmpl[] = "/tmp/kt-tmpfs-XXXXXX";
-  if (!mkdtemp(tmpl)) {
-    ADD_FAILURE() << "mkdtemp: " << strerror(errno);
-    return {};
-  }
-  cleanup.dirs.push_back(tmpl);
-  if (mount("tmpfs", tmpl, "tmpfs", 0, options) != 0) {
-    ADD_FAILURE() << "mount tmpfs on " << tmpl << ": " << strerror(errno);
-    return {};
-  }
-  cleanup.mounts.push_back(tmpl);
-  return tmpl;
+// One child of a test, named comm, and what it noted of itself and its files.
+struct Traced {
+  std::string comm;
+  Child child;
+  Shared<Facts> facts;
+  std::vector<Event> evs; // what it caused (events_after_exit), once trace collected them
+};
+
+// Runs body in a child named comm that first notes its namespaces and
+// cgroup; a fatal failure unless the child exits 0.
+void run_noting(Traced &t, const std::string &comm, const std::function<int(Facts &)> &body) {
+  t.comm = comm;
+  t.child = run_child(comm, [&] {
+    note_self(*t.facts);
+    return body(*t.facts);
+  });
+  ASSERT_NO_FATAL_FAILURE(expect_exited_ok(t.child));
+}
+
+// run_noting, then the events the child caused into t.evs.
+void trace(Collector &col, Traced &t, const std::string &comm,
+           const std::function<int(Facts &)> &body) {
+  ASSERT_NO_FATAL_FAILURE(run_noting(t, comm, body));
+  t.evs = events_after_exit(col, t.child);
+}
+
+// For EXPECT_TRUE/ASSERT_TRUE: evs hold exactly n events of type t; the
+// failure shows them all.
+::testing::AssertionResult has_n(const std::vector<Event> &evs, size_t n, EventType t) {
+  const size_t got = of_type(evs, t).size();
+  if (got == n)
+    return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure()
+         << got << " " << to_string(t) << " events, expected " << n << ":" << show(evs);
+}
+
+// has_n, keeping the events in out: ASSERT_TRUE(take(...)) before indexing it.
+::testing::AssertionResult take(const std::vector<Event> &evs, size_t n, EventType t,
+                                std::vector<Event> &out) {
+  out = of_type(evs, t);
+  return has_n(evs, n, t);
+}
+
+// The one event of type t: ASSERT_TRUE(one(...)) before using out.
+::testing::AssertionResult one(const std::vector<Event> &evs, EventType t, Event &out) {
+  std::vector<Event> found;
+  auto res = take(evs, 1, t, found);
+  if (res)
+    out = found[0];
+  return res;
+}
+
+void expect_header(const Event &e, const Traced &t) { expect_header(e, t.child, t.comm, *t.facts); }
+
+// A successful call by t's child on the file it described in ff, returning
+// ret (the fd for a create, open or memfd_create; 0 for a resize).
+void expect_file_ok(const Event &e, const Traced &t, const FileFacts &ff, int32_t ret) {
+  expect_header(e, t);
+  expect_file(e, ff);
+  expect_ok(e, ret);
+}
+
+// A successful unlink by t's child of the file (dev, ino) known as full_path.
+void expect_unlink_ok(const Event &e, const Traced &t, const std::string &full_path, uint32_t dev,
+                      uint64_t ino) {
+  expect_header(e, t);
+  expect_ok(e, 0);
+  EXPECT_EQ(e.full_path, full_path) << show(e);
+  EXPECT_EQ(e.dev, dev) << show(e);
+  EXPECT_EQ(e.ino, ino) << show(e);
 }
 
 std::string uniq(const std::string &stem) { return stem + "-" + std::to_string(getpid()); }
@@ -269,40 +325,31 @@ TEST(TmpfsEvents, ShmOpenCreateReopenOpen) {
   cleanup.files.push_back(full);
   SHMBPF_COLLECTOR(col);
 
-  Shared<Facts> a, b, c;
-  Child ca = run_child("kt-shm-create", [&] {
-    note_self(*a);
+  Traced a, b, c;
+  ASSERT_NO_FATAL_FAILURE(trace(*col, a, "kt-shm-create", [&](Facts &f) {
     int fd = shm_open(("/" + name).c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
-    if (fd < 0 || !note_file(fd, a->f[0]))
+    if (fd < 0 || !note_file(fd, f.f[0]))
       return 1;
     char page[4096] = {1};
     if (ftruncate(fd, 8192) != 0 ||
         pwrite(fd, page, sizeof(page), 0) != static_cast<ssize_t>(sizeof(page)))
       return 2;
     return 0;
-  });
-  ASSERT_NO_FATAL_FAILURE(expect_exited_ok(ca));
-  Child cb = run_child("kt-shm-reopen", [&] {
-    note_self(*b);
+  }));
+  ASSERT_NO_FATAL_FAILURE(trace(*col, b, "kt-shm-reopen", [&](Facts &f) {
     int fd = shm_open(("/" + name).c_str(), O_CREAT | O_RDWR, 0644);
-    return fd >= 0 && note_file(fd, b->f[0]) ? 0 : 1;
-  });
-  ASSERT_NO_FATAL_FAILURE(expect_exited_ok(cb));
-  Child cc = run_child("kt-shm-open", [&] {
-    note_self(*c);
+    return fd >= 0 && note_file(fd, f.f[0]) ? 0 : 1;
+  }));
+  ASSERT_NO_FATAL_FAILURE(trace(*col, c, "kt-shm-open", [&](Facts &f) {
     int fd = shm_open(("/" + name).c_str(), O_RDWR, 0);
-    return fd >= 0 && note_file(fd, c->f[0]) ? 0 : 1;
-  });
-  ASSERT_NO_FATAL_FAILURE(expect_exited_ok(cc));
+    return fd >= 0 && note_file(fd, f.f[0]) ? 0 : 1;
+  }));
+  const FileFacts &created = a.facts->f[0];
 
   // The creating child: one create that made the file, then its resize.
-  auto evs = events_after_exit(*col, ca);
-  auto creates = of_type(evs, EventType::create);
-  ASSERT_EQ(creates.size(), 1u) << show(evs);
-  const Event &e1 = creates[0];
-  expect_header(e1, ca, "kt-shm-create", *a);
-  expect_file(e1, a->f[0]);
-  expect_ok(e1, a->f[0].fd);
+  Event e1;
+  ASSERT_TRUE(one(a.evs, EventType::create, e1));
+  expect_file_ok(e1, a, created, created.fd);
   EXPECT_EQ(e1.kind, Kind::tmpfs);
   EXPECT_EQ(e1.origin, Origin::openat);
   EXPECT_TRUE(e1.is_new);
@@ -314,23 +361,19 @@ TEST(TmpfsEvents, ShmOpenCreateReopenOpen) {
   EXPECT_EQ(e1.name, "/" + name);
   EXPECT_EQ(e1.full_path, full);
   EXPECT_EQ(e1.arg_size, 0u);
-  EXPECT_EQ(of_type(evs, EventType::resize).size(), 1u) << show(evs);
-  EXPECT_EQ(of_type(evs, EventType::open).size(), 0u) << show(evs);
-  EXPECT_EQ(of_type(evs, EventType::exit).size(), 1u);
+  EXPECT_TRUE(has_n(a.evs, 1, EventType::resize));
+  EXPECT_TRUE(has_n(a.evs, 0, EventType::open));
+  EXPECT_TRUE(has_n(a.evs, 1, EventType::exit));
 
   // O_CREAT on an existing file: still a create, but not a new file.
-  evs = events_after_exit(*col, cb);
-  creates = of_type(evs, EventType::create);
-  ASSERT_EQ(creates.size(), 1u) << show(evs);
-  const Event &e2 = creates[0];
-  expect_header(e2, cb, "kt-shm-reopen", *b);
-  expect_file(e2, b->f[0]);
-  expect_ok(e2, b->f[0].fd);
+  Event e2;
+  ASSERT_TRUE(one(b.evs, EventType::create, e2));
+  expect_file_ok(e2, b, b.facts->f[0], b.facts->f[0].fd);
   EXPECT_EQ(e2.kind, Kind::tmpfs);
   EXPECT_EQ(e2.origin, Origin::openat);
   EXPECT_FALSE(e2.is_new);
-  EXPECT_EQ(e2.ino, a->f[0].ino);
-  EXPECT_EQ(e2.dev, a->f[0].dev);
+  EXPECT_EQ(e2.ino, created.ino);
+  EXPECT_EQ(e2.dev, created.dev);
   EXPECT_EQ(e2.size, 8192u);
   EXPECT_EQ(e2.bytes, 4096u);
   EXPECT_EQ(e2.flags, static_cast<uint32_t>(O_CREAT | kOpenFlags | kShmFlags));
@@ -338,26 +381,22 @@ TEST(TmpfsEvents, ShmOpenCreateReopenOpen) {
   EXPECT_EQ(e2.path, full);
   EXPECT_EQ(e2.name, "/" + name);
   EXPECT_EQ(e2.full_path, full);
-  EXPECT_EQ(evs.size(), 2u) << show(evs); // create + exit
+  EXPECT_EQ(b.evs.size(), 2u) << show(b.evs); // create + exit
 
   // Without O_CREAT: an open of the tracked inode.
-  evs = events_after_exit(*col, cc);
-  auto opens = of_type(evs, EventType::open);
-  ASSERT_EQ(opens.size(), 1u) << show(evs);
-  const Event &e3 = opens[0];
-  expect_header(e3, cc, "kt-shm-open", *c);
-  expect_file(e3, c->f[0]);
-  expect_ok(e3, c->f[0].fd);
+  Event e3;
+  ASSERT_TRUE(one(c.evs, EventType::open, e3));
+  expect_file_ok(e3, c, c.facts->f[0], c.facts->f[0].fd);
   EXPECT_EQ(e3.kind, Kind::tmpfs);
   EXPECT_EQ(e3.origin, Origin::openat);
   EXPECT_FALSE(e3.is_new);
-  EXPECT_EQ(e3.ino, a->f[0].ino);
-  EXPECT_EQ(e3.dev, a->f[0].dev);
+  EXPECT_EQ(e3.ino, created.ino);
+  EXPECT_EQ(e3.dev, created.dev);
   EXPECT_EQ(e3.flags, static_cast<uint32_t>(kOpenFlags | kShmFlags));
   EXPECT_EQ(e3.path, full);
   EXPECT_EQ(e3.name, "/" + name);
   EXPECT_EQ(e3.full_path, full);
-  EXPECT_EQ(evs.size(), 2u) << show(evs); // open + exit
+  EXPECT_EQ(c.evs.size(), 2u) << show(c.evs); // open + exit
 }
 
 // 2. PyTorch's file_descriptor sharing: create, size, map, fault in, unlink
@@ -370,13 +409,12 @@ TEST(TmpfsEvents, UnlinkedWhileMappedThenFreed) {
   cleanup.files.push_back(full);
   SHMBPF_COLLECTOR(col);
 
-  Shared<Facts> facts;
-  Child c = run_child("kt-torch", [&] {
-    note_self(*facts);
+  Traced t;
+  ASSERT_NO_FATAL_FAILURE(trace(*col, t, "kt-torch", [&](Facts &f) {
     int fd = shm_open(("/" + name).c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
-    if (fd < 0 || !note_file(fd, facts->f[0]))
+    if (fd < 0 || !note_file(fd, f.f[0]))
       return 1;
-    if (ftruncate(fd, kMiB) != 0 || !note_file(fd, facts->f[1]))
+    if (ftruncate(fd, kMiB) != 0 || !note_file(fd, f.f[1]))
       return 2;
     auto *p = static_cast<volatile char *>(
         mmap(nullptr, kMiB, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
@@ -384,58 +422,43 @@ TEST(TmpfsEvents, UnlinkedWhileMappedThenFreed) {
       return 3;
     for (size_t off = 0; off < kMiB; off += 4096)
       p[off] = 1;
-    if (shm_unlink(("/" + name).c_str()) != 0 || !note_file(fd, facts->f[2]))
+    if (shm_unlink(("/" + name).c_str()) != 0 || !note_file(fd, f.f[2]))
       return 4;
     munmap(const_cast<char *>(p), kMiB);
     close(fd);
     return 0;
-  });
-  ASSERT_NO_FATAL_FAILURE(expect_exited_ok(c));
-  const FileFacts &created = facts->f[0];
-  EXPECT_EQ(facts->f[2].bytes, kMiB); // every page was faulted in
+  }));
+  const FileFacts &created = t.facts->f[0];
+  EXPECT_EQ(t.facts->f[2].bytes, kMiB); // every page was faulted in
 
-  auto evs = events_after_exit(*col, c);
-  auto creates = of_type(evs, EventType::create);
-  auto resizes = of_type(evs, EventType::resize);
-  auto unlinks = of_type(evs, EventType::unlink);
-  ASSERT_EQ(creates.size(), 1u) << show(evs);
-  ASSERT_EQ(resizes.size(), 1u) << show(evs);
-  ASSERT_EQ(unlinks.size(), 1u) << show(evs);
+  Event cr, rs, ul;
+  ASSERT_TRUE(one(t.evs, EventType::create, cr));
+  ASSERT_TRUE(one(t.evs, EventType::resize, rs));
+  ASSERT_TRUE(one(t.evs, EventType::unlink, ul));
 
-  const Event &cr = creates[0];
-  expect_header(cr, c, "kt-torch", *facts);
-  expect_file(cr, created);
-  expect_ok(cr, created.fd);
+  expect_file_ok(cr, t, created, created.fd);
   EXPECT_TRUE(cr.is_new);
   EXPECT_EQ(cr.kind, Kind::tmpfs);
   EXPECT_EQ(cr.full_path, full);
   EXPECT_EQ(cr.name, "/" + name);
 
-  const Event &rs = resizes[0];
-  expect_header(rs, c, "kt-torch", *facts);
-  expect_file(rs, facts->f[1]);
-  expect_ok(rs, 0);
+  expect_file_ok(rs, t, t.facts->f[1], 0);
   EXPECT_EQ(rs.kind, Kind::tmpfs);
   EXPECT_EQ(rs.origin, Origin::ftruncate);
   EXPECT_EQ(rs.size, kMiB);
   EXPECT_EQ(rs.arg_size, kMiB);
   EXPECT_EQ(rs.bytes, 0u); // ftruncate allocates nothing
   EXPECT_EQ(rs.flags, 0u);
-  EXPECT_EQ(rs.mode, facts->f[1].mode);
+  EXPECT_EQ(rs.mode, t.facts->f[1].mode);
   EXPECT_EQ(rs.path, "");
   EXPECT_EQ(rs.name, "/" + name);
   EXPECT_EQ(rs.full_path, full);
   EXPECT_FALSE(rs.is_new);
 
-  const Event &ul = unlinks[0];
-  expect_header(ul, c, "kt-torch", *facts);
-  expect_ok(ul, 0);
+  expect_unlink_ok(ul, t, full, created.dev, created.ino);
   EXPECT_EQ(ul.kind, Kind::tmpfs);
   EXPECT_EQ(ul.origin, Origin::unlink);
   EXPECT_EQ(ul.path, full);
-  EXPECT_EQ(ul.full_path, full);
-  EXPECT_EQ(ul.dev, created.dev);
-  EXPECT_EQ(ul.ino, created.ino);
   EXPECT_EQ(ul.dirfd, AT_FDCWD);
   EXPECT_TRUE(ul.absolute);
   EXPECT_EQ(ul.flags, 0u);
@@ -443,45 +466,36 @@ TEST(TmpfsEvents, UnlinkedWhileMappedThenFreed) {
   EXPECT_LT(rs.ts_ns, ul.ts_ns);
 
   // The frees: whoever dropped the last reference, all of the inode's pages.
-  auto frees = wait_frees(*col, created.dev, created.ino, kMiB);
-  ASSERT_FALSE(frees.empty());
-  expect_frees_of_unlinked(frees, full, ul.ts_ns);
+  expect_freed_unlinked(*col, created, kMiB, full, ul.ts_ns);
 }
 
 // 3. A tmpfs mounted after the session started: the resolver has to learn
 // the new mount to give the full path.
 TEST(TmpfsEvents, NewTmpfsMountCreateAndFallocate) {
-  Cleanup cleanup;
+  TmpfsMount tmpfs;
   SHMBPF_COLLECTOR(col);
-  const std::string dir = mount_tmpfs(cleanup, "size=4m");
-  ASSERT_FALSE(dir.empty());
+  ASSERT_TRUE(tmpfs.mount("size=4m"));
+  const std::string &dir = tmpfs.dir();
   const std::string name = uniq("kt-file");
   const std::string path = dir + "/" + name;
 
-  Shared<Facts> facts;
-  Child c = run_child("kt-mnt-tmpfs", [&] {
-    note_self(*facts);
+  Traced t;
+  ASSERT_NO_FATAL_FAILURE(trace(*col, t, "kt-mnt-tmpfs", [&](Facts &f) {
     int fd = open(path.c_str(), O_CREAT | O_EXCL | O_RDWR, 0640);
-    if (fd < 0 || !note_file(fd, facts->f[0]))
+    if (fd < 0 || !note_file(fd, f.f[0]))
       return 1;
-    if (fallocate(fd, 0, 4096, 61440) != 0 || !note_file(fd, facts->f[1]))
+    if (fallocate(fd, 0, 4096, 61440) != 0 || !note_file(fd, f.f[1]))
       return 2;
     close(fd);
     return 0;
-  });
-  ASSERT_NO_FATAL_FAILURE(expect_exited_ok(c));
+  }));
 
-  auto evs = events_after_exit(*col, c);
-  auto creates = of_type(evs, EventType::create);
-  auto resizes = of_type(evs, EventType::resize);
-  ASSERT_EQ(creates.size(), 1u) << show(evs);
-  ASSERT_EQ(resizes.size(), 1u) << show(evs);
-  EXPECT_EQ(evs.size(), 3u) << show(evs);
+  Event cr, rs;
+  ASSERT_TRUE(one(t.evs, EventType::create, cr));
+  ASSERT_TRUE(one(t.evs, EventType::resize, rs));
+  EXPECT_EQ(t.evs.size(), 3u) << show(t.evs);
 
-  const Event &cr = creates[0];
-  expect_header(cr, c, "kt-mnt-tmpfs", *facts);
-  expect_file(cr, facts->f[0]);
-  expect_ok(cr, facts->f[0].fd);
+  expect_file_ok(cr, t, t.facts->f[0], t.facts->f[0].fd);
   EXPECT_EQ(cr.kind, Kind::tmpfs);
   EXPECT_EQ(cr.origin, Origin::openat);
   EXPECT_TRUE(cr.is_new);
@@ -491,10 +505,7 @@ TEST(TmpfsEvents, NewTmpfsMountCreateAndFallocate) {
   EXPECT_EQ(cr.name, "/" + name);
   EXPECT_EQ(cr.full_path, path);
 
-  const Event &rs = resizes[0];
-  expect_header(rs, c, "kt-mnt-tmpfs", *facts);
-  expect_file(rs, facts->f[1]);
-  expect_ok(rs, 0);
+  expect_file_ok(rs, t, t.facts->f[1], 0);
   EXPECT_EQ(rs.kind, Kind::tmpfs);
   EXPECT_EQ(rs.origin, Origin::fallocate);
   EXPECT_EQ(rs.flags, 0u);        // fallocate mode
@@ -502,7 +513,7 @@ TEST(TmpfsEvents, NewTmpfsMountCreateAndFallocate) {
   EXPECT_EQ(rs.size, 65536u);
   EXPECT_GT(rs.bytes, 0u);
   EXPECT_EQ(rs.bytes, 61440u); // the first page is a hole
-  EXPECT_EQ(rs.mode, facts->f[1].mode);
+  EXPECT_EQ(rs.mode, t.facts->f[1].mode);
   EXPECT_EQ(rs.path, "");
   EXPECT_EQ(rs.name, "/" + name);
   EXPECT_EQ(rs.full_path, path);
@@ -513,36 +524,32 @@ TEST(TmpfsEvents, NewTmpfsMountCreateAndFallocate) {
 // skipped for a mount it has never seen. A Session is driven directly so
 // that the order is certain.
 TEST(TmpfsEvents, NewTmpfsMountResolvedAfterCreatorExit) {
-  Cleanup cleanup;
+  TmpfsMount tmpfs;
   SHMBPF_SESSION(session, ProbeOptions{});
-  const std::string dir = mount_tmpfs(cleanup, "size=4m");
-  ASSERT_FALSE(dir.empty());
+  ASSERT_TRUE(tmpfs.mount("size=4m"));
+  const std::string &dir = tmpfs.dir();
   const std::string path = dir + "/" + uniq("kt-gone");
 
-  Shared<Facts> facts;
-  Child c = run_child("kt-gone", [&] {
-    note_self(*facts);
+  Traced t;
+  ASSERT_NO_FATAL_FAILURE(run_noting(t, "kt-gone", [&](Facts &f) {
     int fd = open(path.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
-    return fd >= 0 && note_file(fd, facts->f[0]) ? 0 : 1;
-  });
-  ASSERT_NO_FATAL_FAILURE(expect_exited_ok(c)); // reaped: /proc/<pid> is gone
+    return fd >= 0 && note_file(fd, f.f[0]) ? 0 : 1;
+  })); // reaped: /proc/<pid> is gone
 
   std::vector<Event> evs;
   session->drain([&](Event &e) {
-    if (e.pid == static_cast<uint32_t>(c.pid) && e.type != EventType::free)
+    if (e.pid == static_cast<uint32_t>(t.child.pid) && e.type != EventType::free)
       evs.push_back(e);
   });
   ASSERT_EQ(evs.size(), 2u) << show(evs);
   const Event &cr = evs[0];
   ASSERT_EQ(cr.type, EventType::create) << show(cr);
-  expect_header(cr, c, "kt-gone", *facts);
-  expect_file(cr, facts->f[0]);
-  expect_ok(cr, facts->f[0].fd);
+  expect_file_ok(cr, t, t.facts->f[0], t.facts->f[0].fd);
   EXPECT_TRUE(cr.is_new);
   EXPECT_EQ(cr.path, path);
   EXPECT_EQ(cr.name, path.substr(dir.size()));
   EXPECT_EQ(cr.full_path, path);
-  expect_exit_event(evs[1], c, "kt-gone");
+  expect_exit_event(evs[1], t.child, "kt-gone");
 }
 
 // 4. The same syscalls on a disk filesystem are not shared memory: nothing
@@ -583,7 +590,8 @@ TEST(TmpfsEvents, DiskFilesystemIsIgnored) {
                 .size(),
             1u);
 
-  Child c = run_child("kt-disk", [&] {
+  Traced d;
+  ASSERT_NO_FATAL_FAILURE(trace(*col, d, "kt-disk", [&](Facts &) {
     std::string p = dir + "/" + leaf;
     int fd = open(p.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
     if (fd < 0)
@@ -602,67 +610,50 @@ TEST(TmpfsEvents, DiskFilesystemIsIgnored) {
       return 5;
     close(fd);
     return 0;
-  });
-  ASSERT_NO_FATAL_FAILURE(expect_exited_ok(c));
+  }));
 
-  auto evs = events_after_exit(*col, c);
   std::this_thread::sleep_for(1s); // let anything late arrive
-  evs = col->of_pid(static_cast<uint32_t>(c.pid));
+  auto evs = col->of_pid(static_cast<uint32_t>(d.child.pid));
   ASSERT_EQ(evs.size(), 1u) << show(evs);
-  expect_exit_event(evs[0], c, "kt-disk");
+  expect_exit_event(evs[0], d.child, "kt-disk");
 
   // The disk rename matched the tmpfs file's leaf name in the kernel; that
   // must not hide the tmpfs file's own unlink afterwards.
-  Shared<Facts> facts;
-  Child u = run_child("kt-disk-after", [&] {
-    note_self(*facts);
-    return unlink(shm_path.c_str()) == 0 ? 0 : 1;
-  });
-  ASSERT_NO_FATAL_FAILURE(expect_exited_ok(u));
-  evs = events_after_exit(*col, u);
-  auto unlinks = of_type(evs, EventType::unlink);
-  ASSERT_EQ(unlinks.size(), 1u) << show(evs);
-  const Event &ul = unlinks[0];
-  expect_header(ul, u, "kt-disk-after", *facts);
-  expect_ok(ul, 0);
+  Traced u;
+  ASSERT_NO_FATAL_FAILURE(trace(*col, u, "kt-disk-after",
+                                [&](Facts &) { return unlink(shm_path.c_str()) == 0 ? 0 : 1; }));
+  Event ul;
+  ASSERT_TRUE(one(u.evs, EventType::unlink, ul));
+  expect_unlink_ok(ul, u, shm_path, kdev_of(shm_st.st_dev), shm_st.st_ino);
   EXPECT_EQ(ul.path, shm_path);
-  EXPECT_EQ(ul.full_path, shm_path);
-  EXPECT_EQ(ul.dev, kdev_of(shm_st.st_dev));
-  EXPECT_EQ(ul.ino, shm_st.st_ino);
 }
 
 // 5. memfd_create, then a resize while empty and one after a write.
 TEST(TmpfsEvents, MemfdCreateAndResize) {
   SHMBPF_COLLECTOR(col);
-  Shared<Facts> facts;
-  Child c = run_child("kt-memfd", [&] {
-    note_self(*facts);
+  Traced t;
+  ASSERT_NO_FATAL_FAILURE(trace(*col, t, "kt-memfd", [&](Facts &f) {
     int fd = memfd_create("kt-memfd", MFD_CLOEXEC);
-    if (fd < 0 || !note_file(fd, facts->f[0]))
+    if (fd < 0 || !note_file(fd, f.f[0]))
       return 1;
-    if (ftruncate(fd, 65536) != 0 || !note_file(fd, facts->f[1]))
+    if (ftruncate(fd, 65536) != 0 || !note_file(fd, f.f[1]))
       return 2;
     char page[4096] = {1};
     if (write(fd, page, sizeof(page)) != static_cast<ssize_t>(sizeof(page)))
       return 3;
-    if (ftruncate(fd, 8192) != 0 || !note_file(fd, facts->f[2]))
+    if (ftruncate(fd, 8192) != 0 || !note_file(fd, f.f[2]))
       return 4;
     return 0;
-  });
-  ASSERT_NO_FATAL_FAILURE(expect_exited_ok(c));
+  }));
 
-  auto evs = events_after_exit(*col, c);
-  auto memfds = of_type(evs, EventType::memfd_create);
-  auto resizes = of_type(evs, EventType::resize);
-  ASSERT_EQ(memfds.size(), 1u) << show(evs);
-  ASSERT_EQ(resizes.size(), 2u) << show(evs);
-  EXPECT_EQ(of_type(evs, EventType::create).size(), 0u) << show(evs);
-  EXPECT_EQ(of_type(evs, EventType::open).size(), 0u) << show(evs);
+  Event m;
+  std::vector<Event> resizes;
+  ASSERT_TRUE(one(t.evs, EventType::memfd_create, m));
+  ASSERT_TRUE(take(t.evs, 2, EventType::resize, resizes));
+  EXPECT_TRUE(has_n(t.evs, 0, EventType::create));
+  EXPECT_TRUE(has_n(t.evs, 0, EventType::open));
 
-  const Event &m = memfds[0];
-  expect_header(m, c, "kt-memfd", *facts);
-  expect_file(m, facts->f[0]);
-  expect_ok(m, facts->f[0].fd);
+  expect_file_ok(m, t, t.facts->f[0], t.facts->f[0].fd);
   EXPECT_EQ(m.kind, Kind::memfd);
   EXPECT_EQ(m.origin, Origin::memfd_create);
   EXPECT_EQ(m.flags, static_cast<uint32_t>(MFD_CLOEXEC));
@@ -676,10 +667,8 @@ TEST(TmpfsEvents, MemfdCreateAndResize) {
 
   for (int i = 0; i < 2; i++) {
     const Event &rs = resizes[i];
-    const FileFacts &ff = facts->f[i + 1];
-    expect_header(rs, c, "kt-memfd", *facts);
-    expect_file(rs, ff);
-    expect_ok(rs, 0);
+    const FileFacts &ff = t.facts->f[i + 1];
+    expect_file_ok(rs, t, ff, 0);
     EXPECT_EQ(rs.kind, Kind::memfd);
     EXPECT_EQ(rs.origin, Origin::ftruncate);
     EXPECT_EQ(rs.ino, m.ino);
@@ -700,40 +689,35 @@ TEST(TmpfsEvents, MemfdCreateAndResize) {
 // 6. A full tmpfs: a sparse ftruncate fits, a fallocate of the same size
 // does not, and the failure is reported with its errno.
 TEST(TmpfsEvents, FallocateEnospcOnFullTmpfs) {
-  Cleanup cleanup;
+  TmpfsMount tmpfs;
   SHMBPF_COLLECTOR(col);
-  const std::string dir = mount_tmpfs(cleanup, "size=64k");
-  ASSERT_FALSE(dir.empty());
+  ASSERT_TRUE(tmpfs.mount("size=64k"));
+  const std::string &dir = tmpfs.dir();
   const std::string path = dir + "/" + uniq("kt-full");
 
-  Shared<Facts> facts;
-  Child c = run_child("kt-enospc", [&] {
-    note_self(*facts);
+  Traced t;
+  ASSERT_NO_FATAL_FAILURE(trace(*col, t, "kt-enospc", [&](Facts &f) {
     int fd = open(path.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
-    if (fd < 0 || !note_file(fd, facts->f[0]))
+    if (fd < 0 || !note_file(fd, f.f[0]))
       return 1;
-    if (ftruncate(fd, kMiB) != 0 || !note_file(fd, facts->f[1]))
+    if (ftruncate(fd, kMiB) != 0 || !note_file(fd, f.f[1]))
       return 2;
     if (fallocate(fd, 0, 0, kMiB) == 0)
       return 3;
-    facts->err = errno;
-    if (!note_file(fd, facts->f[2]))
+    f.err = errno;
+    if (!note_file(fd, f.f[2]))
       return 4;
     close(fd);
     return 0;
-  });
-  ASSERT_NO_FATAL_FAILURE(expect_exited_ok(c));
-  EXPECT_EQ(facts->err, ENOSPC);
+  }));
+  EXPECT_EQ(t.facts->err, ENOSPC);
 
-  auto evs = events_after_exit(*col, c);
-  auto resizes = of_type(evs, EventType::resize);
-  ASSERT_EQ(resizes.size(), 2u) << show(evs);
-  ASSERT_EQ(of_type(evs, EventType::create).size(), 1u) << show(evs);
+  std::vector<Event> resizes;
+  ASSERT_TRUE(take(t.evs, 2, EventType::resize, resizes));
+  ASSERT_TRUE(has_n(t.evs, 1, EventType::create));
 
   const Event &ok = resizes[0];
-  expect_header(ok, c, "kt-enospc", *facts);
-  expect_file(ok, facts->f[1]);
-  expect_ok(ok, 0);
+  expect_file_ok(ok, t, t.facts->f[1], 0);
   EXPECT_EQ(ok.origin, Origin::ftruncate);
   EXPECT_EQ(ok.arg_size, kMiB);
   EXPECT_EQ(ok.size, kMiB);
@@ -741,8 +725,8 @@ TEST(TmpfsEvents, FallocateEnospcOnFullTmpfs) {
   EXPECT_EQ(ok.full_path, path);
 
   const Event &bad = resizes[1];
-  expect_header(bad, c, "kt-enospc", *facts);
-  expect_file(bad, facts->f[2]);
+  expect_header(bad, t);
+  expect_file(bad, t.facts->f[2]);
   EXPECT_EQ(bad.err, ENOSPC) << show(bad);
   EXPECT_EQ(bad.ret, -ENOSPC) << show(bad);
   EXPECT_EQ(bad.kind, Kind::tmpfs);
@@ -751,7 +735,7 @@ TEST(TmpfsEvents, FallocateEnospcOnFullTmpfs) {
   EXPECT_EQ(bad.arg_size, kMiB);
   EXPECT_EQ(bad.size, kMiB); // from the ftruncate
   EXPECT_EQ(bad.bytes, 0u);  // nothing kept
-  EXPECT_EQ(bad.mode, facts->f[2].mode);
+  EXPECT_EQ(bad.mode, t.facts->f[2].mode);
   EXPECT_EQ(bad.name, path.substr(dir.size()));
   EXPECT_EQ(bad.full_path, path);
 }
@@ -764,36 +748,30 @@ TEST(TmpfsEvents, RenameThenUnlinkNewName) {
   cleanup.files = {from, to};
   SHMBPF_COLLECTOR(col);
 
-  Shared<Facts> facts;
-  Child c = run_child("kt-rename", [&] {
-    note_self(*facts);
+  Traced t;
+  ASSERT_NO_FATAL_FAILURE(trace(*col, t, "kt-rename", [&](Facts &f) {
     int fd = open(from.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
-    if (fd < 0 || !note_file(fd, facts->f[0]))
+    if (fd < 0 || !note_file(fd, f.f[0]))
       return 1;
-    if (rename(from.c_str(), to.c_str()) != 0 || !note_file(fd, facts->f[1]))
+    if (rename(from.c_str(), to.c_str()) != 0 || !note_file(fd, f.f[1]))
       return 2;
     if (unlink(to.c_str()) != 0)
       return 3;
     close(fd);
     return 0;
-  });
-  ASSERT_NO_FATAL_FAILURE(expect_exited_ok(c));
-  const FileFacts &ff = facts->f[0];
-  EXPECT_EQ(facts->f[1].ino, ff.ino);
+  }));
+  const FileFacts &ff = t.facts->f[0];
+  EXPECT_EQ(t.facts->f[1].ino, ff.ino);
 
-  auto evs = events_after_exit(*col, c);
-  auto creates = of_type(evs, EventType::create);
-  auto renames = of_type(evs, EventType::rename);
-  auto unlinks = of_type(evs, EventType::unlink);
-  ASSERT_EQ(creates.size(), 1u) << show(evs);
-  ASSERT_EQ(renames.size(), 1u) << show(evs);
-  ASSERT_EQ(unlinks.size(), 1u) << show(evs);
-  EXPECT_EQ(evs.size(), 4u) << show(evs);
-  expect_file(creates[0], ff);
-  EXPECT_EQ(creates[0].full_path, from);
+  Event cr, rn, ul;
+  ASSERT_TRUE(one(t.evs, EventType::create, cr));
+  ASSERT_TRUE(one(t.evs, EventType::rename, rn));
+  ASSERT_TRUE(one(t.evs, EventType::unlink, ul));
+  EXPECT_EQ(t.evs.size(), 4u) << show(t.evs);
+  expect_file(cr, ff);
+  EXPECT_EQ(cr.full_path, from);
 
-  const Event &rn = renames[0];
-  expect_header(rn, c, "kt-rename", *facts);
+  expect_header(rn, t);
   expect_ok(rn, 0);
   EXPECT_EQ(rn.kind, Kind::tmpfs);
   EXPECT_EQ(rn.origin, Origin::rename);
@@ -807,16 +785,11 @@ TEST(TmpfsEvents, RenameThenUnlinkNewName) {
   EXPECT_EQ(rn.flags, 0u);
   EXPECT_TRUE(rn.absolute);
 
-  const Event &ul = unlinks[0];
-  expect_header(ul, c, "kt-rename", *facts);
-  expect_ok(ul, 0);
+  expect_unlink_ok(ul, t, to, ff.dev, ff.ino);
   EXPECT_EQ(ul.kind, Kind::tmpfs);
   EXPECT_EQ(ul.origin, Origin::unlink);
   EXPECT_EQ(ul.path, to);
   EXPECT_EQ(ul.newpath, "");
-  EXPECT_EQ(ul.full_path, to);
-  EXPECT_EQ(ul.dev, ff.dev);
-  EXPECT_EQ(ul.ino, ff.ino);
   EXPECT_TRUE(ul.absolute);
   EXPECT_LT(rn.ts_ns, ul.ts_ns);
 }
@@ -829,54 +802,42 @@ TEST(TmpfsEvents, UnlinkatWithDirfd) {
   cleanup.files.push_back(full);
   SHMBPF_COLLECTOR(col);
 
-  Shared<Facts> facts;
-  Child c = run_child("kt-unlinkat", [&] {
-    note_self(*facts);
+  Traced t;
+  ASSERT_NO_FATAL_FAILURE(trace(*col, t, "kt-unlinkat", [&](Facts &f) {
     int dfd = open("/dev/shm", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd < 0 || !note_file(dfd, facts->f[1]))
+    if (dfd < 0 || !note_file(dfd, f.f[1]))
       return 1;
     int fd = openat(dfd, name.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
-    if (fd < 0 || !note_file(fd, facts->f[0]))
+    if (fd < 0 || !note_file(fd, f.f[0]))
       return 2;
     if (unlinkat(dfd, name.c_str(), 0) != 0)
       return 3;
     close(fd);
     close(dfd);
     return 0;
-  });
-  ASSERT_NO_FATAL_FAILURE(expect_exited_ok(c));
-  const FileFacts &ff = facts->f[0];
-  const FileFacts &dir = facts->f[1];
+  }));
+  const FileFacts &ff = t.facts->f[0];
+  const FileFacts &dir = t.facts->f[1];
 
-  auto evs = events_after_exit(*col, c);
-  auto creates = of_type(evs, EventType::create);
-  auto unlinks = of_type(evs, EventType::unlink);
-  ASSERT_EQ(creates.size(), 1u) << show(evs);
-  ASSERT_EQ(unlinks.size(), 1u) << show(evs);
-  EXPECT_EQ(evs.size(), 3u) << show(evs); // no event for the directory
+  Event cr, ul;
+  ASSERT_TRUE(one(t.evs, EventType::create, cr));
+  ASSERT_TRUE(one(t.evs, EventType::unlink, ul));
+  EXPECT_EQ(t.evs.size(), 3u) << show(t.evs); // no event for the directory
 
-  const Event &cr = creates[0];
-  expect_header(cr, c, "kt-unlinkat", *facts);
-  expect_file(cr, ff);
-  expect_ok(cr, ff.fd);
+  expect_file_ok(cr, t, ff, ff.fd);
   EXPECT_TRUE(cr.is_new);
   EXPECT_EQ(cr.path, name);
   EXPECT_EQ(cr.name, "/" + name);
   EXPECT_EQ(cr.full_path, full);
   EXPECT_EQ(cr.flags, static_cast<uint32_t>(O_CREAT | O_EXCL | O_CLOEXEC | kOpenFlags));
 
-  const Event &ul = unlinks[0];
-  expect_header(ul, c, "kt-unlinkat", *facts);
-  expect_ok(ul, 0);
+  expect_unlink_ok(ul, t, full, ff.dev, ff.ino);
   EXPECT_EQ(ul.kind, Kind::tmpfs);
   EXPECT_EQ(ul.origin, Origin::unlinkat);
   EXPECT_EQ(ul.path, name);
-  EXPECT_EQ(ul.full_path, full);
   EXPECT_EQ(ul.dirfd, dir.fd);
   EXPECT_EQ(ul.flags, 0u);
   EXPECT_FALSE(ul.absolute);
-  EXPECT_EQ(ul.dev, ff.dev);
-  EXPECT_EQ(ul.ino, ff.ino);
   EXPECT_EQ(ul.start_dev, dir.dev);
   EXPECT_EQ(ul.start_ino, dir.ino);
   EXPECT_EQ(ul.start_mnt_id, dir.mnt_id);
@@ -892,39 +853,31 @@ TEST(TmpfsEvents, ControlCharactersKeptRaw) {
   cleanup.files.push_back(full);
   SHMBPF_COLLECTOR(col);
 
-  Shared<Facts> facts;
-  Child c = run_child("kt-escape", [&] {
-    note_self(*facts);
+  Traced t;
+  ASSERT_NO_FATAL_FAILURE(trace(*col, t, "kt-escape", [&](Facts &f) {
     int fd = open(full.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
-    if (fd < 0 || !note_file(fd, facts->f[0]))
+    if (fd < 0 || !note_file(fd, f.f[0]))
       return 1;
     if (unlink(full.c_str()) != 0)
       return 2;
     close(fd);
     return 0;
-  });
-  ASSERT_NO_FATAL_FAILURE(expect_exited_ok(c));
+  }));
 
-  auto evs = events_after_exit(*col, c);
-  auto creates = of_type(evs, EventType::create);
-  auto unlinks = of_type(evs, EventType::unlink);
-  ASSERT_EQ(creates.size(), 1u) << show(evs);
-  ASSERT_EQ(unlinks.size(), 1u) << show(evs);
+  Event cr, ul;
+  ASSERT_TRUE(one(t.evs, EventType::create, cr));
+  ASSERT_TRUE(one(t.evs, EventType::unlink, ul));
 
-  const Event &cr = creates[0];
-  expect_header(cr, c, "kt-escape", *facts);
-  expect_file(cr, facts->f[0]);
-  expect_ok(cr, facts->f[0].fd);
+  expect_file_ok(cr, t, t.facts->f[0], t.facts->f[0].fd);
   EXPECT_EQ(cr.path, full);
   EXPECT_EQ(cr.name, "/" + leaf);
   EXPECT_EQ(cr.full_path, full);
   EXPECT_EQ(show(cr).find('\n'), std::string::npos); // while the view escapes
 
-  const Event &ul = unlinks[0];
-  expect_header(ul, c, "kt-escape", *facts);
+  expect_header(ul, t);
   EXPECT_EQ(ul.path, full);
   EXPECT_EQ(ul.full_path, full);
-  EXPECT_EQ(ul.ino, facts->f[0].ino);
+  EXPECT_EQ(ul.ino, t.facts->f[0].ino);
 }
 
 // 10. A file that predates the session is known from the start-up scan.
@@ -941,31 +894,24 @@ TEST(TmpfsEvents, PreexistingFileOpenAndUnlink) {
   }
   SHMBPF_COLLECTOR(col);
 
-  Shared<Facts> facts;
-  Child c = run_child("kt-preexist", [&] {
-    note_self(*facts);
+  Traced t;
+  ASSERT_NO_FATAL_FAILURE(trace(*col, t, "kt-preexist", [&](Facts &f) {
     int fd = open(full.c_str(), O_RDWR);
-    if (fd < 0 || !note_file(fd, facts->f[0]))
+    if (fd < 0 || !note_file(fd, f.f[0]))
       return 1;
     if (unlink(full.c_str()) != 0)
       return 2;
     close(fd);
     return 0;
-  });
-  ASSERT_NO_FATAL_FAILURE(expect_exited_ok(c));
-  const FileFacts &ff = facts->f[0];
+  }));
+  const FileFacts &ff = t.facts->f[0];
 
-  auto evs = events_after_exit(*col, c);
-  auto opens = of_type(evs, EventType::open);
-  auto unlinks = of_type(evs, EventType::unlink);
-  ASSERT_EQ(opens.size(), 1u) << show(evs);
-  ASSERT_EQ(unlinks.size(), 1u) << show(evs);
-  EXPECT_EQ(evs.size(), 3u) << show(evs);
+  Event op, ul;
+  ASSERT_TRUE(one(t.evs, EventType::open, op));
+  ASSERT_TRUE(one(t.evs, EventType::unlink, ul));
+  EXPECT_EQ(t.evs.size(), 3u) << show(t.evs);
 
-  const Event &op = opens[0];
-  expect_header(op, c, "kt-preexist", *facts);
-  expect_file(op, ff);
-  expect_ok(op, ff.fd);
+  expect_file_ok(op, t, ff, ff.fd);
   EXPECT_EQ(op.kind, Kind::tmpfs);
   EXPECT_EQ(op.origin, Origin::openat);
   EXPECT_EQ(op.flags, static_cast<uint32_t>(kOpenFlags));
@@ -976,72 +922,61 @@ TEST(TmpfsEvents, PreexistingFileOpenAndUnlink) {
   EXPECT_EQ(op.name, full.substr(std::strlen("/dev/shm")));
   EXPECT_EQ(op.full_path, full);
 
-  const Event &ul = unlinks[0];
-  expect_header(ul, c, "kt-preexist", *facts);
-  expect_ok(ul, 0);
+  expect_unlink_ok(ul, t, full, ff.dev, ff.ino);
   EXPECT_EQ(ul.origin, Origin::unlink);
   EXPECT_EQ(ul.path, full);
-  EXPECT_EQ(ul.full_path, full);
-  EXPECT_EQ(ul.dev, ff.dev);
-  EXPECT_EQ(ul.ino, ff.ino);
 
   // Its one page goes when the child's close drops the last reference.
-  auto frees = wait_frees(*col, ff.dev, ff.ino, 4096);
-  ASSERT_FALSE(frees.empty());
-  expect_frees_of_unlinked(frees, full, ul.ts_ns);
+  expect_freed_unlinked(*col, ff, 4096, full, ul.ts_ns);
 }
 
 // 11. Two tracked tmpfs files share a leaf name: the kernel keeps one hint
 // per name, so the first unlink carries the other file's inode. Userspace
 // names the right inode, and the second unlink is still seen.
 TEST(TmpfsEvents, SameLeafNameOnTwoTmpfsMounts) {
+  TmpfsMount tmpfs;
   Cleanup cleanup;
   SHMBPF_COLLECTOR(col);
-  const std::string dir = mount_tmpfs(cleanup, "size=1m");
-  ASSERT_FALSE(dir.empty());
+  ASSERT_TRUE(tmpfs.mount("size=1m"));
+  const std::string &dir = tmpfs.dir();
   const std::string leaf = uniq("kt-dup");
   const std::string first = "/dev/shm/" + leaf;
   const std::string second = dir + "/" + leaf;
   cleanup.files = {first, second};
 
-  Shared<Facts> facts;
-  Child c = run_child("kt-dup", [&] {
-    note_self(*facts);
+  Traced t;
+  ASSERT_NO_FATAL_FAILURE(trace(*col, t, "kt-dup", [&](Facts &f) {
     int fd = open(first.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
-    if (fd < 0 || !note_file(fd, facts->f[0]))
+    if (fd < 0 || !note_file(fd, f.f[0]))
       return 1;
     int fd2 = open(second.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
-    if (fd2 < 0 || !note_file(fd2, facts->f[1]))
+    if (fd2 < 0 || !note_file(fd2, f.f[1]))
       return 2;
     if (unlink(first.c_str()) != 0) // the kernel's hint is the second file
       return 3;
     return 0;
-  });
-  ASSERT_NO_FATAL_FAILURE(expect_exited_ok(c));
-  // Only once the first unlink has been handled may the second one come.
-  events_after_exit(*col, c);
-  Child d = run_child("kt-dup-2", [&] { return unlink(second.c_str()) == 0 ? 0 : 1; });
-  ASSERT_NO_FATAL_FAILURE(expect_exited_ok(d));
+  }));
+  // Only once the first unlink has been handled (trace waited for the
+  // child's exit) may the second one come.
+  Traced d;
+  ASSERT_NO_FATAL_FAILURE(
+      trace(*col, d, "kt-dup-2", [&](Facts &) { return unlink(second.c_str()) == 0 ? 0 : 1; }));
 
-  auto evs = events_after_exit(*col, c);
-  ASSERT_EQ(of_type(evs, EventType::create).size(), 2u) << show(evs);
-  auto unlinks = of_type(evs, EventType::unlink);
-  ASSERT_EQ(unlinks.size(), 1u) << show(evs);
-  const Event &u1 = unlinks[0];
-  expect_header(u1, c, "kt-dup", *facts);
+  ASSERT_TRUE(has_n(t.evs, 2, EventType::create));
+  Event u1;
+  ASSERT_TRUE(one(t.evs, EventType::unlink, u1));
+  expect_header(u1, t);
   EXPECT_EQ(u1.full_path, first);
-  EXPECT_EQ(u1.dev, facts->f[0].dev);
-  EXPECT_EQ(u1.ino, facts->f[0].ino);
+  EXPECT_EQ(u1.dev, t.facts->f[0].dev);
+  EXPECT_EQ(u1.ino, t.facts->f[0].ino);
 
-  evs = events_after_exit(*col, d);
-  unlinks = of_type(evs, EventType::unlink);
-  ASSERT_EQ(unlinks.size(), 1u) << "the second file's unlink was lost" << show(evs);
-  const Event &u2 = unlinks[0];
+  Event u2;
+  ASSERT_TRUE(one(d.evs, EventType::unlink, u2)) << "the second file's unlink was lost";
   EXPECT_EQ(u2.comm, "kt-dup-2");
   EXPECT_EQ(u2.path, second);
   EXPECT_EQ(u2.full_path, second);
-  EXPECT_EQ(u2.dev, facts->f[1].dev);
-  EXPECT_EQ(u2.ino, facts->f[1].ino);
+  EXPECT_EQ(u2.dev, t.facts->f[1].dev);
+  EXPECT_EQ(u2.ino, t.facts->f[1].ino);
 }
 
 // 12. The kernel's maps are seeded in batches from a listing made before
@@ -1051,9 +986,9 @@ TEST(TmpfsEvents, SameLeafNameOnTwoTmpfsMounts) {
 // and their unlinks name the right inodes. So is one of many files that
 // were there all along.
 TEST(TmpfsEvents, ChangesBetweenSeedAndAttach) {
-  Cleanup cleanup;
-  const std::string dir = mount_tmpfs(cleanup, "size=4m,nr_inodes=10000");
-  ASSERT_FALSE(dir.empty());
+  TmpfsMount tmpfs;
+  ASSERT_TRUE(tmpfs.mount("size=4m,nr_inodes=10000"));
+  const std::string &dir = tmpfs.dir();
   const std::string kept = dir + "/kt-kept", renamed = dir + "/kt-renamed",
                     moved = dir + "/kt-moved", replaced = dir + "/kt-replaced",
                     created = dir + "/kt-created";
@@ -1078,56 +1013,45 @@ TEST(TmpfsEvents, ChangesBetweenSeedAndAttach) {
 
   // The replaced file first, alone and never opened: an open would teach
   // userspace its inode, and the unlink must name it from the kernel's map.
-  Shared<Facts> rf;
-  Child r = run_child("kt-gap-r", [&] {
-    note_self(*rf);
+  Traced r;
+  ASSERT_NO_FATAL_FAILURE(trace(*col, r, "kt-gap-r", [&](Facts &f) {
     struct stat st {};
     if (stat(replaced.c_str(), &st) != 0)
       return 1;
-    rf->f[0].dev = kdev_of(st.st_dev);
-    rf->f[0].ino = st.st_ino;
+    f.f[0].dev = kdev_of(st.st_dev);
+    f.f[0].ino = st.st_ino;
     return unlink(replaced.c_str()) == 0 ? 0 : 2;
-  });
-  ASSERT_NO_FATAL_FAILURE(expect_exited_ok(r));
-  auto revs = events_after_exit(*col, r);
-  auto runlinks = of_type(revs, EventType::unlink);
-  ASSERT_EQ(runlinks.size(), 1u) << show(revs);
-  expect_header(runlinks[0], r, "kt-gap-r", *rf);
-  EXPECT_EQ(runlinks[0].full_path, replaced);
-  EXPECT_EQ(runlinks[0].dev, rf->f[0].dev);
-  EXPECT_EQ(runlinks[0].ino, rf->f[0].ino) << "the name still pointed at the file replaced";
+  }));
+  Event rul;
+  ASSERT_TRUE(one(r.evs, EventType::unlink, rul));
+  expect_header(rul, r);
+  EXPECT_EQ(rul.full_path, replaced);
+  EXPECT_EQ(rul.dev, r.facts->f[0].dev);
+  EXPECT_EQ(rul.ino, r.facts->f[0].ino) << "the name still pointed at the file replaced";
 
   const std::vector<std::string> paths = {kept, moved, created};
-  Shared<Facts> facts;
-  Child c = run_child("kt-gap", [&] {
-    note_self(*facts);
+  Traced t;
+  ASSERT_NO_FATAL_FAILURE(trace(*col, t, "kt-gap", [&](Facts &f) {
     for (size_t i = 0; i < paths.size(); ++i) {
       int fd = open(paths[i].c_str(), O_RDWR);
-      if (fd < 0 || !note_file(fd, facts->f[i]))
+      if (fd < 0 || !note_file(fd, f.f[i]))
         return static_cast<int>(1 + i);
     }
     for (size_t i = 0; i < paths.size(); ++i)
       if (unlink(paths[i].c_str()) != 0)
         return static_cast<int>(10 + i);
     return 0;
-  });
-  ASSERT_NO_FATAL_FAILURE(expect_exited_ok(c));
+  }));
 
-  auto evs = events_after_exit(*col, c);
-  auto opens = of_type(evs, EventType::open);
-  auto unlinks = of_type(evs, EventType::unlink);
-  ASSERT_EQ(opens.size(), paths.size()) << show(evs);
-  ASSERT_EQ(unlinks.size(), paths.size()) << show(evs);
+  std::vector<Event> opens, unlinks;
+  ASSERT_TRUE(take(t.evs, paths.size(), EventType::open, opens));
+  ASSERT_TRUE(take(t.evs, paths.size(), EventType::unlink, unlinks));
   for (size_t i = 0; i < paths.size(); ++i) {
     SCOPED_TRACE(paths[i]);
-    expect_header(opens[i], c, "kt-gap", *facts);
-    expect_file(opens[i], facts->f[i]);
+    expect_header(opens[i], t);
+    expect_file(opens[i], t.facts->f[i]);
     EXPECT_EQ(opens[i].full_path, paths[i]);
-    expect_header(unlinks[i], c, "kt-gap", *facts);
-    expect_ok(unlinks[i], 0);
-    EXPECT_EQ(unlinks[i].full_path, paths[i]);
-    EXPECT_EQ(unlinks[i].dev, facts->f[i].dev);
-    EXPECT_EQ(unlinks[i].ino, facts->f[i].ino);
+    expect_unlink_ok(unlinks[i], t, paths[i], t.facts->f[i].dev, t.facts->f[i].ino);
   }
 }
 
@@ -1140,27 +1064,21 @@ TEST(TmpfsEvents, OpenOfAFileMadeByMknod) {
   cleanup.files.push_back(full);
   SHMBPF_COLLECTOR(col);
 
-  Shared<Facts> facts;
-  Child c = run_child("kt-mknod", [&] {
-    note_self(*facts);
+  Traced t;
+  ASSERT_NO_FATAL_FAILURE(trace(*col, t, "kt-mknod", [&](Facts &f) {
     if (mknod(full.c_str(), S_IFREG | 0600, 0) != 0)
       return 1;
     int fd = open(full.c_str(), O_RDWR);
-    if (fd < 0 || !note_file(fd, facts->f[0]))
+    if (fd < 0 || !note_file(fd, f.f[0]))
       return 2;
     close(fd);
     return 0;
-  });
-  ASSERT_NO_FATAL_FAILURE(expect_exited_ok(c));
+  }));
 
-  auto evs = events_after_exit(*col, c);
-  auto opens = of_type(evs, EventType::open);
-  ASSERT_EQ(opens.size(), 1u) << show(evs);
-  EXPECT_EQ(of_type(evs, EventType::create).size(), 0u) << show(evs);
-  const Event &op = opens[0];
-  expect_header(op, c, "kt-mknod", *facts);
-  expect_file(op, facts->f[0]);
-  expect_ok(op, facts->f[0].fd);
+  Event op;
+  ASSERT_TRUE(one(t.evs, EventType::open, op));
+  EXPECT_TRUE(has_n(t.evs, 0, EventType::create));
+  expect_file_ok(op, t, t.facts->f[0], t.facts->f[0].fd);
   EXPECT_EQ(op.kind, Kind::tmpfs);
   EXPECT_EQ(op.origin, Origin::openat);
   EXPECT_FALSE(op.is_new);
@@ -1178,14 +1096,12 @@ TEST(TmpfsEvents, FullNameMapIsCounted) {
   EXPECT_EQ(probe.name_capacity(), 64u);
   const uint64_t full_before = probe.track_full();
 
-  const std::string dir = "/dev/shm/" + uniq("kt-names");
-  Cleanup cleanup;
-  cleanup.dirs.push_back(dir);
-  ASSERT_EQ(mkdir(dir.c_str(), 0700), 0) << strerror(errno);
+  ScratchDir scratch;
+  ASSERT_TRUE(scratch.make("/dev/shm/" + uniq("kt-names")));
+  const std::string dir = scratch.path();
   constexpr int kFiles = 200;
-  for (int i = 0; i < kFiles; ++i)
-    cleanup.files.push_back(dir + "/f" + std::to_string(i));
-  Child c = run_child("kt-names", [&] {
+  Traced t;
+  ASSERT_NO_FATAL_FAILURE(trace(*col, t, "kt-names", [&](Facts &) {
     for (int i = 0; i < kFiles; ++i) {
       std::string p = dir + "/f" + std::to_string(i);
       int fd = open(p.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
@@ -1194,10 +1110,8 @@ TEST(TmpfsEvents, FullNameMapIsCounted) {
       close(fd);
     }
     return 0;
-  });
-  ASSERT_NO_FATAL_FAILURE(expect_exited_ok(c));
-  auto evs = events_after_exit(*col, c);
-  EXPECT_EQ(of_type(evs, EventType::create).size(), static_cast<size_t>(kFiles));
+  }));
+  EXPECT_TRUE(has_n(t.evs, kFiles, EventType::create));
   EXPECT_LE(probe.name_count(), 64u);
   EXPECT_GE(probe.track_full() - full_before, static_cast<uint64_t>(kFiles - 64));
 }
@@ -1208,16 +1122,13 @@ TEST(TmpfsEvents, UnlinkSeenAfterItsCreateWasLost) {
   ProbeOptions opts;
   opts.ring_buffer_bytes = 16 << 10; // nobody reads during the burst
   SHMBPF_SESSION(session, opts);
-  const std::string dir = "/dev/shm/" + uniq("kt-lostcreate");
-  Cleanup cleanup;
-  cleanup.dirs.push_back(dir);
-  ASSERT_EQ(mkdir(dir.c_str(), 0700), 0) << strerror(errno);
+  ScratchDir scratch;
+  ASSERT_TRUE(scratch.make("/dev/shm/" + uniq("kt-lostcreate")));
+  const std::string dir = scratch.path();
   constexpr int kFiles = 500;
   std::vector<std::string> paths;
-  for (int i = 0; i < kFiles; ++i) {
+  for (int i = 0; i < kFiles; ++i)
     paths.push_back(dir + "/f" + std::to_string(i));
-    cleanup.files.push_back(paths.back());
-  }
   Child c = run_child("kt-burst", [&] {
     for (const auto &p : paths) {
       int fd = open(p.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
