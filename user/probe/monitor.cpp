@@ -357,16 +357,12 @@ void Monitor::apply_rescan(Gather &g) {
   // are new to the model, or were created (so modified) since the last
   // scan began: a file the last scan saw was seeded by it, if it needed to be.
   const int64_t since = last_scan_start_s_ - 2; // coarse file times
-  std::vector<ScannedFs> unseeded;
-  for (const ScannedFs &fs : scan.filesystems) {
-    ScannedFs part{fs.dev, fs.mnt_id, fs.mountpoint, {}, fs.scanned_from};
+  std::vector<SeedKey> unseeded;
+  for (const ScannedFs &fs : scan.filesystems)
     for (const TmpfsFile &f : fs.files)
       if (f.mtime_s >= since || !engine_.contains(SegmentKey::file(f.dev, f.ino)))
-        part.files.push_back(f);
-    if (!part.files.empty())
-      unseeded.push_back(std::move(part));
-  }
-  session_.seed(scan.namespaces, unseeded);
+        unseeded.push_back(seed_key(f));
+  session_.seed(scan.namespaces, std::move(unseeded));
   last_scan_start_s_ = g.scan_start_s;
   shmbpf::reconcile(engine_, scan, now_ns());
   stats_.reconciles++;

@@ -9,8 +9,8 @@ namespace shmbpf {
 
 // The listing runs on its own thread while the probe loads (the verifier
 // and the BTF parsing take a few hundred milliseconds).
-Session::Session(const ProbeOptions &opts, bool scan_now)
-    : Session(opts, scan_now, std::async(std::launch::async, [] {
+Session::Session(const ProbeOptions &opts)
+    : Session(opts, /*scan_now=*/true, std::async(std::launch::async, [] {
                 return list_filesystems(scan_mount_namespaces());
               })) {}
 
@@ -40,8 +40,7 @@ Session::Session(const ProbeOptions &opts, bool scan_now, std::future<std::vecto
   probe_.attach();
   if (scan_now) {
     auto namespaces = scan_mount_namespaces();
-    seed_keys_of(list_filesystems(namespaces));
-    finish_seed(namespaces);
+    seed(namespaces, list_filesystems(namespaces));
   }
 }
 
@@ -70,12 +69,6 @@ void Session::seed_keys_of(std::vector<SeedKey> files) {
         !std::binary_search(files.begin(), files.end(), *it))
       probe_.reseed_name(*it, k);
   }
-}
-
-void Session::seed(const std::vector<MountNamespace> &namespaces,
-                   const std::vector<ScannedFs> &filesystems) {
-  seed_keys_of(seed_keys(filesystems));
-  finish_seed(namespaces);
 }
 
 void Session::seed(const std::vector<MountNamespace> &namespaces, std::vector<SeedKey> listing) {

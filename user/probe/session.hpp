@@ -28,21 +28,17 @@ public:
   using EventFn = std::function<void(Event &)>;
 
   // Loads the probe while the tmpfs files that exist are listed, seeds the
-  // kernel's name map with them in a few batch syscalls (nothing else writes
-  // it before attach), attaches, and lists again: what changed in
-  // between is seeded file by file, as the kernel does. With scan_now
-  // false, the caller makes that second scan (a full one, say) and hands it
-  // to seed().
-  explicit Session(const ProbeOptions &opts, bool scan_now = true);
+  // kernel's name table with them through its mapping (nothing else writes
+  // it before attach), attaches, and lists again: what changed in between
+  // is seeded file by file, as the kernel does.
+  explicit Session(const ProbeOptions &opts);
   // The same with the caller's listing (made while the probe loads; get()
-  // is called once it has loaded), and no second scan: the caller seeds
+  // is called once it has loaded), and no second listing: the caller seeds
   // what it lists once attached.
   Session(const ProbeOptions &opts, std::future<std::vector<SeedKey>> listing);
-  // Seeds the kernel with files (after a scan made once attached): the
-  // first call only with what the listing before attach did not have.
-  void seed(const std::vector<MountNamespace> &namespaces,
-            const std::vector<ScannedFs> &filesystems);
-  // The same from a listing (list_filesystems) made once attached.
+  // Seeds the kernel with files listed (list_filesystems) or scanned
+  // (seed_key) once attached: the first call only with what the listing
+  // before attach did not have.
   void seed(const std::vector<MountNamespace> &namespaces, std::vector<SeedKey> listing);
 
   // Polls once (up to timeout_ms) and flushes per-CPU free aggregates at
