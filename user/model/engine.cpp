@@ -1299,16 +1299,6 @@ bool Engine::reconcile_process_files(uint32_t pid, std::vector<SegmentKey> files
   return true;
 }
 
-std::vector<uint32_t> Engine::holders_of(const std::vector<SegmentKey> &keys) const {
-  std::vector<uint32_t> out;
-  for (const SegmentKey &key : keys)
-    if (auto it = segs_.find(key); it != segs_.end())
-      out.insert(out.end(), it->second.holders.begin(), it->second.holders.end());
-  std::sort(out.begin(), out.end());
-  out.erase(std::unique(out.begin(), out.end()), out.end());
-  return out;
-}
-
 // --- queries -----------------------------------------------------------------
 
 bool Engine::creator_alive(const Segment &s) const {

@@ -291,8 +291,6 @@ public:
   // The same for the files (not SysV) of one process, from a scan of its
   // fds and maps. Returns false when the process is unknown.
   bool reconcile_process_files(uint32_t pid, std::vector<SegmentKey> files);
-  // Pids holding any of keys, sorted and unique.
-  std::vector<uint32_t> holders_of(const std::vector<SegmentKey> &keys) const;
   // fn(pid) for each pid holding key; no allocation.
   template <class Fn> void for_each_holder(const SegmentKey &key, Fn &&fn) const {
     if (auto it = segs_.find(key); it != segs_.end())
@@ -303,13 +301,6 @@ public:
   // --- queries (sorted, deterministic) -------------------------------------
   std::optional<SegmentInfo> segment(const SegmentKey &key) const;
   bool contains(const SegmentKey &key) const { return segs_.count(key) != 0; }
-  // Whether a segment is held right now; cheap, unlike segment().
-  std::optional<bool> is_held(const SegmentKey &key) const {
-    auto it = segs_.find(key);
-    if (it == segs_.end())
-      return std::nullopt;
-    return !it->second.holders.empty();
-  }
   // A file's holders and, while it is linked under a resolved path, that
   // path (else empty; valid until the engine next changes). Cheap, unlike
   // segment(); nullopt when the file is unknown.
