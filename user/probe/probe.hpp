@@ -32,11 +32,11 @@ struct ProbeOptions {
 };
 
 // The name table's size for a machine with this many files on tmpfs: four
-// times as many, as a power of two, at least 65,536 and at most 2^20 (24
-// bytes each). A quarter full, fewer than 2 names in 10,000 find their
-// bucket full; names that do not fit are still reported when created, but
-// their unlinks are found only by reconciliation, and Probe::track_full()
-// counts them.
+// times as many, as a power of two, at least 65,536 and at most 2^20 (20
+// bytes each). A quarter full, about one name in 3 million finds its
+// bucket full (bpf/shmbpf_names.h); names that do not fit are still
+// reported when created, but their unlinks are found only by
+// reconciliation, and Probe::track_full() counts them.
 size_t name_map_capacity(uint64_t tmpfs_files);
 
 // Inodes in use on the tmpfs/hugetlbfs mounts this process sees (statvfs).
