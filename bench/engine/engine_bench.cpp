@@ -14,6 +14,12 @@ namespace {
 
 using namespace shmbpf;
 
+// n files created by 100 processes, from inode ino on (both advance).
+void prefill(Engine &engine, uint64_t n, uint64_t &ino, uint64_t &ts) {
+  for (uint64_t i = 0; i < n; i++, ino++)
+    engine.apply(bench::create_event(100 + i % 100, ino, bench::torch_path(100, ino), ts++));
+}
+
 // The POSIX shm cycle as the engine sees it: create, resize, unlink.
 void BM_ShmCycle(benchmark::State &state) {
   Engine engine;
@@ -33,9 +39,7 @@ BENCHMARK(BM_ShmCycle);
 void BM_CreateIntoTable(benchmark::State &state) {
   Engine engine;
   uint64_t ts = 1'000'000'000, ino = 1000;
-  const auto prefill = static_cast<uint64_t>(state.range(0));
-  for (uint64_t i = 0; i < prefill; i++, ino++)
-    engine.apply(bench::create_event(100 + i % 100, ino, bench::torch_path(100, ino), ts++));
+  prefill(engine, static_cast<uint64_t>(state.range(0)), ino, ts);
   // Building the event is timed too: the decoder builds one per record anyway.
   for (auto _ : state) {
     engine.apply(bench::create_event(4242, ino, bench::torch_path(4242, ino), ts++));
@@ -50,9 +54,7 @@ BENCHMARK(BM_CreateIntoTable)->Arg(0)->Arg(100000);
 void BM_CreatePrebuilt(benchmark::State &state) {
   Engine engine;
   uint64_t ts = 1'000'000'000, ino = 1000;
-  const auto prefill = static_cast<uint64_t>(state.range(0));
-  for (uint64_t i = 0; i < prefill; i++, ino++)
-    engine.apply(bench::create_event(100 + i % 100, ino, bench::torch_path(100, ino), ts++));
+  prefill(engine, static_cast<uint64_t>(state.range(0)), ino, ts);
   std::vector<Event> batch;
   size_t next = 0;
   for (auto _ : state) {
