@@ -788,15 +788,21 @@ Engine paging_engine() {
   return engine;
 }
 
+// A snapshot of every segment at time at, as top took it before paging.
+TopSnapshot every_segment(const Engine &engine, uint64_t at) {
+  TopSnapshot s;
+  s.now_ns = at;
+  s.segments = engine.segments({}, at, 0);
+  return s;
+}
+
 // The paged query must show exactly what a snapshot of every segment shows:
 // every sort, with and without filters, the selection followed by id or
 // placed by index, on a screen and in batch mode, and the JSON frame.
 TEST(TopView, PagedSegmentsGiveTheFramesOfTheFullList) {
   const Engine engine = paging_engine();
   const uint64_t at = 20 * sec;
-  TopSnapshot full;
-  full.now_ns = at;
-  full.segments = engine.segments({}, at, 0);
+  const TopSnapshot full = every_segment(engine, at);
   ASSERT_GT(full.segments.size(), 700u);
   int compared = 0;
   for (TopSort sort : {TopSort::bytes, TopSort::count, TopSort::rate, TopSort::age}) {
@@ -859,9 +865,7 @@ TEST(TopView, PagedSegmentsGiveTheFramesOfTheFullList) {
 TEST(TopView, PagedSegmentsReportAMissAndRecover) {
   const Engine engine = paging_engine();
   const uint64_t at = 20 * sec;
-  TopSnapshot full;
-  full.now_ns = at;
-  full.segments = engine.segments({}, at, 0);
+  const TopSnapshot full = every_segment(engine, at);
   TopState st;
   st.view = TopView::segments;
   st.height = 24;
