@@ -38,6 +38,10 @@ WORKLOAD_TITLES = {
     "sysv": "SysV shmget/shmat/shmdt/RMID cycle",
 }
 
+# The floor section's probes (bench/floor): condition -> floor_host's mode.
+FLOOR_MODES = {"floor_empty": "empty", "floor_count": "count", "floor_record": "record"}
+FLOOR_WORKLOADS = ["open_close", "shm"]
+
 SUBRUNS = 3  # per measurement; the fastest counts
 
 TARGETS = {
@@ -122,9 +126,11 @@ class Tracer:
                 cmd += ["--match", match]
         elif kind == "bpftrace":
             cmd = ["bpftrace", os.path.join(HERE, "peer", "shm.bt")]
+        elif kind in FLOOR_MODES:
+            cmd = [cfg.bin("floor_host"), FLOOR_MODES[kind]]
         else:
             raise ValueError(kind)
-        stdout = subprocess.PIPE if kind == "engine" else (open(out, "w") if out else subprocess.DEVNULL)
+        stdout = subprocess.PIPE if kind in ("engine",) + tuple(FLOOR_MODES) else (open(out, "w") if out else subprocess.DEVNULL)
         self.t_start = time.monotonic()
         self.p = subprocess.Popen(cmd, stdout=stdout, stderr=self.errf)
         if out and kind != "engine":
@@ -190,6 +196,10 @@ class Tracer:
             if lines:
                 j = json.loads(lines[-1])
                 res = {"events": j["events"], "lost": j["lost"], "engine": j}
+        elif self.kind in FLOOR_MODES:
+            m = re.search(r"floor: (\d+) records, (\d+) lost", err)
+            if m:
+                res = {"events": int(m.group(1)), "lost": int(m.group(2))}
         elif self.kind == "bpftrace":
             lost = sum(int(x) for x in re.findall(r"Lost (\d+) events", err))
             res = {"events": None, "lost": lost}
@@ -607,6 +617,12 @@ def report(res):
                         + ["≤ %.2f×" % t if t else "—"])
         lines += md_table(["workload", "untraced ns/op"] + [f"{c} ×" for c in conds] + ["target"],
                           "lr" + "r" * len(conds) + "l", rows)
+    fl = res.get("floor")
+    if fl:
+        conds = [c for c in next(iter(fl.values())).keys() if c != "untraced"]
+        lines += md_table(["floor", "untraced ns/op"] + [f"{c} ×" for c in conds], "lr" + "r" * len(conds),
+                          [[WORKLOAD_TITLES[w], fmt(s["untraced"]["median_ns_per_op"], ".0f")]
+                           + [fmt(s[c]["ratio"], ".2f") for c in conds] for w, s in fl.items()])
     tp = res.get("throughput")
     if tp:
         lines += md_table(["throughput (2 producers)", "cycles/s", "events/s", "lost", "consumer ns/event"], "lrrrr",
@@ -658,10 +674,13 @@ def selfcheck():
     assert median([3, 1, 2]) == 2
     assert parse_kv("ops=10 ns_per_op=2.5 x=y\n") == {"ops": 10, "ns_per_op": 2.5, "x": "y"}
     report({})
+    floor = report({"floor": {"shm": {"untraced": {"median_ns_per_op": 8000.0, "ratio": 1.0},
+                                      "floor_record": {"median_ns_per_op": 9360.0, "ratio": 1.17}}}})
+    assert "| POSIX shm cycle | 8000 | 1.17 |" in floor, floor
     print("bench.py selfcheck ok")
 
 
-SECTIONS = ["overhead", "throughput", "loss", "bpf_cost", "memory", "engine_cpu", "startup", "top"]
+SECTIONS = ["overhead", "floor", "throughput", "loss", "bpf_cost", "memory", "engine_cpu", "startup", "top"]
 
 
 def main():
@@ -699,6 +718,10 @@ def main():
     if "overhead" in sections:
         log("overhead (ns per operation, interleaved rounds):")
         res["overhead"] = bench_overhead(cfg, workloads, conds)
+    if "floor" in sections:
+        log("floor (programs that do nothing, count, or emit one small record, on the shm cycle's hooks):")
+        conds_floor = ["untraced", *FLOOR_MODES, "trace"] + (["base"] if cfg.base_shmbpf else [])
+        res["floor"] = bench_overhead(cfg, [w for w in workloads if w in FLOOR_WORKLOADS], conds_floor)
     if "throughput" in sections:
         log("throughput (two producers, default ring buffer):")
         res["throughput"] = bench_throughput(cfg, [c for c in conds], args.seconds)

@@ -1,0 +1,106 @@
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
+/*
+ * The floor under any tracer built on these hooks (docs/BENCHMARKS.md,
+ * section "floor"): programs on the sys_exit tracepoints of the shm cycle
+ * that do nothing, that only count the events (a per-CPU counter), or that
+ * do the least a tracer that reports the events must do: hand one small
+ * timestamped record per event to userspace through a ring buffer. No
+ * filtering, no file or path reads, nothing of shmbpf's.
+ */
+#include "vmlinux.h"
+#include <bpf/bpf_helpers.h>
+
+enum floor_mode { FLOOR_EMPTY, FLOOR_COUNT, FLOOR_RECORD };
+
+/* Set by floor_host before load (enum floor_mode). */
+const volatile int mode;
+
+struct floor_record {
+	__u64 ts_ns;
+	__u64 pid_tgid;
+	__s64 ret;
+	__u32 hook;
+	__u32 pad;
+};
+
+/* Events per hook, per CPU (mode FLOOR_COUNT). */
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 4);
+	__type(key, __u32);
+	__type(value, __u64);
+} counts SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_RINGBUF);
+	__uint(max_entries, 8 << 20);
+} records SEC(".maps");
+
+/* Wake the consumer at most every 10 ms, as shmbpf's submit() does. */
+__u64 last_wakeup_ns;
+/* Records the ring had no room for. */
+__u64 lost;
+
+static __always_inline int record(long ret, __u32 hook)
+{
+	struct floor_record *r;
+	__u64 flags = BPF_RB_NO_WAKEUP;
+
+	if (mode == FLOOR_EMPTY)
+		return 0;
+	if (mode == FLOOR_COUNT) {
+		__u64 *c = bpf_map_lookup_elem(&counts, &hook);
+
+		if (c)
+			*c += 1;
+		return 0;
+	}
+	r = bpf_ringbuf_reserve(&records, sizeof(*r), 0);
+	if (!r) {
+		__sync_fetch_and_add(&lost, 1);
+		return 0;
+	}
+	r->ts_ns = bpf_ktime_get_boot_ns();
+	r->pid_tgid = bpf_get_current_pid_tgid();
+	r->ret = ret;
+	r->hook = hook;
+	r->pad = 0;
+	if (r->ts_ns - last_wakeup_ns >= 10000000) {
+		last_wakeup_ns = r->ts_ns;
+		flags = BPF_RB_FORCE_WAKEUP;
+	}
+	bpf_ringbuf_submit(r, flags);
+	return 0;
+}
+
+struct sys_exit_args {
+	__u64 common;
+	long nr;
+	long ret;
+};
+
+SEC("tracepoint/syscalls/sys_exit_openat")
+int floor_openat(struct sys_exit_args *ctx)
+{
+	return record(ctx->ret, 0);
+}
+
+SEC("tracepoint/syscalls/sys_exit_ftruncate")
+int floor_ftruncate(struct sys_exit_args *ctx)
+{
+	return record(ctx->ret, 1);
+}
+
+SEC("tracepoint/syscalls/sys_exit_unlink")
+int floor_unlink(struct sys_exit_args *ctx)
+{
+	return record(ctx->ret, 2);
+}
+
+SEC("tracepoint/syscalls/sys_exit_unlinkat")
+int floor_unlinkat(struct sys_exit_args *ctx)
+{
+	return record(ctx->ret, 3);
+}
+
+char LICENSE[] SEC("license") = "Dual BSD/GPL";
