@@ -302,6 +302,19 @@ static __always_inline __u16 walk_components(struct shmbpf_scratch *s, struct de
 	return off;
 }
 
+/*
+ * Copy the first len bytes of a scratch buffer into a record's
+ * SHMBPF_PATH_LEN-byte field: only what the decoder reads (it stops at the
+ * lengths the record gives), since every cache line of a record written is
+ * a miss in a fresh part of the ring.
+ */
+static __always_inline void copy_used(char *out, const char *buf, __u32 len)
+{
+	if (len > SHMBPF_PATH_LEN)
+		len = SHMBPF_PATH_LEN;
+	bpf_probe_read_kernel(out, len, buf);
+}
+
 /* walk_components() into out, a record's SHMBPF_PATH_LEN bytes. */
 static __always_inline __u16 collect_components(struct dentry *d, struct vfsmount *vfs, char *out,
 						__u8 *ncomp, __u32 *flags_ev)
@@ -313,7 +326,7 @@ static __always_inline __u16 collect_components(struct dentry *d, struct vfsmoun
 	if (!s)
 		return 0;
 	off = walk_components(s, d, vfs, ncomp, flags_ev);
-	bpf_probe_read_kernel(out, SHMBPF_PATH_LEN, s->buf);
+	copy_used(out, s->buf, off);
 	return off;
 }
 

@@ -111,7 +111,7 @@ static __always_inline int handle_open_exit(long ret, __u16 origin)
 	e->flags_ev = walk_flags;
 	e->comp_len = comp_len;
 	e->ncomp = ncomp;
-	bpf_probe_read_kernel(e->components, SHMBPF_PATH_LEN, s->buf);
+	copy_used(e->components, s->buf, comp_len);
 	fill_file_fields(e, f, inode, sb);
 	e->arg_size = 0;
 	e->flags = flags;
@@ -351,7 +351,7 @@ static __always_inline int handle_path_exit(long ret, __u16 origin)
 	e->pad0 = 0;
 	e->origin = origin;
 	e->path_len = n - 1;
-	bpf_probe_read_kernel(e->path, SHMBPF_PATH_LEN, s->buf);
+	copy_used(e->path, s->buf, n);
 	e->newpath_len = 0;
 	e->newpath[0] = 0;
 	if (unew) {
