@@ -1015,6 +1015,33 @@ TEST(EngineMounts, PercentGrowthAndSecondsToFull) {
   EXPECT_EQ(engine.mounts()[0].enospc, 1u);
 }
 
+// A mount statfs could not reach this time (its namespace's process exited)
+// keeps its last measurement, moved by the events since; it does not fall to
+// zero, which would read as a sudden free and then a burst of growth.
+TEST(EngineMounts, AnUnmeasuredMountKeepsItsLastMeasurement) {
+  Engine engine;
+  engine.set_mount(tmpfs_mount(kMntId, "/dev/shm", kDev, 1000 * kMiB, 100 * kMiB));
+  engine.apply(create(100, 1, "/dev/shm/a", sec(1)));
+  engine.apply(resize(100, 1, 20 * kMiB, 20 * kMiB, sec(1)));
+
+  MountState unknown = tmpfs_mount(kMntId, "/dev/shm", kDev, 1000 * kMiB, 0);
+  unknown.used_known = false;
+  MountState never = tmpfs_mount(40, "/run/never", kOtherDev, 10 * kMiB, 0);
+  never.used_known = false;
+  engine.reconcile_mounts({unknown, never});
+  auto m = engine.mounts();
+  ASSERT_EQ(m.size(), 1u); // a mount never measured waits for a measurement
+  EXPECT_EQ(m[0].mount.mountpoint, "/dev/shm");
+  EXPECT_EQ(m[0].mount.used_bytes, 120 * kMiB);
+
+  engine.apply(resize(100, 1, 30 * kMiB, 30 * kMiB, sec(2)));
+  EXPECT_EQ(engine.mounts()[0].mount.used_bytes, 130 * kMiB);
+
+  // Measured again: the new value replaces the estimate.
+  engine.reconcile_mounts({tmpfs_mount(kMntId, "/dev/shm", kDev, 1000 * kMiB, 125 * kMiB)});
+  EXPECT_EQ(engine.mounts()[0].mount.used_bytes, 125 * kMiB);
+}
+
 TEST(EngineMounts, GrowthUsesOnlyTheWindow) {
   EngineConfig cfg;
   cfg.growth_window_ns = sec(10);

@@ -1,3 +1,4 @@
+#include "sources/bootstrap.hpp"
 #include "sources/mountinfo.hpp"
 #include "sources/tmpfs_scan.hpp"
 
@@ -14,6 +15,7 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 namespace shmbpf {
@@ -225,19 +227,81 @@ TEST_F(TmpfsScan, ListingMatchesScan) {
     std::vector<SeedKey> want;
     for (const auto &f : scan_tmpfs_mount(dir_.path(), depth))
       want.push_back({shm_name_hash(f.leaf), f.dev, f.ino});
-    auto got = list_tmpfs_dir(dir_.path(), depth);
+    auto got = list_tmpfs_dir(dir_.path(), 0, depth).value();
     std::sort(want.begin(), want.end());
     std::sort(got.begin(), got.end());
     EXPECT_EQ(got, want) << "depth " << depth;
   }
-  EXPECT_TRUE(list_tmpfs_dir(dir_.path(), 0).empty());
-  EXPECT_EQ(list_tmpfs_dir(dir_.path(), 10, 3).size(), 3u);
-  EXPECT_TRUE(list_tmpfs_dir(dir_ / "does-not-exist").empty());
+  EXPECT_TRUE(list_tmpfs_dir(dir_.path(), 0, 0).value().empty());
+  EXPECT_EQ(list_tmpfs_dir(dir_.path(), 0, 10, 3).value().size(), 3u);
+}
+
+// "Cannot be reached" is not "no files": a directory that cannot be opened,
+// or that is on another filesystem than the one asked for (a /proc/PID/root
+// whose pid is another process's now), gives nothing at all.
+TEST_F(TmpfsScan, UnreachableIsNotEmpty) {
+  struct stat st {};
+  ASSERT_EQ(::stat(dir_.path().c_str(), &st), 0);
+  const uint32_t dev = kernel_dev(st.st_dev);
+  ASSERT_TRUE(scan_tmpfs_dir(dir_.path(), dir_.path(), dev).has_value());
+  EXPECT_EQ(scan_tmpfs_dir(dir_.path(), dir_.path(), dev)->size(),
+            scan_tmpfs_mount(dir_.path()).size());
+  EXPECT_TRUE(list_tmpfs_dir(dir_.path(), dev).has_value());
+
+  EXPECT_FALSE(scan_tmpfs_dir(dir_ / "does-not-exist", "/x", 0));
+  EXPECT_FALSE(list_tmpfs_dir(dir_ / "does-not-exist"));
+  EXPECT_FALSE(scan_tmpfs_dir(dir_.path(), dir_.path(), dev + 1));
+  EXPECT_FALSE(list_tmpfs_dir(dir_.path(), dev + 1));
+
+  ShmDir empty;
+  ASSERT_FALSE(empty.path().empty());
+  auto none = scan_tmpfs_dir(empty.path(), empty.path(), dev);
+  ASSERT_TRUE(none.has_value()); // reachable, and empty
+  EXPECT_TRUE(none->empty());
+}
+
+// A namespace whose process has exited cannot be reached through
+// /proc/PID/root: its filesystems are left out of the scan (a reconcile then
+// leaves their files alone) and its mounts' usage is unknown, while another
+// namespace that reaches the same filesystem still scans it.
+TEST_F(TmpfsScan, FilesystemsOfAnExitedProcessAreLeftOut) {
+  struct stat st {};
+  ASSERT_EQ(::stat(dir_.path().c_str(), &st), 0);
+  MountInfo m;
+  m.mnt_id = 1;
+  m.dev = kernel_dev(st.st_dev);
+  m.root = "/";
+  m.mountpoint = dir_.path();
+  m.fstype = "tmpfs";
+  pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0)
+    ::_exit(0);
+  ASSERT_EQ(::waitpid(child, nullptr, 0), child);
+  const MountNamespace gone{1, child, {m}};
+  const MountNamespace here{2, ::getpid(), {m}};
+
+  EXPECT_TRUE(scan_filesystems({gone}).empty());
+  EXPECT_TRUE(list_filesystems({gone}).empty());
+  auto usage = scan_mount_usage({gone});
+  ASSERT_EQ(usage.size(), 1u);
+  EXPECT_FALSE(usage[0].used_known);
+
+  auto fs = scan_filesystems({gone, here});
+  ASSERT_EQ(fs.size(), 1u);
+  EXPECT_EQ(fs[0].files.size(), scan_tmpfs_mount(dir_.path()).size());
+  EXPECT_FALSE(fs[0].files.empty());
+  EXPECT_EQ(list_filesystems({gone, here}).size(), fs[0].files.size());
+  usage = scan_mount_usage({gone, here});
+  ASSERT_EQ(usage.size(), 2u);
+  EXPECT_TRUE(usage[0].used_known); // the same filesystem: its usage is known
+  EXPECT_TRUE(usage[1].used_known);
+  EXPECT_GT(usage[0].used_bytes, 0u);
 }
 
 TEST_F(TmpfsScan, ShownDirNamesPaths) {
   auto plain = by_path(scan_tmpfs_mount(dir_.path(), 10));
-  auto shown = scan_tmpfs_dir(dir_.path(), "/seen/as/", 10);
+  auto shown = scan_tmpfs_dir(dir_.path(), "/seen/as/", 0, 10).value();
   ASSERT_EQ(shown.size(), plain.size());
   for (const auto &f : shown) {
     ASSERT_TRUE(f.path.starts_with("/seen/as/")) << f.path;
@@ -273,7 +337,7 @@ TEST(TmpfsScanPerf, LargeDirectory) {
   }
   EXPECT_EQ(found.at(dir / "sub/inner").size, 7u);
   EXPECT_EQ(scan_tmpfs_mount(dir.path(), 4, 4500).size(), 4500u);
-  EXPECT_EQ(list_tmpfs_dir(dir.path()).size(), static_cast<size_t>(kFiles + 1));
+  EXPECT_EQ(list_tmpfs_dir(dir.path()).value().size(), static_cast<size_t>(kFiles + 1));
 }
 
 TEST(KernelDev, Encoding) {

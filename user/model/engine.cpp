@@ -1119,11 +1119,22 @@ void Engine::set_cgroup_path(uint64_t cgroup_id, std::string path) {
 }
 
 void Engine::set_mount(MountState m) {
-  MountEntry &entry = mounts_[m.mnt_id];
-  auto d = devs_.find(m.dev);
-  entry.baseline = d == devs_.end() ? 0 : static_cast<int64_t>(d->second.bytes);
   mnt_names_[m.mnt_id] = m.mountpoint;
   dev_names_.try_emplace(m.dev, m.mountpoint);
+  auto it = mounts_.find(m.mnt_id);
+  if (!m.used_known) {
+    // The last measurement, moved by the events since, stays the estimate;
+    // a mount never measured waits for its first measurement.
+    if (it != mounts_.end()) {
+      m.used_bytes = it->second.state.used_bytes;
+      m.used_known = true;
+      it->second.state = std::move(m);
+    }
+    return;
+  }
+  MountEntry &entry = it != mounts_.end() ? it->second : mounts_[m.mnt_id];
+  auto d = devs_.find(m.dev);
+  entry.baseline = d == devs_.end() ? 0 : static_cast<int64_t>(d->second.bytes);
   entry.state = std::move(m);
 }
 

@@ -87,6 +87,9 @@ struct MountState {
   uint32_t dev = 0;        // kernel encoding
   uint64_t size_limit = 0; // bytes, 0 = unlimited
   uint64_t used_bytes = 0; // statfs: (f_blocks - f_bfree) * f_bsize
+  // False when statfs could not reach the mount this time (the process
+  // whose root led there exited): the last measurement stands.
+  bool used_known = true;
 };
 
 // One line of /proc/sysvipc/shm.

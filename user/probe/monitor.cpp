@@ -117,8 +117,12 @@ bool Monitor::catch_up(SystemScan &scan, const std::vector<SeedKey> &listed) {
     const std::vector<SeedKey> none;
     if (had == (it == now.end() ? none : it->second))
       continue;
-    fs.files = scan_tmpfs_dir(fs.scanned_from, fs.mountpoint);
-    stats_.start_rescans++;
+    // Unreachable now (its namespace's process exited): the scan's files
+    // stand until the next rescan.
+    if (auto files = scan_tmpfs_dir(fs.scanned_from, fs.mountpoint, fs.dev)) {
+      fs.files = std::move(*files);
+      stats_.start_rescans++;
+    }
   }
   // A filesystem the scan did not have.
   for (const auto &[dev, keys] : now)

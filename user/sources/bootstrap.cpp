@@ -2,12 +2,14 @@
 
 #include "sources/tmpfs_scan.hpp"
 
+#include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <unistd.h>
 
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <unordered_set>
@@ -65,30 +67,61 @@ void for_each_tmpfs_mount(const std::vector<MountNamespace> &namespaces, Fn fn) 
 
 } // namespace
 
+namespace {
+
+// statfs's used bytes of the filesystem at path, if path is on device dev
+// (kernel encoding): a pid reused meanwhile would lead somewhere else.
+std::optional<uint64_t> used_bytes_of(const std::string &path, uint32_t dev) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0)
+    return std::nullopt;
+  struct stat st {};
+  struct statfs sfs {};
+  std::optional<uint64_t> used;
+  if (::fstat(fd, &st) == 0 && kernel_dev(st.st_dev) == dev && ::fstatfs(fd, &sfs) == 0)
+    used = static_cast<uint64_t>(sfs.f_blocks - sfs.f_bfree) * sfs.f_bsize;
+  ::close(fd);
+  return used;
+}
+
+} // namespace
+
 std::vector<MountState> scan_mount_usage(const std::vector<MountNamespace> &namespaces) {
   std::vector<MountState> out;
+  std::map<uint32_t, uint64_t> used; // by device: every mount of a filesystem has its usage
   for_each_tmpfs_mount(
       namespaces, [&](const MountNamespace &ns, const MountInfo &m, const std::string &root) {
         MountState st{m.mnt_id, ns.mntns, m.mountpoint, m.dev, m.size_limit().value_or(0), 0};
-        struct statfs sfs {};
-        if (statfs((root + m.mountpoint).c_str(), &sfs) == 0)
-          st.used_bytes = static_cast<uint64_t>(sfs.f_blocks - sfs.f_bfree) * sfs.f_bsize;
+        if (auto u = used_bytes_of(root + m.mountpoint, m.dev))
+          used[m.dev] = *u;
         out.push_back(std::move(st));
       });
+  for (MountState &st : out) {
+    auto it = used.find(st.dev);
+    st.used_known = it != used.end();
+    st.used_bytes = st.used_known ? it->second : 0;
+  }
   return out;
 }
 
 std::vector<ScannedFs> scan_filesystems(const std::vector<MountNamespace> &namespaces) {
   std::vector<ScannedFs> out;
   std::set<std::pair<uint32_t, std::string>> scanned; // (device, root): each once
-  for_each_tmpfs_mount(
-      namespaces, [&](const MountNamespace &, const MountInfo &m, const std::string &root) {
-        if (!scanned.insert({m.dev, m.root}).second)
-          return;
-        // Paths as the namespace's processes see them.
-        const std::string from = root + m.mountpoint;
-        out.push_back({m.dev, m.mnt_id, m.mountpoint, scan_tmpfs_dir(from, m.mountpoint), from});
-      });
+  for_each_tmpfs_mount(namespaces,
+                       [&](const MountNamespace &, const MountInfo &m, const std::string &root) {
+                         if (scanned.count({m.dev, m.root}))
+                           return;
+                         // Paths as the namespace's processes see them. A filesystem that
+                         // cannot be reached now (the process whose root led there exited)
+                         // is left out, not reported empty: another namespace may reach it,
+                         // and a reconcile then leaves its files as they are.
+                         const std::string from = root + m.mountpoint;
+                         auto files = scan_tmpfs_dir(from, m.mountpoint, m.dev);
+                         if (!files)
+                           return;
+                         scanned.insert({m.dev, m.root});
+                         out.push_back({m.dev, m.mnt_id, m.mountpoint, std::move(*files), from});
+                       });
   return out;
 }
 
@@ -97,10 +130,13 @@ std::vector<SeedKey> list_filesystems(const std::vector<MountNamespace> &namespa
   std::set<std::pair<uint32_t, std::string>> scanned;
   for_each_tmpfs_mount(namespaces,
                        [&](const MountNamespace &, const MountInfo &m, const std::string &root) {
-                         if (!scanned.insert({m.dev, m.root}).second)
+                         if (scanned.count({m.dev, m.root}))
                            return;
-                         auto keys = list_tmpfs_dir(root + m.mountpoint);
-                         out.insert(out.end(), keys.begin(), keys.end());
+                         auto keys = list_tmpfs_dir(root + m.mountpoint, m.dev);
+                         if (!keys)
+                           return; // as in scan_filesystems
+                         scanned.insert({m.dev, m.root});
+                         out.insert(out.end(), keys->begin(), keys->end());
                        });
   return out;
 }

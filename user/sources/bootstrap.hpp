@@ -46,9 +46,12 @@ struct SystemScan {
 };
 
 // Every tmpfs mount of every namespace that a path can reach (overmounted
-// ones are hidden), with its statfs usage: cheap, unlike a file scan.
+// ones are hidden), with its statfs usage: cheap, unlike a file scan. A
+// filesystem no mount of which could be reached now (the processes whose
+// roots led there exited) has used_known false.
 std::vector<MountState> scan_mount_usage(const std::vector<MountNamespace> &namespaces);
 // The files of every tmpfs filesystem, each scanned once through one mount.
+// A filesystem that cannot be reached now is left out, not reported empty.
 std::vector<ScannedFs> scan_filesystems(const std::vector<MountNamespace> &namespaces);
 // The same files, as the kernel's name map keys them, without a stat per file.
 std::vector<SeedKey> list_filesystems(const std::vector<MountNamespace> &namespaces);

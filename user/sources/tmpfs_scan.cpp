@@ -194,31 +194,36 @@ private:
   std::vector<SeedKey> *keys_;
 };
 
-// Opens dir (through a symlink, as /dev/shm -> /run/shm may be); null and
-// st untouched when it cannot.
-DirPtr open_root(const std::string &dir, struct stat &st) {
+// Opens dir (through a symlink, as /dev/shm -> /run/shm may be) when it is
+// on device dev (kernel encoding; 0: any); null and st untouched otherwise.
+DirPtr open_root(const std::string &dir, uint32_t dev, struct stat &st) {
   int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0)
     return nullptr;
-  if (::fstat(fd, &st) != 0) {
+  struct stat got;
+  if (::fstat(fd, &got) != 0 || (dev != 0 && kernel_dev(got.st_dev) != dev)) {
     ::close(fd);
     return nullptr;
   }
+  st = got;
   return open_dir_fd(fd);
 }
 
 } // namespace
 
 std::vector<TmpfsFile> scan_tmpfs_mount(const std::string &dir, int max_depth, size_t max_files) {
-  return scan_tmpfs_dir(dir, dir, max_depth, max_files);
+  return scan_tmpfs_dir(dir, dir, 0, max_depth, max_files).value_or(std::vector<TmpfsFile>{});
 }
 
-std::vector<TmpfsFile> scan_tmpfs_dir(const std::string &dir, std::string shown_dir, int max_depth,
-                                      size_t max_files) {
-  std::vector<TmpfsFile> out;
+std::optional<std::vector<TmpfsFile>> scan_tmpfs_dir(const std::string &dir, std::string shown_dir,
+                                                     uint32_t dev, int max_depth,
+                                                     size_t max_files) {
   struct stat st;
-  DirPtr root;
-  if (max_depth <= 0 || max_files == 0 || !(root = open_root(dir, st)))
+  DirPtr root = open_root(dir, dev, st);
+  if (!root)
+    return std::nullopt;
+  std::vector<TmpfsFile> out;
+  if (max_depth <= 0 || max_files == 0)
     return out;
   while (shown_dir.size() > 1 && shown_dir.back() == '/')
     shown_dir.pop_back();
@@ -226,13 +231,16 @@ std::vector<TmpfsFile> scan_tmpfs_dir(const std::string &dir, std::string shown_
   return out;
 }
 
-std::vector<SeedKey> list_tmpfs_dir(const std::string &dir, int max_depth, size_t max_files) {
-  std::vector<SeedKey> keys;
-  std::vector<TmpfsFile> unused;
+std::optional<std::vector<SeedKey>> list_tmpfs_dir(const std::string &dir, uint32_t dev,
+                                                   int max_depth, size_t max_files) {
   struct stat st;
-  DirPtr root;
-  if (max_depth <= 0 || max_files == 0 || !(root = open_root(dir, st)))
+  DirPtr root = open_root(dir, dev, st);
+  if (!root)
+    return std::nullopt;
+  std::vector<SeedKey> keys;
+  if (max_depth <= 0 || max_files == 0)
     return keys;
+  std::vector<TmpfsFile> unused;
   std::string path = dir;
   Scanner(st.st_dev, max_depth, max_files, unused, &keys).walk(root.get(), path, 1);
   return keys;

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <sys/types.h>
@@ -31,10 +32,15 @@ struct TmpfsFile {
 std::vector<TmpfsFile> scan_tmpfs_mount(const std::string &dir, int max_depth = 4,
                                         size_t max_files = 2'000'000);
 
-// scan_tmpfs_mount with paths that start with shown_dir instead of dir (a
-// mount reached through /proc/<pid>/root is named as its namespace sees it).
-std::vector<TmpfsFile> scan_tmpfs_dir(const std::string &dir, std::string shown_dir,
-                                      int max_depth = 4, size_t max_files = 2'000'000);
+// scan_tmpfs_mount of the filesystem with device dev (kernel encoding; 0:
+// whichever dir is on), with paths that start with shown_dir instead of dir
+// (a mount reached through /proc/<pid>/root is named as its namespace sees
+// it). Nothing, rather than no files, when dir cannot be opened or is on
+// another filesystem: the process whose root led there has exited, or its
+// pid is another process's now.
+std::optional<std::vector<TmpfsFile>> scan_tmpfs_dir(const std::string &dir, std::string shown_dir,
+                                                     uint32_t dev, int max_depth = 4,
+                                                     size_t max_files = 2'000'000);
 
 // A file as the kernel's name map knows it: its inode, and its leaf name's hash
 // (shm_name_hash).
@@ -45,11 +51,11 @@ struct SeedKey {
   auto operator<=>(const SeedKey &) const = default;
 };
 
-// The regular files under dir as scan_tmpfs_mount finds them, but read
-// from the directory entries alone: no syscall per file (a name whose entry
-// does not tell its type excepted).
-std::vector<SeedKey> list_tmpfs_dir(const std::string &dir, int max_depth = 4,
-                                    size_t max_files = 2'000'000);
+// The regular files under dir as scan_tmpfs_dir finds them, but read from
+// the directory entries alone: no syscall per file (a name whose entry does
+// not tell its type excepted). Nothing when scan_tmpfs_dir would give nothing.
+std::optional<std::vector<SeedKey>> list_tmpfs_dir(const std::string &dir, uint32_t dev = 0,
+                                                   int max_depth = 4, size_t max_files = 2'000'000);
 
 // stat's st_dev in the kernel's internal encoding (major << 20 | minor), which
 // is what BPF programs read from sb->s_dev.
