@@ -25,6 +25,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <new>
 #include <optional>
@@ -202,6 +203,45 @@ TEST(TraceCli, JsonStreamCarriesEveryField) {
   EXPECT_EQ(std::stoull(m[1].str()), lines.size());
 }
 
+// --stats: after the summary, the time in the BPF programs and a row per
+// hook that ran, the syscalls this test made among them.
+TEST(TraceCli, StatsReportsTheProgramsRunTime) {
+  Shmbpf p({"trace", "--stats"});
+  ASSERT_TRUE(wait_loaded_text(p));
+  constexpr int kCycles = 20;
+  for (int i = 0; i < kCycles; i++)
+    ASSERT_EQ(create_resize_unlink("/dev/shm/e2e-stats-" + std::to_string(getpid()), 4096, nullptr),
+              0);
+  p.signal(SIGINT);
+  expect_exit_code(p.wait(10s), 0);
+
+  const auto err = lines_of(p.err());
+  auto summary = std::find_if(err.begin(), err.end(),
+                              [](const std::string &l) { return std::regex_match(l, summary_re); });
+  ASSERT_NE(summary, err.end()) << p.err();
+  const std::regex total_re(
+      R"(^shmbpf: [0-9.]+ ms in BPF programs over [0-9.]+ s \([0-9.]+% of one CPU\), (\d+) runs$)");
+  std::smatch m;
+  ASSERT_TRUE(summary + 1 != err.end() && std::regex_match(summary[1], m, total_re)) << p.err();
+  EXPECT_GE(std::stoull(m[1].str()), uint64_t{3 * kCycles});
+  const std::regex row_re(R"(^  (\S+) +(\d+) +(\d+) +[0-9.]+$)");
+  std::map<std::string, uint64_t> runs;
+  for (auto it = summary + 3; it < err.end(); ++it) {
+    ASSERT_TRUE(std::regex_match(*it, m, row_re)) << *it;
+    runs[m[1].str()] = std::stoull(m[2].str());
+  }
+  for (const char *hook :
+       {"syscalls/sys_exit_openat", "syscalls/sys_exit_ftruncate", "syscalls/sys_exit_unlink"})
+    EXPECT_GE(runs[hook], uint64_t{kCycles}) << hook << "\n" << p.err();
+}
+
+TEST(TraceCli, NoStatsWithoutTheFlag) {
+  Shmbpf p({"trace", "--duration", "0.5"});
+  expect_exit_code(p.wait(load_timeout), 0);
+  EXPECT_TRUE(std::regex_match(last_line(p.err()), summary_re)) << p.err();
+  EXPECT_EQ(p.err().find("in BPF programs"), std::string::npos) << p.err();
+}
+
 class TraceSignal : public ::testing::TestWithParam<int> {};
 
 TEST_P(TraceSignal, StopsCleanlyWithSummary) {
@@ -264,7 +304,7 @@ TEST(TraceCli, HelpListsSubcommandAndEveryFlag) {
   expect_exit_code(p.wait(10s), 0);
   const std::string out = p.out();
   for (const char *flag : {"-p,--pid", "--comm", "--kind", "--event", "--duration",
-                           "--ring-buffer-size", "--json", "-v,--verbose"})
+                           "--ring-buffer-size", "--json", "--stats", "-v,--verbose"})
     EXPECT_NE(out.find(flag), std::string::npos) << flag << " missing from:\n" << out;
 }
 

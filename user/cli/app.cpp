@@ -50,6 +50,10 @@ std::unique_ptr<CLI::App> make_app(CliOptions &opts) {
                    "BPF ring buffer size in bytes, a power of two (default 8388608)")
       ->check(CLI::Range(size_t{4096}, size_t{1} << 30));
   trace->add_flag("--json", t.json, "Print one JSON object per event (NDJSON)");
+  trace->add_flag("--stats", t.stats,
+                  "At exit, print the time spent in shmbpf's BPF programs, per hook (turns "
+                  "on the kernel's BPF run-time statistics while tracing, which adds two "
+                  "clock reads to every run)");
   trace->add_flag("-v,--verbose", t.verbose, "Show libbpf's messages");
 
   auto *ls = app->add_subcommand(

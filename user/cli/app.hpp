@@ -22,6 +22,7 @@ struct TraceOptions {
   double duration_s = 0;           // 0: until SIGINT/SIGTERM
   size_t ring_buffer_bytes = 8u << 20;
   bool json = false;
+  bool stats = false; // --stats: the BPF programs' run time at exit
   bool verbose = false;
 
   // Does an event pass the -p/--comm/--kind/--event filters?

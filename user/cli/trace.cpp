@@ -39,6 +39,7 @@ int run_trace(const TraceOptions &opts) {
   ProbeOptions popts;
   popts.ring_buffer_bytes = opts.ring_buffer_bytes;
   popts.verbose = opts.verbose;
+  popts.run_stats = opts.stats;
   Session session(popts);
   install_stop_signals();
   for (const auto &m : session.probe().missing_hooks())
@@ -98,6 +99,10 @@ int run_trace(const TraceOptions &opts) {
   if (uint64_t full = session.probe().track_full())
     std::fprintf(stderr, ", %llu names not followed (map full)", (unsigned long long)full);
   std::fprintf(stderr, "\n");
+  if (opts.stats) {
+    const std::chrono::duration<double> traced = std::chrono::steady_clock::now() - start;
+    std::fputs(program_stats_text(session.probe().program_stats(), traced.count()).c_str(), stderr);
+  }
   return 0;
 }
 

@@ -267,6 +267,11 @@ Probe::Probe(const ProbeOptions &opts, bool attach_now) {
   }
   bpf_program__set_autoattach(skel_->progs.flush_free, false);
 
+  if (opts.run_stats) {
+    stats_fd_ = bpf_enable_stats(BPF_STATS_RUN_TIME);
+    if (stats_fd_ < 0)
+      throw FatalError("turning on BPF run-time statistics", errno_text(-stats_fd_));
+  }
   if (int err = shmbpf_bpf__load(skel_.get())) {
     std::string detail = last_libbpf_line();
     throw FatalError("loading BPF programs", errno_text(err) +
@@ -308,7 +313,30 @@ void Probe::attach() {
   attached_ = true;
 }
 
-Probe::~Probe() = default;
+Probe::~Probe() {
+  if (stats_fd_ >= 0)
+    ::close(stats_fd_);
+}
+
+std::vector<ProgramStats> Probe::program_stats() const {
+  std::vector<ProgramStats> out;
+  bpf_program *prog;
+  bpf_object__for_each_program(prog, skel_->obj) {
+    const int fd = bpf_program__fd(prog);
+    if (fd < 0 || !bpf_program__autoattach(prog))
+      continue;
+    bpf_prog_info info{};
+    __u32 len = sizeof(info);
+    if (bpf_obj_get_info_by_fd(fd, &info, &len) != 0)
+      continue;
+    std::string_view sec = bpf_program__section_name(prog);
+    for (std::string_view prefix : {"tracepoint/", "tp_btf/", "raw_tp/"})
+      if (sec.starts_with(prefix))
+        sec.remove_prefix(prefix.size());
+    out.push_back({std::string(sec), info.run_cnt, info.run_time_ns});
+  }
+  return out;
+}
 
 int Probe::poll(int timeout_ms, const RecordFn &fn) {
   current_ = &fn;

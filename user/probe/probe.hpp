@@ -2,6 +2,7 @@
 // loads and attaches the BPF skeleton, and polls its ring buffer.
 #pragma once
 
+#include "decode/event.hpp"
 #include "sources/tmpfs_scan.hpp"
 
 #include <cstddef>
@@ -26,6 +27,10 @@ struct ProbeOptions {
   // the files on tmpfs now (name_map_capacity).
   size_t name_capacity = 0;
   bool verbose = false; // forward libbpf's messages to stderr
+  // Have the kernel count each program's runs and run time from load on
+  // (BPF_ENABLE_STATS, for as long as the probe lives; it adds two clock
+  // reads to every run). program_stats() reads them.
+  bool run_stats = false;
   // Called by Session after the kernel maps were seeded and before the
   // programs are attached (tests change files in that window).
   std::function<void()> before_attach;
@@ -93,6 +98,10 @@ public:
   void restore_name(std::string_view leaf, uint32_t dev, uint64_t ino);
   // Hooks this kernel lacks, each "name: reason".
   const std::vector<std::string> &missing_hooks() const { return missing_; }
+  // Runs and run time of every attached program so far, by hook. Zeros
+  // unless statistics are on (ProbeOptions::run_stats, or the sysctl
+  // kernel.bpf_stats_enabled).
+  std::vector<ProgramStats> program_stats() const;
 
 private:
   uint64_t counter(uint32_t which) const;
@@ -118,6 +127,7 @@ private:
   const RecordFn *current_ = nullptr;
   std::vector<std::string> missing_;
   int ncpus_ = 0;
+  int stats_fd_ = -1; // BPF_ENABLE_STATS: statistics are on while it is open
   size_t name_capacity_ = 0;
   bool attached_ = false;
 };

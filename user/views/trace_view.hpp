@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace shmbpf {
 
@@ -38,6 +39,11 @@ std::string trace_json(const Event &e, const TraceClock &clock);
 
 // "ENOSPC" for common errnos, else the number in decimal.
 std::string errno_name(int err);
+
+// `trace --stats`: the time spent in shmbpf's BPF programs over `seconds`
+// of tracing, in total (and as a share of one CPU) and per hook, the
+// costliest first; hooks that never ran are left out. Lines end in '\n'.
+std::string program_stats_text(std::vector<ProgramStats> stats, double seconds);
 
 // trace_line() and trace_json() for a stream of events: appends to a
 // buffer the caller reuses, and keeps what the next event can reuse (the
