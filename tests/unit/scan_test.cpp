@@ -297,6 +297,13 @@ TEST_F(TmpfsScan, FilesystemsOfAnExitedProcessAreLeftOut) {
   EXPECT_TRUE(usage[0].used_known); // the same filesystem: its usage is known
   EXPECT_TRUE(usage[1].used_known);
   EXPECT_GT(usage[0].used_bytes, 0u);
+
+  // A mount point may be a file (a bind-mounted secret): still measured.
+  MountInfo file = m;
+  file.mountpoint = dir_ / "top.bin";
+  usage = scan_mount_usage({MountNamespace{2, ::getpid(), {file}}});
+  ASSERT_EQ(usage.size(), 1u);
+  EXPECT_TRUE(usage[0].used_known);
 }
 
 TEST_F(TmpfsScan, ShownDirNamesPaths) {

@@ -65,14 +65,11 @@ void for_each_tmpfs_mount(const std::vector<MountNamespace> &namespaces, Fn fn) 
   }
 }
 
-} // namespace
-
-namespace {
-
 // statfs's used bytes of the filesystem at path, if path is on device dev
 // (kernel encoding): a pid reused meanwhile would lead somewhere else.
+// O_PATH: a mount point may be a file (a bind-mounted secret), even a fifo.
 std::optional<uint64_t> used_bytes_of(const std::string &path, uint32_t dev) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  int fd = ::open(path.c_str(), O_PATH | O_CLOEXEC);
   if (fd < 0)
     return std::nullopt;
   struct stat st {};
