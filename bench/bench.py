@@ -38,8 +38,9 @@ WORKLOAD_TITLES = {
     "sysv": "SysV shmget/shmat/shmdt/RMID cycle",
 }
 
-# The floor section's probes (bench/floor): condition -> floor_host's mode.
-FLOOR_MODES = {"floor_empty": "empty", "floor_count": "count", "floor_record": "record"}
+# The floor section's probes (bench/floor): condition -> floor_host's arguments.
+FLOOR_MODES = {"floor_empty": ["empty"], "floor_count": ["count"], "floor_record": ["record"],
+               "ctime_empty": ["--hooks", "ctime", "empty"], "ctime_record": ["--hooks", "ctime", "record"]}
 FLOOR_WORKLOADS = ["open_close", "shm"]
 
 SUBRUNS = 3  # per measurement; the fastest counts
@@ -127,7 +128,7 @@ class Tracer:
         elif kind == "bpftrace":
             cmd = ["bpftrace", os.path.join(HERE, "peer", "shm.bt")]
         elif kind in FLOOR_MODES:
-            cmd = [cfg.bin("floor_host"), FLOOR_MODES[kind]]
+            cmd = [cfg.bin("floor_host")] + FLOOR_MODES[kind]
         else:
             raise ValueError(kind)
         stdout = subprocess.PIPE if kind in ("engine",) + tuple(FLOOR_MODES) else (open(out, "w") if out else subprocess.DEVNULL)
@@ -688,7 +689,8 @@ def main():
     ap.add_argument("--build-dir", default=os.path.join(REPO, "build"))
     ap.add_argument("--only", action="append", choices=SECTIONS, help="run only these sections")
     ap.add_argument("--workload", action="append", choices=list(WORKLOADS), help="only these workloads")
-    ap.add_argument("--condition", action="append", choices=["untraced", "trace", "base", "engine", "bpftrace"])
+    ap.add_argument("--condition", action="append",
+                    choices=["untraced", "trace", "base", "engine", "bpftrace", *FLOOR_MODES])
     ap.add_argument("--shmbpf", help="the shmbpf binary to measure (default: BUILD_DIR/shmbpf)")
     ap.add_argument("--base-shmbpf", help="another shmbpf binary, measured as condition 'base'")
     ap.add_argument("--rounds", type=int, default=5)
@@ -721,6 +723,7 @@ def main():
     if "floor" in sections:
         log("floor (programs that do nothing, count, or emit one small record, on the shm cycle's hooks):")
         conds_floor = ["untraced", *FLOOR_MODES, "trace"] + (["base"] if cfg.base_shmbpf else [])
+        conds_floor = [c for c in conds_floor if not args.condition or c in args.condition]
         res["floor"] = bench_overhead(cfg, [w for w in workloads if w in FLOOR_WORKLOADS], conds_floor)
     if "throughput" in sections:
         log("throughput (two producers, default ring buffer):")

@@ -2,11 +2,15 @@
 // section "floor"): loads bench/floor/bpf/floor.bpf.c, attaches it and drains
 // its ring buffer until SIGINT/SIGTERM.
 //
-//   floor_host [--duration SECONDS] MODE
+//   floor_host [--duration SECONDS] [--hooks syscalls|ctime] MODE
 //
 //   floor_host empty    programs that return at once
 //   floor_host count    programs that add one to a per-CPU counter
 //   floor_host record   programs that emit one 32-byte timestamped record
+//
+// --hooks picks the programs: on the shm cycle's sys_exit tracepoints
+// (syscalls, the default), or on the inode timestamp tracepoints that fire
+// when tmpfs changes a file's ctime (ctime; finding 24).
 //
 // It runs until SIGINT/SIGTERM, or for SECONDS. On exit it prints "floor: N records, L lost" on
 // stderr (N counts the events in mode count).
@@ -27,6 +31,7 @@
 #include <iterator>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace {
@@ -44,7 +49,7 @@ unsigned long long sum_counts(int fd) {
   const int ncpu = libbpf_num_possible_cpus();
   std::vector<unsigned long long> per_cpu(ncpu > 0 ? ncpu : 1);
   unsigned long long total = 0;
-  for (unsigned int hook = 0; hook < 4; hook++)
+  for (unsigned int hook = 0; hook < 8; hook++)
     if (bpf_map_lookup_elem(fd, &hook, per_cpu.data()) == 0)
       for (unsigned long long v : per_cpu)
         total += v;
@@ -65,8 +70,14 @@ int main(int argc, char **argv) {
   int mode = -1;
   double duration = 0;
   bool ok = true;
+  std::string hooks = "syscalls";
   for (int i = 1; i < argc && ok; i++) {
     const std::string arg = argv[i];
+    if (arg == "--hooks" && i + 1 < argc) {
+      hooks = argv[++i];
+      ok = hooks == "syscalls" || hooks == "ctime";
+      continue;
+    }
     if (arg == "--duration" && i + 1 < argc) {
       char *end = nullptr;
       duration = std::strtod(argv[++i], &end);
@@ -78,7 +89,9 @@ int main(int argc, char **argv) {
     mode = static_cast<int>(m - std::begin(modes));
   }
   if (!ok || mode < 0) {
-    std::fprintf(stderr, "usage: floor_host [--duration SECONDS] empty|count|record\n");
+    std::fprintf(
+        stderr,
+        "usage: floor_host [--duration SECONDS] [--hooks syscalls|ctime] empty|count|record\n");
     return 2;
   }
   try {
@@ -93,6 +106,11 @@ int main(int argc, char **argv) {
     return 1;
   }
   skel->rodata->mode = mode;
+  bpf_program *prog;
+  bpf_object__for_each_program(prog, skel->obj) {
+    const bool ctime = std::string_view(bpf_program__section_name(prog)).starts_with("tp_btf/");
+    bpf_program__set_autoload(prog, ctime == (hooks == "ctime"));
+  }
   if (int err = floor_bpf::load(skel.get()); err) {
     std::fprintf(stderr, "floor_host: load: %s\n", std::strerror(-err));
     return 1;
