@@ -2,6 +2,8 @@
 
 #include "views/escape.hpp"
 
+#include "text_checks.hpp"
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -47,14 +49,7 @@ private:
   std::optional<std::string> old_;
 };
 
-bool has_raw_control(std::string_view s) {
-  for (char c : s) {
-    const auto b = static_cast<unsigned char>(c);
-    if (b < 0x20 || b == 0x7f)
-      return true;
-  }
-  return false;
-}
+using test::has_raw_control;
 
 Kind kind_of(EventType t) {
   switch (t) {
