@@ -737,17 +737,18 @@ TEST(TmpfsEvents, FallocateEnospcOnFullTmpfs) {
 
 // 7. A renamed file keeps being followed under its new name.
 TEST(TmpfsEvents, RenameThenUnlinkNewName) {
-  const TestFile from("a"), to("b");
+  const TestFile a("a"), b("b");
+  const std::string &from = a.path, &to = b.path;
   SHMBPF_COLLECTOR(col);
 
   Traced t;
   ASSERT_NO_FATAL_FAILURE(trace(*col, t, "kt-rename", [&](Facts &f) {
-    int fd = noted(open(from.path.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600), f.f[0]);
+    int fd = noted(open(from.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600), f.f[0]);
     if (fd < 0)
       return 1;
-    if (rename(from.path.c_str(), to.path.c_str()) != 0 || !note_file(fd, f.f[1]))
+    if (rename(from.c_str(), to.c_str()) != 0 || !note_file(fd, f.f[1]))
       return 2;
-    if (unlink(to.path.c_str()) != 0)
+    if (unlink(to.c_str()) != 0)
       return 3;
     close(fd);
     return 0;
@@ -761,15 +762,15 @@ TEST(TmpfsEvents, RenameThenUnlinkNewName) {
   ASSERT_TRUE(one(t.evs, EventType::unlink, ul));
   EXPECT_EQ(t.evs.size(), 4u) << show(t.evs);
   expect_file(cr, ff);
-  EXPECT_EQ(cr.full_path, from.path);
+  EXPECT_EQ(cr.full_path, from);
 
   expect_header(rn, t);
   expect_ok(rn, 0);
   EXPECT_EQ(rn.kind, Kind::tmpfs);
   EXPECT_EQ(rn.origin, Origin::rename);
-  EXPECT_EQ(rn.path, from.path);
-  EXPECT_EQ(rn.newpath, to.path);
-  EXPECT_EQ(rn.full_path, from.path);
+  EXPECT_EQ(rn.path, from);
+  EXPECT_EQ(rn.newpath, to);
+  EXPECT_EQ(rn.full_path, from);
   EXPECT_EQ(rn.dev, ff.dev);
   EXPECT_EQ(rn.ino, ff.ino);
   EXPECT_EQ(rn.dirfd, AT_FDCWD);
@@ -777,10 +778,10 @@ TEST(TmpfsEvents, RenameThenUnlinkNewName) {
   EXPECT_EQ(rn.flags, 0u);
   EXPECT_TRUE(rn.absolute);
 
-  expect_unlink_ok(ul, t, to.path, ff.dev, ff.ino);
+  expect_unlink_ok(ul, t, to, ff.dev, ff.ino);
   EXPECT_EQ(ul.kind, Kind::tmpfs);
   EXPECT_EQ(ul.origin, Origin::unlink);
-  EXPECT_EQ(ul.path, to.path);
+  EXPECT_EQ(ul.path, to);
   EXPECT_EQ(ul.newpath, "");
   EXPECT_TRUE(ul.absolute);
   EXPECT_LT(rn.ts_ns, ul.ts_ns);
