@@ -99,6 +99,10 @@ bool note_file(int fd, FileFacts &ff) {
   return found;
 }
 
+// In the child: fd (what an open returned) once noted in ff; -1 when the
+// open or note_file failed.
+int noted(int fd, FileFacts &ff) { return fd >= 0 && note_file(fd, ff) ? fd : -1; }
+
 uint64_t boottime_ns() {
   timespec ts{};
   clock_gettime(CLOCK_BOOTTIME, &ts);
@@ -224,6 +228,16 @@ void expect_file(const Event &e, const FileFacts &ff) {
   EXPECT_EQ(e.unlinked, ff.nlink == 0); // memfds never had a link
 }
 
+// How e names its file: the path as the caller passed it, the name in its
+// mount, and the full path the resolver made of them.
+void expect_named(const Event &e, const std::string &path, const std::string &name,
+                  const std::string &full_path) {
+  SCOPED_TRACE(show(e));
+  EXPECT_EQ(e.path, path);
+  EXPECT_EQ(e.name, name);
+  EXPECT_EQ(e.full_path, full_path);
+}
+
 void expect_ok(const Event &e, int32_t ret) {
   EXPECT_EQ(e.ret, ret) << show(e);
   EXPECT_EQ(e.err, 0) << show(e);
@@ -301,6 +315,16 @@ void expect_file_ok(const Event &e, const Traced &t, const FileFacts &ff, int32_
   expect_ok(e, ret);
 }
 
+// A successful openat (a create or an open) by t's child of the tmpfs file
+// it described in ff; is_new when the call made the file.
+void expect_openat_ok(const Event &e, const Traced &t, const FileFacts &ff, bool is_new) {
+  expect_file_ok(e, t, ff, ff.fd);
+  SCOPED_TRACE(show(e));
+  EXPECT_EQ(e.kind, Kind::tmpfs);
+  EXPECT_EQ(e.origin, Origin::openat);
+  EXPECT_EQ(e.is_new, is_new);
+}
+
 // A successful unlink by t's child of the file (dev, ino) known as full_path.
 void expect_unlink_ok(const Event &e, const Traced &t, const std::string &full_path, uint32_t dev,
                       uint64_t ino) {
@@ -313,22 +337,32 @@ void expect_unlink_ok(const Event &e, const Traced &t, const std::string &full_p
 
 std::string uniq(const std::string &stem) { return stem + "-" + std::to_string(getpid()); }
 
+// A file of one test, at the root of the mount at dir: its leaf is stem
+// made unique (uniq). Removed when the test ends, however it ends.
+struct TestFile {
+  explicit TestFile(const std::string &stem, const std::string &dir = "/dev/shm")
+      : leaf(uniq(stem)), name("/" + leaf), path(dir + name) {
+    cleanup.files.push_back(path);
+  }
+  const std::string leaf;
+  const std::string name; // in its mount, as events name it (and shm_open)
+  const std::string path;
+  Cleanup cleanup;
+};
+
 constexpr int kOpenFlags = O_RDWR | O_LARGEFILE;
 constexpr int kShmFlags = O_NOFOLLOW | O_CLOEXEC | O_LARGEFILE; // what glibc's shm_open adds
 
 // 1. shm_open creates, re-creates and opens one file; each child gets its own
 // event, and the three agree on the inode.
 TEST(TmpfsEvents, ShmOpenCreateReopenOpen) {
-  const std::string name = uniq("kt-shm");
-  const std::string full = "/dev/shm/" + name;
-  Cleanup cleanup;
-  cleanup.files.push_back(full);
+  const TestFile file("kt-shm");
   SHMBPF_COLLECTOR(col);
 
   Traced a, b, c;
   ASSERT_NO_FATAL_FAILURE(trace(*col, a, "kt-shm-create", [&](Facts &f) {
-    int fd = shm_open(("/" + name).c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
-    if (fd < 0 || !note_file(fd, f.f[0]))
+    int fd = noted(shm_open(file.name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600), f.f[0]);
+    if (fd < 0)
       return 1;
     char page[4096] = {1};
     if (ftruncate(fd, 8192) != 0 ||
@@ -337,29 +371,22 @@ TEST(TmpfsEvents, ShmOpenCreateReopenOpen) {
     return 0;
   }));
   ASSERT_NO_FATAL_FAILURE(trace(*col, b, "kt-shm-reopen", [&](Facts &f) {
-    int fd = shm_open(("/" + name).c_str(), O_CREAT | O_RDWR, 0644);
-    return fd >= 0 && note_file(fd, f.f[0]) ? 0 : 1;
+    return noted(shm_open(file.name.c_str(), O_CREAT | O_RDWR, 0644), f.f[0]) >= 0 ? 0 : 1;
   }));
   ASSERT_NO_FATAL_FAILURE(trace(*col, c, "kt-shm-open", [&](Facts &f) {
-    int fd = shm_open(("/" + name).c_str(), O_RDWR, 0);
-    return fd >= 0 && note_file(fd, f.f[0]) ? 0 : 1;
+    return noted(shm_open(file.name.c_str(), O_RDWR, 0), f.f[0]) >= 0 ? 0 : 1;
   }));
   const FileFacts &created = a.facts->f[0];
 
   // The creating child: one create that made the file, then its resize.
   Event e1;
   ASSERT_TRUE(one(a.evs, EventType::create, e1));
-  expect_file_ok(e1, a, created, created.fd);
-  EXPECT_EQ(e1.kind, Kind::tmpfs);
-  EXPECT_EQ(e1.origin, Origin::openat);
-  EXPECT_TRUE(e1.is_new);
+  expect_openat_ok(e1, a, created, /*is_new=*/true);
   EXPECT_EQ(e1.size, 0u);
   EXPECT_EQ(e1.bytes, 0u);
   EXPECT_EQ(e1.flags, static_cast<uint32_t>(O_CREAT | O_EXCL | kOpenFlags | kShmFlags));
   EXPECT_EQ(e1.mode, 0600u);
-  EXPECT_EQ(e1.path, full);
-  EXPECT_EQ(e1.name, "/" + name);
-  EXPECT_EQ(e1.full_path, full);
+  expect_named(e1, file.path, file.name, file.path);
   EXPECT_EQ(e1.arg_size, 0u);
   EXPECT_TRUE(has_n(a.evs, 1, EventType::resize));
   EXPECT_TRUE(has_n(a.evs, 0, EventType::open));
@@ -368,34 +395,24 @@ TEST(TmpfsEvents, ShmOpenCreateReopenOpen) {
   // O_CREAT on an existing file: still a create, but not a new file.
   Event e2;
   ASSERT_TRUE(one(b.evs, EventType::create, e2));
-  expect_file_ok(e2, b, b.facts->f[0], b.facts->f[0].fd);
-  EXPECT_EQ(e2.kind, Kind::tmpfs);
-  EXPECT_EQ(e2.origin, Origin::openat);
-  EXPECT_FALSE(e2.is_new);
+  expect_openat_ok(e2, b, b.facts->f[0], /*is_new=*/false);
   EXPECT_EQ(e2.ino, created.ino);
   EXPECT_EQ(e2.dev, created.dev);
   EXPECT_EQ(e2.size, 8192u);
   EXPECT_EQ(e2.bytes, 4096u);
   EXPECT_EQ(e2.flags, static_cast<uint32_t>(O_CREAT | kOpenFlags | kShmFlags));
   EXPECT_EQ(e2.mode, 0644u);
-  EXPECT_EQ(e2.path, full);
-  EXPECT_EQ(e2.name, "/" + name);
-  EXPECT_EQ(e2.full_path, full);
+  expect_named(e2, file.path, file.name, file.path);
   EXPECT_EQ(b.evs.size(), 2u) << show(b.evs); // create + exit
 
   // Without O_CREAT: an open of the tracked inode.
   Event e3;
   ASSERT_TRUE(one(c.evs, EventType::open, e3));
-  expect_file_ok(e3, c, c.facts->f[0], c.facts->f[0].fd);
-  EXPECT_EQ(e3.kind, Kind::tmpfs);
-  EXPECT_EQ(e3.origin, Origin::openat);
-  EXPECT_FALSE(e3.is_new);
+  expect_openat_ok(e3, c, c.facts->f[0], /*is_new=*/false);
   EXPECT_EQ(e3.ino, created.ino);
   EXPECT_EQ(e3.dev, created.dev);
   EXPECT_EQ(e3.flags, static_cast<uint32_t>(kOpenFlags | kShmFlags));
-  EXPECT_EQ(e3.path, full);
-  EXPECT_EQ(e3.name, "/" + name);
-  EXPECT_EQ(e3.full_path, full);
+  expect_named(e3, file.path, file.name, file.path);
   EXPECT_EQ(c.evs.size(), 2u) << show(c.evs); // open + exit
 }
 
@@ -403,16 +420,13 @@ TEST(TmpfsEvents, ShmOpenCreateReopenOpen) {
 // at once and live on the fd. Every event names the same inode, and its
 // pages come back as frees once the last reference goes.
 TEST(TmpfsEvents, UnlinkedWhileMappedThenFreed) {
-  const std::string name = uniq("kt-torch");
-  const std::string full = "/dev/shm/" + name;
-  Cleanup cleanup;
-  cleanup.files.push_back(full);
+  const TestFile file("kt-torch");
   SHMBPF_COLLECTOR(col);
 
   Traced t;
   ASSERT_NO_FATAL_FAILURE(trace(*col, t, "kt-torch", [&](Facts &f) {
-    int fd = shm_open(("/" + name).c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
-    if (fd < 0 || !note_file(fd, f.f[0]))
+    int fd = noted(shm_open(file.name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600), f.f[0]);
+    if (fd < 0)
       return 1;
     if (ftruncate(fd, kMiB) != 0 || !note_file(fd, f.f[1]))
       return 2;
@@ -422,7 +436,7 @@ TEST(TmpfsEvents, UnlinkedWhileMappedThenFreed) {
       return 3;
     for (size_t off = 0; off < kMiB; off += 4096)
       p[off] = 1;
-    if (shm_unlink(("/" + name).c_str()) != 0 || !note_file(fd, f.f[2]))
+    if (shm_unlink(file.name.c_str()) != 0 || !note_file(fd, f.f[2]))
       return 4;
     munmap(const_cast<char *>(p), kMiB);
     close(fd);
@@ -439,8 +453,8 @@ TEST(TmpfsEvents, UnlinkedWhileMappedThenFreed) {
   expect_file_ok(cr, t, created, created.fd);
   EXPECT_TRUE(cr.is_new);
   EXPECT_EQ(cr.kind, Kind::tmpfs);
-  EXPECT_EQ(cr.full_path, full);
-  EXPECT_EQ(cr.name, "/" + name);
+  EXPECT_EQ(cr.full_path, file.path);
+  EXPECT_EQ(cr.name, file.name);
 
   expect_file_ok(rs, t, t.facts->f[1], 0);
   EXPECT_EQ(rs.kind, Kind::tmpfs);
@@ -450,15 +464,13 @@ TEST(TmpfsEvents, UnlinkedWhileMappedThenFreed) {
   EXPECT_EQ(rs.bytes, 0u); // ftruncate allocates nothing
   EXPECT_EQ(rs.flags, 0u);
   EXPECT_EQ(rs.mode, t.facts->f[1].mode);
-  EXPECT_EQ(rs.path, "");
-  EXPECT_EQ(rs.name, "/" + name);
-  EXPECT_EQ(rs.full_path, full);
+  expect_named(rs, "", file.name, file.path);
   EXPECT_FALSE(rs.is_new);
 
-  expect_unlink_ok(ul, t, full, created.dev, created.ino);
+  expect_unlink_ok(ul, t, file.path, created.dev, created.ino);
   EXPECT_EQ(ul.kind, Kind::tmpfs);
   EXPECT_EQ(ul.origin, Origin::unlink);
-  EXPECT_EQ(ul.path, full);
+  EXPECT_EQ(ul.path, file.path);
   EXPECT_EQ(ul.dirfd, AT_FDCWD);
   EXPECT_TRUE(ul.absolute);
   EXPECT_EQ(ul.flags, 0u);
@@ -466,7 +478,7 @@ TEST(TmpfsEvents, UnlinkedWhileMappedThenFreed) {
   EXPECT_LT(rs.ts_ns, ul.ts_ns);
 
   // The frees: whoever dropped the last reference, all of the inode's pages.
-  expect_freed_unlinked(*col, created, kMiB, full, ul.ts_ns);
+  expect_freed_unlinked(*col, created, kMiB, file.path, ul.ts_ns);
 }
 
 // 3. A tmpfs mounted after the session started: the resolver has to learn
@@ -475,14 +487,12 @@ TEST(TmpfsEvents, NewTmpfsMountCreateAndFallocate) {
   TmpfsMount tmpfs;
   SHMBPF_COLLECTOR(col);
   ASSERT_TRUE(tmpfs.mount("size=4m"));
-  const std::string &dir = tmpfs.dir();
-  const std::string name = uniq("kt-file");
-  const std::string path = dir + "/" + name;
+  const TestFile file("kt-file", tmpfs.dir());
 
   Traced t;
   ASSERT_NO_FATAL_FAILURE(trace(*col, t, "kt-mnt-tmpfs", [&](Facts &f) {
-    int fd = open(path.c_str(), O_CREAT | O_EXCL | O_RDWR, 0640);
-    if (fd < 0 || !note_file(fd, f.f[0]))
+    int fd = noted(open(file.path.c_str(), O_CREAT | O_EXCL | O_RDWR, 0640), f.f[0]);
+    if (fd < 0)
       return 1;
     if (fallocate(fd, 0, 4096, 61440) != 0 || !note_file(fd, f.f[1]))
       return 2;
@@ -495,15 +505,10 @@ TEST(TmpfsEvents, NewTmpfsMountCreateAndFallocate) {
   ASSERT_TRUE(one(t.evs, EventType::resize, rs));
   EXPECT_EQ(t.evs.size(), 3u) << show(t.evs);
 
-  expect_file_ok(cr, t, t.facts->f[0], t.facts->f[0].fd);
-  EXPECT_EQ(cr.kind, Kind::tmpfs);
-  EXPECT_EQ(cr.origin, Origin::openat);
-  EXPECT_TRUE(cr.is_new);
+  expect_openat_ok(cr, t, t.facts->f[0], /*is_new=*/true);
   EXPECT_EQ(cr.flags, static_cast<uint32_t>(O_CREAT | O_EXCL | kOpenFlags));
   EXPECT_EQ(cr.mode, 0640u);
-  EXPECT_EQ(cr.path, path);
-  EXPECT_EQ(cr.name, "/" + name);
-  EXPECT_EQ(cr.full_path, path);
+  expect_named(cr, file.path, file.name, file.path);
 
   expect_file_ok(rs, t, t.facts->f[1], 0);
   EXPECT_EQ(rs.kind, Kind::tmpfs);
@@ -514,9 +519,7 @@ TEST(TmpfsEvents, NewTmpfsMountCreateAndFallocate) {
   EXPECT_GT(rs.bytes, 0u);
   EXPECT_EQ(rs.bytes, 61440u); // the first page is a hole
   EXPECT_EQ(rs.mode, t.facts->f[1].mode);
-  EXPECT_EQ(rs.path, "");
-  EXPECT_EQ(rs.name, "/" + name);
-  EXPECT_EQ(rs.full_path, path);
+  expect_named(rs, "", file.name, file.path);
 }
 
 // 3b. The same, with the creator gone before its event is handled and the
@@ -527,13 +530,11 @@ TEST(TmpfsEvents, NewTmpfsMountResolvedAfterCreatorExit) {
   TmpfsMount tmpfs;
   SHMBPF_SESSION(session, ProbeOptions{});
   ASSERT_TRUE(tmpfs.mount("size=4m"));
-  const std::string &dir = tmpfs.dir();
-  const std::string path = dir + "/" + uniq("kt-gone");
+  const TestFile file("kt-gone", tmpfs.dir());
 
   Traced t;
   ASSERT_NO_FATAL_FAILURE(run_noting(t, "kt-gone", [&](Facts &f) {
-    int fd = open(path.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
-    return fd >= 0 && note_file(fd, f.f[0]) ? 0 : 1;
+    return noted(open(file.path.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600), f.f[0]) >= 0 ? 0 : 1;
   })); // reaped: /proc/<pid> is gone
 
   std::vector<Event> evs;
@@ -546,9 +547,7 @@ TEST(TmpfsEvents, NewTmpfsMountResolvedAfterCreatorExit) {
   ASSERT_EQ(cr.type, EventType::create) << show(cr);
   expect_file_ok(cr, t, t.facts->f[0], t.facts->f[0].fd);
   EXPECT_TRUE(cr.is_new);
-  EXPECT_EQ(cr.path, path);
-  EXPECT_EQ(cr.name, path.substr(dir.size()));
-  EXPECT_EQ(cr.full_path, path);
+  expect_named(cr, file.path, file.name, file.path);
   expect_exit_event(evs[1], t.child, "kt-gone");
 }
 
@@ -571,21 +570,21 @@ TEST(TmpfsEvents, DiskFilesystemIsIgnored) {
   if (dir.empty())
     GTEST_SKIP() << "no directory on a non-tmpfs filesystem";
   cleanup.dirs.push_back(dir);
-  const std::string leaf = uniq("kt-same");
+  const TestFile tracked("kt-same");
+  const std::string &leaf = tracked.leaf;
   const std::string leaf2 = uniq("kt-same2");
-  cleanup.files = {dir + "/" + leaf, dir + "/" + leaf2, "/dev/shm/" + leaf};
+  cleanup.files = {dir + "/" + leaf, dir + "/" + leaf2};
   SHMBPF_COLLECTOR(col);
 
   // A tracked tmpfs file with the same leaf name, created by us.
-  const std::string shm_path = "/dev/shm/" + leaf;
-  int shm = open(shm_path.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0600);
+  int shm = open(tracked.path.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0600);
   ASSERT_GE(shm, 0) << strerror(errno);
   struct stat shm_st {};
   ASSERT_EQ(fstat(shm, &shm_st), 0);
   close(shm);
   ASSERT_EQ(col->wait_for([&](const Event &e) {
                  return e.pid == static_cast<uint32_t>(getpid()) && e.type == EventType::create &&
-                        e.full_path == "/dev/shm/" + leaf;
+                        e.full_path == tracked.path;
                })
                 .size(),
             1u);
@@ -620,12 +619,13 @@ TEST(TmpfsEvents, DiskFilesystemIsIgnored) {
   // The disk rename matched the tmpfs file's leaf name in the kernel; that
   // must not hide the tmpfs file's own unlink afterwards.
   Traced u;
-  ASSERT_NO_FATAL_FAILURE(trace(*col, u, "kt-disk-after",
-                                [&](Facts &) { return unlink(shm_path.c_str()) == 0 ? 0 : 1; }));
+  ASSERT_NO_FATAL_FAILURE(trace(*col, u, "kt-disk-after", [&](Facts &) {
+    return unlink(tracked.path.c_str()) == 0 ? 0 : 1;
+  }));
   Event ul;
   ASSERT_TRUE(one(u.evs, EventType::unlink, ul));
-  expect_unlink_ok(ul, u, shm_path, kdev_of(shm_st.st_dev), shm_st.st_ino);
-  EXPECT_EQ(ul.path, shm_path);
+  expect_unlink_ok(ul, u, tracked.path, kdev_of(shm_st.st_dev), shm_st.st_ino);
+  EXPECT_EQ(ul.path, tracked.path);
 }
 
 // 5. memfd_create, then a resize while empty and one after a write.
@@ -633,8 +633,8 @@ TEST(TmpfsEvents, MemfdCreateAndResize) {
   SHMBPF_COLLECTOR(col);
   Traced t;
   ASSERT_NO_FATAL_FAILURE(trace(*col, t, "kt-memfd", [&](Facts &f) {
-    int fd = memfd_create("kt-memfd", MFD_CLOEXEC);
-    if (fd < 0 || !note_file(fd, f.f[0]))
+    int fd = noted(memfd_create("kt-memfd", MFD_CLOEXEC), f.f[0]);
+    if (fd < 0)
       return 1;
     if (ftruncate(fd, 65536) != 0 || !note_file(fd, f.f[1]))
       return 2;
@@ -660,9 +660,7 @@ TEST(TmpfsEvents, MemfdCreateAndResize) {
   EXPECT_EQ(m.mode, 0u);
   EXPECT_EQ(m.size, 0u);
   EXPECT_EQ(m.bytes, 0u);
-  EXPECT_EQ(m.path, "kt-memfd");
-  EXPECT_EQ(m.name, "memfd:kt-memfd");
-  EXPECT_EQ(m.full_path, ""); // a memfd has no path
+  expect_named(m, "kt-memfd", "memfd:kt-memfd", ""); // a memfd has no full path
   EXPECT_FALSE(m.is_new);
 
   for (int i = 0; i < 2; i++) {
@@ -674,9 +672,7 @@ TEST(TmpfsEvents, MemfdCreateAndResize) {
     EXPECT_EQ(rs.ino, m.ino);
     EXPECT_EQ(rs.mode, ff.mode);
     EXPECT_EQ(rs.flags, 0u);
-    EXPECT_EQ(rs.path, "");
-    EXPECT_EQ(rs.name, "memfd:kt-memfd");
-    EXPECT_EQ(rs.full_path, "");
+    expect_named(rs, "", "memfd:kt-memfd", "");
   }
   EXPECT_EQ(resizes[0].arg_size, 65536u);
   EXPECT_EQ(resizes[0].size, 65536u);
@@ -692,13 +688,12 @@ TEST(TmpfsEvents, FallocateEnospcOnFullTmpfs) {
   TmpfsMount tmpfs;
   SHMBPF_COLLECTOR(col);
   ASSERT_TRUE(tmpfs.mount("size=64k"));
-  const std::string &dir = tmpfs.dir();
-  const std::string path = dir + "/" + uniq("kt-full");
+  const TestFile file("kt-full", tmpfs.dir());
 
   Traced t;
   ASSERT_NO_FATAL_FAILURE(trace(*col, t, "kt-enospc", [&](Facts &f) {
-    int fd = open(path.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
-    if (fd < 0 || !note_file(fd, f.f[0]))
+    int fd = noted(open(file.path.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600), f.f[0]);
+    if (fd < 0)
       return 1;
     if (ftruncate(fd, kMiB) != 0 || !note_file(fd, f.f[1]))
       return 2;
@@ -722,7 +717,7 @@ TEST(TmpfsEvents, FallocateEnospcOnFullTmpfs) {
   EXPECT_EQ(ok.arg_size, kMiB);
   EXPECT_EQ(ok.size, kMiB);
   EXPECT_EQ(ok.bytes, 0u);
-  EXPECT_EQ(ok.full_path, path);
+  EXPECT_EQ(ok.full_path, file.path);
 
   const Event &bad = resizes[1];
   expect_header(bad, t);
@@ -736,22 +731,20 @@ TEST(TmpfsEvents, FallocateEnospcOnFullTmpfs) {
   EXPECT_EQ(bad.size, kMiB); // from the ftruncate
   EXPECT_EQ(bad.bytes, 0u);  // nothing kept
   EXPECT_EQ(bad.mode, t.facts->f[2].mode);
-  EXPECT_EQ(bad.name, path.substr(dir.size()));
-  EXPECT_EQ(bad.full_path, path);
+  EXPECT_EQ(bad.name, file.name);
+  EXPECT_EQ(bad.full_path, file.path);
 }
 
 // 7. A renamed file keeps being followed under its new name.
 TEST(TmpfsEvents, RenameThenUnlinkNewName) {
-  const std::string from = "/dev/shm/" + uniq("a");
-  const std::string to = "/dev/shm/" + uniq("b");
-  Cleanup cleanup;
-  cleanup.files = {from, to};
+  const TestFile a("a"), b("b");
+  const std::string &from = a.path, &to = b.path;
   SHMBPF_COLLECTOR(col);
 
   Traced t;
   ASSERT_NO_FATAL_FAILURE(trace(*col, t, "kt-rename", [&](Facts &f) {
-    int fd = open(from.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
-    if (fd < 0 || !note_file(fd, f.f[0]))
+    int fd = noted(open(from.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600), f.f[0]);
+    if (fd < 0)
       return 1;
     if (rename(from.c_str(), to.c_str()) != 0 || !note_file(fd, f.f[1]))
       return 2;
@@ -796,21 +789,19 @@ TEST(TmpfsEvents, RenameThenUnlinkNewName) {
 
 // 8. A bare name relative to a directory fd on /dev/shm.
 TEST(TmpfsEvents, UnlinkatWithDirfd) {
-  const std::string name = uniq("kt-at");
-  const std::string full = "/dev/shm/" + name;
-  Cleanup cleanup;
-  cleanup.files.push_back(full);
+  const TestFile file("kt-at");
   SHMBPF_COLLECTOR(col);
 
   Traced t;
   ASSERT_NO_FATAL_FAILURE(trace(*col, t, "kt-unlinkat", [&](Facts &f) {
-    int dfd = open("/dev/shm", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-    if (dfd < 0 || !note_file(dfd, f.f[1]))
+    int dfd = noted(open("/dev/shm", O_RDONLY | O_DIRECTORY | O_CLOEXEC), f.f[1]);
+    if (dfd < 0)
       return 1;
-    int fd = openat(dfd, name.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
-    if (fd < 0 || !note_file(fd, f.f[0]))
+    int fd =
+        noted(openat(dfd, file.leaf.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600), f.f[0]);
+    if (fd < 0)
       return 2;
-    if (unlinkat(dfd, name.c_str(), 0) != 0)
+    if (unlinkat(dfd, file.leaf.c_str(), 0) != 0)
       return 3;
     close(fd);
     close(dfd);
@@ -826,15 +817,13 @@ TEST(TmpfsEvents, UnlinkatWithDirfd) {
 
   expect_file_ok(cr, t, ff, ff.fd);
   EXPECT_TRUE(cr.is_new);
-  EXPECT_EQ(cr.path, name);
-  EXPECT_EQ(cr.name, "/" + name);
-  EXPECT_EQ(cr.full_path, full);
+  expect_named(cr, file.leaf, file.name, file.path);
   EXPECT_EQ(cr.flags, static_cast<uint32_t>(O_CREAT | O_EXCL | O_CLOEXEC | kOpenFlags));
 
-  expect_unlink_ok(ul, t, full, ff.dev, ff.ino);
+  expect_unlink_ok(ul, t, file.path, ff.dev, ff.ino);
   EXPECT_EQ(ul.kind, Kind::tmpfs);
   EXPECT_EQ(ul.origin, Origin::unlinkat);
-  EXPECT_EQ(ul.path, name);
+  EXPECT_EQ(ul.path, file.leaf);
   EXPECT_EQ(ul.dirfd, dir.fd);
   EXPECT_EQ(ul.flags, 0u);
   EXPECT_FALSE(ul.absolute);
@@ -847,18 +836,15 @@ TEST(TmpfsEvents, UnlinkatWithDirfd) {
 // 9. Terminal escapes and a newline in a name reach the model unaltered
 // (only the views escape them).
 TEST(TmpfsEvents, ControlCharactersKeptRaw) {
-  const std::string leaf = "kt\x1b[2J\nx-" + std::to_string(getpid());
-  const std::string full = "/dev/shm/" + leaf;
-  Cleanup cleanup;
-  cleanup.files.push_back(full);
+  const TestFile file("kt\x1b[2J\nx");
   SHMBPF_COLLECTOR(col);
 
   Traced t;
   ASSERT_NO_FATAL_FAILURE(trace(*col, t, "kt-escape", [&](Facts &f) {
-    int fd = open(full.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
-    if (fd < 0 || !note_file(fd, f.f[0]))
+    int fd = noted(open(file.path.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600), f.f[0]);
+    if (fd < 0)
       return 1;
-    if (unlink(full.c_str()) != 0)
+    if (unlink(file.path.c_str()) != 0)
       return 2;
     close(fd);
     return 0;
@@ -869,24 +855,20 @@ TEST(TmpfsEvents, ControlCharactersKeptRaw) {
   ASSERT_TRUE(one(t.evs, EventType::unlink, ul));
 
   expect_file_ok(cr, t, t.facts->f[0], t.facts->f[0].fd);
-  EXPECT_EQ(cr.path, full);
-  EXPECT_EQ(cr.name, "/" + leaf);
-  EXPECT_EQ(cr.full_path, full);
+  expect_named(cr, file.path, file.name, file.path);
   EXPECT_EQ(show(cr).find('\n'), std::string::npos); // while the view escapes
 
   expect_header(ul, t);
-  EXPECT_EQ(ul.path, full);
-  EXPECT_EQ(ul.full_path, full);
+  EXPECT_EQ(ul.path, file.path);
+  EXPECT_EQ(ul.full_path, file.path);
   EXPECT_EQ(ul.ino, t.facts->f[0].ino);
 }
 
 // 10. A file that predates the session is known from the start-up scan.
 TEST(TmpfsEvents, PreexistingFileOpenAndUnlink) {
-  const std::string full = "/dev/shm/" + uniq("kt-pre");
-  Cleanup cleanup;
-  cleanup.files.push_back(full);
+  const TestFile file("kt-pre");
   {
-    int fd = open(full.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
+    int fd = open(file.path.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
     ASSERT_GE(fd, 0) << strerror(errno);
     char page[4096] = {1};
     ASSERT_EQ(write(fd, page, sizeof(page)), static_cast<ssize_t>(sizeof(page)));
@@ -896,10 +878,10 @@ TEST(TmpfsEvents, PreexistingFileOpenAndUnlink) {
 
   Traced t;
   ASSERT_NO_FATAL_FAILURE(trace(*col, t, "kt-preexist", [&](Facts &f) {
-    int fd = open(full.c_str(), O_RDWR);
-    if (fd < 0 || !note_file(fd, f.f[0]))
+    int fd = noted(open(file.path.c_str(), O_RDWR), f.f[0]);
+    if (fd < 0)
       return 1;
-    if (unlink(full.c_str()) != 0)
+    if (unlink(file.path.c_str()) != 0)
       return 2;
     close(fd);
     return 0;
@@ -911,23 +893,18 @@ TEST(TmpfsEvents, PreexistingFileOpenAndUnlink) {
   ASSERT_TRUE(one(t.evs, EventType::unlink, ul));
   EXPECT_EQ(t.evs.size(), 3u) << show(t.evs);
 
-  expect_file_ok(op, t, ff, ff.fd);
-  EXPECT_EQ(op.kind, Kind::tmpfs);
-  EXPECT_EQ(op.origin, Origin::openat);
+  expect_openat_ok(op, t, ff, /*is_new=*/false);
   EXPECT_EQ(op.flags, static_cast<uint32_t>(kOpenFlags));
   EXPECT_EQ(op.size, 4096u);
   EXPECT_EQ(op.bytes, 4096u);
-  EXPECT_FALSE(op.is_new);
-  EXPECT_EQ(op.path, full);
-  EXPECT_EQ(op.name, full.substr(std::strlen("/dev/shm")));
-  EXPECT_EQ(op.full_path, full);
+  expect_named(op, file.path, file.name, file.path);
 
-  expect_unlink_ok(ul, t, full, ff.dev, ff.ino);
+  expect_unlink_ok(ul, t, file.path, ff.dev, ff.ino);
   EXPECT_EQ(ul.origin, Origin::unlink);
-  EXPECT_EQ(ul.path, full);
+  EXPECT_EQ(ul.path, file.path);
 
   // Its one page goes when the child's close drops the last reference.
-  expect_freed_unlinked(*col, ff, 4096, full, ul.ts_ns);
+  expect_freed_unlinked(*col, ff, 4096, file.path, ul.ts_ns);
 }
 
 // 11. Two tracked tmpfs files share a leaf name: the kernel keeps one hint
@@ -935,46 +912,39 @@ TEST(TmpfsEvents, PreexistingFileOpenAndUnlink) {
 // names the right inode, and the second unlink is still seen.
 TEST(TmpfsEvents, SameLeafNameOnTwoTmpfsMounts) {
   TmpfsMount tmpfs;
-  Cleanup cleanup;
   SHMBPF_COLLECTOR(col);
   ASSERT_TRUE(tmpfs.mount("size=1m"));
-  const std::string &dir = tmpfs.dir();
-  const std::string leaf = uniq("kt-dup");
-  const std::string first = "/dev/shm/" + leaf;
-  const std::string second = dir + "/" + leaf;
-  cleanup.files = {first, second};
+  const TestFile first("kt-dup"), second("kt-dup", tmpfs.dir()); // one leaf name
 
   Traced t;
   ASSERT_NO_FATAL_FAILURE(trace(*col, t, "kt-dup", [&](Facts &f) {
-    int fd = open(first.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
-    if (fd < 0 || !note_file(fd, f.f[0]))
+    if (noted(open(first.path.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600), f.f[0]) < 0)
       return 1;
-    int fd2 = open(second.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
-    if (fd2 < 0 || !note_file(fd2, f.f[1]))
+    if (noted(open(second.path.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600), f.f[1]) < 0)
       return 2;
-    if (unlink(first.c_str()) != 0) // the kernel's hint is the second file
+    if (unlink(first.path.c_str()) != 0) // the kernel's hint is the second file
       return 3;
     return 0;
   }));
   // Only once the first unlink has been handled (trace waited for the
   // child's exit) may the second one come.
   Traced d;
-  ASSERT_NO_FATAL_FAILURE(
-      trace(*col, d, "kt-dup-2", [&](Facts &) { return unlink(second.c_str()) == 0 ? 0 : 1; }));
+  ASSERT_NO_FATAL_FAILURE(trace(*col, d, "kt-dup-2",
+                                [&](Facts &) { return unlink(second.path.c_str()) == 0 ? 0 : 1; }));
 
   ASSERT_TRUE(has_n(t.evs, 2, EventType::create));
   Event u1;
   ASSERT_TRUE(one(t.evs, EventType::unlink, u1));
   expect_header(u1, t);
-  EXPECT_EQ(u1.full_path, first);
+  EXPECT_EQ(u1.full_path, first.path);
   EXPECT_EQ(u1.dev, t.facts->f[0].dev);
   EXPECT_EQ(u1.ino, t.facts->f[0].ino);
 
   Event u2;
   ASSERT_TRUE(one(d.evs, EventType::unlink, u2)) << "the second file's unlink was lost";
   EXPECT_EQ(u2.comm, "kt-dup-2");
-  EXPECT_EQ(u2.path, second);
-  EXPECT_EQ(u2.full_path, second);
+  EXPECT_EQ(u2.path, second.path);
+  EXPECT_EQ(u2.full_path, second.path);
   EXPECT_EQ(u2.dev, t.facts->f[1].dev);
   EXPECT_EQ(u2.ino, t.facts->f[1].ino);
 }
@@ -1033,8 +1003,7 @@ TEST(TmpfsEvents, ChangesBetweenSeedAndAttach) {
   Traced t;
   ASSERT_NO_FATAL_FAILURE(trace(*col, t, "kt-gap", [&](Facts &f) {
     for (size_t i = 0; i < paths.size(); ++i) {
-      int fd = open(paths[i].c_str(), O_RDWR);
-      if (fd < 0 || !note_file(fd, f.f[i]))
+      if (noted(open(paths[i].c_str(), O_RDWR), f.f[i]) < 0)
         return static_cast<int>(1 + i);
     }
     for (size_t i = 0; i < paths.size(); ++i)
@@ -1059,17 +1028,15 @@ TEST(TmpfsEvents, ChangesBetweenSeedAndAttach) {
 // create event and no name entry) is still reported when it is opened:
 // every open of a regular tmpfs file is, not only of files seen before.
 TEST(TmpfsEvents, OpenOfAFileMadeByMknod) {
-  const std::string full = "/dev/shm/" + uniq("kt-mknod");
-  Cleanup cleanup;
-  cleanup.files.push_back(full);
+  const TestFile file("kt-mknod");
   SHMBPF_COLLECTOR(col);
 
   Traced t;
   ASSERT_NO_FATAL_FAILURE(trace(*col, t, "kt-mknod", [&](Facts &f) {
-    if (mknod(full.c_str(), S_IFREG | 0600, 0) != 0)
+    if (mknod(file.path.c_str(), S_IFREG | 0600, 0) != 0)
       return 1;
-    int fd = open(full.c_str(), O_RDWR);
-    if (fd < 0 || !note_file(fd, f.f[0]))
+    int fd = noted(open(file.path.c_str(), O_RDWR), f.f[0]);
+    if (fd < 0)
       return 2;
     close(fd);
     return 0;
@@ -1078,12 +1045,9 @@ TEST(TmpfsEvents, OpenOfAFileMadeByMknod) {
   Event op;
   ASSERT_TRUE(one(t.evs, EventType::open, op));
   EXPECT_TRUE(has_n(t.evs, 0, EventType::create));
-  expect_file_ok(op, t, t.facts->f[0], t.facts->f[0].fd);
-  EXPECT_EQ(op.kind, Kind::tmpfs);
-  EXPECT_EQ(op.origin, Origin::openat);
-  EXPECT_FALSE(op.is_new);
-  EXPECT_EQ(op.path, full);
-  EXPECT_EQ(op.full_path, full);
+  expect_openat_ok(op, t, t.facts->f[0], /*is_new=*/false);
+  EXPECT_EQ(op.path, file.path);
+  EXPECT_EQ(op.full_path, file.path);
 }
 
 // 14. The name map is sized by userspace; once full, creates are still

@@ -12,11 +12,37 @@
 namespace shmbpf {
 namespace {
 
-shmbpf_file_event file_record(uint8_t type) {
-  shmbpf_file_event r{};
+// A record of type Rec as the kernel sends it: the header's type, ABI
+// version and size set, everything else zero.
+template <class Rec> Rec record(uint8_t type) {
+  Rec r{};
   r.hdr.type = type;
   r.hdr.abi = SHMBPF_ABI_VERSION;
   r.hdr.size = sizeof(r);
+  return r;
+}
+
+// Sets a record's char array to text, NULs inside it included, and zeroes
+// the rest; returns the bytes text took with its final NUL.
+template <size_t Cap, size_t N> uint16_t put(char (&field)[Cap], const char (&text)[N]) {
+  static_assert(N <= Cap);
+  std::memset(field, 0, Cap);
+  std::memcpy(field, text, N);
+  return N;
+}
+
+// The path as passed: path_len leaves the final NUL out.
+template <class Rec, size_t N> void set_path(Rec &r, const char (&path)[N]) {
+  r.path_len = put(r.path, path) - 1;
+}
+
+// The inode's in-mount components, leaf first: comp_len counts every NUL.
+template <size_t N> void set_components(shmbpf_file_event &r, const char (&comps)[N]) {
+  r.comp_len = put(r.components, comps);
+}
+
+shmbpf_file_event file_record(uint8_t type) {
+  auto r = record<shmbpf_file_event>(type);
   r.hdr.pid = 42;
   r.hdr.tid = 43;
   r.hdr.ppid = 1;
@@ -26,7 +52,7 @@ shmbpf_file_event file_record(uint8_t type) {
   r.hdr.ipcns = 4026531839u;
   r.hdr.cgroup_id = 77;
   r.hdr.ret = 3;
-  std::strcpy(r.hdr.comm, "python3");
+  put(r.hdr.comm, "python3");
   r.dev = (0u << 20) | 26;
   r.mnt_id = 31;
   r.ino = 110230;
@@ -38,13 +64,9 @@ shmbpf_file_event file_record(uint8_t type) {
   r.origin = SHMBPF_ORIG_OPENAT;
   r.fs = SHMBPF_FS_TMPFS;
   r.flags_ev = SHMBPF_F_NEW | SHMBPF_F_MNT_ROOT;
-  const char path[] = "/dev/shm/torch_1_2_3";
-  std::memcpy(r.path, path, sizeof(path));
-  r.path_len = sizeof(path) - 1;
+  set_path(r, "/dev/shm/torch_1_2_3");
   // leaf first: "torch_1_2_3\0sub\0" -> "/sub/torch_1_2_3"
-  const char comps[] = "torch_1_2_3\0sub";
-  std::memcpy(r.components, comps, sizeof(comps));
-  r.comp_len = sizeof(comps);
+  set_components(r, "torch_1_2_3\0sub");
   r.ncomp = 2;
   return r;
 }
@@ -82,10 +104,7 @@ TEST(Decode, FileEventFields) {
 
 TEST(Decode, MemfdNameIsTheDentryName) {
   auto r = file_record(SHMBPF_EV_MEMFD_CREATE);
-  std::memset(r.components, 0, sizeof(r.components));
-  const char comps[] = "memfd:cuda";
-  std::memcpy(r.components, comps, sizeof(comps));
-  r.comp_len = sizeof(comps);
+  set_components(r, "memfd:cuda");
   auto res = decode_event(&r, sizeof(r));
   ASSERT_TRUE(res.ok());
   EXPECT_EQ(res->kind, Kind::memfd);
@@ -94,10 +113,7 @@ TEST(Decode, MemfdNameIsTheDentryName) {
 
 TEST(Decode, ResizeOfSysvInodeIsSysv) {
   auto r = file_record(SHMBPF_EV_RESIZE);
-  std::memset(r.components, 0, sizeof(r.components));
-  const char comps[] = "SYSV0000abcd";
-  std::memcpy(r.components, comps, sizeof(comps));
-  r.comp_len = sizeof(comps);
+  set_components(r, "SYSV0000abcd");
   auto res = decode_event(&r, sizeof(r));
   ASSERT_TRUE(res.ok());
   EXPECT_EQ(res->kind, Kind::sysv);
@@ -155,10 +171,7 @@ TEST(Decode, UnterminatedStringsStayInBounds) {
 }
 
 TEST(Decode, SysvAndProcessEvents) {
-  shmbpf_sysv_event s{};
-  s.hdr.type = SHMBPF_EV_SHMGET;
-  s.hdr.abi = SHMBPF_ABI_VERSION;
-  s.hdr.size = sizeof(s);
+  auto s = record<shmbpf_sysv_event>(SHMBPF_EV_SHMGET);
   s.shmid = 5;
   s.key = 0x1234;
   s.size = 1 << 20;
@@ -171,10 +184,7 @@ TEST(Decode, SysvAndProcessEvents) {
   EXPECT_EQ(res->arg_size, 1u << 20);
   EXPECT_EQ(res->created, 1);
 
-  shmbpf_exit_event x{};
-  x.hdr.type = SHMBPF_EV_EXIT;
-  x.hdr.abi = SHMBPF_ABI_VERSION;
-  x.hdr.size = sizeof(x);
+  auto x = record<shmbpf_exit_event>(SHMBPF_EV_EXIT);
   x.exit_code = 9;
   auto xe = decode_event(&x, sizeof(x));
   ASSERT_TRUE(xe.ok());
@@ -184,18 +194,11 @@ TEST(Decode, SysvAndProcessEvents) {
 }
 
 TEST(Decode, PathEventStartDirectory) {
-  shmbpf_path_event p{};
-  p.hdr.type = SHMBPF_EV_UNLINK;
-  p.hdr.abi = SHMBPF_ABI_VERSION;
-  p.hdr.size = sizeof(p);
+  auto p = record<shmbpf_path_event>(SHMBPF_EV_UNLINK);
   p.dirfd = 5;
   p.origin = SHMBPF_ORIG_UNLINKAT;
-  const char path[] = "seg";
-  std::memcpy(p.path, path, sizeof(path));
-  p.path_len = 3;
-  const char comps[] = "b\0a";
-  std::memcpy(p.start_components, comps, sizeof(comps));
-  p.start_comp_len = sizeof(comps);
+  set_path(p, "seg");
+  p.start_comp_len = put(p.start_components, "b\0a");
   p.start_ncomp = 2;
   p.flags_ev = SHMBPF_F_MNT_ROOT;
   p.start_mnt_id = 9;
@@ -220,16 +223,11 @@ TEST(JoinComponents, Cases) {
 TEST(Decode, IntoReusedEventEqualsFreshDecode) {
   auto created = file_record(SHMBPF_EV_CREATE);
   const char long_path[] = "/dev/shm/a-rather-long-name-that-does-not-fit-any-small-buffer";
-  std::memcpy(created.path, long_path, sizeof(long_path));
-  created.path_len = sizeof(long_path) - 1;
+  set_path(created, long_path);
   auto resized = file_record(SHMBPF_EV_RESIZE);
-  resized.path_len = 0;
-  resized.path[0] = 0;
-  resized.hdr.comm[0] = 0;
-  shmbpf_exit_event ex{};
-  ex.hdr.type = SHMBPF_EV_EXIT;
-  ex.hdr.abi = SHMBPF_ABI_VERSION;
-  ex.hdr.size = sizeof(ex);
+  set_path(resized, "");
+  put(resized.hdr.comm, "");
+  auto ex = record<shmbpf_exit_event>(SHMBPF_EV_EXIT);
   ex.exit_code = 9;
 
   Event reused;

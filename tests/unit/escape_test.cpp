@@ -1,5 +1,7 @@
 #include "views/escape.hpp"
 
+#include "text_checks.hpp"
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -11,14 +13,7 @@ using namespace std::string_literals;
 namespace shmbpf {
 namespace {
 
-bool has_raw_control(std::string_view s) {
-  for (char c : s) {
-    const auto b = static_cast<unsigned char>(c);
-    if (b < 0x20 || b == 0x7f)
-      return true;
-  }
-  return false;
-}
+using test::has_raw_control;
 
 // UTF-8 encodings of the code points that must never appear raw.
 bool has_dangerous_code_point(std::string_view s) {

@@ -2,6 +2,12 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
+#include <initializer_list>
+#include <optional>
+#include <string>
+#include <utility>
+
 namespace shmbpf {
 namespace {
 
@@ -102,27 +108,24 @@ TEST(Mountinfo, DevEncoding) {
 }
 
 TEST(Mountinfo, SizeLimit) {
-  MountInfo m;
-  m.super_options = "rw,size=65536k,nr_inodes=1000";
-  EXPECT_EQ(m.size_limit(), 65536ull * 1024);
-  m.super_options = "rw,size=2m";
-  EXPECT_EQ(m.size_limit(), 2ull << 20);
-  m.super_options = "rw,size=3G";
-  EXPECT_EQ(m.size_limit(), 3ull << 30);
-  m.super_options = "size=4096";
-  EXPECT_EQ(m.size_limit(), 4096u);
-  m.super_options = "rw,nr_inodes=10,mode=1777";
-  EXPECT_FALSE(m.size_limit());
-  m.super_options = "rw,size=50%";
-  EXPECT_FALSE(m.size_limit());
-  m.super_options = "rw,size=";
-  EXPECT_FALSE(m.size_limit());
-  m.super_options = "rw,size=99999999999999999999k";
-  EXPECT_FALSE(m.size_limit());
-  m.super_options = "rw,pagesize=2M";
-  EXPECT_FALSE(m.size_limit());
-  m.super_options = "";
-  EXPECT_FALSE(m.size_limit());
+  // super_options and the limit they give; nullopt: no usable size=.
+  const std::pair<const char *, std::optional<uint64_t>> cases[] = {
+      {"rw,size=65536k,nr_inodes=1000", 65536ull * 1024},
+      {"rw,size=2m", 2ull << 20},
+      {"rw,size=3G", 3ull << 30},
+      {"size=4096", 4096u},
+      {"rw,nr_inodes=10,mode=1777", std::nullopt},
+      {"rw,size=50%", std::nullopt},
+      {"rw,size=", std::nullopt},
+      {"rw,size=99999999999999999999k", std::nullopt},
+      {"rw,pagesize=2M", std::nullopt},
+      {"", std::nullopt},
+  };
+  for (const auto &[options, limit] : cases) {
+    MountInfo m;
+    m.super_options = options;
+    EXPECT_EQ(m.size_limit(), limit) << '"' << options << '"';
+  }
 }
 
 TEST(Mountinfo, FindCgroup2OnHybridHost) {
@@ -167,40 +170,42 @@ TEST(Mountinfo, CrlfLineEndings) {
   EXPECT_EQ(mounts[0].super_options, "rw");
 }
 
-TEST(Mountinfo, JoinMountPathRootSlash) {
+// join_mount_path on a mount of root at mountpoint: each in-mount path and
+// what it joins to (nullopt: the path is outside root).
+void expect_joins(
+    const char *root, const char *mountpoint,
+    std::initializer_list<std::pair<const char *, std::optional<std::string>>> joins) {
   MountInfo m;
-  m.root = "/";
-  m.mountpoint = "/dev/shm";
-  EXPECT_EQ(join_mount_path(m, "/dir/leaf"), "/dev/shm/dir/leaf");
-  EXPECT_EQ(join_mount_path(m, "/leaf"), "/dev/shm/leaf");
-  EXPECT_EQ(join_mount_path(m, "/"), "/dev/shm");
-  EXPECT_EQ(join_mount_path(m, ""), "/dev/shm");
-  EXPECT_EQ(join_mount_path(m, "leaf"), "/dev/shm/leaf");
+  m.root = root;
+  m.mountpoint = mountpoint;
+  for (const auto &[in_mount, joined] : joins)
+    EXPECT_EQ(join_mount_path(m, in_mount), joined)
+        << root << " on " << mountpoint << ", \"" << in_mount << '"';
+}
+
+TEST(Mountinfo, JoinMountPathRootSlash) {
+  expect_joins("/", "/dev/shm",
+               {{"/dir/leaf", "/dev/shm/dir/leaf"},
+                {"/leaf", "/dev/shm/leaf"},
+                {"/", "/dev/shm"},
+                {"", "/dev/shm"},
+                {"leaf", "/dev/shm/leaf"}});
 }
 
 TEST(Mountinfo, JoinMountPathSubRoot) {
-  MountInfo m;
-  m.root = "/sub";
-  m.mountpoint = "/var/lib/app/shm";
-  EXPECT_EQ(join_mount_path(m, "/sub/dir/leaf"), "/var/lib/app/shm/dir/leaf");
-  EXPECT_EQ(join_mount_path(m, "/sub/leaf"), "/var/lib/app/shm/leaf");
-  EXPECT_EQ(join_mount_path(m, "/sub"), "/var/lib/app/shm");
-  EXPECT_EQ(join_mount_path(m, "/sub/"), "/var/lib/app/shm");
-  EXPECT_FALSE(join_mount_path(m, "/other/leaf"));
-  EXPECT_FALSE(join_mount_path(m, "/subdir/leaf"));
-  EXPECT_FALSE(join_mount_path(m, "/"));
+  expect_joins("/sub", "/var/lib/app/shm",
+               {{"/sub/dir/leaf", "/var/lib/app/shm/dir/leaf"},
+                {"/sub/leaf", "/var/lib/app/shm/leaf"},
+                {"/sub", "/var/lib/app/shm"},
+                {"/sub/", "/var/lib/app/shm"},
+                {"/other/leaf", std::nullopt},
+                {"/subdir/leaf", std::nullopt},
+                {"/", std::nullopt}});
 }
 
 TEST(Mountinfo, JoinMountPathMountpointSlash) {
-  MountInfo m;
-  m.root = "/";
-  m.mountpoint = "/";
-  EXPECT_EQ(join_mount_path(m, "/dir/leaf"), "/dir/leaf");
-  EXPECT_EQ(join_mount_path(m, "/"), "/");
-
-  m.root = "/sub";
-  EXPECT_EQ(join_mount_path(m, "/sub/leaf"), "/leaf");
-  EXPECT_EQ(join_mount_path(m, "/sub"), "/");
+  expect_joins("/", "/", {{"/dir/leaf", "/dir/leaf"}, {"/", "/"}});
+  expect_joins("/sub", "/", {{"/sub/leaf", "/leaf"}, {"/sub", "/"}});
 }
 
 TEST(Mountinfo, ReadSelf) {

@@ -2,6 +2,8 @@
 
 #include "views/escape.hpp"
 
+#include "text_checks.hpp"
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -47,14 +49,7 @@ private:
   std::optional<std::string> old_;
 };
 
-bool has_raw_control(std::string_view s) {
-  for (char c : s) {
-    const auto b = static_cast<unsigned char>(c);
-    if (b < 0x20 || b == 0x7f)
-      return true;
-  }
-  return false;
-}
+using test::has_raw_control;
 
 Kind kind_of(EventType t) {
   switch (t) {
@@ -74,6 +69,14 @@ Kind kind_of(EventType t) {
   }
 }
 
+// An event of type t and the kind that type implies, nothing else set.
+Event event_of(EventType t) {
+  Event e;
+  e.type = t;
+  e.kind = kind_of(t);
+  return e;
+}
+
 const std::vector<EventType> all_types = {
     EventType::create, EventType::open,     EventType::memfd_create, EventType::resize,
     EventType::unlink, EventType::rename,   EventType::shmget,       EventType::shmat,
@@ -82,9 +85,7 @@ const std::vector<EventType> all_types = {
 
 // Every field set, every string hostile.
 Event hostile_event(EventType t) {
-  Event e;
-  e.type = t;
-  e.kind = kind_of(t);
+  Event e = event_of(t);
   e.origin = Origin::openat;
   e.ts_ns = 1'500'000'123;
   e.pid = 4242;
@@ -192,9 +193,7 @@ TEST(TraceHeader, NamesEveryColumnOnOneLine) {
 
 TEST(TraceLine, CreateLineMatchesHeaderColumns) {
   ScopedUtc utc;
-  Event e;
-  e.type = EventType::create;
-  e.kind = Kind::tmpfs;
+  Event e = event_of(EventType::create);
   e.ts_ns = 1'500'000'123;
   e.pid = 4242;
   e.comm = "writer";
@@ -221,9 +220,7 @@ TEST(TraceLine, CreateLineMatchesHeaderColumns) {
 }
 
 TEST(TraceLine, ErrorShowsErrnoName) {
-  Event e;
-  e.type = EventType::resize;
-  e.kind = Kind::tmpfs;
+  Event e = event_of(EventType::resize);
   e.ret = -ENOSPC;
   e.err = ENOSPC;
   e.name = "/big";
@@ -233,17 +230,13 @@ TEST(TraceLine, ErrorShowsErrnoName) {
 }
 
 TEST(TraceLine, PathColumnFallbacks) {
-  Event e;
-  e.type = EventType::memfd_create;
-  e.kind = Kind::memfd;
+  Event e = event_of(EventType::memfd_create);
   e.path = "cache";
   EXPECT_NE(trace_line(e, test_clock).find(" memfd:cache"), std::string::npos);
   e.name = "memfd:cache (deleted)";
   EXPECT_NE(trace_line(e, test_clock).find(" memfd:cache (deleted)"), std::string::npos);
 
-  Event s;
-  s.type = EventType::shmget;
-  s.kind = Kind::sysv;
+  Event s = event_of(EventType::shmget);
   s.key = 0xbeef;
   s.shmid = 5;
   s.arg_size = 1 << 20;
@@ -255,9 +248,7 @@ TEST(TraceLine, PathColumnFallbacks) {
 }
 
 TEST(TraceLine, DetailsPerEventType) {
-  Event fr;
-  fr.type = EventType::free;
-  fr.kind = Kind::tmpfs;
+  Event fr = event_of(EventType::free);
   fr.dev = 23;
   fr.ino = 7;
   fr.bytes = 4096;
@@ -265,31 +256,26 @@ TEST(TraceLine, DetailsPerEventType) {
   fr.unlinked = true;
   EXPECT_NE(trace_line(fr, test_clock).find("bytes=4096 folios=1 unlinked"), std::string::npos);
 
-  Event sb;
-  sb.type = EventType::sigbus;
+  Event sb = event_of(EventType::sigbus);
   sb.target_pid = 1234;
   sb.target_comm = "victim";
   sb.si_code = 2;
   EXPECT_NE(trace_line(sb, test_clock).find("target=1234(victim) code=2"), std::string::npos);
 
-  Event ex;
-  ex.type = EventType::exit;
+  Event ex = event_of(EventType::exit);
   ex.exit_code = 3 << 8;
   EXPECT_NE(trace_line(ex, test_clock).find("exit=3"), std::string::npos);
   ex.exit_code = 9;
   EXPECT_NE(trace_line(ex, test_clock).find("sig=9"), std::string::npos);
   EXPECT_EQ(trace_line(ex, test_clock).find("exit="), std::string::npos);
 
-  Event exe;
-  exe.type = EventType::exec;
+  Event exe = event_of(EventType::exec);
   exe.pid = 10;
   exe.old_pid = 10;
   exe.filename = "/usr/bin/app";
   EXPECT_NE(trace_line(exe, test_clock).find(" -  /usr/bin/app"), std::string::npos);
 
-  Event rn;
-  rn.type = EventType::rename;
-  rn.kind = Kind::tmpfs;
+  Event rn = event_of(EventType::rename);
   rn.path = "a";
   rn.newpath = "b";
   rn.full_path = "/dev/shm/a";
@@ -501,9 +487,7 @@ TEST(TraceFormatter, StreamEqualsEventByEvent) {
                             500'000'000, 86'400'000'000'000, 86'399'999'999'999};
   for (uint64_t ts : times)
     for (EventType t : all_types) {
-      Event e;
-      e.type = t;
-      e.kind = kind_of(t);
+      Event e = event_of(t);
       e.ts_ns = ts;
       e.pid = 7;
       e.comm = nasty;
