@@ -1132,7 +1132,7 @@ void Engine::set_mount(MountState m) {
     }
     return;
   }
-  MountEntry &entry = it != mounts_.end() ? it->second : mounts_[m.mnt_id];
+  MountEntry &entry = mounts_[m.mnt_id];
   auto d = devs_.find(m.dev);
   entry.baseline = d == devs_.end() ? 0 : static_cast<int64_t>(d->second.bytes);
   entry.state = std::move(m);

@@ -65,6 +65,22 @@ void for_each_tmpfs_mount(const std::vector<MountNamespace> &namespaces, Fn fn) 
   }
 }
 
+// read(mount, path) once per tmpfs filesystem (a device and the root it is
+// mounted from), path being where the mount is seen through the namespace's
+// root. A read that finds the path unreachable returns false: the process
+// whose root led there exited, so the filesystem is tried through the next
+// namespace that mounts it, and is left out, not reported empty, when none
+// can reach it.
+template <typename Fn>
+void for_each_tmpfs_filesystem(const std::vector<MountNamespace> &namespaces, Fn read) {
+  std::set<std::pair<uint32_t, std::string>> done; // (device, root)
+  for_each_tmpfs_mount(namespaces,
+                       [&](const MountNamespace &, const MountInfo &m, const std::string &root) {
+                         if (!done.count({m.dev, m.root}) && read(m, root + m.mountpoint))
+                           done.insert({m.dev, m.root});
+                       });
+}
+
 // statfs's used bytes of the filesystem at path, if path is on device dev
 // (kernel encoding): a pid reused meanwhile would lead somewhere else.
 // O_PATH: a mount point may be a file (a bind-mounted secret), even a fifo.
@@ -103,38 +119,24 @@ std::vector<MountState> scan_mount_usage(const std::vector<MountNamespace> &name
 
 std::vector<ScannedFs> scan_filesystems(const std::vector<MountNamespace> &namespaces) {
   std::vector<ScannedFs> out;
-  std::set<std::pair<uint32_t, std::string>> scanned; // (device, root): each once
-  for_each_tmpfs_mount(namespaces,
-                       [&](const MountNamespace &, const MountInfo &m, const std::string &root) {
-                         if (scanned.count({m.dev, m.root}))
-                           return;
-                         // Paths as the namespace's processes see them. A filesystem that
-                         // cannot be reached now (the process whose root led there exited)
-                         // is left out, not reported empty: another namespace may reach it,
-                         // and a reconcile then leaves its files as they are.
-                         const std::string from = root + m.mountpoint;
-                         auto files = scan_tmpfs_dir(from, m.mountpoint, m.dev);
-                         if (!files)
-                           return;
-                         scanned.insert({m.dev, m.root});
-                         out.push_back({m.dev, m.mnt_id, m.mountpoint, std::move(*files), from});
-                       });
+  for_each_tmpfs_filesystem(namespaces, [&](const MountInfo &m, const std::string &path) {
+    // Paths as the namespace's processes see them.
+    auto files = scan_tmpfs_dir(path, m.mountpoint, m.dev);
+    if (files)
+      out.push_back({m.dev, m.mnt_id, m.mountpoint, std::move(*files), path});
+    return files.has_value();
+  });
   return out;
 }
 
 std::vector<SeedKey> list_filesystems(const std::vector<MountNamespace> &namespaces) {
   std::vector<SeedKey> out;
-  std::set<std::pair<uint32_t, std::string>> scanned;
-  for_each_tmpfs_mount(namespaces,
-                       [&](const MountNamespace &, const MountInfo &m, const std::string &root) {
-                         if (scanned.count({m.dev, m.root}))
-                           return;
-                         auto keys = list_tmpfs_dir(root + m.mountpoint, m.dev);
-                         if (!keys)
-                           return; // as in scan_filesystems
-                         scanned.insert({m.dev, m.root});
-                         out.insert(out.end(), keys->begin(), keys->end());
-                       });
+  for_each_tmpfs_filesystem(namespaces, [&](const MountInfo &m, const std::string &path) {
+    auto keys = list_tmpfs_dir(path, m.dev);
+    if (keys)
+      out.insert(out.end(), keys->begin(), keys->end());
+    return keys.has_value();
+  });
   return out;
 }
 
