@@ -604,26 +604,28 @@ def md_table(header, align, rows):
             + [line(r) for r in rows])
 
 
+def ratio_table(section, first, with_targets):
+    """An overhead-style section as table lines: per workload, the untraced
+    ns/op and every other condition's ratio (and losses), with the issue's
+    target when asked."""
+    conds = [c for c in next(iter(section.values())).keys() if c != "untraced"]
+    rows = []
+    for w, s in section.items():
+        t = TARGETS.get(w)
+        rows.append([WORKLOAD_TITLES[w], fmt(s["untraced"]["median_ns_per_op"], ".0f")]
+                    + [fmt(s[c]["ratio"], ".2f") + ("" if not s[c].get("lost") else f" ({s[c]['lost']} lost)")
+                       for c in conds]
+                    + (["≤ %.2f×" % t if t else "—"] if with_targets else []))
+    return md_table([first, "untraced ns/op"] + [f"{c} ×" for c in conds] + (["target"] if with_targets else []),
+                    "lr" + "r" * len(conds) + ("l" if with_targets else ""), rows)
+
+
 def report(res):
     lines = ["", "## Results"]
-    ov = res.get("overhead")
-    if ov:
-        conds = [c for c in next(iter(ov.values())).keys() if c != "untraced"]
-        rows = []
-        for w, s in ov.items():
-            t = TARGETS.get(w)
-            rows.append([WORKLOAD_TITLES[w], fmt(s["untraced"]["median_ns_per_op"], ".0f")]
-                        + [fmt(s[c]["ratio"], ".2f") + ("" if not s[c]["lost"] else f" ({s[c]['lost']} lost)")
-                           for c in conds]
-                        + ["≤ %.2f×" % t if t else "—"])
-        lines += md_table(["workload", "untraced ns/op"] + [f"{c} ×" for c in conds] + ["target"],
-                          "lr" + "r" * len(conds) + "l", rows)
-    fl = res.get("floor")
-    if fl:
-        conds = [c for c in next(iter(fl.values())).keys() if c != "untraced"]
-        lines += md_table(["floor", "untraced ns/op"] + [f"{c} ×" for c in conds], "lr" + "r" * len(conds),
-                          [[WORKLOAD_TITLES[w], fmt(s["untraced"]["median_ns_per_op"], ".0f")]
-                           + [fmt(s[c]["ratio"], ".2f") for c in conds] for w, s in fl.items()])
+    for name, first, with_targets in (("overhead", "workload", True), ("floor", "floor", False)):
+        sec = res.get(name)
+        if sec:
+            lines += ratio_table(sec, first, with_targets)
     tp = res.get("throughput")
     if tp:
         lines += md_table(["throughput (2 producers)", "cycles/s", "events/s", "lost", "consumer ns/event"], "lrrrr",
@@ -721,7 +723,8 @@ def main():
         log("overhead (ns per operation, interleaved rounds):")
         res["overhead"] = bench_overhead(cfg, workloads, conds)
     if "floor" in sections:
-        log("floor (programs that do nothing, count, or emit one small record, on the shm cycle's hooks):")
+        log("floor (programs that do nothing, count, or emit one small record, on the shm cycle's "
+            "syscall hooks and on the inode timestamp hooks):")
         conds_floor = ["untraced", *FLOOR_MODES, "trace"] + (["base"] if cfg.base_shmbpf else [])
         conds_floor = [c for c in conds_floor if not args.condition or c in args.condition]
         res["floor"] = bench_overhead(cfg, [w for w in workloads if w in FLOOR_WORKLOADS], conds_floor)
