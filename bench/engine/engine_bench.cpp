@@ -2,8 +2,8 @@
 // consumer's time per event that is the model, without BPF, decoding or
 // output.
 #include "engine/synthetic.hpp"
+#include "model/apply_scan.hpp"
 #include "model/engine.hpp"
-#include "sources/bootstrap.hpp"
 
 #include <benchmark/benchmark.h>
 

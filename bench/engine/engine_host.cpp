@@ -9,8 +9,8 @@
 // stats line (JSON) and keeps going; SIGINT/SIGTERM drains, prints it, exits.
 // "matching" counts live segments whose path matches GLOB, so a caller can
 // check the tables against what it created.
-#include "decode/result.hpp"
-#include "probe/monitor.hpp"
+#include "facts/result.hpp"
+#include "live/monitor.hpp"
 
 #include <cerrno>
 #include <chrono>

@@ -3,8 +3,8 @@
 // Under CI=true a Session that cannot load is a failure, never a skip.
 #pragma once
 
-#include "decode/result.hpp"
-#include "probe/session.hpp"
+#include "facts/result.hpp"
+#include "live/session.hpp"
 #include "support.hpp"
 
 #include <gtest/gtest.h>

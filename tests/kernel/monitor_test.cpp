@@ -4,8 +4,9 @@
 #include "docker_cgroup.hpp"
 #include "harness.hpp"
 
-#include "probe/monitor.hpp"
+#include "live/monitor.hpp"
 #include "sources/mountinfo.hpp"
+#include "sources/namespaces.hpp"
 
 #include <fcntl.h>
 #include <sys/mman.h>

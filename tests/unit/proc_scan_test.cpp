@@ -1,3 +1,4 @@
+#include "facts/dev.hpp"
 #include "sources/proc_scan.hpp"
 #include "sources/tmpfs_scan.hpp"
 

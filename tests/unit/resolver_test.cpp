@@ -1,4 +1,5 @@
 #include "model/resolver.hpp"
+#include "sources/mountinfo.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,5 +1,6 @@
-#include "sources/bootstrap.hpp"
+#include "model/apply_scan.hpp"
 #include "sources/mountinfo.hpp"
+#include "sources/system_scan.hpp"
 #include "sources/tmpfs_scan.hpp"
 
 #include <gtest/gtest.h>

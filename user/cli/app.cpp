@@ -1,6 +1,6 @@
 #include "cli/app.hpp"
 
-#include "decode/result.hpp"
+#include "facts/result.hpp"
 
 #include <algorithm>
 #include <cstdio>

@@ -2,9 +2,11 @@
 // and every tmpfs mount; exit status 0 (none), 1 (leaks), 2 (error).
 #include "cli/app.hpp"
 
+#include "live/clock.hpp"
+#include "model/apply_scan.hpp"
 #include "model/leaks.hpp"
-#include "sources/bootstrap.hpp"
 #include "sources/clock.hpp"
+#include "sources/system_scan.hpp"
 #include "views/leaks_view.hpp"
 
 #include <unistd.h>

@@ -1,9 +1,10 @@
 // `shmbpf ls`: what exists now, from a scan of /proc and every tmpfs mount.
 #include "cli/app.hpp"
 
+#include "live/clock.hpp"
+#include "model/apply_scan.hpp"
 #include "model/engine.hpp"
-#include "sources/bootstrap.hpp"
-#include "sources/clock.hpp"
+#include "sources/system_scan.hpp"
 #include "views/ls_view.hpp"
 
 #include <unistd.h>

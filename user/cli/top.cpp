@@ -5,8 +5,8 @@
 #include "cli/app.hpp"
 #include "cli/signals.hpp"
 
-#include "decode/result.hpp"
-#include "probe/monitor.hpp"
+#include "facts/result.hpp"
+#include "live/monitor.hpp"
 #include "probe/probe.hpp"
 #include "views/top_view.hpp"
 

@@ -3,8 +3,9 @@
 #include "cli/app.hpp"
 #include "cli/signals.hpp"
 
-#include "decode/result.hpp"
-#include "probe/session.hpp"
+#include "facts/result.hpp"
+#include "live/session.hpp"
+#include "sources/clock.hpp"
 #include "views/trace_view.hpp"
 
 #include <unistd.h>
@@ -48,7 +49,7 @@ int run_trace(const TraceOptions &opts) {
   // Lines collect in one buffer that goes out with one write(2) per poll
   // (or per kFlushAt bytes in a long burst), not one per line.
   constexpr size_t kFlushAt = 1 << 20;
-  TraceFormatter fmt(TraceClock::now());
+  TraceFormatter fmt(TraceClock{boot_to_realtime_ns()});
   std::string buf;
   buf.reserve(kFlushAt + 4096);
   bool out_ok = true;

@@ -4,7 +4,7 @@
 #pragma once
 
 #include "decode/event.hpp"
-#include "decode/result.hpp"
+#include "facts/result.hpp"
 
 #include <cstddef>
 #include <string>

@@ -65,8 +65,4 @@ std::optional<Kind> parse_kind(std::string_view s) {
   return std::nullopt;
 }
 
-std::string dev_string(uint32_t kdev) {
-  return std::to_string(dev_major(kdev)) + ":" + std::to_string(dev_minor(kdev));
-}
-
 } // namespace shmbpf

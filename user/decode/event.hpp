@@ -2,6 +2,8 @@
 // and what every later stage (model, views) consumes.
 #pragma once
 
+#include "facts/dev.hpp"
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -120,18 +122,5 @@ struct Event {
   uint32_t old_pid = 0;
   std::string filename;
 };
-
-// What the kernel counts for one of shmbpf's BPF programs while its
-// run-time statistics are on (Probe::program_stats, `trace --stats`).
-struct ProgramStats {
-  std::string hook; // its attach point: "syscalls/sys_exit_openat", ...
-  uint64_t runs = 0;
-  uint64_t run_time_ns = 0;
-};
-
-// "maj:min" from a kernel dev_t (MAJOR = dev >> 20, MINOR = dev & 0xfffff).
-std::string dev_string(uint32_t kdev);
-inline uint32_t dev_major(uint32_t kdev) { return kdev >> 20; }
-inline uint32_t dev_minor(uint32_t kdev) { return kdev & 0xfffffu; }
 
 } // namespace shmbpf

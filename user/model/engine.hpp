@@ -6,8 +6,9 @@
 #pragma once
 
 #include "decode/event.hpp"
+#include "facts/mounts.hpp"
+#include "facts/scan.hpp"
 #include "model/containers.hpp"
-#include "sources/tmpfs_scan.hpp"
 
 #include <array>
 #include <cstddef>
@@ -77,30 +78,6 @@ struct SegmentKey {
 
 struct SegmentKeyHash {
   size_t operator()(const SegmentKey &k) const noexcept;
-};
-
-// One tmpfs mount as the mountinfo and statfs scanners see it.
-struct MountState {
-  uint32_t mnt_id = 0;
-  uint32_t mntns = 0;
-  std::string mountpoint;
-  uint32_t dev = 0;        // kernel encoding
-  uint64_t size_limit = 0; // bytes, 0 = unlimited
-  uint64_t used_bytes = 0; // statfs: (f_blocks - f_bfree) * f_bsize
-  // False when statfs could not reach the mount this time (the process
-  // whose root led there exited): the last measurement stands.
-  bool used_known = true;
-};
-
-// One line of /proc/sysvipc/shm.
-struct SysvEntry {
-  int32_t shmid = -1;
-  uint32_t key = 0;
-  uint64_t size = 0;
-  uint64_t rss_bytes = 0;
-  uint32_t cpid = 0;
-  uint32_t nattch = 0;
-  bool removed = false; // SHM_DEST set: IPC_RMID done, waiting for the last detach
 };
 
 struct CreatorInfo {

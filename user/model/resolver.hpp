@@ -5,7 +5,7 @@
 #pragma once
 
 #include "decode/event.hpp"
-#include "sources/mountinfo.hpp"
+#include "facts/mounts.hpp"
 
 #include <cstddef>
 #include <cstdint>

@@ -1,7 +1,6 @@
 #include "probe/probe.hpp"
 
-#include "decode/result.hpp"
-#include "sources/mountinfo.hpp"
+#include "facts/result.hpp"
 
 #include <linux/types.h>
 
@@ -18,7 +17,6 @@
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
-#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -30,7 +28,6 @@
 #include <cstring>
 #include <deque>
 #include <mutex>
-#include <set>
 #include <string_view>
 #include <thread>
 
@@ -166,21 +163,6 @@ size_t name_map_capacity(uint64_t tmpfs_files) {
   return static_cast<size_t>(std::clamp(std::bit_ceil(want), kMin, kMax));
 }
 
-uint64_t tmpfs_files_in_use() {
-  uint64_t total = 0;
-  std::set<uint32_t> seen; // a filesystem mounted twice counts once
-  const std::vector<MountInfo> table = read_mountinfo(0);
-  for (const MountInfo &m : table) {
-    struct statvfs st {};
-    if (!m.is_tmpfs() || is_overmounted(table, m) || !seen.insert(m.dev).second ||
-        statvfs(m.mountpoint.c_str(), &st) != 0)
-      continue;
-    if (st.f_files > st.f_ffree)
-      total += st.f_files - st.f_ffree;
-  }
-  return total;
-}
-
 void Probe::SkelDeleter::operator()(struct ::shmbpf_bpf *s) const {
   // Detaching a syscall tracepoint waits for RCU grace periods (30-40 ms
   // each in the guest measured): one link after the other, an exit took
@@ -212,7 +194,7 @@ void Probe::Unmap::operator()(void *p) const { munmap(p, bytes); }
 Probe::Probe(const ProbeOptions &opts, bool attach_now) {
   g_verbose = opts.verbose;
   libbpf_set_print(libbpf_log);
-  require_bpf_privileges("trace");
+  require_bpf_privileges(opts.command);
   validate_ring_buffer_size(opts.ring_buffer_bytes);
   if (!exists("/sys/kernel/btf/vmlinux"))
     throw FatalError("kernel BTF",
@@ -235,7 +217,7 @@ Probe::Probe(const ProbeOptions &opts, bool attach_now) {
     throw FatalError("ring buffer size", errno_text(err));
   name_capacity_ = opts.name_capacity
                        ? std::bit_ceil(std::max<size_t>(opts.name_capacity, SHMBPF_NAME_WAYS))
-                       : name_map_capacity(tmpfs_files_in_use());
+                       : name_map_capacity(0);
   const size_t buckets = name_capacity_ / SHMBPF_NAME_WAYS;
   name_mask_ = static_cast<uint32_t>(buckets - 1);
   skel_->rodata->name_bucket_mask = name_mask_;

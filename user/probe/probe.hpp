@@ -2,8 +2,8 @@
 // loads and attaches the BPF skeleton, and polls its ring buffer.
 #pragma once
 
-#include "decode/event.hpp"
-#include "sources/tmpfs_scan.hpp"
+#include "facts/names.hpp"
+#include "facts/program_stats.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -21,10 +21,14 @@ struct shmbpf_name_bucket;
 namespace shmbpf {
 
 struct ProbeOptions {
+  // The subcommand that loads the probe, named in what a failed check
+  // tells the user to run ("sudo shmbpf <command>").
+  std::string command = "trace";
   size_t ring_buffer_bytes = 8u << 20;
   // Names the kernel's leaf-name table (unlink/rename matching) holds: a
-  // power of two, at least SHMBPF_NAME_WAYS (rounded up); 0 sizes it from
-  // the files on tmpfs now (name_map_capacity).
+  // power of two, at least SHMBPF_NAME_WAYS (rounded up); 0: the least
+  // name_map_capacity gives. The live session sizes it from the files on
+  // tmpfs (name_map_capacity of tmpfs_files_in_use()).
   size_t name_capacity = 0;
   bool verbose = false; // forward libbpf's messages to stderr
   // Have the kernel count each program's runs and run time from load on
@@ -43,9 +47,6 @@ struct ProbeOptions {
 // reported when created, but their unlinks are found only by
 // reconciliation, and Probe::track_full() counts them.
 size_t name_map_capacity(uint64_t tmpfs_files);
-
-// Inodes in use on the tmpfs/hugetlbfs mounts this process sees (statvfs).
-uint64_t tmpfs_files_in_use();
 
 // Throws FatalError (exit status 2) unless the process may load tracing BPF.
 void require_bpf_privileges(const std::string &command);

@@ -6,22 +6,23 @@ namespace shmbpf {
 
 namespace {
 
-uint64_t clock_ns(clockid_t id) {
+int64_t clock_ns(clockid_t id) {
   timespec ts{};
   clock_gettime(id, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
 
 } // namespace
 
-uint64_t boottime_ns() { return clock_ns(CLOCK_BOOTTIME); }
+uint64_t boottime_ns() { return static_cast<uint64_t>(clock_ns(CLOCK_BOOTTIME)); }
 
-EngineConfig engine_config_now() {
-  EngineConfig cfg;
-  cfg.start_ns = boottime_ns();
-  cfg.realtime_offset_ns =
-      static_cast<int64_t>(clock_ns(CLOCK_REALTIME)) - static_cast<int64_t>(cfg.start_ns);
-  return cfg;
+int64_t boot_to_realtime_ns() {
+  // Bracket the realtime read between two boottime reads and use their
+  // midpoint, which halves the error from being preempted in between.
+  const int64_t b1 = clock_ns(CLOCK_BOOTTIME);
+  const int64_t r = clock_ns(CLOCK_REALTIME);
+  const int64_t b2 = clock_ns(CLOCK_BOOTTIME);
+  return r - (b1 + (b2 - b1) / 2);
 }
 
 } // namespace shmbpf

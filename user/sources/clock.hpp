@@ -1,8 +1,7 @@
-// The clocks the engine's time base comes from: CLOCK_BOOTTIME, as BPF's
-// bpf_ktime_get_boot_ns(), and its offset to wall time for file mtimes.
+// The clocks every time base comes from: CLOCK_BOOTTIME, as BPF's
+// bpf_ktime_get_boot_ns() stamps events, and its offset to wall time (for
+// printing event times and aging files by their mtime).
 #pragma once
-
-#include "model/engine.hpp"
 
 #include <cstdint>
 
@@ -10,7 +9,7 @@ namespace shmbpf {
 
 uint64_t boottime_ns();
 
-// An engine configuration starting now: start time and realtime offset.
-EngineConfig engine_config_now();
+// CLOCK_REALTIME - CLOCK_BOOTTIME now, in nanoseconds.
+int64_t boot_to_realtime_ns();
 
 } // namespace shmbpf

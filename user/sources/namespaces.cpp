@@ -1,5 +1,7 @@
 #include "sources/namespaces.hpp"
 
+#include "sources/mountinfo.hpp"
+
 #include <dirent.h>
 #include <sys/stat.h>
 

@@ -2,18 +2,12 @@
 // and its mount table, so that every container's /dev/shm is visible.
 #pragma once
 
-#include "sources/mountinfo.hpp"
+#include "facts/mounts.hpp"
 
 #include <cstdint>
 #include <vector>
 
 namespace shmbpf {
-
-struct MountNamespace {
-  uint32_t mntns = 0; // inode number of /proc/<pid>/ns/mnt
-  int pid = 0;        // a process inside it
-  std::vector<MountInfo> mounts;
-};
 
 // Every mount namespace that has a live process, with its mount table.
 std::vector<MountNamespace> scan_mount_namespaces();

@@ -1,7 +1,7 @@
 #include "sources/proc_scan.hpp"
 
+#include "facts/dev.hpp"
 #include "sources/mountinfo.hpp"
-#include "sources/tmpfs_scan.hpp"
 
 #include <algorithm>
 #include <cerrno>

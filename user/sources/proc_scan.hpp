@@ -4,6 +4,8 @@
 // thin readers of /proc around them.
 #pragma once
 
+#include "facts/scan.hpp"
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -11,20 +13,7 @@
 #include <utility>
 #include <vector>
 
-#include "model/engine.hpp"
-
 namespace shmbpf {
-
-// What the engine's add_process/set_cgroup_path need about one process.
-struct ProcIdentity {
-  uint32_t pid = 0;
-  uint32_t ppid = 0;
-  uint32_t uid = 0; // real uid
-  std::string comm;
-  uint32_t mntns = 0; // inode numbers of /proc/<pid>/ns/{mnt,ipc}
-  uint32_t ipcns = 0;
-  std::string cgroup_path; // cgroup v2 path ("0::" line), "" when unknown
-};
 
 // /proc/<pid>/stat -> (ppid, comm). comm is taken between the first '(' and
 // the last ')', since it may itself contain spaces and parentheses.
@@ -52,27 +41,6 @@ struct MapsEntry {
 };
 
 std::optional<MapsEntry> parse_maps_line(std::string_view line);
-
-// A shared-memory file a process holds open or mapped, one per (dev, ino).
-// SysV segments are reported too, as path "/SYSV<key in 8 hex>" with
-// ino == shmid; memfds as "/memfd:<name>". Both always carry deleted = true
-// because the kernel prints them that way; only for tmpfs files does
-// deleted mean "unlinked".
-struct HeldFile {
-  uint32_t dev = 0; // kernel encoding
-  uint64_t ino = 0;
-  bool via_fd = false;
-  bool via_map = false;
-  bool deleted = false;
-  std::string path;
-  // From stat of the fd or map_files link; for unlinked files nothing else
-  // can tell their size. stat_ok false: unknown (map_files needs root).
-  bool stat_ok = false;
-  uint64_t size = 0;
-  uint64_t bytes = 0; // st_blocks * 512
-  uint32_t uid = 0;
-  int64_t mtime_s = 0;
-};
 
 // Empty when the process is gone or its fds/maps are not readable.
 std::vector<HeldFile> scan_holdings(uint32_t pid);

@@ -1,5 +1,7 @@
 #include "sources/tmpfs_scan.hpp"
 
+#include "facts/dev.hpp"
+
 #include <algorithm>
 #include <dirent.h>
 #include <fcntl.h>
@@ -244,19 +246,6 @@ std::optional<std::vector<SeedKey>> list_tmpfs_dir(const std::string &dir, uint3
   std::string path = dir;
   Scanner(st.st_dev, max_depth, max_files, unused, &keys).walk(root.get(), path, 1);
   return keys;
-}
-
-uint32_t kernel_dev(dev_t userspace_dev) {
-  return static_cast<uint32_t>(major(userspace_dev) << 20 | minor(userspace_dev));
-}
-
-uint64_t shm_name_hash(std::string_view leaf) {
-  uint64_t h = 0xcbf29ce484222325ULL;
-  for (unsigned char c : leaf) {
-    h ^= c;
-    h *= 0x100000001b3ULL;
-  }
-  return h;
 }
 
 } // namespace shmbpf

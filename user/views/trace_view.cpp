@@ -26,10 +26,6 @@ constexpr std::size_t w_kind = 5;
 constexpr std::size_t w_size = 11;
 constexpr std::size_t w_result = 7;
 
-int64_t timespec_ns(const timespec &ts) {
-  return static_cast<int64_t>(ts.tv_sec) * ns_per_sec + ts.tv_nsec;
-}
-
 // Wall-clock time of an event as whole seconds and nanoseconds (>= 0).
 struct WallTime {
   time_t sec = 0;
@@ -359,17 +355,6 @@ private:
 };
 
 } // namespace
-
-TraceClock TraceClock::now() {
-  // Bracket the realtime read between two boottime reads and use their
-  // midpoint, which halves the error from being preempted in between.
-  timespec b1{}, r{}, b2{};
-  clock_gettime(CLOCK_BOOTTIME, &b1);
-  clock_gettime(CLOCK_REALTIME, &r);
-  clock_gettime(CLOCK_BOOTTIME, &b2);
-  const int64_t boot = timespec_ns(b1) + (timespec_ns(b2) - timespec_ns(b1)) / 2;
-  return {timespec_ns(r) - boot};
-}
 
 std::string trace_header() {
   std::string out;

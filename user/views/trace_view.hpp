@@ -1,8 +1,9 @@
 // Formatting of decoded events for `shmbpf trace`: aligned text lines and
-// NDJSON objects. Pure functions apart from TraceClock::now().
+// NDJSON objects. Pure.
 #pragma once
 
 #include "decode/event.hpp"
+#include "facts/program_stats.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -11,14 +12,11 @@
 
 namespace shmbpf {
 
-// Offset from CLOCK_BOOTTIME (event timestamps) to CLOCK_REALTIME. Taken
-// once at start-up and passed to the formatters, so that they stay
-// deterministic under test.
+// Offset from CLOCK_BOOTTIME (event timestamps) to CLOCK_REALTIME. Read
+// once at start-up (sources/clock.hpp) and passed to the formatters, so
+// that they stay deterministic under test.
 struct TraceClock {
   int64_t boot_to_realtime_ns = 0;
-
-  // CLOCK_REALTIME - CLOCK_BOOTTIME, now.
-  static TraceClock now();
 };
 
 // The column header matching trace_line(), no trailing newline.

@@ -6,8 +6,7 @@
 #include "decode/event.hpp"
 #include "model/resolver.hpp"
 #include "probe/probe.hpp"
-#include "sources/bootstrap.hpp"
-#include "sources/namespaces.hpp"
+#include "sources/system_scan.hpp"
 
 #include <chrono>
 #include <cstdint>

@@ -1,11 +1,25 @@
-#include "probe/session.hpp"
+#include "live/session.hpp"
 
 #include "decode/decode.hpp"
-#include "sources/bootstrap.hpp"
+#include "sources/mountinfo.hpp"
+#include "sources/namespaces.hpp"
+#include "sources/system_scan.hpp"
 
 #include <algorithm>
 
 namespace shmbpf {
+
+namespace {
+
+// The kernel's name table sized for the files on tmpfs now, unless the
+// caller chose a size.
+ProbeOptions sized(ProbeOptions opts) {
+  if (opts.name_capacity == 0)
+    opts.name_capacity = name_map_capacity(tmpfs_files_in_use());
+  return opts;
+}
+
+} // namespace
 
 // The listing runs on its own thread while the probe loads (the verifier
 // and the BTF parsing take a few hundred milliseconds).
@@ -18,7 +32,7 @@ Session::Session(const ProbeOptions &opts, std::future<std::vector<SeedKey>> lis
     : Session(opts, /*scan_now=*/false, std::move(listing)) {}
 
 Session::Session(const ProbeOptions &opts, bool scan_now, std::future<std::vector<SeedKey>> listing)
-    : probe_(opts, /*attach_now=*/false) {
+    : probe_(sized(opts), /*attach_now=*/false) {
   {
     std::vector<SeedKey> pre = listing.get();
     probe_.seed(pre);

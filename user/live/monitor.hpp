@@ -4,8 +4,8 @@
 // What `shmbpf top` (and any long-running consumer) reads.
 #pragma once
 
+#include "live/session.hpp"
 #include "model/engine.hpp"
-#include "probe/session.hpp"
 
 #include <atomic>
 #include <chrono>

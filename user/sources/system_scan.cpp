@@ -1,10 +1,15 @@
-#include "sources/bootstrap.hpp"
+#include "sources/system_scan.hpp"
 
+#include "facts/dev.hpp"
+#include "sources/mountinfo.hpp"
+#include "sources/namespaces.hpp"
+#include "sources/proc_scan.hpp"
 #include "sources/tmpfs_scan.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -23,28 +28,6 @@ uint64_t cgroup_id_of(const std::string &cgroup2_root, const std::string &path) 
   struct stat st {};
   std::string dir = cgroup2_root + (path == "/" ? "" : path);
   return stat(dir.c_str(), &st) == 0 ? st.st_ino : 0;
-}
-
-SegmentKey key_of(const ScannedProcess &p, const HeldFile &h) {
-  if (h.path.starts_with("/SYSV"))
-    return SegmentKey::sysv(p.id.ipcns, static_cast<int32_t>(h.ino));
-  return SegmentKey::file(h.dev, h.ino);
-}
-
-// An unlinked file that only its holders know (PyTorch's file_descriptor
-// strategy, memfds): no directory lists it.
-TmpfsFile held_file(const HeldFile &h) {
-  TmpfsFile f;
-  f.dev = h.dev;
-  f.ino = h.ino;
-  f.path = h.path.starts_with("/memfd:") ? h.path.substr(1) : h.path;
-  f.leaf = f.path.substr(f.path.rfind('/') + 1);
-  f.nlink = 0;
-  f.size = h.size;
-  f.bytes = h.bytes;
-  f.uid = h.uid;
-  f.mtime_s = h.mtime_s;
-  return f;
 }
 
 } // namespace
@@ -216,78 +199,19 @@ std::vector<std::pair<uint64_t, std::string>> find_cgroup_paths(const std::vecto
   return out;
 }
 
-BootstrapStats bootstrap(Engine &engine, const SystemScan &scan) {
-  BootstrapStats stats;
-  for (const auto &fs : scan.filesystems) {
-    for (const auto &f : fs.files)
-      engine.add_existing_file(f, fs.mnt_id, fs.mountpoint);
-    stats.files += fs.files.size();
+uint64_t tmpfs_files_in_use() {
+  uint64_t total = 0;
+  std::set<uint32_t> seen; // a filesystem mounted twice counts once
+  const std::vector<MountInfo> table = read_mountinfo(0);
+  for (const MountInfo &m : table) {
+    struct statvfs st {};
+    if (!m.is_tmpfs() || is_overmounted(table, m) || !seen.insert(m.dev).second ||
+        statvfs(m.mountpoint.c_str(), &st) != 0)
+      continue;
+    if (st.f_files > st.f_ffree)
+      total += st.f_files - st.f_ffree;
   }
-  for (const auto &[id, path] : scan.cgroups)
-    engine.set_cgroup_path(id, path);
-  // Processes before SysV segments, which name their creator's pid; SysV
-  // before the holders, since attached segments show up in the maps.
-  for (const auto &p : scan.processes) {
-    engine.add_process(p.id.pid, p.id.ppid, p.id.uid, p.id.comm, p.cgroup_id, p.id.mntns,
-                       p.id.ipcns);
-    stats.processes++;
-  }
-  for (const auto &ipc : scan.ipc) {
-    for (const auto &s : ipc.segments)
-      engine.add_sysv(ipc.ipcns, s.shmid, s.key, s.size, s.rss_bytes, s.cpid, s.nattch);
-    stats.sysv += ipc.segments.size();
-  }
-  for (const auto &p : scan.processes) {
-    for (const auto &h : p.holdings) {
-      SegmentKey key = key_of(p, h);
-      if (!engine.add_holder(p.id.pid, key) && !key.is_sysv()) {
-        engine.add_existing_file(held_file(h), 0, "");
-        engine.add_holder(p.id.pid, key);
-      }
-      stats.holdings++;
-    }
-  }
-  // Mounts last: their statfs usage already counts every file added above,
-  // and the engine moves it only by what changes from here on.
-  for (const auto &m : scan.mounts)
-    engine.set_mount(m);
-  return stats;
-}
-
-BootstrapStats bootstrap(Engine &engine, const std::vector<MountNamespace> &namespaces) {
-  return bootstrap(engine, scan_system(namespaces));
-}
-
-void reconcile(Engine &engine, const SystemScan &scan, uint64_t now_ns) {
-  for (const auto &[id, path] : scan.cgroups)
-    engine.set_cgroup_path(id, path);
-  std::vector<uint32_t> pids;
-  pids.reserve(scan.processes.size());
-  for (const auto &p : scan.processes) {
-    engine.add_process(p.id.pid, p.id.ppid, p.id.uid, p.id.comm, p.cgroup_id, p.id.mntns,
-                       p.id.ipcns);
-    pids.push_back(p.id.pid);
-  }
-  engine.reconcile_processes(pids);
-  for (const auto &fs : scan.filesystems)
-    engine.reconcile_tmpfs(fs.dev, fs.files, now_ns);
-  for (const auto &ipc : scan.ipc)
-    engine.reconcile_sysv(ipc.ipcns, ipc.segments, now_ns);
-
-  // Holders last, so that unlinked-but-held files survive the tmpfs
-  // reconcile only when someone really holds them.
-  std::vector<std::pair<uint32_t, SegmentKey>> holdings;
-  for (const auto &p : scan.processes) {
-    for (const auto &h : p.holdings) {
-      SegmentKey key = key_of(p, h);
-      if (!key.is_sysv() && !engine.contains(key))
-        engine.add_existing_file(held_file(h), 0, "");
-      holdings.emplace_back(p.id.pid, key);
-    }
-  }
-  engine.reconcile_holders(holdings);
-  // Last, for the same reason as in bootstrap().
-  engine.reconcile_mounts(scan.mounts);
+  return total;
 }
 
 } // namespace shmbpf

@@ -1,4 +1,5 @@
-// Result<T>: a value or the reason there is none, for expected failures.
+// Result<T>: a value or the reason there is none, for expected failures;
+// FatalError: the one exception type, for failures nothing can recover from.
 #pragma once
 
 #include <string>

@@ -1,8 +1,13 @@
-#include "probe/monitor.hpp"
+#include "live/monitor.hpp"
 
-#include "sources/bootstrap.hpp"
+#include "facts/dev.hpp"
+#include "live/clock.hpp"
+#include "model/apply_scan.hpp"
 #include "sources/clock.hpp"
+#include "sources/namespaces.hpp"
 #include "sources/proc_scan.hpp"
+#include "sources/system_scan.hpp"
+#include "sources/tmpfs_scan.hpp"
 
 #include <signal.h>
 #include <sys/stat.h>

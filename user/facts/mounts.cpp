@@ -1,0 +1,134 @@
+#include "facts/mounts.hpp"
+
+#include <charconv>
+#include <cstdint>
+
+namespace shmbpf {
+
+namespace {
+
+std::optional<uint64_t> parse_u64(std::string_view s) {
+  uint64_t value = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
+  if (s.empty() || ec != std::errc{} || end != s.data() + s.size())
+    return std::nullopt;
+  return value;
+}
+
+// Strips trailing slashes except for "/" itself.
+std::string_view trim_trailing_slashes(std::string_view s) {
+  while (s.size() > 1 && s.back() == '/')
+    s.remove_suffix(1);
+  return s;
+}
+
+} // namespace
+
+bool MountInfo::is_tmpfs() const { return fstype == "tmpfs" || fstype == "hugetlbfs"; }
+
+std::optional<uint64_t> MountInfo::size_limit() const {
+  std::string_view opts = super_options;
+  while (!opts.empty()) {
+    size_t comma = opts.find(',');
+    std::string_view opt = opts.substr(0, comma);
+    opts = comma == std::string_view::npos ? std::string_view{} : opts.substr(comma + 1);
+    if (!opt.starts_with("size="))
+      continue;
+    std::string_view value = opt.substr(5);
+    unsigned shift = 0;
+    if (!value.empty()) {
+      switch (value.back()) {
+      case 'k':
+      case 'K':
+        shift = 10;
+        break;
+      case 'm':
+      case 'M':
+        shift = 20;
+        break;
+      case 'g':
+      case 'G':
+        shift = 30;
+        break;
+      case 't':
+      case 'T':
+        shift = 40;
+        break;
+      default:
+        break;
+      }
+      if (shift != 0)
+        value.remove_suffix(1);
+    }
+    auto n = parse_u64(value);
+    if (!n || (shift != 0 && *n > (UINT64_MAX >> shift)))
+      return std::nullopt;
+    return *n << shift;
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> find_cgroup2_mount(const std::vector<MountInfo> &mounts) {
+  for (const auto &m : mounts)
+    if (m.fstype == "cgroup2")
+      return m.mountpoint;
+  return std::nullopt;
+}
+
+const MountInfo *find_by_id(const std::vector<MountInfo> &mounts, uint32_t mnt_id) {
+  for (const auto &m : mounts)
+    if (m.mnt_id == mnt_id)
+      return &m;
+  return nullptr;
+}
+
+bool join_mount_path_into(std::string &out, const MountInfo &mount,
+                          std::string_view in_mount_path) {
+  std::string slashed; // only for a path without its leading '/' (rare)
+  if (in_mount_path.empty() || in_mount_path.front() != '/') {
+    slashed.reserve(in_mount_path.size() + 1);
+    slashed.push_back('/');
+    slashed.append(in_mount_path);
+    in_mount_path = slashed;
+  }
+
+  // The part of the path below the mount's root, "" or "/...".
+  std::string_view root = trim_trailing_slashes(mount.root);
+  std::string_view rest = in_mount_path;
+  if (root != "/") {
+    if (!rest.starts_with(root))
+      return false;
+    rest.remove_prefix(root.size());
+    if (!rest.empty() && rest.front() != '/')
+      return false; // "/subdir" is not under root "/sub"
+  }
+  if (rest == "/")
+    rest = {};
+
+  std::string_view mp = trim_trailing_slashes(mount.mountpoint);
+  if (rest.empty())
+    out.assign(mp);
+  else if (mp == "/")
+    out.assign(rest);
+  else {
+    out.assign(mp);
+    out.append(rest);
+  }
+  return true;
+}
+
+std::optional<std::string> join_mount_path(const MountInfo &mount, std::string_view in_mount_path) {
+  std::string out;
+  if (!join_mount_path_into(out, mount, in_mount_path))
+    return std::nullopt;
+  return out;
+}
+
+bool is_overmounted(const std::vector<MountInfo> &table, const MountInfo &m) {
+  for (const MountInfo &other : table)
+    if (other.parent_id == m.mnt_id && other.mountpoint == m.mountpoint && other.mnt_id != m.mnt_id)
+      return true;
+  return false;
+}
+
+} // namespace shmbpf

@@ -1,0 +1,77 @@
+// Mounts as the scanners find them and every later stage reads them: one
+// line of /proc/<pid>/mountinfo, a mount namespace with its table, and a
+// tmpfs mount's size and usage. Plus the pure queries over a mount table
+// that the scanners and the path resolver share.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace shmbpf {
+
+// One line of mountinfo (see proc(5)). root, mountpoint, source and fstype
+// are unescaped; the option strings are kept as the kernel printed them.
+struct MountInfo {
+  uint32_t mnt_id = 0;
+  uint32_t parent_id = 0;
+  uint32_t dev = 0; // kernel encoding: major << 20 | minor
+  std::string root;
+  std::string mountpoint;
+  std::string fstype;
+  std::string source;
+  std::string mount_options;
+  std::string super_options;
+
+  // tmpfs or hugetlbfs: the filesystems whose files are shared memory.
+  bool is_tmpfs() const;
+  // The size= superblock option in bytes (tmpfs prints kibibytes, "size=65536k";
+  // k/m/g/t suffixes of either case and plain bytes are accepted). nullopt when
+  // absent (unlimited tmpfs) or unparsable (e.g. a percentage).
+  std::optional<uint64_t> size_limit() const;
+};
+
+// Every mount namespace that has a live process: one of its processes and
+// its mount table, so that every container's /dev/shm is visible.
+struct MountNamespace {
+  uint32_t mntns = 0; // inode number of /proc/<pid>/ns/mnt
+  int pid = 0;        // a process inside it
+  std::vector<MountInfo> mounts;
+};
+
+// One tmpfs mount as the mountinfo and statfs scanners see it.
+struct MountState {
+  uint32_t mnt_id = 0;
+  uint32_t mntns = 0;
+  std::string mountpoint;
+  uint32_t dev = 0;        // kernel encoding
+  uint64_t size_limit = 0; // bytes, 0 = unlimited
+  uint64_t used_bytes = 0; // statfs: (f_blocks - f_bfree) * f_bsize
+  // False when statfs could not reach the mount this time (the process
+  // whose root led there exited): the last measurement stands.
+  bool used_known = true;
+};
+
+// True when another mount of the table sits on m's mount point on top of
+// it: m is hidden, and a path lookup (statfs, a scan) reaches the other one.
+bool is_overmounted(const std::vector<MountInfo> &table, const MountInfo &m);
+
+// Mountpoint of the first cgroup2 mount: /sys/fs/cgroup on unified hosts,
+// /sys/fs/cgroup/unified on hybrid ones, anywhere at all in principle.
+std::optional<std::string> find_cgroup2_mount(const std::vector<MountInfo> &mounts);
+
+// The entry with this mount id, or nullptr.
+const MountInfo *find_by_id(const std::vector<MountInfo> &mounts, uint32_t mnt_id);
+
+// Maps a path relative to the filesystem's root ("/dir/leaf", as a dentry walk
+// up to the superblock root yields) to the absolute path under the mountpoint,
+// honouring bind mounts of a subtree (root "/sub"). nullopt when the path lies
+// outside the mounted subtree. A missing leading '/' is tolerated.
+std::optional<std::string> join_mount_path(const MountInfo &mount, std::string_view in_mount_path);
+// The same into out (replacing its contents, so a caller can reuse one
+// buffer); false, with out unspecified, when the path is outside the mount.
+bool join_mount_path_into(std::string &out, const MountInfo &mount, std::string_view in_mount_path);
+
+} // namespace shmbpf

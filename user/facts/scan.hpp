@@ -1,0 +1,101 @@
+// What a scan of the machine finds, as plain data: the files of every tmpfs
+// filesystem, every process with the shared memory it holds, every IPC
+// namespace's System V segments. The scanners (sources/) produce it; the
+// model's bootstrap and reconcile rules apply it to the engine.
+#pragma once
+
+#include "facts/mounts.hpp"
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace shmbpf {
+
+// One regular file on a tmpfs.
+struct TmpfsFile {
+  uint32_t dev = 0; // kernel encoding (facts/dev.hpp)
+  uint64_t ino = 0;
+  std::string path; // absolute as seen via the scanned root
+  std::string leaf; // last path component
+  uint64_t size = 0;
+  uint64_t bytes = 0; // st_blocks * 512: memory actually allocated
+  uint32_t uid = 0;
+  uint32_t nlink = 0;
+  int64_t mtime_s = 0;
+};
+
+// A shared-memory file a process holds open or mapped, one per (dev, ino).
+// SysV segments are reported too, as path "/SYSV<key in 8 hex>" with
+// ino == shmid; memfds as "/memfd:<name>". Both always carry deleted = true
+// because the kernel prints them that way; only for tmpfs files does
+// deleted mean "unlinked".
+struct HeldFile {
+  uint32_t dev = 0; // kernel encoding
+  uint64_t ino = 0;
+  bool via_fd = false;
+  bool via_map = false;
+  bool deleted = false;
+  std::string path;
+  // From stat of the fd or map_files link; for unlinked files nothing else
+  // can tell their size. stat_ok false: unknown (map_files needs root).
+  bool stat_ok = false;
+  uint64_t size = 0;
+  uint64_t bytes = 0; // st_blocks * 512
+  uint32_t uid = 0;
+  int64_t mtime_s = 0;
+};
+
+// Who a process is.
+struct ProcIdentity {
+  uint32_t pid = 0;
+  uint32_t ppid = 0;
+  uint32_t uid = 0; // real uid
+  std::string comm;
+  uint32_t mntns = 0; // inode numbers of /proc/<pid>/ns/{mnt,ipc}
+  uint32_t ipcns = 0;
+  std::string cgroup_path; // cgroup v2 path ("0::" line), "" when unknown
+};
+
+// One line of /proc/sysvipc/shm.
+struct SysvEntry {
+  int32_t shmid = -1;
+  uint32_t key = 0;
+  uint64_t size = 0;
+  uint64_t rss_bytes = 0;
+  uint32_t cpid = 0;
+  uint32_t nattch = 0;
+  bool removed = false; // SHM_DEST set: IPC_RMID done, waiting for the last detach
+};
+
+// One tmpfs filesystem, scanned once through one of its mounts.
+struct ScannedFs {
+  uint32_t dev = 0;
+  uint32_t mnt_id = 0;
+  std::string mountpoint;       // as the namespace's processes see it
+  std::vector<TmpfsFile> files; // paths as that namespace's processes see them
+  std::string scanned_from;     // the directory read (via /proc/PID/root if need be)
+};
+
+struct ScannedProcess {
+  ProcIdentity id;
+  uint64_t cgroup_id = 0; // 0: unknown (no cgroup2 mount)
+  std::vector<HeldFile> holdings;
+};
+
+struct ScannedIpc {
+  uint32_t ipcns = 0;
+  std::vector<SysvEntry> segments;
+};
+
+struct SystemScan {
+  std::vector<MountNamespace> namespaces;
+  std::vector<MountState> mounts; // every tmpfs mount of every namespace
+  std::vector<ScannedFs> filesystems;
+  std::vector<ScannedProcess> processes;
+  std::vector<ScannedIpc> ipc; // namespaces we could not enter are missing
+  std::vector<std::pair<uint64_t, std::string>> cgroups; // id -> path
+};
+
+} // namespace shmbpf

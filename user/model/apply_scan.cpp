@@ -1,0 +1,101 @@
+#include "model/apply_scan.hpp"
+
+namespace shmbpf {
+
+namespace {
+
+SegmentKey key_of(const ScannedProcess &p, const HeldFile &h) {
+  if (h.path.starts_with("/SYSV"))
+    return SegmentKey::sysv(p.id.ipcns, static_cast<int32_t>(h.ino));
+  return SegmentKey::file(h.dev, h.ino);
+}
+
+// An unlinked file that only its holders know (PyTorch's file_descriptor
+// strategy, memfds): no directory lists it.
+TmpfsFile held_file(const HeldFile &h) {
+  TmpfsFile f;
+  f.dev = h.dev;
+  f.ino = h.ino;
+  f.path = h.path.starts_with("/memfd:") ? h.path.substr(1) : h.path;
+  f.leaf = f.path.substr(f.path.rfind('/') + 1);
+  f.nlink = 0;
+  f.size = h.size;
+  f.bytes = h.bytes;
+  f.uid = h.uid;
+  f.mtime_s = h.mtime_s;
+  return f;
+}
+
+} // namespace
+
+BootstrapStats bootstrap(Engine &engine, const SystemScan &scan) {
+  BootstrapStats stats;
+  for (const auto &fs : scan.filesystems) {
+    for (const auto &f : fs.files)
+      engine.add_existing_file(f, fs.mnt_id, fs.mountpoint);
+    stats.files += fs.files.size();
+  }
+  for (const auto &[id, path] : scan.cgroups)
+    engine.set_cgroup_path(id, path);
+  // Processes before SysV segments, which name their creator's pid; SysV
+  // before the holders, since attached segments show up in the maps.
+  for (const auto &p : scan.processes) {
+    engine.add_process(p.id.pid, p.id.ppid, p.id.uid, p.id.comm, p.cgroup_id, p.id.mntns,
+                       p.id.ipcns);
+    stats.processes++;
+  }
+  for (const auto &ipc : scan.ipc) {
+    for (const auto &s : ipc.segments)
+      engine.add_sysv(ipc.ipcns, s.shmid, s.key, s.size, s.rss_bytes, s.cpid, s.nattch);
+    stats.sysv += ipc.segments.size();
+  }
+  for (const auto &p : scan.processes) {
+    for (const auto &h : p.holdings) {
+      SegmentKey key = key_of(p, h);
+      if (!engine.add_holder(p.id.pid, key) && !key.is_sysv()) {
+        engine.add_existing_file(held_file(h), 0, "");
+        engine.add_holder(p.id.pid, key);
+      }
+      stats.holdings++;
+    }
+  }
+  // Mounts last: their statfs usage already counts every file added above,
+  // and the engine moves it only by what changes from here on.
+  for (const auto &m : scan.mounts)
+    engine.set_mount(m);
+  return stats;
+}
+
+void reconcile(Engine &engine, const SystemScan &scan, uint64_t now_ns) {
+  for (const auto &[id, path] : scan.cgroups)
+    engine.set_cgroup_path(id, path);
+  std::vector<uint32_t> pids;
+  pids.reserve(scan.processes.size());
+  for (const auto &p : scan.processes) {
+    engine.add_process(p.id.pid, p.id.ppid, p.id.uid, p.id.comm, p.cgroup_id, p.id.mntns,
+                       p.id.ipcns);
+    pids.push_back(p.id.pid);
+  }
+  engine.reconcile_processes(pids);
+  for (const auto &fs : scan.filesystems)
+    engine.reconcile_tmpfs(fs.dev, fs.files, now_ns);
+  for (const auto &ipc : scan.ipc)
+    engine.reconcile_sysv(ipc.ipcns, ipc.segments, now_ns);
+
+  // Holders last, so that unlinked-but-held files survive the tmpfs
+  // reconcile only when someone really holds them.
+  std::vector<std::pair<uint32_t, SegmentKey>> holdings;
+  for (const auto &p : scan.processes) {
+    for (const auto &h : p.holdings) {
+      SegmentKey key = key_of(p, h);
+      if (!key.is_sysv() && !engine.contains(key))
+        engine.add_existing_file(held_file(h), 0, "");
+      holdings.emplace_back(p.id.pid, key);
+    }
+  }
+  engine.reconcile_holders(holdings);
+  // Last, for the same reason as in bootstrap().
+  engine.reconcile_mounts(scan.mounts);
+}
+
+} // namespace shmbpf
