@@ -123,107 +123,120 @@ TEST(EscapeText, EveryByteIsSafe) {
   }
 }
 
+// The JSON string of text: what every JSON writer of shmbpf emits.
+std::string json_text(std::string_view s) {
+  std::string out;
+  append_json_text(out, s);
+  return out;
+}
+
 TEST(EscapeText, RandomInputIsSafeValidUtf8) {
   std::mt19937 rng(12345);
   for (int i = 0; i < 5000; ++i) {
     const std::string in = random_bytes(rng, 24);
     const std::string out = escape_text(in);
-    ASSERT_FALSE(has_raw_control(out)) << json_string(in);
-    ASSERT_FALSE(has_dangerous_code_point(out)) << json_string(in);
+    ASSERT_FALSE(has_raw_control(out)) << out;
+    ASSERT_FALSE(has_dangerous_code_point(out)) << out;
     // nlohmann rejects invalid UTF-8, so this also checks validity.
-    const auto j = nlohmann::json::parse(json_string(out));
+    const auto j = nlohmann::json::parse(json_text(in));
     ASSERT_EQ(j.get<std::string>(), out);
   }
 }
 
-TEST(JsonString, PlainAndStructural) {
-  EXPECT_EQ(json_string(""), "\"\"");
-  EXPECT_EQ(json_string("/dev/shm/x"), "\"/dev/shm/x\"");
-  EXPECT_EQ(json_string("a\"b\\c"), R"("a\"b\\c")");
+TEST(EscapeText, InvisibleCharactersEscaped) {
+  // They take no cell: raw, they hide in a name and shift a table's columns.
+  EXPECT_EQ(escape_text("a\xe2\x80\x8b"
+                        "b"),
+            "a\\u{200b}b");                                                 // zero-width space
+  EXPECT_EQ(escape_text("\xe2\x80\x8c\xe2\x80\x8d"), "\\u{200c}\\u{200d}"); // joiners
+  EXPECT_EQ(escape_text("\xe2\x81\xa0"), "\\u{2060}");                      // word joiner
+  EXPECT_EQ(escape_text("\xef\xbb\xbf"), "\\u{feff}");                      // BOM
+  EXPECT_EQ(escape_text("\xc2\xad"), "\\u{00ad}");                          // soft hyphen
+  EXPECT_EQ(escape_text("\xe2\x80\x8a"), "\xe2\x80\x8a"); // U+200A hair space is visible
 }
 
-TEST(JsonString, ControlCharacters) {
-  EXPECT_EQ(json_string("\n\t\r\b\f"), R"("\n\t\r\b\f")");
-  EXPECT_EQ(json_string("\x1b[2J"), R"("\u001b[2J")");
-  EXPECT_EQ(json_string("\x01\x7f"), R"("\u0001\u007f")");
-  EXPECT_EQ(json_string("a\0b"s), R"("a\u0000b")");
-}
-
-TEST(JsonString, DangerousCodePoints) {
-  EXPECT_EQ(json_string("\xc2\x9b"), R"("\u009b")");
-  EXPECT_EQ(json_string("\xe2\x80\xae"), R"("\u202e")");
-  EXPECT_EQ(json_string("\xe2\x80\xa8\xe2\x80\xa9"), R"("\u2028\u2029")");
-  EXPECT_EQ(json_string("\xd8\x9c"), R"("\u061c")");
-  // Still decodes to the original character.
-  EXPECT_EQ(nlohmann::json::parse(json_string("\xe2\x80\xae")).get<std::string>(), "\xe2\x80\xae");
-}
-
-TEST(JsonString, InvalidUtf8BecomesText) {
-  EXPECT_EQ(json_string("\xff"), R"("\\xff")");
-  EXPECT_EQ(json_string("a\xed\xa0\x80"), R"("a\\xed\\xa0\\x80")");
-  EXPECT_EQ(nlohmann::json::parse(json_string("x\xc0\xaf")).get<std::string>(), "x\\xc0\\xaf");
-}
-
-TEST(JsonString, ValidUtf8PassesThrough) {
-  const std::string s = "caf\xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac \xf0\x9f\x98\x80";
-  EXPECT_EQ(json_string(s), "\"" + s + "\"");
-}
-
-TEST(JsonString, AppendsToExisting) {
-  std::string out = "{\"k\":";
-  append_json_string(out, "v\n");
-  out += '}';
-  EXPECT_EQ(out, R"({"k":"v\n"})");
-  EXPECT_EQ(nlohmann::json::parse(out)["k"], "v\n");
-}
-
-TEST(JsonString, RandomInputIsOneLineOfValidJson) {
-  std::mt19937 rng(777);
-  for (int i = 0; i < 5000; ++i) {
-    const std::string in = random_bytes(rng, 24);
-    const std::string out = json_string(in);
-    ASSERT_FALSE(has_raw_control(out)) << escape_text(in);
-    ASSERT_FALSE(has_dangerous_code_point(out)) << escape_text(in);
-    nlohmann::json j;
-    ASSERT_NO_THROW(j = nlohmann::json::parse(out)) << escape_text(in);
-    ASSERT_TRUE(j.is_string());
-  }
-}
-
-TEST(JsonString, ValidTextRoundTrips) {
-  const std::string samples[] = {"plain", "quote\"back\\slash", "ctl\x01\x1b\x7f\n",
-                                 "\xc2\x85\xe2\x80\xae\xe2\x80\xa8", "\xf0\x9f\x98\x80"};
-  for (const auto &s : samples)
-    EXPECT_EQ(nlohmann::json::parse(json_string(s)).get<std::string>(), s);
-}
-
-// append_json_text is the one-pass form of json_string(escape_text(s)): for
-// the nastiest inputs and for random bytes they must agree byte for byte.
-TEST(JsonText, SameAsJsonStringOfEscapeText) {
+// Two different names never print the same, in text or in JSON: the
+// escaping can be undone.
+TEST(EscapeText, InjectiveByRoundTrip) {
   const std::string fixed[] = {
       "",
       "plain/ascii name_1.dat",
+      "\\xff",
+      "\xff",
+      "\\\\xff",
+      "\\u{202e}",
+      "\xe2\x80\xae",
       "quote\" and backslash\\ and both \\\"",
       "\x1b]0;title\x07\n\t\r\b\f\x7f",
       "\xff\xfe\xc0\xaf\xed\xa0\x80\xf4\x90\x80\x80\xe0\x80",
-      "\xc2\x9b\xe2\x80\xae\xe2\x80\xa8\xe2\x81\xa6\xd8\x9c",
+      "\xc2\x9b\xe2\x80\xae\xe2\x80\xa8\xe2\x81\xa6\xd8\x9c\xe2\x80\x8b",
       "caf\xc3\xa9 \xf0\x9f\x98\x80 ok",
       "trailing lead byte \xe2\x80",
       std::string("nul\0inside", 10),
   };
   for (const auto &s : fixed) {
-    std::string out = "prefix";
-    append_json_text(out, s);
-    EXPECT_EQ(out, "prefix" + json_string(escape_text(s))) << s;
+    const auto back = unescape_text(escape_text(s));
+    ASSERT_TRUE(back.has_value()) << escape_text(s);
+    EXPECT_EQ(*back, s) << escape_text(s);
   }
-  std::mt19937 rng(7);
-  for (int i = 0; i < 2000; ++i) {
-    std::string s(rng() % 24, '\0');
-    for (char &c : s)
-      c = static_cast<char>(rng() % 4 == 0 ? 'a' + rng() % 26 : rng() % 256);
-    std::string out;
-    append_json_text(out, s);
-    ASSERT_EQ(out, json_string(escape_text(s)));
+  std::mt19937 rng(99);
+  for (int i = 0; i < 20000; ++i) {
+    const std::string in = random_bytes(rng, 24);
+    const auto back = unescape_text(escape_text(in));
+    ASSERT_TRUE(back.has_value()) << escape_text(in);
+    ASSERT_EQ(*back, in) << escape_text(in);
+  }
+  // The byte 0xff and the four characters \xff: two names, two outputs.
+  EXPECT_NE(escape_text("\xff"), escape_text("\\xff"));
+  EXPECT_NE(json_text("\xff"), json_text("\\xff"));
+}
+
+TEST(UnescapeText, RejectsWhatEscapeTextNeverWrites) {
+  EXPECT_FALSE(unescape_text("\\"));           // lone backslash
+  EXPECT_FALSE(unescape_text("\\q"));          // unknown escape
+  EXPECT_FALSE(unescape_text("\\x4"));         // short byte escape
+  EXPECT_FALSE(unescape_text("\\x41"));        // 'A' is never escaped
+  EXPECT_FALSE(unescape_text("\\xFF"));        // upper-case hex is never written
+  EXPECT_FALSE(unescape_text("\\u{0041}"));    // 'A' is not a dangerous code point
+  EXPECT_FALSE(unescape_text("\\u{202e"));     // unterminated
+  EXPECT_FALSE(unescape_text("\\xc3\\xa9"));   // é is kept whole, never as bytes
+  EXPECT_FALSE(unescape_text("\x1b"));         // raw control character
+  EXPECT_FALSE(unescape_text("\xff"));         // invalid UTF-8
+  EXPECT_FALSE(unescape_text("\xe2\x80\xae")); // raw bidi control
+  EXPECT_EQ(unescape_text("a\\nb\\\\c\\x1b\\u{202e}"), "a\nb\\c\x1b\xe2\x80\xae");
+}
+
+TEST(JsonText, PlainAndStructural) {
+  EXPECT_EQ(json_text(""), "\"\"");
+  EXPECT_EQ(json_text("/dev/shm/x"), "\"/dev/shm/x\"");
+  EXPECT_EQ(json_text("a\"b\\c"), R"("a\"b\\\\c")");
+}
+
+// JSON carries the text a terminal shows: the escapes are part of the value.
+TEST(JsonText, CarriesTheEscapedText) {
+  EXPECT_EQ(json_text("\x1b[2J"), R"("\\x1b[2J")");
+  EXPECT_EQ(json_text("\n\t"), R"("\\n\\t")");
+  EXPECT_EQ(json_text("\xff"), R"("\\xff")");
+  EXPECT_EQ(json_text("\xe2\x80\xae"), R"("\\u{202e}")");
+  EXPECT_EQ(nlohmann::json::parse(json_text("x\xc0\xaf\n")).get<std::string>(), "x\\xc0\\xaf\\n");
+}
+
+TEST(JsonText, ValidUtf8PassesThrough) {
+  const std::string s = "caf\xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac \xf0\x9f\x98\x80";
+  EXPECT_EQ(json_text(s), "\"" + s + "\"");
+}
+
+TEST(JsonText, RandomInputIsOneLineOfValidJsonThatUnescapes) {
+  std::mt19937 rng(777);
+  for (int i = 0; i < 5000; ++i) {
+    const std::string in = random_bytes(rng, 24);
+    const std::string out = json_text(in);
+    ASSERT_FALSE(has_raw_control(out)) << out;
+    ASSERT_FALSE(has_dangerous_code_point(out)) << out;
+    nlohmann::json j;
+    ASSERT_NO_THROW(j = nlohmann::json::parse(out)) << out;
+    ASSERT_TRUE(j.is_string());
+    ASSERT_EQ(unescape_text(j.get<std::string>()), in) << out;
   }
 }
 

@@ -410,7 +410,7 @@ TEST(TopView, EscapeSequencesInNamesAreShownEscaped) {
   auto rows = rows_after(build_top_frame(snap, st), "PATH/NAME");
   ASSERT_EQ(rows.size(), 1u);
 
-  // JSON: one line, the name intact for a parser.
+  // JSON: one line, the name as the screen shows it (the one escaping rule).
   st.filter.clear();
   const std::string j = top_json(snap, st);
   EXPECT_EQ(j.find('\n'), std::string::npos);
@@ -418,7 +418,7 @@ TEST(TopView, EscapeSequencesInNamesAreShownEscaped) {
   json doc = json::parse(j);
   bool found = false;
   for (const auto &r : doc["rows"])
-    found = found || r["path"].get<std::string>().starts_with("/dev/shm/evil\x1b[2J");
+    found = found || r["path"].get<std::string>().starts_with("/dev/shm/evil\\x1b[2J");
   EXPECT_TRUE(found) << j;
 }
 

@@ -59,13 +59,16 @@ Utf8Step decode_utf8(std::string_view s, std::size_t i) {
   return {cp, len};
 }
 
-// Valid code points that a terminal may still act on or that reorder or
-// break the displayed text: C1 controls, bidi controls and line/paragraph
-// separators.
+// Valid code points that a terminal may still act on, that reorder or
+// break the displayed text (C1 controls, bidi controls, line/paragraph
+// separators), or that take no cell at all and so hide in a name or shift
+// a table's columns (zero-width space, joiners, word joiner, BOM, soft
+// hyphen, invisible operators).
 bool is_dangerous(char32_t cp) {
-  return (cp >= 0x80 && cp <= 0x9f) || cp == 0x61c || cp == 0x200e || cp == 0x200f ||
-         (cp >= 0x202a && cp <= 0x202e) || (cp >= 0x2066 && cp <= 0x2069) || cp == 0x2028 ||
-         cp == 0x2029;
+  return (cp >= 0x80 && cp <= 0x9f) || cp == 0xad || cp == 0x61c || cp == 0x180e ||
+         (cp >= 0x200b && cp <= 0x200f) || (cp >= 0x202a && cp <= 0x202e) ||
+         (cp >= 0x2060 && cp <= 0x2064) || (cp >= 0x2066 && cp <= 0x2069) || cp == 0x2028 ||
+         cp == 0x2029 || cp == 0xfeff;
 }
 
 void append_hex_byte(std::string &out, uint8_t b) {
@@ -84,13 +87,10 @@ void append_hex_cp(std::string &out, char32_t cp) {
 
 bool is_plain_ascii(char c) { return c >= 0x20 && c < 0x7f && c != '\\' && c != '"'; }
 
-} // namespace
-
-namespace {
-
 // escape_text's mapping. With Json, its output is also JSON-escaped on the
 // way: every backslash it writes is doubled and '"' becomes \", which is
-// all that append_json_string would change in text escape_text produced.
+// all that JSON needs of text escape_text produced (it holds no control
+// character and is valid UTF-8).
 template <bool Json> void escape_text_into(std::string &out, std::string_view s) {
   constexpr std::string_view bs = Json ? "\\\\" : "\\";
   std::size_t i = 0;
@@ -169,70 +169,106 @@ void append_json_text(std::string &out, std::string_view s) {
   out += '"';
 }
 
-void append_json_string(std::string &out, std::string_view s) {
-  out.reserve(out.size() + s.size() + 2);
-  out += '"';
-  std::size_t i = 0;
-  while (i < s.size()) {
-    const char c = s[i];
-    if (is_plain_ascii(c)) {
-      std::size_t j = i + 1;
-      while (j < s.size() && is_plain_ascii(s[j]))
-        ++j;
-      out.append(s.data() + i, j - i);
-      i = j;
-      continue;
-    }
-    const Utf8Step step = decode_utf8(s, i);
-    if (step.len == 0) {
-      // Not representable as a JSON string: keep the byte visible as text.
-      out += "\\\\x";
-      append_hex_byte(out, static_cast<uint8_t>(c));
-      ++i;
-      continue;
-    }
-    if (step.len == 1) {
-      switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\b':
-        out += "\\b";
-        break;
-      case '\f':
-        out += "\\f";
-        break;
-      default: // remaining C0 controls and DEL
-        out += "\\u00";
-        append_hex_byte(out, static_cast<uint8_t>(c));
-        break;
-      }
-    } else if (is_dangerous(step.cp)) {
-      out += "\\u";
-      append_hex_cp(out, step.cp);
-    } else {
-      out.append(s, i, step.len);
-    }
-    i += step.len;
-  }
-  out += '"';
+namespace {
+
+int hex_value(char c) {
+  if (c >= '0' && c <= '9')
+    return c - '0';
+  if (c >= 'a' && c <= 'f')
+    return c - 'a' + 10;
+  return -1; // escape_text writes lowercase only
 }
 
-std::string json_string(std::string_view s) {
+void append_utf8(std::string &out, char32_t cp) {
+  if (cp < 0x80) {
+    out += static_cast<char>(cp);
+  } else if (cp < 0x800) {
+    out += static_cast<char>(0xc0 | (cp >> 6));
+    out += static_cast<char>(0x80 | (cp & 0x3f));
+  } else if (cp < 0x10000) {
+    out += static_cast<char>(0xe0 | (cp >> 12));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
+    out += static_cast<char>(0x80 | (cp & 0x3f));
+  } else {
+    out += static_cast<char>(0xf0 | (cp >> 18));
+    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3f));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
+    out += static_cast<char>(0x80 | (cp & 0x3f));
+  }
+}
+
+} // namespace
+
+std::optional<std::string> unescape_text(std::string_view s) {
   std::string out;
-  append_json_string(out, s);
+  out.reserve(s.size());
+  std::size_t i = 0;
+  while (i < s.size()) {
+    if (s[i] != '\\') {
+      // Only what escape_text lets through: valid, harmless UTF-8.
+      const Utf8Step step = decode_utf8(s, i);
+      if (step.len == 0 || (step.len == 1 && !is_plain_ascii(s[i]) && s[i] != '"') ||
+          is_dangerous(step.cp))
+        return std::nullopt;
+      out.append(s, i, step.len);
+      i += step.len;
+      continue;
+    }
+    if (++i >= s.size())
+      return std::nullopt;
+    const char c = s[i++];
+    switch (c) {
+    case '\\':
+      out += '\\';
+      break;
+    case 'n':
+      out += '\n';
+      break;
+    case 't':
+      out += '\t';
+      break;
+    case 'r':
+      out += '\r';
+      break;
+    case 'x': {
+      if (s.size() - i < 2 || hex_value(s[i]) < 0 || hex_value(s[i + 1]) < 0)
+        return std::nullopt;
+      const auto b = static_cast<uint8_t>(hex_value(s[i]) * 16 + hex_value(s[i + 1]));
+      i += 2;
+      // A byte escape stands for a control byte or a byte that is not part
+      // of a valid sequence, never for a character escape_text keeps.
+      if (b == '\n' || b == '\t' || b == '\r' || (b >= 0x20 && b < 0x7f))
+        return std::nullopt;
+      out += static_cast<char>(b);
+      break;
+    }
+    case 'u': {
+      if (i >= s.size() || s[i] != '{')
+        return std::nullopt;
+      const std::size_t close = s.find('}', i);
+      if (close == std::string_view::npos || close - i - 1 < 4 || close - i - 1 > 6)
+        return std::nullopt;
+      char32_t cp = 0;
+      for (std::size_t k = i + 1; k < close; ++k) {
+        const int v = hex_value(s[k]);
+        if (v < 0)
+          return std::nullopt;
+        cp = cp * 16 + static_cast<char32_t>(v);
+      }
+      if (!is_dangerous(cp))
+        return std::nullopt;
+      append_utf8(out, cp);
+      i = close + 1;
+      break;
+    }
+    default:
+      return std::nullopt;
+    }
+  }
+  // Byte escapes must not join into a sequence escape_text would have kept
+  // whole: re-escaping must give back exactly s.
+  if (escape_text(out) != s)
+    return std::nullopt;
   return out;
 }
 

@@ -1,7 +1,10 @@
-// Escaping of untrusted text (file names, comm, anything from the kernel)
-// before it reaches a terminal or a JSON line.
+// The one escaping rule for everything that came from the kernel, a file
+// system or another process (file names, comm, container ids): how it is
+// written on a terminal, in a table, and inside every JSON string, by every
+// command. docs/EVENTS.md states the rule for users.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -14,24 +17,25 @@ namespace shmbpf {
 //   invalid UTF-8      -> "\xNN" for every byte that is not part of a valid
 //                         sequence (bad lead, truncated, overlong, surrogate,
 //                         above U+10FFFF)
-//   C1 controls, bidi controls, U+2028/U+2029 -> "\u{XXXX}"
+//   C1 controls, bidi controls, line/paragraph separators and invisible
+//   format characters (zero-width space and joiners, word joiner, BOM,
+//   soft hyphen) -> "\u{XXXX}"
 // Everything else (valid, printable UTF-8) passes through unchanged. The
-// mapping is unambiguous because a literal backslash is always doubled.
+// mapping is injective, and unescape_text reverses it: every escape starts
+// with a backslash and a literal backslash is always doubled.
 std::string escape_text(std::string_view s);
 // escape_text(s) appended to out.
 void append_escaped_text(std::string &out, std::string_view s);
 
-// Appends s as one complete, quoted JSON string that is a single line of
-// valid UTF-8. Control characters become \uXXXX (or \n \t \r \b \f), the
-// dangerous code points listed above become \uXXXX, and bytes that are not
-// valid UTF-8 become the literal text \xNN (JSON source "\\xNN").
-void append_json_string(std::string &out, std::string_view s);
-
-// append_json_string into a new string.
-std::string json_string(std::string_view s);
-
-// append_json_string(out, escape_text(s)) in one pass, without the
-// intermediate string: how the trace prints names in JSON.
+// escape_text(s) as one quoted JSON string, appended to out: the JSON value
+// is exactly the text a terminal shows (so "\x1b" in a name reads "\\x1b"
+// in JSON source), a single line of valid UTF-8.
 void append_json_text(std::string &out, std::string_view s);
+
+// The bytes escape_text(original) came from; nullopt when s is not
+// something escape_text produces (a lone backslash, an unknown escape, a
+// raw control character, invalid UTF-8, or a "\u{...}" or "\xNN" that
+// escape_text would not have written for that input).
+std::optional<std::string> unescape_text(std::string_view s);
 
 } // namespace shmbpf

@@ -122,7 +122,7 @@ void document(std::string_view name, Each each, F item,
               const std::function<void(std::string_view)> &sink, std::size_t flush_bytes) {
   // One item per line: readable, and greppable by line.
   std::string out = "{";
-  append_json_string(out, name);
+  append_json_text(out, name);
   out += ": [";
   bool first = true;
   each([&](const auto &value) {

@@ -1,6 +1,7 @@
 #include "views/trace_view.hpp"
 
 #include "views/escape.hpp"
+#include "views/json.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -277,82 +278,14 @@ void details_column(Details &d, const Event &e) {
     d.word("truncated");
 }
 
-// One compact JSON object per event, written straight into the output.
-// String values are escape_text()ed (append_json_text), so no decoded value
-// carries control characters, bidi controls or raw bytes, and the JSON
-// shows names exactly as the text lines do. Keys are short literals that
-// need no escaping. A field's separator, key and (for numbers and
-// literals) value are composed on the stack and appended in one call.
-class EventJson {
-public:
-  explicit EventJson(std::string &out) : out_(out) { out_ += '{'; }
-
-  EventJson &str(std::string_view k, std::string_view v) {
-    out_.append(buf_, key(k));
-    append_json_text(out_, v);
-    return *this;
-  }
-  // Integers as JsonWriter::num prints them (widened to 64 bits).
-  template <std::integral T>
-  requires(!std::same_as<T, bool>) EventJson &num(std::string_view k, T v) {
-    const std::size_t n = key(k);
-    char *end = buf_ + sizeof buf_;
-    if constexpr (std::is_signed_v<T>)
-      end = std::to_chars(buf_ + n, end, static_cast<int64_t>(v)).ptr;
-    else
-      end = std::to_chars(buf_ + n, end, static_cast<uint64_t>(v)).ptr;
-    out_.append(buf_, end);
-    return *this;
-  }
-  EventJson &boolean(std::string_view k, bool v) { return literal(k, v ? "true" : "false"); }
-  EventJson &null(std::string_view k) { return literal(k, "null"); }
-  EventJson &dev(std::string_view k, uint32_t kdev) {
-    std::size_t n = key(k);
-    char *end = buf_ + sizeof buf_;
-    buf_[n++] = '"';
-    char *p = std::to_chars(buf_ + n, end, dev_major(kdev)).ptr;
-    *p++ = ':';
-    p = std::to_chars(p, end, dev_minor(kdev)).ptr;
-    *p++ = '"';
-    out_.append(buf_, p);
-    return *this;
-  }
-  // A value that needs no escaping, appended by the caller after this.
-  std::string &raw(std::string_view k) {
-    out_.append(buf_, key(k));
-    return out_;
-  }
-  void finish() { out_ += '}'; }
-
-private:
-  static constexpr std::size_t kMaxKey = 24;
-
-  // Writes [","] "k": into buf_; returns its length.
-  std::size_t key(std::string_view k) {
-    std::size_t n = 0;
-    if (!first_)
-      buf_[n++] = ',';
-    first_ = false;
-    buf_[n++] = '"';
-    k = k.substr(0, kMaxKey);
-    std::memcpy(buf_ + n, k.data(), k.size());
-    n += k.size();
-    buf_[n++] = '"';
-    buf_[n++] = ':';
-    return n;
-  }
-  EventJson &literal(std::string_view k, std::string_view v) {
-    const std::size_t n = key(k);
-    std::memcpy(buf_ + n, v.data(), v.size());
-    out_.append(buf_, n + v.size());
-    return *this;
-  }
-
-  std::string &out_;
-  bool first_ = true;
-  // Separator, key, and up to 40 bytes of value (a dev is 2 x 10 digits).
-  char buf_[kMaxKey + 4 + 48];
-};
+// "maj:min" as a JSON string.
+void append_json_dev(std::string &out, uint32_t kdev) {
+  out += '"';
+  append_dec(out, dev_major(kdev));
+  out += ':';
+  append_dec(out, dev_minor(kdev));
+  out += '"';
+}
 
 } // namespace
 
@@ -449,7 +382,8 @@ void TraceFormatter::append_line(std::string &out, const Event &e) {
 }
 
 void TraceFormatter::append_json(std::string &out, const Event &e) {
-  EventJson j(out);
+  JsonWriter j(out, /*compact=*/true);
+  j.begin_object();
   j.str("event", to_string(e.type));
   if (e.kind == Kind::none)
     j.null("kind");
@@ -457,7 +391,7 @@ void TraceFormatter::append_json(std::string &out, const Event &e) {
     j.str("kind", to_string(e.kind));
   j.num("ts_ns", e.ts_ns);
   const WallTime w = wall_time(e, clock_);
-  j.raw("time") += '"';
+  j.key("time").raw_value() += '"';
   append_utc_time(out, w.sec, w.nsec);
   out += '"';
   j.num("pid", e.pid)
@@ -472,11 +406,8 @@ void TraceFormatter::append_json(std::string &out, const Event &e) {
       .num("ret", e.ret);
 
   if (is_file_event(e.type)) {
-    j.dev("dev", e.dev)
-        .num("ino", e.ino)
-        .num("size", e.size)
-        .num("bytes", e.bytes)
-        .str("path", best_path(e));
+    append_json_dev(j.key("dev").raw_value(), e.dev);
+    j.num("ino", e.ino).num("size", e.size).num("bytes", e.bytes).str("path", best_path(e));
     if (e.type != EventType::resize)
       j.str("path_arg", e.path);
     j.str("name", e.name).num("flags", e.flags).num("mode", e.mode).num("fd", e.fd);
@@ -486,8 +417,8 @@ void TraceFormatter::append_json(std::string &out, const Event &e) {
       j.num("arg_size", e.arg_size);
     j.str("origin", to_string(e.origin)).boolean("truncated", e.truncated);
   } else if (e.type == EventType::free) {
-    j.dev("dev", e.dev)
-        .num("ino", e.ino)
+    append_json_dev(j.key("dev").raw_value(), e.dev);
+    j.num("ino", e.ino)
         .str("path", best_path(e))
         .str("name", e.name)
         .num("bytes", e.bytes)
@@ -500,8 +431,10 @@ void TraceFormatter::append_json(std::string &out, const Event &e) {
         .num("dirfd", e.dirfd);
     if (e.type == EventType::rename)
       j.str("newpath", e.newpath).num("newdirfd", e.newdirfd);
-    if (e.ino != 0)
-      j.dev("dev", e.dev).num("ino", e.ino);
+    if (e.ino != 0) {
+      append_json_dev(j.key("dev").raw_value(), e.dev);
+      j.num("ino", e.ino);
+    }
     j.num("flags", e.flags).str("origin", to_string(e.origin)).boolean("truncated", e.truncated);
   } else if (is_sysv_event(e.type)) {
     j.num("shmid", e.shmid)
@@ -521,7 +454,7 @@ void TraceFormatter::append_json(std::string &out, const Event &e) {
   } else if (e.type == EventType::exec) {
     j.str("filename", e.filename).num("old_pid", e.old_pid);
   }
-  j.finish();
+  j.end_object();
 }
 
 std::string trace_line(const Event &e, const TraceClock &clock) {
