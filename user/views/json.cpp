@@ -2,23 +2,12 @@
 
 #include "views/escape.hpp"
 
+#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
 
 namespace shmbpf {
-
-namespace {
-
-// A key that needs no escaping: what every key shmbpf writes is.
-bool plain_key(std::string_view k) {
-  for (char c : k)
-    if (c < 0x20 || c >= 0x7f || c == '"' || c == '\\')
-      return false;
-  return true;
-}
-
-} // namespace
 
 void JsonWriter::separate() {
   if (depth_ == 0)
@@ -46,29 +35,6 @@ JsonWriter &JsonWriter::close(char c) {
   return *this;
 }
 
-JsonWriter::Field::Field(JsonWriter &w, std::string_view k) {
-  if (w.after_key_ || k.size() > kShortKey || !plain_key(k)) {
-    w.key_slow(k);
-    return;
-  }
-  if (w.depth_ > 0) {
-    const uint64_t bit = uint64_t{1} << (w.depth_ - 1);
-    if (w.has_value_ & bit) {
-      buf[n++] = ',';
-      if (!w.compact_)
-        buf[n++] = ' ';
-    }
-    w.has_value_ |= bit;
-  }
-  buf[n++] = '"';
-  std::memcpy(buf + n, k.data(), k.size());
-  n += k.size();
-  buf[n++] = '"';
-  buf[n++] = ':';
-  if (!w.compact_)
-    buf[n++] = ' ';
-}
-
 void JsonWriter::key_slow(std::string_view k) {
   before_value();
   append_json_text(out_, k);
@@ -76,7 +42,7 @@ void JsonWriter::key_slow(std::string_view k) {
   after_key_ = true;
 }
 
-JsonWriter &JsonWriter::key(std::string_view k) {
+JsonWriter &JsonWriter::key(JsonKey k) {
   Field f(*this, k);
   if (f.fits()) {
     out_.append(f.buf, f.n);
@@ -85,11 +51,7 @@ JsonWriter &JsonWriter::key(std::string_view k) {
   return *this;
 }
 
-JsonWriter &JsonWriter::str(std::string_view k, std::string_view v) {
-  Field f(*this, k);
-  if (!f.fits())
-    return str(v);
-  out_.append(f.buf, f.n);
+JsonWriter &JsonWriter::str_value(std::string_view v) {
   append_json_text(out_, v);
   return *this;
 }
@@ -112,15 +74,6 @@ JsonWriter &JsonWriter::real(double v) {
 JsonWriter &JsonWriter::literal(std::string_view v) {
   before_value();
   out_ += v;
-  return *this;
-}
-
-JsonWriter &JsonWriter::field(std::string_view k, std::string_view literal_value) {
-  Field f(*this, k);
-  if (!f.fits())
-    return literal(literal_value);
-  std::memcpy(f.buf + f.n, literal_value.data(), literal_value.size());
-  out_.append(f.buf, f.n + literal_value.size());
   return *this;
 }
 
