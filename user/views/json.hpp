@@ -77,6 +77,7 @@ public:
       throw "a literal JSON key must be short and need no escaping";
   }
   JsonKey(std::string_view text) : text_(text), fast_(text.size() <= kShort && plain(text)) {}
+  JsonKey(const std::string &text) : JsonKey(std::string_view(text)) {}
 
   std::string_view text() const { return text_; }
   // Written as it is, without escaping.
