@@ -47,6 +47,40 @@ TEST(Cli, RejectsBadValues) {
   EXPECT_NE(parse(o, {}), 0); // a subcommand is required
 }
 
+// nan passes every range check, inf most: a number must be finite.
+TEST(Cli, RejectsNonFiniteNumbers) {
+  CliOptions o;
+  EXPECT_NE(parse(o, {"trace", "--duration", "nan"}), 0);
+  EXPECT_NE(parse(o, {"trace", "--duration", "inf"}), 0);
+  EXPECT_NE(parse(o, {"top", "-d", "nan"}), 0);
+  EXPECT_NE(parse(o, {"leaks", "--min-age", "nan"}), 0);
+  EXPECT_NE(parse(o, {"leaks", "--min-age", "-inf"}), 0);
+  EXPECT_NE(parse(o, {"leaks", "--window", "inf"}), 0);
+  EXPECT_EQ(parse(o, {"leaks", "--min-age", "0.5", "--window", "2"}), 0);
+  EXPECT_DOUBLE_EQ(o.leaks.min_age_s, 0.5);
+}
+
+// One setting, one rule: the ring buffer's size is checked the same way by
+// every command, and the probe's own check agrees with the CLI's.
+TEST(Cli, RingBufferSizeOneRule) {
+  for (const char *cmd : {"trace", "top"}) {
+    CliOptions o;
+    EXPECT_EQ(parse(o, {cmd, "--ring-buffer-size", "4096"}), 0) << cmd;
+    for (const char *bad : {"10", "4097", "12288", "2147483648", "0"}) {
+      EXPECT_NE(parse(o, {cmd, "--ring-buffer-size", bad}), 0) << cmd << " " << bad;
+      EXPECT_FALSE(RingBufferSetting::problem(std::stoull(bad)).empty()) << bad;
+    }
+  }
+  CliOptions defaults;
+  ASSERT_EQ(parse(defaults, {"trace"}), 0);
+  EXPECT_EQ(defaults.trace.ring_buffer_bytes, RingBufferSetting::kDefault);
+  EXPECT_TRUE(RingBufferSetting::problem(RingBufferSetting::kDefault).empty());
+  // The help shows the default, from the one constant.
+  auto app = make_app(defaults);
+  const std::string help = app->get_subcommand("top")->help();
+  EXPECT_NE(help.find(std::to_string(RingBufferSetting::kDefault)), std::string::npos) << help;
+}
+
 TEST(Cli, FiltersMatch) {
   TraceOptions t;
   Event e;

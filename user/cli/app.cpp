@@ -3,9 +3,59 @@
 #include "facts/result.hpp"
 
 #include <algorithm>
+#include <charconv>
+#include <cmath>
 #include <cstdio>
+#include <cstdlib>
 
 namespace shmbpf {
+
+namespace {
+
+// nan and inf parse as numbers, and every range check lets nan through.
+const CLI::Validator kFinite(
+    [](std::string &text) -> std::string {
+      char *end = nullptr;
+      const double v = std::strtod(text.c_str(), &end);
+      if (end != text.c_str() && !std::isfinite(v))
+        return "must be a finite number, not " + text;
+      return {};
+    },
+    "FINITE");
+
+const std::vector<std::string> kKinds = {"tmpfs", "memfd", "sysv"};
+
+// Options that several subcommands share: each defined here once.
+void add_ring_buffer_option(CLI::App *cmd, size_t &bytes) {
+  const CLI::Validator valid(
+      [](std::string &text) -> std::string {
+        size_t v = 0;
+        auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+        if (ec != std::errc{} || end != text.data() + text.size())
+          return {}; // not a number: the conversion says so
+        return RingBufferSetting::problem(v);
+      },
+      "POWER-OF-TWO");
+  cmd->add_option(RingBufferSetting::kFlag, bytes, RingBufferSetting::kHelp)
+      ->check(valid)
+      ->capture_default_str();
+}
+
+void add_verbose_flag(CLI::App *cmd, bool &verbose) {
+  cmd->add_flag("-v,--verbose", verbose, "Show libbpf's messages");
+}
+
+void add_container_option(CLI::App *cmd, std::optional<std::string> &container, const char *what) {
+  cmd->add_option("--container", container,
+                  std::string("Only ") + what +
+                      " of this container (id or id prefix; \"host\" for the host)");
+}
+
+void add_match_option(CLI::App *cmd, std::optional<std::string> &glob) {
+  cmd->add_option("--match", glob, "Only segments whose path matches this glob");
+}
+
+} // namespace
 
 bool TraceOptions::matches(const Event &e) const {
   if (!pids.empty() && std::find(pids.begin(), pids.end(), e.pid) == pids.end() &&
@@ -38,23 +88,20 @@ std::unique_ptr<CLI::App> make_app(CliOptions &opts) {
       ->check(CLI::PositiveNumber);
   trace->add_option("--comm", t.comms, "Only events of processes with this command name");
   trace->add_option("--kind", t.kinds, "Only this kind of shared memory")
-      ->check(CLI::IsMember({"tmpfs", "memfd", "sysv"}));
+      ->check(CLI::IsMember(kKinds));
   trace->add_option("--event", t.events, "Only these events")
       ->check(
           CLI::IsMember({"create", "open", "memfd_create", "resize", "unlink", "rename", "shmget",
                          "shmat", "shmdt", "shm_rmid", "free", "sigbus", "exit", "exec"}));
   trace->add_option("--duration", t.duration_s, "Stop after this many seconds")
-      ->check(CLI::PositiveNumber);
-  trace
-      ->add_option("--ring-buffer-size", t.ring_buffer_bytes,
-                   "BPF ring buffer size in bytes, a power of two (default 8388608)")
-      ->check(CLI::Range(size_t{4096}, size_t{1} << 30));
+      ->check(kFinite & CLI::PositiveNumber);
+  add_ring_buffer_option(trace, t.ring_buffer_bytes);
   trace->add_flag("--json", t.json, "Print one JSON object per event (NDJSON)");
   trace->add_flag("--stats", t.stats,
                   "At exit, print the time spent in shmbpf's BPF programs, per hook (turns "
                   "on the kernel's BPF run-time statistics while tracing, which adds two "
                   "clock reads to every run)");
-  trace->add_flag("-v,--verbose", t.verbose, "Show libbpf's messages");
+  add_verbose_flag(trace, t.verbose);
 
   auto *ls = app->add_subcommand(
       "ls", "List shared-memory segments (or processes, containers, mounts) that exist now. "
@@ -65,12 +112,10 @@ std::unique_ptr<CLI::App> make_app(CliOptions &opts) {
       ->check(CLI::IsMember({"segments", "process", "container", "mount"}));
   ls->add_option("-p,--pid", l.pid, "Only segments this process created or holds")
       ->check(CLI::PositiveNumber);
-  ls->add_option("--container", l.container,
-                 "Only segments of this container (id or id prefix; \"host\" for the host)");
+  add_container_option(ls, l.container, "segments");
   ls->add_option("--mount", l.mount, "Only segments on this mount point");
-  ls->add_option("--kind", l.kind, "Only this kind of shared memory")
-      ->check(CLI::IsMember({"tmpfs", "memfd", "sysv"}));
-  ls->add_option("--match", l.match, "Only segments whose path matches this glob");
+  ls->add_option("--kind", l.kind, "Only this kind of shared memory")->check(CLI::IsMember(kKinds));
+  add_match_option(ls, l.match);
   ls->add_flag("--json", l.json, "Print JSON");
 
   auto *leaks = app->add_subcommand(
@@ -79,14 +124,14 @@ std::unique_ptr<CLI::App> make_app(CliOptions &opts) {
                "leak, 1: leaks found, 2: error.");
   auto &k = opts.leaks;
   leaks->add_option("--min-age", k.min_age_s, "Only segments at least this many seconds old")
-      ->check(CLI::NonNegativeNumber)
+      ->check(kFinite & CLI::NonNegativeNumber)
       ->capture_default_str();
-  leaks->add_option("--match", k.match, "Only segments whose path matches this glob");
+  add_match_option(leaks, k.match);
   leaks
       ->add_option("--window", k.window_s,
                    "Watch this many seconds for growing processes, containers and mounts "
                    "(default 0: no growth check)")
-      ->check(CLI::NonNegativeNumber);
+      ->check(kFinite & CLI::NonNegativeNumber);
   leaks->add_flag("--all-mounts", k.all_mounts,
                   "Also judge files on tmpfs mounts that are not shared memory (/run, /tmp); "
                   "by default only /dev/shm mounts, memfds, SysV, hugetlbfs and known "
@@ -97,21 +142,18 @@ std::unique_ptr<CLI::App> make_app(CliOptions &opts) {
       "top", "Live view of shared memory by process, container, mount or segment (needs root).");
   auto &o = opts.top;
   top->add_option("-d,--delay", o.delay_s, "Seconds between refreshes")
-      ->check(CLI::Range(0.1, 3600.0))
+      ->check(kFinite & CLI::Range(0.1, 3600.0))
       ->capture_default_str();
   top->add_option("-p,--pid", o.pid, "Only this process")->check(CLI::PositiveNumber);
-  top->add_option("--container", o.container,
-                  "Only this container (id or id prefix; \"host\" for the host)");
+  add_container_option(top, o.container, "processes and segments");
   top->add_option("--by", o.by, "Initial view (default process)")
       ->check(CLI::IsMember({"process", "container", "mount", "segments"}));
   top->add_flag("-b,--batch", o.batch, "Batch mode: print frames as plain text, no terminal");
   top->add_option("-n,--iterations", o.iterations, "Frames to print in batch mode, then exit")
       ->check(CLI::PositiveNumber);
   top->add_flag("--json", o.json, "With -b: one JSON object per frame");
-  top->add_option("--ring-buffer-size", o.ring_buffer_bytes,
-                  "BPF ring buffer size in bytes, a power of two (default 8388608)")
-      ->check(CLI::Range(size_t{4096}, size_t{1} << 30));
-  top->add_flag("-v,--verbose", o.verbose, "Show libbpf's messages");
+  add_ring_buffer_option(top, o.ring_buffer_bytes);
+  add_verbose_flag(top, o.verbose);
   return app;
 }
 

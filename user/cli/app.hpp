@@ -3,6 +3,8 @@
 #pragma once
 
 #include "decode/event.hpp"
+#include "model/leaks.hpp"
+#include "probe/probe.hpp"
 
 #include <CLI/CLI.hpp>
 
@@ -20,7 +22,7 @@ struct TraceOptions {
   std::vector<std::string> kinds;  // tmpfs, memfd, sysv
   std::vector<std::string> events; // create, open, ...
   double duration_s = 0;           // 0: until SIGINT/SIGTERM
-  size_t ring_buffer_bytes = 8u << 20;
+  size_t ring_buffer_bytes = RingBufferSetting::kDefault;
   bool json = false;
   bool stats = false; // --stats: the BPF programs' run time at exit
   bool verbose = false;
@@ -40,7 +42,7 @@ struct LsOptions {
 };
 
 struct LeaksOptions {
-  double min_age_s = 60;            // younger segments are not orphans yet
+  double min_age_s = kLeakMinAgeS;  // younger segments are not orphans yet
   std::optional<std::string> match; // glob on the path
   double window_s = 0;              // > 0: watch this long for growth findings
   bool all_mounts = false;          // also /run, /tmp and other non-shm tmpfs mounts
@@ -55,7 +57,7 @@ struct TopOptions {
   bool batch = false;         // -b
   int iterations = 0;         // -n: frames to print in batch mode, 0 = until a signal
   bool json = false;          // with -b: one JSON object per frame
-  size_t ring_buffer_bytes = 8u << 20;
+  size_t ring_buffer_bytes = RingBufferSetting::kDefault;
   bool verbose = false;
 };
 

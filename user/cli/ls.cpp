@@ -4,6 +4,7 @@
 #include "live/clock.hpp"
 #include "model/apply_scan.hpp"
 #include "model/engine.hpp"
+#include "model/leaks.hpp"
 #include "sources/system_scan.hpp"
 #include "views/ls_view.hpp"
 
@@ -59,7 +60,7 @@ int run_ls(const LsOptions &opts) {
       f.kind = parse_kind(*opts.kind);
     f.path_glob = opts.match;
     // The orphan verdict uses leaks' default --min-age.
-    constexpr uint64_t kOrphanMinAge = 60'000'000'000;
+    constexpr auto kOrphanMinAge = static_cast<uint64_t>(kLeakMinAgeS * 1e9);
     if (opts.json) {
       // Written as the rows are made: no list of 100,000 rows first.
       auto each = [&](const std::function<void(const SegmentInfo &)> &fn) {

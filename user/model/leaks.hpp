@@ -11,6 +11,11 @@
 
 namespace shmbpf {
 
+// How old an orphan must be to count as a leak unless told otherwise
+// (leaks --min-age): younger ones are often between a create and the
+// attach of the process they were made for.
+constexpr double kLeakMinAgeS = 60;
+
 struct LeakGroup {
   std::string mount;      // by_mount: the mountpoint ("" for SysV and memfd)
   ContainerRef container; // by_container: empty id = host

@@ -148,13 +148,12 @@ std::string ensure_tracefs() {
   return tracing;
 }
 
-void validate_ring_buffer_size(size_t bytes) {
-  size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-  if (bytes < page || (bytes & (bytes - 1)) != 0 || bytes > (size_t{1} << 30))
-    throw FatalError("--ring-buffer-size",
-                     std::to_string(bytes) + " is not a power of two between " +
-                         std::to_string(page) + " and 1073741824 bytes",
-                     2);
+std::string RingBufferSetting::problem(size_t bytes) {
+  const auto page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  if (bytes < page || (bytes & (bytes - 1)) != 0 || bytes > kMax)
+    return std::to_string(bytes) + " is not a power of two between " + std::to_string(page) +
+           " and " + std::to_string(kMax) + " bytes";
+  return {};
 }
 
 size_t name_map_capacity(uint64_t tmpfs_files) {
@@ -195,7 +194,8 @@ Probe::Probe(const ProbeOptions &opts, bool attach_now) {
   g_verbose = opts.verbose;
   libbpf_set_print(libbpf_log);
   require_bpf_privileges(opts.command);
-  validate_ring_buffer_size(opts.ring_buffer_bytes);
+  if (auto why = RingBufferSetting::problem(opts.ring_buffer_bytes); !why.empty())
+    throw FatalError(RingBufferSetting::kFlag, why, 2);
   if (!exists("/sys/kernel/btf/vmlinux"))
     throw FatalError("kernel BTF",
                      "/sys/kernel/btf/vmlinux is missing; shmbpf needs a kernel built with "

@@ -20,11 +20,23 @@ struct shmbpf_name_bucket;
 
 namespace shmbpf {
 
+// --ring-buffer-size: the BPF ring buffer the kernel hands records through.
+// Its default, help and validation, for every command that loads BPF.
+struct RingBufferSetting {
+  static constexpr size_t kDefault = size_t{8} << 20;
+  static constexpr size_t kMax = size_t{1} << 30;
+  static constexpr const char *kFlag = "--ring-buffer-size";
+  static constexpr const char *kHelp =
+      "BPF ring buffer size in bytes: a power of two from the page size (4096) to 1 GiB";
+  // Why the kernel would refuse bytes as the ring's size; "" when it would not.
+  static std::string problem(size_t bytes);
+};
+
 struct ProbeOptions {
   // The subcommand that loads the probe, named in what a failed check
   // tells the user to run ("sudo shmbpf <command>").
   std::string command = "trace";
-  size_t ring_buffer_bytes = 8u << 20;
+  size_t ring_buffer_bytes = RingBufferSetting::kDefault;
   // Names the kernel's leaf-name table (unlink/rename matching) holds: a
   // power of two, at least SHMBPF_NAME_WAYS (rounded up); 0: the least
   // name_map_capacity gives. The live session sizes it from the files on
@@ -54,9 +66,6 @@ void require_bpf_privileges(const std::string &command);
 // Mounts tracefs at /sys/kernel/tracing when it is not there; returns the
 // tracefs directory libbpf will use. Throws FatalError when impossible.
 std::string ensure_tracefs();
-
-// Throws FatalError with a clear message for a bad --ring-buffer-size.
-void validate_ring_buffer_size(size_t bytes);
 
 class Probe {
 public:
