@@ -293,6 +293,25 @@ TEST(TraceCli, RejectsRingBufferSizeNotAPowerOfTwo) {
   EXPECT_EQ(p.out(), "");
 }
 
+// Usage errors read like every other error: one line, "shmbpf: ...", the
+// value named, exit status 2.
+TEST(TraceCli, UsageErrorsAreOneShortLine) {
+  const std::vector<std::vector<std::string>> cases = {
+      {"bogus"}, {"trace", "-p", "abc"}, {"ls", "-p", "0"}, {"top", "-d", "nan"}, {}};
+  for (const auto &args : cases) {
+    Shmbpf p(args);
+    expect_exit_code(p.wait(10s), 2);
+    const std::string err = p.err();
+    ASSERT_EQ(lines_of(err).size(), 1u) << err;
+    EXPECT_EQ(err.rfind("shmbpf: ", 0), 0u) << err;
+    EXPECT_LT(err.size(), 200u) << err; // no 300-digit range
+    EXPECT_EQ(p.out(), "");
+  }
+  Shmbpf unknown({"bogus"});
+  unknown.wait(10s);
+  EXPECT_NE(unknown.err().find("unknown command 'bogus'"), std::string::npos) << unknown.err();
+}
+
 TEST(TraceCli, HelpListsSubcommandAndEveryFlag) {
   {
     Shmbpf p({"--help"});

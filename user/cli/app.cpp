@@ -1,6 +1,7 @@
 #include "cli/app.hpp"
 
 #include "facts/result.hpp"
+#include "views/escape.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -22,6 +23,21 @@ const CLI::Validator kFinite(
       return {};
     },
     "FINITE");
+
+// A positive whole number that fits its option; CLI11's own range check
+// would print the largest double in full.
+CLI::Validator positive_integer(const char *what) {
+  return CLI::Validator(
+      [what](std::string &text) -> std::string {
+        uint64_t v = 0;
+        auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+        if (ec != std::errc{} || end != text.data() + text.size() || v == 0 || v > INT32_MAX)
+          return std::string("must be ") + what + " (a whole number from 1 to 2147483647), not " +
+                 text;
+        return {};
+      },
+      "POSITIVE");
+}
 
 const std::vector<std::string> kKinds = {"tmpfs", "memfd", "sysv"};
 
@@ -80,12 +96,19 @@ std::unique_ptr<CLI::App> make_app(CliOptions &opts) {
       "shmbpf");
   app->set_version_flag("--version", std::string("shmbpf ") + SHMBPF_VERSION);
   app->require_subcommand(1);
+  // A usage error is one line, like every other error of shmbpf's.
+  app->failure_message([](const CLI::App *root, const CLI::Error &e) {
+    std::string cmd = "shmbpf";
+    for (const CLI::App *sub : root->get_subcommands())
+      cmd += " " + sub->get_name();
+    return "shmbpf: " + std::string(e.what()) + " (see " + cmd + " --help)\n";
+  });
 
   auto *trace =
       app->add_subcommand("trace", "Print every shared-memory event as it happens (needs root).");
   auto &t = opts.trace;
   trace->add_option("-p,--pid", t.pids, "Only events of these process ids (repeatable)")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_integer("a process id"));
   trace->add_option("--comm", t.comms, "Only events of processes with this command name");
   trace->add_option("--kind", t.kinds, "Only this kind of shared memory")
       ->check(CLI::IsMember(kKinds));
@@ -111,7 +134,7 @@ std::unique_ptr<CLI::App> make_app(CliOptions &opts) {
   ls->add_option("--by", l.by, "What to list (default segments)")
       ->check(CLI::IsMember({"segments", "process", "container", "mount"}));
   ls->add_option("-p,--pid", l.pid, "Only segments this process created or holds")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_integer("a process id"));
   add_container_option(ls, l.container, "segments");
   ls->add_option("--mount", l.mount, "Only segments on this mount point");
   ls->add_option("--kind", l.kind, "Only this kind of shared memory")->check(CLI::IsMember(kKinds));
@@ -144,13 +167,13 @@ std::unique_ptr<CLI::App> make_app(CliOptions &opts) {
   top->add_option("-d,--delay", o.delay_s, "Seconds between refreshes")
       ->check(kFinite & CLI::Range(0.1, 3600.0))
       ->capture_default_str();
-  top->add_option("-p,--pid", o.pid, "Only this process")->check(CLI::PositiveNumber);
+  top->add_option("-p,--pid", o.pid, "Only this process")->check(positive_integer("a process id"));
   add_container_option(top, o.container, "processes and segments");
   top->add_option("--by", o.by, "Initial view (default process)")
       ->check(CLI::IsMember({"process", "container", "mount", "segments"}));
   top->add_flag("-b,--batch", o.batch, "Batch mode: print frames as plain text, no terminal");
   top->add_option("-n,--iterations", o.iterations, "Frames to print in batch mode, then exit")
-      ->check(CLI::PositiveNumber);
+      ->check(positive_integer("a count of frames"));
   top->add_flag("--json", o.json, "With -b: one JSON object per frame");
   add_ring_buffer_option(top, o.ring_buffer_bytes);
   add_verbose_flag(top, o.verbose);
@@ -160,6 +183,22 @@ std::unique_ptr<CLI::App> make_app(CliOptions &opts) {
 int run_cli(int argc, char **argv) {
   CliOptions opts;
   auto app = make_app(opts);
+  // CLI11 takes an unknown word for a stray argument and says only that a
+  // subcommand is required.
+  if (argc > 1 && argv[1][0] != '-') {
+    const CLI::App &root = *app;
+    std::string known;
+    bool found = false;
+    for (const CLI::App *sub : root.get_subcommands(std::function<bool(const CLI::App *)>{})) {
+      known += (known.empty() ? "" : ", ") + sub->get_name();
+      found = found || sub->get_name() == argv[1];
+    }
+    if (!found) {
+      std::fprintf(stderr, "shmbpf: unknown command '%s' (commands: %s; see shmbpf --help)\n",
+                   escape_text(argv[1]).c_str(), known.c_str());
+      return 2;
+    }
+  }
   try {
     app->parse(argc, argv);
   } catch (const CLI::ParseError &e) {
