@@ -9,6 +9,7 @@
 #include "facts/mounts.hpp"
 #include "facts/scan.hpp"
 #include "model/containers.hpp"
+#include "model/seg_table.hpp"
 #include "model/types.hpp"
 
 #include <array>
@@ -17,7 +18,6 @@
 #include <deque>
 #include <functional>
 #include <map>
-#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -130,75 +130,9 @@ public:
 private:
   friend class SegmentScan;
 
-  // Holder pids of one segment: nearly always 0-2, kept inline so that only
-  // shared segments allocate.
-  class PidList {
-  public:
-    PidList() = default;
-    PidList(const PidList &o) { copy_from(o); }
-    PidList(PidList &&o) noexcept { steal(o); }
-    PidList &operator=(const PidList &o);
-    PidList &operator=(PidList &&o) noexcept;
-    ~PidList() { release(); }
-
-    uint32_t size() const { return size_; }
-    bool empty() const { return size_ == 0; }
-    const uint32_t *begin() const { return data(); }
-    const uint32_t *end() const { return data() + size_; }
-    bool contains(uint32_t pid) const;
-    bool insert(uint32_t pid); // false if already there
-    bool erase(uint32_t pid);  // false if absent
-
-  private:
-    static constexpr uint32_t kInline = 2;
-    uint32_t *data() { return cap_ > kInline ? heap_ : inline_; }
-    const uint32_t *data() const { return cap_ > kInline ? heap_ : inline_; }
-    void copy_from(const PidList &o);
-    void steal(PidList &o) noexcept;
-    void release() noexcept;
-
-    uint32_t size_ = 0;
-    uint32_t cap_ = kInline;
-    union {
-      uint32_t inline_[kInline] = {};
-      uint32_t *heap_;
-    };
-  };
-
-  // A segment's path: one exact-size heap block (no terminator, no spare
-  // capacity) and the hash the path index files it under.
-  class PathStr {
-  public:
-    PathStr() = default;
-    PathStr(const PathStr &o) { assign(o.view()); }
-    PathStr(PathStr &&o) noexcept
-        : p_(std::exchange(o.p_, nullptr)), len_(std::exchange(o.len_, 0)),
-          hash_(std::exchange(o.hash_, 0)) {}
-    PathStr &operator=(const PathStr &o) {
-      if (this != &o)
-        assign(o.view());
-      return *this;
-    }
-    PathStr &operator=(PathStr &&o) noexcept;
-    ~PathStr() { delete[] p_; }
-
-    void assign(std::string_view s);
-    std::string_view view() const { return {p_, len_}; }
-    operator std::string_view() const { return view(); }
-    bool empty() const { return len_ == 0; }
-    uint32_t hash() const { return hash_; }
-    static uint32_t hash_of(std::string_view s);
-    friend bool operator==(const PathStr &a, std::string_view b) { return a.view() == b; }
-
-  private:
-    char *p_ = nullptr;
-    uint32_t len_ = 0;
-    uint32_t hash_ = 0;
-  };
-
   // Memory per segment (x86-64, libstdc++): this struct is 120 bytes and
-  // lives with its 16-byte key in a slot of a chunked pool (no malloc
-  // header, no node link); the key index and the path index are open
+  // lives with its 16-byte key in a slot of a chunked pool (SegTable: no
+  // malloc header, no node link); the key index and the path index are open
   // addressing tables of 4-byte slot numbers (~8-10 bytes per segment each
   // at their load factors). A path adds one exact-size heap block (48 bytes
   // with malloc's header for a 38-byte /dev/shm name), each holder a
@@ -227,100 +161,12 @@ private:
     NamePattern pattern = NamePattern::none;
     uint8_t flags = 0; // kPathFull, kExistedBefore
   };
+  static_assert(sizeof(Segment) <= 120, "keep Segment compact: see the estimate above it");
   static constexpr uint8_t kPathFull = 1;      // path is an absolute, resolved path
   static constexpr uint8_t kExistedBefore = 2; // creation not observed
 
-  // One segment and its key; `first`/`second` as in a map's value.
-  struct Slot {
-    SegmentKey first;
-    Segment second;
-  };
-
-  // Slot numbers filed by a hash in an open-addressing table (linear
-  // probing, deletion by backward shift): the key index and the path index.
-  // A cell is 4 bytes: the slot number + 1 (0 = empty) and 6 bits of the
-  // hash, which spare most probes a visit to the slot. Equal hashes may
-  // repeat (the path index is a multimap).
-  class SlotIndex {
-  public:
-    static constexpr uint32_t kMaxSlots = (1u << 26) - 1;
-    size_t size() const { return size_; }
-    // members(fn) calls fn(slot, hash) for every filed slot: growing the
-    // table refiles them in slot order, which reads the pool sequentially.
-    template <class Members> void insert(uint32_t slot, size_t hash, Members &&members);
-    // hash_of(slot) gives the hash of a filed slot.
-    template <class HashOf> bool erase(uint32_t slot, size_t hash, HashOf &&hash_of);
-    // Calls f(slot) for every slot whose cell matches hash, until f returns
-    // true; returns that slot or kNoSlot.
-    template <class F> uint32_t find(size_t hash, F &&f) const;
-    template <class Members> void reserve(size_t n, Members &&members);
-
-  private:
-    static constexpr uint32_t kSlotMask = kMaxSlots;
-    static uint32_t tag(size_t hash) { return static_cast<uint32_t>(hash >> 58) << 26; }
-    template <class Members> void rebuild(size_t cells, Members &&members);
-    void place(uint32_t slot, size_t hash);
-    std::vector<uint32_t> cells_; // size a power of two
-    size_t size_ = 0;
-  };
-  static constexpr uint32_t kNoSlot = UINT32_MAX;
-
-  // Segments by key: slots in fixed chunks (stable addresses, so iterators
-  // survive inserts and erases of other segments) and a SlotIndex.
-  class SegTable {
-  public:
-    class iterator {
-    public:
-      iterator() = default;
-      iterator(const SegTable *t, uint32_t i) : t_(t), i_(i) {}
-      Slot &operator*() const { return t_->slot(i_); }
-      Slot *operator->() const { return &t_->slot(i_); }
-      iterator &operator++() {
-        i_ = t_->next_live(i_ + 1);
-        return *this;
-      }
-      friend bool operator==(const iterator &a, const iterator &b) { return a.i_ == b.i_; }
-      uint32_t index() const { return i_; }
-
-    private:
-      const SegTable *t_ = nullptr;
-      uint32_t i_ = kNoSlot;
-    };
-
-    SegTable() = default;
-    SegTable(const SegTable &o);
-    SegTable(SegTable &&) noexcept = default;
-    SegTable &operator=(const SegTable &o);
-    SegTable &operator=(SegTable &&) noexcept = default;
-
-    iterator begin() const { return {this, next_live(0)}; }
-    iterator end() const { return {this, kNoSlot}; }
-    iterator find(const SegmentKey &key) const;
-    size_t count(const SegmentKey &key) const { return find(key) != end() ? 1 : 0; }
-    std::pair<iterator, bool> try_emplace(const SegmentKey &key);
-    void erase(iterator it);
-    size_t size() const { return index_.size(); }
-    void reserve(size_t n);
-    Slot &slot(uint32_t i) const { return chunks_[i >> kChunkBits][i & (kChunk - 1)]; }
-    // The first live slot at or after i, or kNoSlot.
-    uint32_t next_live(uint32_t i) const {
-      for (; i < used_; ++i)
-        if (slot(i).second.state != SegmentState::gone)
-          return i;
-      return kNoSlot;
-    }
-    // file(slot, hash of its key) for every live slot, in slot order.
-    template <class File> void for_each_key(File &&file) const;
-
-  private:
-    static size_t table_hash(const SegmentKey &k);
-    static constexpr uint32_t kChunkBits = 10;
-    static constexpr uint32_t kChunk = 1u << kChunkBits;
-    std::vector<std::unique_ptr<Slot[]>> chunks_;
-    std::vector<uint32_t> free_; // released slots, reused first
-    uint32_t used_ = 0;          // slots handed out so far (live or free)
-    SlotIndex index_;
-  };
+  using Slot = SegSlot<Segment>;
+  using SegIt = SegTable<Segment>::iterator;
 
   // A rate that decays exponentially, so `top` shows recent activity.
   struct RateCounter {
@@ -374,8 +220,6 @@ private:
     int64_t baseline = 0; // tracked bytes of the dev when used_bytes was measured
     std::deque<std::pair<uint64_t, uint64_t>> samples; // (now_ns, used bytes)
   };
-
-  using SegIt = SegTable::iterator;
 
   // Events, one handler each.
   void on_open(const Event &e); // create and open
@@ -439,7 +283,7 @@ private:
   uint64_t now_or_last(uint64_t now_ns) const { return now_ns ? now_ns : last_ts_; }
 
   EngineConfig config_;
-  SegTable segs_;
+  SegTable<Segment> segs_;
   // Linked files with a resolved path by the hash of it, to find unlink and
   // rename targets whose (dev, ino) hint is missing or wrong.
   SlotIndex by_path_;
