@@ -281,6 +281,8 @@ private:
   ProcessInfo process_info(uint32_t pid, const Process &p, uint64_t now_ns,
                            bool count_held = true) const;
   uint64_t now_or_last(uint64_t now_ns) const { return now_ns ? now_ns : last_ts_; }
+  // Counts and byte totals stop at zero: a lost event must not wrap them.
+  static uint64_t sat_sub(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
 
   EngineConfig config_;
   SegTable<Segment> segs_;
