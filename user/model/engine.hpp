@@ -9,6 +9,8 @@
 #include "facts/mounts.hpp"
 #include "facts/scan.hpp"
 #include "model/containers.hpp"
+#include "model/seg_table.hpp"
+#include "model/types.hpp"
 
 #include <array>
 #include <cstddef>
@@ -16,7 +18,6 @@
 #include <deque>
 #include <functional>
 #include <map>
-#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -25,198 +26,6 @@
 #include <vector>
 
 namespace shmbpf {
-
-// linked: the segment has a name (a tmpfs path, a SysV key not yet
-// IPC_RMID'ed). unlinked: nameless but alive while held (unlinked files,
-// every memfd, SysV segments marked for destruction). gone: destroyed; gone
-// segments leave the table, so queries never return this state.
-enum class SegmentState : uint8_t { linked, unlinked, gone };
-std::string_view to_string(SegmentState s);
-
-// Well-known naming schemes of segment creators.
-enum class NamePattern : uint8_t {
-  none,
-  torch, // torch_<pid>_<rand>_<n>: PyTorch file_system sharing strategy
-  psm,   // psm_*: Python multiprocessing.shared_memory
-  sem,   // sem.*: POSIX named semaphores (sem.mp-* from multiprocessing)
-};
-std::string_view to_string(NamePattern p);
-
-struct NameClass {
-  NamePattern pattern = NamePattern::none;
-  uint32_t pid = 0; // the creator pid embedded in a torch name, else 0
-};
-// Classifies the last component of a path or name.
-NameClass classify_shm_name(std::string_view path);
-
-// tmpfs files and memfds are keyed by inode (dev, ino), SysV segments by
-// (ipcns, shmid). tmpfs and memfd keys share one space: a file's identity is
-// its inode, and events (free) or /proc scans cannot always tell the two
-// apart, so SegmentKey{Kind::memfd, d, i} == SegmentKey{Kind::tmpfs, d, i}.
-struct SegmentKey {
-  Kind kind = Kind::tmpfs;
-  uint32_t dev_or_ipcns = 0;
-  uint64_t ino_or_shmid = 0;
-
-  bool is_sysv() const { return kind == Kind::sysv; }
-  static SegmentKey file(uint32_t dev, uint64_t ino) { return {Kind::tmpfs, dev, ino}; }
-  static SegmentKey sysv(uint32_t ipcns, int32_t shmid) {
-    return {Kind::sysv, ipcns, static_cast<uint64_t>(static_cast<uint32_t>(shmid))};
-  }
-  friend bool operator==(const SegmentKey &a, const SegmentKey &b) {
-    return a.is_sysv() == b.is_sysv() && a.dev_or_ipcns == b.dev_or_ipcns &&
-           a.ino_or_shmid == b.ino_or_shmid;
-  }
-  friend bool operator<(const SegmentKey &a, const SegmentKey &b) {
-    if (a.is_sysv() != b.is_sysv())
-      return !a.is_sysv();
-    if (a.dev_or_ipcns != b.dev_or_ipcns)
-      return a.dev_or_ipcns < b.dev_or_ipcns;
-    return a.ino_or_shmid < b.ino_or_shmid;
-  }
-};
-
-struct SegmentKeyHash {
-  size_t operator()(const SegmentKey &k) const noexcept;
-};
-
-struct CreatorInfo {
-  uint32_t pid = 0; // 0: unknown (the segment predates shmbpf or its creation was lost)
-  uint32_t uid = 0; // for unknown creators of files: the file owner
-  std::string comm;
-  uint64_t cgroup_id = 0;
-  std::string container_id; // "" = host
-  bool known = false;
-  bool exited = false;
-};
-
-struct SegmentInfo {
-  SegmentKey key;
-  Kind kind = Kind::tmpfs;
-  std::string path; // absolute path, memfd:<name>, SYSV<key in 8 hex>, or as passed if unresolved
-  uint32_t mnt_id = 0;
-  std::string mountpoint;
-  uint64_t size = 0;  // logical size
-  uint64_t bytes = 0; // resident: i_blocks * 512, or SysV rss
-  SegmentState state = SegmentState::linked;
-  CreatorInfo creator;
-  uint64_t created_ns = 0; // 0: existed before shmbpf started (or creation not seen)
-  bool existed_before = false;
-  int64_t mtime_s = 0;           // pre-existing files: mtime from the scan, else 0
-  std::vector<uint32_t> holders; // pids with an fd or mapping, sorted
-  uint32_t nattch = 0;           // SysV attach count
-  uint32_t sysv_key = 0;
-  uint64_t changed_ns = 0;
-  NamePattern pattern = NamePattern::none;
-  uint32_t inferred_pid = 0; // torch name of a segment with an unknown creator
-  // The container the segment belongs to: its creator's, else (creator
-  // unknown) the one whose processes own the mount namespace of its mount.
-  // Empty id: the host.
-  ContainerRef container;
-  // Set by queries given a time: age (creation, else mtime for pre-existing
-  // files, else time since shmbpf started) and the orphan verdict.
-  std::optional<uint64_t> age_ns;
-  bool orphan = false;
-};
-
-// Every set field must match. pid matches the creator or a holder; container
-// (an id or a prefix of one, "" for the host) matches the creator's or a
-// holder's container; mount is a mountpoint; path_glob is fnmatch(3) without
-// flags, so '*' also matches '/'.
-struct SegmentFilter {
-  std::optional<uint32_t> pid;
-  std::optional<std::string> container;
-  std::optional<std::string> mount;
-  std::optional<Kind> kind;
-  std::optional<std::string> path_glob;
-  std::optional<SegmentState> state;
-};
-
-struct Orphan {
-  SegmentInfo segment;
-  uint64_t age_ns = 0;
-};
-
-struct ProcessInfo {
-  uint32_t pid = 0;
-  uint32_t ppid = 0;
-  uint32_t uid = 0;
-  uint32_t mntns = 0;
-  std::string comm;
-  uint64_t cgroup_id = 0;
-  std::string container_id; // "" = host
-  std::string runtime;
-  std::string pod_uid;
-  uint64_t segments_created = 0; // live segments this process created
-  uint64_t bytes_created = 0;
-  uint64_t segments_held = 0;
-  uint64_t bytes_held = 0;
-  uint64_t segments_unheld = 0; // live segments it created that nobody holds now
-  uint64_t sysv_attachments = 0;
-  uint64_t creates = 0;   // files, memfds and SysV segments created since start
-  uint64_t unlinks = 0;   // unlinks and IPC_RMIDs since start
-  double create_rate = 0; // per second, exponentially decayed over ~10 s
-  double unlink_rate = 0;
-  uint64_t last_create_ns = 0;
-  uint64_t last_unlink_ns = 0;
-  uint64_t sigbus = 0; // SIGBUS faults (kernel-generated, si_code > 0)
-};
-
-struct ContainerInfo {
-  std::string id; // "" = host
-  std::string runtime;
-  std::string pod_uid;
-  uint64_t processes = 0;
-  uint64_t segments = 0; // live segments created from this container
-  uint64_t bytes = 0;
-  uint64_t creates = 0; // summed over live processes
-  uint64_t unlinks = 0;
-  double create_rate = 0;
-};
-
-struct MountUsage {
-  MountState mount;           // used_bytes: statfs value moved by the events since
-  uint64_t tracked_bytes = 0; // resident bytes of the segments shmbpf knows on this fs
-  uint64_t segments = 0;
-  std::optional<double> percent;         // nullopt when unlimited
-  double growth_bytes_per_s = 0;         // least-squares slope over the sample window
-  std::optional<double> seconds_to_full; // nullopt unless growing towards a limit
-  uint64_t enospc = 0;                   // failed resizes with ENOSPC
-};
-
-struct KindTotals {
-  uint64_t segments = 0;
-  uint64_t bytes = 0;
-};
-
-// Host-wide figures for headers (top) and exporters.
-struct EngineTotals {
-  KindTotals tmpfs, memfd, sysv;
-  uint64_t orphans = 0; // as orphans(now_ns, min_age_ns)
-  uint64_t orphan_bytes = 0;
-  uint64_t creates = 0; // since start, exited processes included
-  uint64_t unlinks = 0;
-  double create_rate = 0; // per second, decayed like ProcessInfo's
-  double unlink_rate = 0;
-  uint64_t sigbus = 0; // kernel-generated SIGBUS since start
-};
-
-struct EngineStats {
-  uint64_t events = 0;
-  uint64_t ignored = 0; // failed calls, unknown segments, unmatched shmdt
-  uint64_t segments = 0;
-  uint64_t processes = 0;
-  uint64_t gone = 0; // segments destroyed since start
-};
-
-struct EngineConfig {
-  uint64_t start_ns = 0; // CLOCK_BOOTTIME when shmbpf started
-  // CLOCK_REALTIME - CLOCK_BOOTTIME, to age pre-existing files by mtime.
-  std::optional<int64_t> realtime_offset_ns;
-  size_t expected_segments = 0; // reserved up front
-  uint64_t growth_window_ns = 60'000'000'000;
-  size_t max_samples = 240;
-};
 
 class SegmentScan;
 
@@ -321,75 +130,9 @@ public:
 private:
   friend class SegmentScan;
 
-  // Holder pids of one segment: nearly always 0-2, kept inline so that only
-  // shared segments allocate.
-  class PidList {
-  public:
-    PidList() = default;
-    PidList(const PidList &o) { copy_from(o); }
-    PidList(PidList &&o) noexcept { steal(o); }
-    PidList &operator=(const PidList &o);
-    PidList &operator=(PidList &&o) noexcept;
-    ~PidList() { release(); }
-
-    uint32_t size() const { return size_; }
-    bool empty() const { return size_ == 0; }
-    const uint32_t *begin() const { return data(); }
-    const uint32_t *end() const { return data() + size_; }
-    bool contains(uint32_t pid) const;
-    bool insert(uint32_t pid); // false if already there
-    bool erase(uint32_t pid);  // false if absent
-
-  private:
-    static constexpr uint32_t kInline = 2;
-    uint32_t *data() { return cap_ > kInline ? heap_ : inline_; }
-    const uint32_t *data() const { return cap_ > kInline ? heap_ : inline_; }
-    void copy_from(const PidList &o);
-    void steal(PidList &o) noexcept;
-    void release() noexcept;
-
-    uint32_t size_ = 0;
-    uint32_t cap_ = kInline;
-    union {
-      uint32_t inline_[kInline] = {};
-      uint32_t *heap_;
-    };
-  };
-
-  // A segment's path: one exact-size heap block (no terminator, no spare
-  // capacity) and the hash the path index files it under.
-  class PathStr {
-  public:
-    PathStr() = default;
-    PathStr(const PathStr &o) { assign(o.view()); }
-    PathStr(PathStr &&o) noexcept
-        : p_(std::exchange(o.p_, nullptr)), len_(std::exchange(o.len_, 0)),
-          hash_(std::exchange(o.hash_, 0)) {}
-    PathStr &operator=(const PathStr &o) {
-      if (this != &o)
-        assign(o.view());
-      return *this;
-    }
-    PathStr &operator=(PathStr &&o) noexcept;
-    ~PathStr() { delete[] p_; }
-
-    void assign(std::string_view s);
-    std::string_view view() const { return {p_, len_}; }
-    operator std::string_view() const { return view(); }
-    bool empty() const { return len_ == 0; }
-    uint32_t hash() const { return hash_; }
-    static uint32_t hash_of(std::string_view s);
-    friend bool operator==(const PathStr &a, std::string_view b) { return a.view() == b; }
-
-  private:
-    char *p_ = nullptr;
-    uint32_t len_ = 0;
-    uint32_t hash_ = 0;
-  };
-
   // Memory per segment (x86-64, libstdc++): this struct is 120 bytes and
-  // lives with its 16-byte key in a slot of a chunked pool (no malloc
-  // header, no node link); the key index and the path index are open
+  // lives with its 16-byte key in a slot of a chunked pool (SegTable: no
+  // malloc header, no node link); the key index and the path index are open
   // addressing tables of 4-byte slot numbers (~8-10 bytes per segment each
   // at their load factors). A path adds one exact-size heap block (48 bytes
   // with malloc's header for a 38-byte /dev/shm name), each holder a
@@ -418,100 +161,12 @@ private:
     NamePattern pattern = NamePattern::none;
     uint8_t flags = 0; // kPathFull, kExistedBefore
   };
+  static_assert(sizeof(Segment) <= 120, "keep Segment compact: see the estimate above it");
   static constexpr uint8_t kPathFull = 1;      // path is an absolute, resolved path
   static constexpr uint8_t kExistedBefore = 2; // creation not observed
 
-  // One segment and its key; `first`/`second` as in a map's value.
-  struct Slot {
-    SegmentKey first;
-    Segment second;
-  };
-
-  // Slot numbers filed by a hash in an open-addressing table (linear
-  // probing, deletion by backward shift): the key index and the path index.
-  // A cell is 4 bytes: the slot number + 1 (0 = empty) and 6 bits of the
-  // hash, which spare most probes a visit to the slot. Equal hashes may
-  // repeat (the path index is a multimap).
-  class SlotIndex {
-  public:
-    static constexpr uint32_t kMaxSlots = (1u << 26) - 1;
-    size_t size() const { return size_; }
-    // members(fn) calls fn(slot, hash) for every filed slot: growing the
-    // table refiles them in slot order, which reads the pool sequentially.
-    template <class Members> void insert(uint32_t slot, size_t hash, Members &&members);
-    // hash_of(slot) gives the hash of a filed slot.
-    template <class HashOf> bool erase(uint32_t slot, size_t hash, HashOf &&hash_of);
-    // Calls f(slot) for every slot whose cell matches hash, until f returns
-    // true; returns that slot or kNoSlot.
-    template <class F> uint32_t find(size_t hash, F &&f) const;
-    template <class Members> void reserve(size_t n, Members &&members);
-
-  private:
-    static constexpr uint32_t kSlotMask = kMaxSlots;
-    static uint32_t tag(size_t hash) { return static_cast<uint32_t>(hash >> 58) << 26; }
-    template <class Members> void rebuild(size_t cells, Members &&members);
-    void place(uint32_t slot, size_t hash);
-    std::vector<uint32_t> cells_; // size a power of two
-    size_t size_ = 0;
-  };
-  static constexpr uint32_t kNoSlot = UINT32_MAX;
-
-  // Segments by key: slots in fixed chunks (stable addresses, so iterators
-  // survive inserts and erases of other segments) and a SlotIndex.
-  class SegTable {
-  public:
-    class iterator {
-    public:
-      iterator() = default;
-      iterator(const SegTable *t, uint32_t i) : t_(t), i_(i) {}
-      Slot &operator*() const { return t_->slot(i_); }
-      Slot *operator->() const { return &t_->slot(i_); }
-      iterator &operator++() {
-        i_ = t_->next_live(i_ + 1);
-        return *this;
-      }
-      friend bool operator==(const iterator &a, const iterator &b) { return a.i_ == b.i_; }
-      uint32_t index() const { return i_; }
-
-    private:
-      const SegTable *t_ = nullptr;
-      uint32_t i_ = kNoSlot;
-    };
-
-    SegTable() = default;
-    SegTable(const SegTable &o);
-    SegTable(SegTable &&) noexcept = default;
-    SegTable &operator=(const SegTable &o);
-    SegTable &operator=(SegTable &&) noexcept = default;
-
-    iterator begin() const { return {this, next_live(0)}; }
-    iterator end() const { return {this, kNoSlot}; }
-    iterator find(const SegmentKey &key) const;
-    size_t count(const SegmentKey &key) const { return find(key) != end() ? 1 : 0; }
-    std::pair<iterator, bool> try_emplace(const SegmentKey &key);
-    void erase(iterator it);
-    size_t size() const { return index_.size(); }
-    void reserve(size_t n);
-    Slot &slot(uint32_t i) const { return chunks_[i >> kChunkBits][i & (kChunk - 1)]; }
-    // The first live slot at or after i, or kNoSlot.
-    uint32_t next_live(uint32_t i) const {
-      for (; i < used_; ++i)
-        if (slot(i).second.state != SegmentState::gone)
-          return i;
-      return kNoSlot;
-    }
-    // file(slot, hash of its key) for every live slot, in slot order.
-    template <class File> void for_each_key(File &&file) const;
-
-  private:
-    static size_t table_hash(const SegmentKey &k);
-    static constexpr uint32_t kChunkBits = 10;
-    static constexpr uint32_t kChunk = 1u << kChunkBits;
-    std::vector<std::unique_ptr<Slot[]>> chunks_;
-    std::vector<uint32_t> free_; // released slots, reused first
-    uint32_t used_ = 0;          // slots handed out so far (live or free)
-    SlotIndex index_;
-  };
+  using Slot = SegSlot<Segment>;
+  using SegIt = SegTable<Segment>::iterator;
 
   // A rate that decays exponentially, so `top` shows recent activity.
   struct RateCounter {
@@ -565,8 +220,6 @@ private:
     int64_t baseline = 0; // tracked bytes of the dev when used_bytes was measured
     std::deque<std::pair<uint64_t, uint64_t>> samples; // (now_ns, used bytes)
   };
-
-  using SegIt = SegTable::iterator;
 
   // Events, one handler each.
   void on_open(const Event &e); // create and open
@@ -628,9 +281,11 @@ private:
   ProcessInfo process_info(uint32_t pid, const Process &p, uint64_t now_ns,
                            bool count_held = true) const;
   uint64_t now_or_last(uint64_t now_ns) const { return now_ns ? now_ns : last_ts_; }
+  // Counts and byte totals stop at zero: a lost event must not wrap them.
+  static uint64_t sat_sub(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
 
   EngineConfig config_;
-  SegTable segs_;
+  SegTable<Segment> segs_;
   // Linked files with a resolved path by the hash of it, to find unlink and
   // rename targets whose (dev, ino) hint is missing or wrong.
   SlotIndex by_path_;
@@ -688,9 +343,3 @@ private:
 };
 
 } // namespace shmbpf
-
-template <> struct std::hash<shmbpf::SegmentKey> {
-  size_t operator()(const shmbpf::SegmentKey &k) const noexcept {
-    return shmbpf::SegmentKeyHash{}(k);
-  }
-};

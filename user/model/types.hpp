@@ -1,0 +1,218 @@
+// The engine's public data: segment keys and states, and the plain structs
+// its queries return (segments, processes, containers, mounts, totals).
+// Views, exporters and tests read these without seeing the engine's storage.
+#pragma once
+
+#include "decode/event.hpp"
+#include "facts/mounts.hpp"
+#include "model/containers.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace shmbpf {
+
+// linked: the segment has a name (a tmpfs path, a SysV key not yet
+// IPC_RMID'ed). unlinked: nameless but alive while held (unlinked files,
+// every memfd, SysV segments marked for destruction). gone: destroyed; gone
+// segments leave the table, so queries never return this state.
+enum class SegmentState : uint8_t { linked, unlinked, gone };
+std::string_view to_string(SegmentState s);
+
+// Well-known naming schemes of segment creators.
+enum class NamePattern : uint8_t {
+  none,
+  torch, // torch_<pid>_<rand>_<n>: PyTorch file_system sharing strategy
+  psm,   // psm_*: Python multiprocessing.shared_memory
+  sem,   // sem.*: POSIX named semaphores (sem.mp-* from multiprocessing)
+};
+std::string_view to_string(NamePattern p);
+
+struct NameClass {
+  NamePattern pattern = NamePattern::none;
+  uint32_t pid = 0; // the creator pid embedded in a torch name, else 0
+};
+// Classifies the last component of a path or name.
+NameClass classify_shm_name(std::string_view path);
+
+// tmpfs files and memfds are keyed by inode (dev, ino), SysV segments by
+// (ipcns, shmid). tmpfs and memfd keys share one space: a file's identity is
+// its inode, and events (free) or /proc scans cannot always tell the two
+// apart, so SegmentKey{Kind::memfd, d, i} == SegmentKey{Kind::tmpfs, d, i}.
+struct SegmentKey {
+  Kind kind = Kind::tmpfs;
+  uint32_t dev_or_ipcns = 0;
+  uint64_t ino_or_shmid = 0;
+
+  bool is_sysv() const { return kind == Kind::sysv; }
+  static SegmentKey file(uint32_t dev, uint64_t ino) { return {Kind::tmpfs, dev, ino}; }
+  static SegmentKey sysv(uint32_t ipcns, int32_t shmid) {
+    return {Kind::sysv, ipcns, static_cast<uint64_t>(static_cast<uint32_t>(shmid))};
+  }
+  friend bool operator==(const SegmentKey &a, const SegmentKey &b) {
+    return a.is_sysv() == b.is_sysv() && a.dev_or_ipcns == b.dev_or_ipcns &&
+           a.ino_or_shmid == b.ino_or_shmid;
+  }
+  friend bool operator<(const SegmentKey &a, const SegmentKey &b) {
+    if (a.is_sysv() != b.is_sysv())
+      return !a.is_sysv();
+    if (a.dev_or_ipcns != b.dev_or_ipcns)
+      return a.dev_or_ipcns < b.dev_or_ipcns;
+    return a.ino_or_shmid < b.ino_or_shmid;
+  }
+};
+
+struct SegmentKeyHash {
+  size_t operator()(const SegmentKey &k) const noexcept;
+};
+
+struct CreatorInfo {
+  uint32_t pid = 0; // 0: unknown (the segment predates shmbpf or its creation was lost)
+  uint32_t uid = 0; // for unknown creators of files: the file owner
+  std::string comm;
+  uint64_t cgroup_id = 0;
+  std::string container_id; // "" = host
+  bool known = false;
+  bool exited = false;
+};
+
+struct SegmentInfo {
+  SegmentKey key;
+  Kind kind = Kind::tmpfs;
+  std::string path; // absolute path, memfd:<name>, SYSV<key in 8 hex>, or as passed if unresolved
+  uint32_t mnt_id = 0;
+  std::string mountpoint;
+  uint64_t size = 0;  // logical size
+  uint64_t bytes = 0; // resident: i_blocks * 512, or SysV rss
+  SegmentState state = SegmentState::linked;
+  CreatorInfo creator;
+  uint64_t created_ns = 0; // 0: existed before shmbpf started (or creation not seen)
+  bool existed_before = false;
+  int64_t mtime_s = 0;           // pre-existing files: mtime from the scan, else 0
+  std::vector<uint32_t> holders; // pids with an fd or mapping, sorted
+  uint32_t nattch = 0;           // SysV attach count
+  uint32_t sysv_key = 0;
+  uint64_t changed_ns = 0;
+  NamePattern pattern = NamePattern::none;
+  uint32_t inferred_pid = 0; // torch name of a segment with an unknown creator
+  // The container the segment belongs to: its creator's, else (creator
+  // unknown) the one whose processes own the mount namespace of its mount.
+  // Empty id: the host.
+  ContainerRef container;
+  // Set by queries given a time: age (creation, else mtime for pre-existing
+  // files, else time since shmbpf started) and the orphan verdict.
+  std::optional<uint64_t> age_ns;
+  bool orphan = false;
+};
+
+// Every set field must match. pid matches the creator or a holder; container
+// (an id or a prefix of one, "" for the host) matches the creator's or a
+// holder's container; mount is a mountpoint; path_glob is fnmatch(3) without
+// flags, so '*' also matches '/'.
+struct SegmentFilter {
+  std::optional<uint32_t> pid;
+  std::optional<std::string> container;
+  std::optional<std::string> mount;
+  std::optional<Kind> kind;
+  std::optional<std::string> path_glob;
+  std::optional<SegmentState> state;
+};
+
+struct Orphan {
+  SegmentInfo segment;
+  uint64_t age_ns = 0;
+};
+
+struct ProcessInfo {
+  uint32_t pid = 0;
+  uint32_t ppid = 0;
+  uint32_t uid = 0;
+  uint32_t mntns = 0;
+  std::string comm;
+  uint64_t cgroup_id = 0;
+  std::string container_id; // "" = host
+  std::string runtime;
+  std::string pod_uid;
+  uint64_t segments_created = 0; // live segments this process created
+  uint64_t bytes_created = 0;
+  uint64_t segments_held = 0;
+  uint64_t bytes_held = 0;
+  uint64_t segments_unheld = 0; // live segments it created that nobody holds now
+  uint64_t sysv_attachments = 0;
+  uint64_t creates = 0;   // files, memfds and SysV segments created since start
+  uint64_t unlinks = 0;   // unlinks and IPC_RMIDs since start
+  double create_rate = 0; // per second, exponentially decayed over ~10 s
+  double unlink_rate = 0;
+  uint64_t last_create_ns = 0;
+  uint64_t last_unlink_ns = 0;
+  uint64_t sigbus = 0; // SIGBUS faults (kernel-generated, si_code > 0)
+};
+
+struct ContainerInfo {
+  std::string id; // "" = host
+  std::string runtime;
+  std::string pod_uid;
+  uint64_t processes = 0;
+  uint64_t segments = 0; // live segments created from this container
+  uint64_t bytes = 0;
+  uint64_t creates = 0; // summed over live processes
+  uint64_t unlinks = 0;
+  double create_rate = 0;
+};
+
+struct MountUsage {
+  MountState mount;           // used_bytes: statfs value moved by the events since
+  uint64_t tracked_bytes = 0; // resident bytes of the segments shmbpf knows on this fs
+  uint64_t segments = 0;
+  std::optional<double> percent;         // nullopt when unlimited
+  double growth_bytes_per_s = 0;         // least-squares slope over the sample window
+  std::optional<double> seconds_to_full; // nullopt unless growing towards a limit
+  uint64_t enospc = 0;                   // failed resizes with ENOSPC
+};
+
+struct KindTotals {
+  uint64_t segments = 0;
+  uint64_t bytes = 0;
+};
+
+// Host-wide figures for headers (top) and exporters.
+struct EngineTotals {
+  KindTotals tmpfs, memfd, sysv;
+  uint64_t orphans = 0; // as orphans(now_ns, min_age_ns)
+  uint64_t orphan_bytes = 0;
+  uint64_t creates = 0; // since start, exited processes included
+  uint64_t unlinks = 0;
+  double create_rate = 0; // per second, decayed like ProcessInfo's
+  double unlink_rate = 0;
+  uint64_t sigbus = 0; // kernel-generated SIGBUS since start
+};
+
+struct EngineStats {
+  uint64_t events = 0;
+  uint64_t ignored = 0; // failed calls, unknown segments, unmatched shmdt
+  uint64_t segments = 0;
+  uint64_t processes = 0;
+  uint64_t gone = 0; // segments destroyed since start
+};
+
+struct EngineConfig {
+  uint64_t start_ns = 0; // CLOCK_BOOTTIME when shmbpf started
+  // CLOCK_REALTIME - CLOCK_BOOTTIME, to age pre-existing files by mtime.
+  std::optional<int64_t> realtime_offset_ns;
+  size_t expected_segments = 0; // reserved up front
+  uint64_t growth_window_ns = 60'000'000'000;
+  size_t max_samples = 240;
+};
+
+} // namespace shmbpf
+
+template <> struct std::hash<shmbpf::SegmentKey> {
+  size_t operator()(const shmbpf::SegmentKey &k) const noexcept {
+    return shmbpf::SegmentKeyHash{}(k);
+  }
+};
