@@ -136,9 +136,9 @@ private:
   // addressing tables of 4-byte slot numbers (~8-10 bytes per segment each
   // at their load factors). A path adds one exact-size heap block (48 bytes
   // with malloc's header for a 38-byte /dev/shm name), each holder a
-  // 24-byte Held entry in its process. engine_memory (PyTorch names, one
-  // holder): 234 bytes per segment held, 210 orphaned at 100,000 segments;
-  // 232 and 201 at 1,000,000. The pool keeps its peak number of slots.
+  // 24-byte Held entry in its process. The pool keeps its peak number of
+  // slots. bench/engine/engine_memory measures the whole per segment
+  // (docs/BENCHMARKS.md).
   struct Segment {
     PathStr path;
     PidList holders;

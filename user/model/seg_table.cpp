@@ -88,15 +88,19 @@ PathStr &PathStr::operator=(PathStr &&o) noexcept {
 }
 
 void PathStr::assign(std::string_view s) {
-  if (s.size() != len_) {
-    char *p = s.empty() ? nullptr : new char[s.size()];
-    delete[] p_;
-    p_ = p;
-    len_ = static_cast<uint32_t>(s.size());
-  }
-  if (!s.empty())
-    std::memmove(p_, s.data(), s.size());
   hash_ = hash_of(s);
+  if (s.size() == len_) {
+    if (!s.empty())
+      std::memmove(p_, s.data(), s.size()); // s may be part of this path
+    return;
+  }
+  // Copied before the old block goes: s may point into it.
+  char *p = s.empty() ? nullptr : new char[s.size()];
+  if (!s.empty())
+    std::memcpy(p, s.data(), s.size());
+  delete[] p_;
+  p_ = p;
+  len_ = static_cast<uint32_t>(s.size());
 }
 
 uint32_t PathStr::hash_of(std::string_view s) {

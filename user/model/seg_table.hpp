@@ -75,8 +75,7 @@ public:
   PathStr &operator=(PathStr &&o) noexcept;
   ~PathStr() { delete[] p_; }
 
-  // s may be this path's whole text but not a part of it: a length change
-  // frees the old block before the copy.
+  // s may be this path's own text, or a part of it.
   void assign(std::string_view s);
   std::string_view view() const { return {p_, len_}; }
   operator std::string_view() const { return view(); }
