@@ -115,7 +115,7 @@ BENCHMARK(BM_CreateUnlinkSteady);
 void BM_ReconcileUnchanged(benchmark::State &state) {
   const auto files = static_cast<uint64_t>(state.range(0));
   SystemScan scan;
-  ScannedFs fs{bench::kShmDev, bench::kShmMntId, "/dev/shm", {}, "/dev/shm"};
+  ScannedFs fs{bench::kShmDev, bench::kShmMntId, "/dev/shm", {}, "/dev/shm", {}};
   for (uint32_t p = 0; p < 100; p++) {
     ScannedProcess proc;
     proc.id.pid = 100 + p;

@@ -135,3 +135,37 @@ TEST(LsCli, RejectsUnknownView) {
 }
 
 } // namespace
+
+namespace {
+
+// A file five and more directories down is shared memory like any other:
+// a leak once hid there from ls, leaks and top.
+TEST(LsCli, ListsFilesDeepInTheTree) {
+  std::string dir = "/dev/shm/e2e-deep-" + std::to_string(getpid());
+  std::vector<std::string> made;
+  std::string path = dir;
+  for (const char *part : {"", "/a", "/b", "/c", "/d", "/e", "/f"}) {
+    path += part;
+    ASSERT_EQ(mkdir(path.c_str(), 0755), 0) << path;
+    made.push_back(path);
+  }
+  const std::string file = path + "/x";
+  int fd = open(file.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+  ASSERT_GE(fd, 0);
+  std::string data(1 << 16, 'x');
+  ASSERT_EQ(write(fd, data.data(), data.size()), static_cast<ssize_t>(data.size()));
+  close(fd);
+
+  auto r = shmbpf::test::run_shmbpf("ls --json --match '" + dir + "/*'");
+  unlink(file.c_str());
+  for (auto it = made.rbegin(); it != made.rend(); ++it)
+    rmdir(it->c_str());
+  ASSERT_EQ(r.code, 0) << r.err;
+  const auto doc = nlohmann::json::parse(r.out);
+  const nlohmann::json *s = find_path(doc["segments"], file);
+  ASSERT_NE(s, nullptr) << r.out;
+  EXPECT_EQ((*s)["bytes"], data.size());
+  EXPECT_EQ(r.err.find("not every file was scanned"), std::string::npos) << r.err;
+}
+
+} // namespace

@@ -98,9 +98,11 @@ protected:
 
 TEST_F(TmpfsScan, MatchesFstat) {
   auto found = by_path(scan_tmpfs_mount(dir_.path()));
-  // Default depth 4: everything but four.bin, plus the hard link.
-  std::vector<std::string> expected = {"top.bin",   "top.hard",    "empty.bin",      "we ird\nname",
-                                       "a/one.bin", "a/b/two.bin", "a/b/c/three.bin"};
+  // The default depth reaches every file, four.bin five levels down too,
+  // and the hard link.
+  std::vector<std::string> expected = {"top.bin",         "top.hard",        "empty.bin",
+                                       "we ird\nname",    "a/one.bin",       "a/b/two.bin",
+                                       "a/b/c/three.bin", "a/b/c/d/four.bin"};
   ASSERT_EQ(found.size(), expected.size());
   for (const auto &rel : expected) {
     std::string abs = dir_ / rel;
@@ -163,6 +165,37 @@ TEST_F(TmpfsScan, HonoursMaxFiles) {
   EXPECT_EQ(scan_tmpfs_mount(dir_.path(), 10, 0).size(), 0u);
 }
 
+// A limit that leaves files out says so; the defaults leave out nothing of
+// a deep tree (a leak once hid five directories down).
+TEST_F(TmpfsScan, ReportsWhatLimitsLeftOut) {
+  ScanShortfall none, deep, many;
+  auto all = scan_tmpfs_dir(dir_.path(), dir_.path(), 0, 100, 1000, &none).value();
+  EXPECT_EQ(all.size(), 8u);
+  EXPECT_FALSE(none.any());
+  auto shallow = scan_tmpfs_dir(dir_.path(), dir_.path(), 0, 1, 1000, &deep).value();
+  EXPECT_EQ(shallow.size(), 4u);
+  EXPECT_GT(deep.dirs_too_deep, 0u);
+  EXPECT_FALSE(deep.file_limit);
+  auto few = scan_tmpfs_dir(dir_.path(), dir_.path(), 0, 100, 3, &many).value();
+  EXPECT_EQ(few.size(), 3u);
+  EXPECT_TRUE(many.file_limit);
+
+  std::string path = dir_.path();
+  for (int i = 0; i < 12; ++i) {
+    path += "/d" + std::to_string(i);
+    ASSERT_EQ(::mkdir(path.c_str(), 0755), 0);
+  }
+  const std::string leaf = path + "/x";
+  int fd = ::open(leaf.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  ASSERT_GE(fd, 0);
+  ::close(fd);
+  ScanShortfall defaults;
+  auto found = by_path(
+      scan_tmpfs_dir(dir_.path(), dir_.path(), 0, kScanMaxDepth, kScanMaxFiles, &defaults).value());
+  EXPECT_TRUE(found.count(leaf)) << leaf;
+  EXPECT_FALSE(defaults.any());
+}
+
 TEST_F(TmpfsScan, TrailingSlashAndMissingDir) {
   auto files = scan_tmpfs_mount(dir_.path() + "/", 1);
   ASSERT_EQ(files.size(), 4u);
@@ -218,7 +251,7 @@ TEST(TmpfsScanPerf, ManyFiles) {
   }
   auto files = scan_tmpfs_mount(dir.path());
   EXPECT_EQ(files.size(), static_cast<size_t>(kDirs * kPerDir));
-  EXPECT_EQ(scan_tmpfs_mount(dir.path(), 4, 1234).size(), 1234u);
+  EXPECT_EQ(scan_tmpfs_mount(dir.path(), kScanMaxDepth, 1234).size(), 1234u);
 }
 
 // The listing (no stat) finds exactly the files the full scan finds, keyed
@@ -344,7 +377,7 @@ TEST(TmpfsScanPerf, LargeDirectory) {
     EXPECT_EQ(it->second.leaf, "f" + std::to_string(i));
   }
   EXPECT_EQ(found.at(dir / "sub/inner").size, 7u);
-  EXPECT_EQ(scan_tmpfs_mount(dir.path(), 4, 4500).size(), 4500u);
+  EXPECT_EQ(scan_tmpfs_mount(dir.path(), kScanMaxDepth, 4500).size(), 4500u);
   EXPECT_EQ(list_tmpfs_dir(dir.path()).value().size(), static_cast<size_t>(kFiles + 1));
 }
 

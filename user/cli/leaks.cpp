@@ -8,6 +8,7 @@
 #include "sources/clock.hpp"
 #include "sources/system_scan.hpp"
 #include "views/leaks_view.hpp"
+#include "views/scan_notes.hpp"
 
 #include <unistd.h>
 
@@ -25,7 +26,12 @@ int run_leaks(const LeaksOptions &opts) {
   const EngineConfig cfg = engine_config_now();
   uint64_t now = cfg.start_ns;
   Engine engine(cfg);
-  bootstrap(engine, scan_system());
+  {
+    const SystemScan scan = scan_system();
+    for (const std::string &line : scan_shortfall_lines(scan.filesystems))
+      std::fprintf(stderr, "shmbpf: warning: %s\n", line.c_str());
+    bootstrap(engine, scan);
+  }
 
   // Growth needs time: rescan once a second over the window.
   std::vector<UsageSample> samples{sample_usage(engine, now)};

@@ -7,6 +7,7 @@
 #include "model/leaks.hpp"
 #include "sources/system_scan.hpp"
 #include "views/ls_view.hpp"
+#include "views/scan_notes.hpp"
 
 #include <unistd.h>
 
@@ -32,7 +33,10 @@ int run_ls(const LsOptions &opts) {
   const EngineConfig cfg = engine_config_now();
   const uint64_t now = cfg.start_ns;
   Engine &engine = *new Engine(cfg); // kept until exit, see above
-  bootstrap(engine, kept_until_exit(scan_system()));
+  const SystemScan &scan = kept_until_exit(scan_system());
+  for (const std::string &line : scan_shortfall_lines(scan.filesystems))
+    std::fprintf(stderr, "shmbpf: warning: %s\n", line.c_str());
+  bootstrap(engine, scan);
   engine.sample_mounts(now);
 
   std::string out;

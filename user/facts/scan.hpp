@@ -69,6 +69,14 @@ struct SysvEntry {
   bool removed = false; // SHM_DEST set: IPC_RMID done, waiting for the last detach
 };
 
+// What a directory scan left out because it hit a limit: none of it by
+// default on a real /dev/shm, and reported when it is not.
+struct ScanShortfall {
+  uint64_t dirs_too_deep = 0; // directories at the depth limit, not entered
+  bool file_limit = false;    // stopped at the most files it lists
+  bool any() const { return dirs_too_deep != 0 || file_limit; }
+};
+
 // One tmpfs filesystem, scanned once through one of its mounts.
 struct ScannedFs {
   uint32_t dev = 0;
@@ -76,6 +84,7 @@ struct ScannedFs {
   std::string mountpoint;       // as the namespace's processes see it
   std::vector<TmpfsFile> files; // paths as that namespace's processes see them
   std::string scanned_from;     // the directory read (via /proc/PID/root if need be)
+  ScanShortfall shortfall;
 };
 
 struct ScannedProcess {

@@ -104,9 +104,11 @@ std::vector<ScannedFs> scan_filesystems(const std::vector<MountNamespace> &names
   std::vector<ScannedFs> out;
   for_each_tmpfs_filesystem(namespaces, [&](const MountInfo &m, const std::string &path) {
     // Paths as the namespace's processes see them.
-    auto files = scan_tmpfs_dir(path, m.mountpoint, m.dev);
+    ScanShortfall shortfall;
+    auto files =
+        scan_tmpfs_dir(path, m.mountpoint, m.dev, kScanMaxDepth, kScanMaxFiles, &shortfall);
     if (files)
-      out.push_back({m.dev, m.mnt_id, m.mountpoint, std::move(*files), path});
+      out.push_back({m.dev, m.mnt_id, m.mountpoint, std::move(*files), path, shortfall});
     return files.has_value();
   });
   return out;

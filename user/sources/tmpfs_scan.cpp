@@ -55,7 +55,7 @@ public:
     std::vector<Entry> entries;
     std::vector<uint32_t> files; // indexes of entries that are regular files
     const size_t budget = max_files_ - std::min(max_files_, found());
-    while (files.size() < budget) {
+    while (true) {
       const dirent *ent = ::readdir(dir);
       if (ent == nullptr)
         break;
@@ -66,8 +66,14 @@ public:
       const unsigned char type = ent->d_type;
       if (type != DT_REG && type != DT_DIR && type != DT_UNKNOWN)
         continue;
-      if (type == DT_DIR && depth >= max_depth_)
+      if (files.size() >= budget) {
+        shortfall_.file_limit = true;
+        break;
+      }
+      if (type == DT_DIR && depth >= max_depth_) {
+        ++shortfall_.dirs_too_deep;
         continue;
+      }
       if (type == DT_REG)
         files.push_back(static_cast<uint32_t>(entries.size()));
       entries.push_back({names.size(), ent->d_ino, type});
@@ -104,8 +110,10 @@ public:
                out_.end());
 
     for (const Entry &e : entries) {
-      if (found() >= max_files_)
+      if (found() >= max_files_ && (e.type == DT_DIR || e.type == DT_UNKNOWN)) {
+        shortfall_.file_limit = true;
         return;
+      }
       const char *name = names.c_str() + e.name;
       if (e.type == DT_DIR) {
         descend(dfd, path, name, depth + 1);
@@ -123,9 +131,13 @@ public:
         set_file(out_.back(), st, path, name);
       } else if (S_ISDIR(st.st_mode) && depth < max_depth_) {
         descend(dfd, path, name, depth + 1);
+      } else if (S_ISDIR(st.st_mode)) {
+        ++shortfall_.dirs_too_deep;
       }
     }
   }
+
+  const ScanShortfall &shortfall() const { return shortfall_; }
 
 private:
   struct Entry {
@@ -194,6 +206,7 @@ private:
   size_t max_files_;
   std::vector<TmpfsFile> &out_;
   std::vector<SeedKey> *keys_;
+  ScanShortfall shortfall_;
 };
 
 // Opens dir (through a symlink, as /dev/shm -> /run/shm may be) when it is
@@ -218,8 +231,8 @@ std::vector<TmpfsFile> scan_tmpfs_mount(const std::string &dir, int max_depth, s
 }
 
 std::optional<std::vector<TmpfsFile>> scan_tmpfs_dir(const std::string &dir, std::string shown_dir,
-                                                     uint32_t dev, int max_depth,
-                                                     size_t max_files) {
+                                                     uint32_t dev, int max_depth, size_t max_files,
+                                                     ScanShortfall *shortfall) {
   struct stat st;
   DirPtr root = open_root(dir, dev, st);
   if (!root)
@@ -229,7 +242,10 @@ std::optional<std::vector<TmpfsFile>> scan_tmpfs_dir(const std::string &dir, std
     return out;
   while (shown_dir.size() > 1 && shown_dir.back() == '/')
     shown_dir.pop_back();
-  Scanner(st.st_dev, max_depth, max_files, out, nullptr).walk(root.get(), shown_dir, 1);
+  Scanner scanner(st.st_dev, max_depth, max_files, out, nullptr);
+  scanner.walk(root.get(), shown_dir, 1);
+  if (shortfall)
+    *shortfall = scanner.shortfall();
   return out;
 }
 
