@@ -769,10 +769,13 @@ TEST(EngineSysv, ExistingSegmentFromShmget) {
 
 TEST(EngineSysv, BootstrapAndReconcile) {
   Engine engine(starting_at(sec(1)));
-  engine.add_sysv(kIpcNs, 5, 0x5, kMiB, 4096, 300, 0); // before its creator's process
+  engine.add_sysv(kIpcNs, sysv_line(5, 0x5, kMiB, 4096, 300, 0)); // before its creator
   engine.add_process(300, 1, 0, "postgres", 0, 0);
-  engine.add_sysv(kIpcNs, 6, 0x6, kMiB, 0, 999, 0);
-  engine.add_sysv(kIpcNs, 8, 0x8, kMiB, 0, 999, 2);
+  engine.add_sysv(kIpcNs, sysv_line(6, 0x6, kMiB, 0, 999, 0));
+  engine.add_sysv(kIpcNs, sysv_line(8, 0x8, kMiB, 0, 999, 2));
+  // IPC_RMID'ed while attached: nameless, alive until the last detach.
+  engine.add_sysv(kIpcNs, sysv_line(11, 0xb, kMiB, 0, 300, 1, true));
+  EXPECT_EQ(engine.segment(sysv_key(11))->state, SegmentState::unlinked);
   auto s5 = engine.segment(sysv_key(5));
   ASSERT_TRUE(s5);
   EXPECT_EQ(s5->creator.pid, 300u);

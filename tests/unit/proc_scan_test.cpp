@@ -13,24 +13,58 @@
 #include <sys/shm.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 namespace shmbpf {
 namespace {
 
 TEST(ProcScanParse, StatCommWithParensAndSpaces) {
-  auto r = parse_stat_ppid_comm("1234 (a) (b c) S 77 1234 1234 0 -1 4194560 100 0 0 0\n");
+  auto r = parse_stat("1234 (a) (b c) S 77 1234 1234 0 -1 4194560 100 0 0 0\n");
   ASSERT_TRUE(r);
-  EXPECT_EQ(r->first, 77u);
-  EXPECT_EQ(r->second, "a) (b c");
+  EXPECT_EQ(r->ppid, 77u);
+  EXPECT_EQ(r->comm, "a) (b c");
+  EXPECT_EQ(r->state, 'S');
+  EXPECT_FALSE(r->exited());
 
-  auto plain = parse_stat_ppid_comm("1 (systemd) S 0 1 1 0 -1");
+  auto plain = parse_stat("1 (systemd) S 0 1 1 0 -1");
   ASSERT_TRUE(plain);
-  EXPECT_EQ(plain->first, 0u);
-  EXPECT_EQ(plain->second, "systemd");
+  EXPECT_EQ(plain->ppid, 0u);
+  EXPECT_EQ(plain->comm, "systemd");
 
-  EXPECT_FALSE(parse_stat_ppid_comm("1 systemd S 0"));
-  EXPECT_FALSE(parse_stat_ppid_comm("1 (x) S"));
+  auto zombie = parse_stat("4242 (python3) Z 1 4242 4242 0 -1");
+  ASSERT_TRUE(zombie);
+  EXPECT_TRUE(zombie->exited());
+
+  EXPECT_FALSE(parse_stat("1 systemd S 0"));
+  EXPECT_FALSE(parse_stat("1 (x) S"));
+  EXPECT_FALSE(parse_stat("1 (x) SS 0"));
+}
+
+// A zombie has exited: scans leave it out, so a segment whose creator is a
+// zombie is an orphan at once, not once the parent reaps it.
+TEST(ProcScan, ZombieIsGone) {
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0)
+    _exit(0);
+  // Not reaped yet: a zombie until waitpid below.
+  for (int i = 0; i < 200; ++i) {
+    std::string stat;
+    if (FILE *f = std::fopen(("/proc/" + std::to_string(child) + "/stat").c_str(), "r")) {
+      char buf[512];
+      stat.assign(buf, std::fread(buf, 1, sizeof buf, f));
+      std::fclose(f);
+    }
+    auto fields = parse_stat(stat);
+    if (fields && fields->exited())
+      break;
+    usleep(5000);
+  }
+  EXPECT_FALSE(read_process(static_cast<uint32_t>(child)));
+  EXPECT_TRUE(read_process(static_cast<uint32_t>(getpid())));
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
 }
 
 TEST(ProcScanParse, CgroupV2PathFromHybrid) {

@@ -46,7 +46,7 @@ BootstrapStats bootstrap(Engine &engine, const SystemScan &scan) {
   }
   for (const auto &ipc : scan.ipc) {
     for (const auto &s : ipc.segments)
-      engine.add_sysv(ipc.ipcns, s.shmid, s.key, s.size, s.rss_bytes, s.cpid, s.nattch);
+      engine.add_sysv(ipc.ipcns, s);
     stats.sysv += ipc.segments.size();
   }
   for (const auto &p : scan.processes) {

@@ -50,8 +50,9 @@ public:
   bool set_holders(SegmentKey key, std::vector<uint32_t> pids);
   void add_process(uint32_t pid, uint32_t ppid, uint32_t uid, std::string comm, uint64_t cgroup_id,
                    uint32_t mntns, uint32_t ipcns = 0);
-  void add_sysv(uint32_t ipcns, int32_t shmid, uint32_t key, uint64_t size, uint64_t rss_bytes,
-                uint32_t cpid, uint32_t nattch);
+  // One line of an IPC namespace's /proc/sysvipc/shm, marked for
+  // destruction or not.
+  void add_sysv(uint32_t ipcns, const SysvEntry &entry);
   void set_cgroup_path(uint64_t cgroup_id, std::string path);
   // Size and resident bytes of a file measured by stat: writes and page
   // faults raise them without any event. False when the segment is unknown.

@@ -88,9 +88,8 @@ void Engine::add_process(uint32_t pid, uint32_t ppid, uint32_t uid, std::string 
     p.ipcns = ipcns;
 }
 
-void Engine::add_sysv(uint32_t ipcns, int32_t shmid, uint32_t key, uint64_t size,
-                      uint64_t rss_bytes, uint32_t cpid, uint32_t nattch) {
-  upsert_sysv(ipcns, SysvEntry{shmid, key, size, rss_bytes, cpid, nattch, false}, last_ts_);
+void Engine::add_sysv(uint32_t ipcns, const SysvEntry &entry) {
+  upsert_sysv(ipcns, entry, last_ts_);
 }
 
 void Engine::upsert_sysv(uint32_t ipcns, const SysvEntry &t, uint64_t now_ns) {

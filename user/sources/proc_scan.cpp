@@ -147,18 +147,19 @@ std::vector<uint32_t> numeric_entries(const std::string &dir) {
 
 } // namespace
 
-std::optional<std::pair<uint32_t, std::string>> parse_stat_ppid_comm(std::string_view stat) {
+std::optional<StatFields> parse_stat(std::string_view stat) {
   size_t open = stat.find('(');
   size_t close = stat.rfind(')');
   if (open == std::string_view::npos || close == std::string_view::npos || close < open)
     return std::nullopt;
-  std::string comm(stat.substr(open + 1, close - open - 1));
+  StatFields f;
+  f.comm = std::string(stat.substr(open + 1, close - open - 1));
   std::string_view rest = stat.substr(close + 1);
-  next_field(rest); // state
-  uint32_t ppid = 0;
-  if (!parse_num(next_field(rest), ppid))
+  const std::string_view state = next_field(rest);
+  if (state.size() != 1 || !parse_num(next_field(rest), f.ppid))
     return std::nullopt;
-  return std::make_pair(ppid, std::move(comm));
+  f.state = state[0];
+  return f;
 }
 
 std::optional<std::string> parse_cgroup_v2_path(std::string_view cgroup) {
@@ -175,13 +176,13 @@ std::optional<ProcIdentity> read_process(uint32_t pid) {
   auto stat = read_text(base + "/stat");
   if (!stat)
     return std::nullopt;
-  auto pc = parse_stat_ppid_comm(*stat);
-  if (!pc)
+  auto fields = parse_stat(*stat);
+  if (!fields || fields->exited())
     return std::nullopt;
   ProcIdentity id;
   id.pid = pid;
-  id.ppid = pc->first;
-  id.comm = std::move(pc->second);
+  id.ppid = fields->ppid;
+  id.comm = std::move(fields->comm);
   if (auto status = read_text(base + "/status"))
     id.uid = parse_real_uid(*status).value_or(0);
   id.mntns = ns_inode(pid, "mnt");

@@ -15,15 +15,24 @@
 
 namespace shmbpf {
 
-// /proc/<pid>/stat -> (ppid, comm). comm is taken between the first '(' and
-// the last ')', since it may itself contain spaces and parentheses.
-std::optional<std::pair<uint32_t, std::string>> parse_stat_ppid_comm(std::string_view stat);
+// What /proc/<pid>/stat tells about a process. comm is taken between the
+// first '(' and the last ')', since it may itself contain spaces and
+// parentheses.
+struct StatFields {
+  uint32_t ppid = 0;
+  std::string comm;
+  char state = '?'; // R, S, D, Z (zombie), X (dead), ...
+  // A zombie has exited: it holds no file, no mapping, no attachment, and
+  // its namespaces are gone; only its parent's wait is left.
+  bool exited() const { return state == 'Z' || state == 'X'; }
+};
+std::optional<StatFields> parse_stat(std::string_view stat);
 
 // The path of the "0::" line of /proc/<pid>/cgroup (unified or hybrid hosts);
 // nullopt on pure cgroup v1 hosts.
 std::optional<std::string> parse_cgroup_v2_path(std::string_view cgroup);
 
-// nullopt when the process is gone or its stat is unreadable. Fields that
+// nullopt when the process is gone (a zombie too) or its stat is unreadable. Fields that
 // need more privilege (ns links of other users' processes) are left 0.
 std::optional<ProcIdentity> read_process(uint32_t pid);
 
