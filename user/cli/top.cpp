@@ -8,9 +8,10 @@
 #include "facts/result.hpp"
 #include "live/monitor.hpp"
 #include "probe/probe.hpp"
+#include "sources/users.hpp"
+#include "views/columns.hpp"
 #include "views/top_view.hpp"
 
-#include <pwd.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -34,27 +35,6 @@ namespace shmbpf {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-
-// Login names are looked up once per uid: NSS can be slow (LDAP, sssd).
-class UserNames {
-public:
-  void fill(const std::vector<ProcessInfo> &procs, std::unordered_map<uint32_t, std::string> &out) {
-    for (const ProcessInfo &p : procs) {
-      auto it = cache_.find(p.uid);
-      if (it == cache_.end()) {
-        std::string name;
-        if (const passwd *pw = getpwuid(p.uid))
-          name = pw->pw_name;
-        it = cache_.emplace(p.uid, std::move(name)).first;
-      }
-      if (!it->second.empty())
-        out.emplace(p.uid, it->second);
-    }
-  }
-
-private:
-  std::unordered_map<uint32_t, std::string> cache_;
-};
 
 // The namespace whose mounts are labelled "host": shmbpf's own, since that is
 // where the paths the user types mean what they say.
@@ -91,7 +71,7 @@ SegmentCopy segment_copy(const TopState &st, bool batch) {
   return batch ? SegmentCopy::all_rows : SegmentCopy::page;
 }
 
-TopSnapshot take_snapshot(const Monitor &mon, UserNames &users, uint32_t host_ns,
+TopSnapshot take_snapshot(const Monitor &mon, LoginNames &users, uint32_t host_ns,
                           const TopState &st, SegmentCopy copy) {
   TopSnapshot s;
   s.now_ns = Monitor::now_ns();
@@ -109,7 +89,7 @@ TopSnapshot take_snapshot(const Monitor &mon, UserNames &users, uint32_t host_ns
     s.segments = e.segments({}, s.now_ns, orphan_min_age_ns);
   else if (copy != SegmentCopy::none)
     fill_segment_page(s, e, st, orphan_min_age_ns, copy == SegmentCopy::all_rows);
-  users.fill(s.processes, s.users);
+  s.users = user_names(s.processes, [&](uint32_t uid) { return users.name_of(uid); });
   return s;
 }
 
@@ -136,7 +116,7 @@ int run_batch(const TopOptions &opts, Monitor &mon) {
   TopState st = initial_state(opts);
   st.width = 0; // plain text: every row, nothing cut
   st.height = 0;
-  UserNames users;
+  LoginNames users;
   const uint32_t host_ns = own_mntns();
   const auto delay =
       std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(opts.delay_s));
@@ -280,7 +260,7 @@ int map_key(int ch) {
 
 int run_interactive(const TopOptions &opts, Monitor &mon) {
   TopState st = initial_state(opts);
-  UserNames users;
+  LoginNames users;
   const uint32_t host_ns = own_mntns();
   const auto delay =
       std::chrono::duration_cast<Clock::duration>(std::chrono::duration<double>(opts.delay_s));

@@ -7,6 +7,7 @@
 #pragma once
 
 #include "model/engine.hpp"
+#include "views/text_width.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -146,9 +147,5 @@ bool top_handle_key(TopState &state, int key);
 
 // The lines of the help screen (also what `h` shows).
 std::vector<std::string> top_help_lines();
-
-// Display width in terminal cells of escaped (valid UTF-8) text: wide East
-// Asian characters count two, combining marks zero.
-std::size_t terminal_width(std::string_view s);
 
 } // namespace shmbpf
