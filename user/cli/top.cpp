@@ -1,6 +1,6 @@
 // `shmbpf top`: the live model (Monitor) drawn with ncurses, or printed as
 // plain-text / JSON frames in batch mode. The screen itself is built by the
-// pure views/top_view; this file only owns the terminal, the keys, the
+// pure views/top_*; this file only owns the terminal, the keys, the
 // signals and the timing.
 #include "cli/app.hpp"
 #include "cli/signals.hpp"
@@ -9,12 +9,15 @@
 #include "live/monitor.hpp"
 #include "probe/probe.hpp"
 #include "sources/users.hpp"
-#include "views/columns.hpp"
-#include "views/top_view.hpp"
+#include "views/top_frame.hpp"
+#include "views/top_json.hpp"
+#include "views/top_snapshot.hpp"
+#include "views/top_state.hpp"
 
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <clocale>
@@ -22,7 +25,6 @@
 #include <cstring>
 #include <ctime>
 #include <string>
-#include <unordered_map>
 #include <utility>
 
 // Last, and without the function-like macros (erase, move, refresh...) that
@@ -52,45 +54,12 @@ std::string wall_clock() {
   return buf;
 }
 
-// Orphans as soon as they are orphans: top shows the present, `leaks`
-// applies the age threshold that makes one a leak.
-constexpr uint64_t orphan_min_age_ns = 0;
-
-// What a snapshot copies out of the model's segments: none for the
-// processes, containers and mounts views; for the segments view only its
-// rows around the selection (all of them in batch mode), filtered and
-// sorted in place; every segment for the details screens, which list the
-// segments of a process or a mount.
-enum class SegmentCopy { none, page, all_rows, every };
-
-SegmentCopy segment_copy(const TopState &st, bool batch) {
-  if (st.details)
-    return SegmentCopy::every;
-  if (st.view != TopView::segments)
-    return SegmentCopy::none;
-  return batch ? SegmentCopy::all_rows : SegmentCopy::page;
-}
-
 TopSnapshot take_snapshot(const Monitor &mon, LoginNames &users, uint32_t host_ns,
-                          const TopState &st, SegmentCopy copy) {
-  TopSnapshot s;
-  s.now_ns = Monitor::now_ns();
-  s.clock = wall_clock();
+                          const TopState &st) {
   const MonitorStats stats = mon.stats();
-  s.events = stats.events;
-  s.lost = stats.lost;
-  s.host_mntns = host_ns;
-  const Engine &e = mon.engine();
-  s.totals = e.totals(s.now_ns, orphan_min_age_ns);
-  s.mounts = e.mounts();
-  s.processes = e.processes(s.now_ns);
-  s.containers = e.containers(s.now_ns);
-  if (copy == SegmentCopy::every)
-    s.segments = e.segments({}, s.now_ns, orphan_min_age_ns);
-  else if (copy != SegmentCopy::none)
-    fill_segment_page(s, e, st, orphan_min_age_ns, copy == SegmentCopy::all_rows);
-  s.users = user_names(s.processes, [&](uint32_t uid) { return users.name_of(uid); });
-  return s;
+  TopCounters c{Monitor::now_ns(), wall_clock(), stats.events, stats.lost, host_ns};
+  return take_top_snapshot(mon.engine(), std::move(c), st,
+                           [&](uint32_t uid) { return users.name_of(uid); });
 }
 
 void poll_or_throw(Monitor &mon, int timeout_ms) {
@@ -130,7 +99,7 @@ int run_batch(const TopOptions &opts, Monitor &mon) {
     } else {
       mon.drain();
     }
-    const TopSnapshot snap = take_snapshot(mon, users, host_ns, st, segment_copy(st, true));
+    const TopSnapshot snap = take_snapshot(mon, users, host_ns, st);
     std::string out;
     if (opts.json) {
       out = top_json(snap, st) + "\n";
@@ -233,7 +202,6 @@ int map_key(int ch) {
   case KEY_PPAGE:
     return top_key::page_up;
   case KEY_NPAGE:
-  case ' ':
     return top_key::page_down;
   case KEY_HOME:
     return top_key::home;
@@ -267,15 +235,7 @@ int run_interactive(const TopOptions &opts, Monitor &mon) {
 
   mon.drain();
   Terminal term;
-  SegmentCopy copied = SegmentCopy::none;
-  std::pair<std::string, TopSort> page_for; // the filter and sort a page was taken for
-  TopSnapshot snap;
-  auto refresh = [&] {
-    copied = segment_copy(st, false);
-    snap = take_snapshot(mon, users, host_ns, st, copied);
-    page_for = {st.filter, st.sort};
-  };
-  refresh();
+  TopSnapshot snap = take_snapshot(mon, users, host_ns, st);
   auto next = Clock::now() + delay;
   int frames = 1;
   bool dirty = true;
@@ -284,9 +244,9 @@ int run_interactive(const TopOptions &opts, Monitor &mon) {
       st.width = static_cast<std::size_t>(std::max(getmaxx(stdscr), 1));
       st.height = static_cast<std::size_t>(std::max(getmaxy(stdscr), 1));
       TopFrame frame = build_top_frame(snap, st);
-      if (st.page_miss && copied == SegmentCopy::page) {
+      if (st.page_miss && segment_copy(st) == SegmentCopy::page) {
         // The selection moved past the rows the snapshot has: page again.
-        refresh();
+        snap = take_snapshot(mon, users, host_ns, st);
         frame = build_top_frame(snap, st);
       }
       term.draw(frame);
@@ -294,27 +254,26 @@ int run_interactive(const TopOptions &opts, Monitor &mon) {
     }
     // Short waits keep keys responsive; events are applied as they come.
     poll_or_throw(mon, 50);
+    TopAction action = TopAction::none;
     for (int ch; (ch = getch()) != ERR;) {
       if (ch == KEY_RESIZE) {
-        dirty = true; // ncurses has already updated its size
+        action = std::max(action, TopAction::redraw); // ncurses has already updated its size
         continue;
       }
-      // A space types into the filter; elsewhere it pages down.
-      const int key = st.editing_filter && ch == ' ' ? ' ' : map_key(ch);
-      if (key != 0 && top_handle_key(st, key))
-        dirty = true;
+      if (const int key = map_key(ch))
+        action = std::max(action, top_handle_key(st, key));
       if (st.quit)
         break;
     }
     // A key changed what the snapshot must hold (another view, the details,
-    // the filter or sort of paged segments): fetch it now.
-    if (dirty && (segment_copy(st, false) != copied ||
-                  (copied == SegmentCopy::page && page_for != std::pair(st.filter, st.sort))))
-      refresh();
+    // the filter or sort of paged segments): take it now.
+    if (action == TopAction::refetch)
+      snap = take_snapshot(mon, users, host_ns, st);
+    dirty = dirty || action != TopAction::none;
     if (Clock::now() >= next) {
       if (opts.iterations > 0 && frames >= opts.iterations)
         break;
-      refresh();
+      snap = take_snapshot(mon, users, host_ns, st);
       next = Clock::now() + delay;
       ++frames;
       dirty = true;
