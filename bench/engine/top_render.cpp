@@ -1,12 +1,14 @@
 // Time to build and draw one `shmbpf top` frame with N live segments: the
-// snapshot queries top makes of the engine (as user/cli/top.cpp's
-// take_snapshot), then build_top_frame and top_text, for each view, on an
+// snapshot queries top makes of the engine (as views/top_snapshot's
+// take_top_snapshot), then build_top_frame and top_text, for each view, on an
 // 80x24 screen. Prints the median of several frames per view.
 //
 //   top_render 100000
 #include "engine/synthetic.hpp"
 #include "model/engine.hpp"
-#include "views/top_view.hpp"
+#include "views/top_frame.hpp"
+#include "views/top_rows.hpp"
+#include "views/top_snapshot.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -80,7 +82,7 @@ int main(int argc, char **argv) {
       s.containers = engine.containers(now);
       q_ms[3].push_back(ms_since(tq));
       tq = Clock::now();
-      // As shmbpf top does (user/cli/top.cpp take_snapshot): only the
+      // As shmbpf top does (take_top_snapshot): only the
       // segments view copies segments, and only the rows around the
       // selection of an 80x24 screen.
       TopState st;

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include <fcntl.h>
+#include <pwd.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -13,6 +14,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -22,6 +24,14 @@ namespace {
 std::pair<int, std::string> run(const std::string &args) {
   auto r = shmbpf::test::run_shmbpf(args);
   return {r.code, r.out};
+}
+
+std::vector<std::string> fields_of(const std::string &line) {
+  std::vector<std::string> out;
+  std::istringstream in(line);
+  for (std::string f; in >> f;)
+    out.push_back(f);
+  return out;
 }
 
 std::string devstr(dev_t d) { return std::to_string(major(d)) + ":" + std::to_string(minor(d)); }
@@ -67,6 +77,7 @@ TEST(LsCli, ListsLinkedAndUnlinkedButHeldSegments) {
 
   auto [code, out] = run("ls --json");
   auto [pcode, pout] = run("ls --by process --json");
+  auto [tcode, tout] = run("ls --by process");
   kill(child, SIGKILL);
   waitpid(child, nullptr, 0);
   unlink(linked.c_str());
@@ -106,6 +117,26 @@ TEST(LsCli, ListsLinkedAndUnlinkedButHeldSegments) {
     }
   }
   EXPECT_TRUE(child_listed) << pout;
+
+  // The table has top's process columns; the holder's row names its user.
+  ASSERT_EQ(tcode, 0) << tout;
+  std::istringstream table(tout);
+  std::string header, line;
+  std::getline(table, header);
+  EXPECT_EQ(fields_of(header), (std::vector<std::string>{"PID", "USER", "COMM", "CONTAINER", "SEGS",
+                                                         "BYTES", "HELD", "CREATE/s", "ORPHANS"}))
+      << tout;
+  bool row_found = false;
+  while (std::getline(table, line)) {
+    const auto f = fields_of(line);
+    if (f.size() == 9 && f[0] == std::to_string(child)) {
+      row_found = true;
+      const passwd *pw = getpwuid(getuid());
+      EXPECT_EQ(f[1], pw ? pw->pw_name : std::to_string(getuid())) << line;
+      EXPECT_EQ(f[6], "4.0K") << line; // HELD: the unlinked file's page
+    }
+  }
+  EXPECT_TRUE(row_found) << tout;
 
   // The filters narrow it down.
   auto [code2, out2] = run("ls --json --match '*e2e-ls-" + std::to_string(getpid()) + "'");

@@ -479,7 +479,7 @@ TEST(Monitor, ListingAfterAttachAgreesWithTheFullScan) {
   ASSERT_TRUE(scratch.make("/dev/shm/shmbpf-mon-agree-" + std::to_string(getpid())));
   const std::string dir = scratch.path();
   std::string deep = dir;
-  for (int d = 0; d < 4; ++d) { // the last ones deeper than the scans go
+  for (int d = 0; d < 4; ++d) { // down to depth 5 under /dev/shm
     deep += "/d" + std::to_string(d);
     ASSERT_EQ(mkdir(deep.c_str(), 0700), 0);
     ASSERT_EQ(close(open((deep + "/f").c_str(), O_CREAT | O_WRONLY, 0600)), 0);
@@ -504,8 +504,8 @@ TEST(Monitor, ListingAfterAttachAgreesWithTheFullScan) {
   const auto scanned = ours(seed_keys(scan_system(namespaces).filesystems));
   scratch.remove();
   // 50 files and the hard link's second name at depth 2 (/dev/shm's files
-  // are at 1), and the files at depths 3 and 4: the scans stop at 4.
-  EXPECT_EQ(listed.size(), 50u + 1 + 2);
+  // are at 1), and one file at each of the depths 3 to 6.
+  EXPECT_EQ(listed.size(), 50u + 1 + 4);
   EXPECT_EQ(listed, scanned);
 }
 

@@ -1,12 +1,15 @@
 #include "views/ls_view.hpp"
 
+#include "views/columns.hpp"
 #include "views/escape.hpp"
+#include "views/relations.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -14,6 +17,22 @@ namespace shmbpf {
 namespace {
 
 using nlohmann::json;
+
+std::vector<std::string> lines_of(const std::string &text) {
+  std::vector<std::string> out;
+  std::istringstream in(text);
+  for (std::string l; std::getline(in, l);)
+    out.push_back(l);
+  return out;
+}
+
+std::vector<std::string> fields_of(const std::string &line) {
+  std::vector<std::string> out;
+  std::istringstream in(line);
+  for (std::string f; in >> f;)
+    out.push_back(f);
+  return out;
+}
 
 constexpr uint64_t sec = 1'000'000'000;
 constexpr uint64_t now = 1000 * sec;
@@ -52,45 +71,33 @@ SegmentInfo sysv_segment() {
   return s;
 }
 
-TEST(LsViewTest, HumanBytes) {
-  EXPECT_EQ(human_bytes(0), "0B");
-  EXPECT_EQ(human_bytes(512), "512B");
-  EXPECT_EQ(human_bytes(1024), "1.0K");
-  EXPECT_EQ(human_bytes(64 * 1024), "64K");
-  EXPECT_EQ(human_bytes(1024 * 1024), "1.0M");
-  EXPECT_EQ(human_bytes(1536 * 1024), "1.5M");
-  EXPECT_EQ(human_bytes(3ull << 30), "3.0G");
-  EXPECT_EQ(human_bytes(UINT64_MAX), "16E");
-}
-
-TEST(LsViewTest, HumanAge) {
-  EXPECT_EQ(human_age(std::nullopt), "?");
-  EXPECT_EQ(human_age(0), "0s");
-  EXPECT_EQ(human_age(5), "5s");
-  EXPECT_EQ(human_age(180), "3m");
-  EXPECT_EQ(human_age(2 * 3600 + 59), "2h");
-  EXPECT_EQ(human_age(4 * 86400), "4d");
-}
-
 TEST(LsViewTest, SegmentsTable) {
   SegmentInfo exited = tmpfs_segment();
   exited.creator.exited = true;
   exited.holders.clear();
-  const std::string t = segments_table({tmpfs_segment(), sysv_segment(), exited}, now);
+  exited.orphan = true;
+  SegmentInfo sysv = sysv_segment();
+  sysv.nattch = 2;
+  const std::string t = segments_table({tmpfs_segment(), sysv, exited}, now);
+  // top's segments columns, in order.
+  EXPECT_TRUE(t.starts_with("PATH/NAME ")) << t;
+  std::size_t at = 0;
   for (const char *col :
-       {"PATH", "KIND", "SIZE", "BYTES", "STATE", "CREATOR", "HOLDERS", "CONTAINER", "AGE"})
-    EXPECT_NE(t.find(col), std::string::npos) << col;
+       {"PATH/NAME", "KIND", "SIZE", "BYTES", "STATE", "CREATOR", "HOLDERS", "AGE"}) {
+    at = t.find(col, at);
+    ASSERT_NE(at, std::string::npos) << col << "\n" << t;
+  }
   EXPECT_NE(t.find("/dev/shm/torch_100_abc_0"), std::string::npos);
   EXPECT_NE(t.find("1.0M"), std::string::npos);
   EXPECT_NE(t.find("64K"), std::string::npos);
   EXPECT_NE(t.find("100/python3"), std::string::npos);
   EXPECT_NE(t.find("100,101,102,+2"), std::string::npos);
-  EXPECT_NE(t.find("0123456789ab "), std::string::npos);
-  EXPECT_EQ(t.find("0123456789abc"), std::string::npos);
   EXPECT_NE(t.find("5s"), std::string::npos);
   EXPECT_NE(t.find("(exited)"), std::string::npos);
   EXPECT_NE(t.find("SYSV0000abcd"), std::string::npos);
   EXPECT_NE(t.find("unlinked"), std::string::npos);
+  EXPECT_NE(t.find("2 attached"), std::string::npos) << t; // SysV: no holder known
+  EXPECT_NE(t.find("linked orphan"), std::string::npos) << t;
   // header + 3 rows, no trailing blanks
   EXPECT_EQ(std::count(t.begin(), t.end(), '\n'), 4);
   EXPECT_EQ(t.find(" \n"), std::string::npos);
@@ -201,14 +208,19 @@ TEST(LsViewTest, ProcessesTableAndJson) {
   host.pid = 1;
   host.comm = "init";
 
-  const std::string t = processes_table({p, host});
-  for (const char *col : {"PID", "USER", "COMM", "CONTAINER", "SEGS", "BYTES", "HELD"})
-    EXPECT_NE(t.find(col), std::string::npos) << col;
-  EXPECT_NE(t.find("4321"), std::string::npos);
-  EXPECT_NE(t.find("worker"), std::string::npos);
-  EXPECT_NE(t.find("fedcba987654"), std::string::npos);
-  EXPECT_NE(t.find("2.0M"), std::string::npos);
-  EXPECT_NE(t.find("64K"), std::string::npos);
+  p.segments_unheld = 2;
+  const std::string t = processes_table({p, host}, UserNames{{1000, "alice"}});
+  // top's process columns, in order; login names where known, else the uid.
+  const auto lines = lines_of(t);
+  ASSERT_EQ(lines.size(), 3u) << t;
+  EXPECT_EQ(fields_of(lines[0]),
+            (std::vector<std::string>{"PID", "USER", "COMM", "CONTAINER", "SEGS", "BYTES", "HELD",
+                                      "CREATE/s", "ORPHANS"}));
+  EXPECT_EQ(fields_of(lines[1]),
+            (std::vector<std::string>{"4321", "alice", "worker", "fedcba987654", "3", "2.0M", "64K",
+                                      "1.5", "2"}));
+  EXPECT_EQ(fields_of(lines[2]),
+            (std::vector<std::string>{"1", "0", "init", "-", "0", "0B", "0B", "0", "0"}));
 
   const std::string out = processes_json({p, host});
   EXPECT_EQ(out.back(), '\n');
@@ -240,14 +252,31 @@ TEST(LsViewTest, ContainersTableAndJson) {
   ContainerInfo host;
   host.processes = 7;
 
-  const std::string t = containers_table({c, host});
-  for (const char *col : {"ID", "RUNTIME", "POD", "PROCS", "SEGS", "BYTES"})
-    EXPECT_NE(t.find(col), std::string::npos) << col;
-  EXPECT_NE(t.find("abcdef012345 "), std::string::npos);
-  EXPECT_NE(t.find("docker"), std::string::npos);
-  EXPECT_NE(t.find("pod-1"), std::string::npos);
-  EXPECT_NE(t.find("3.0K"), std::string::npos);
-  EXPECT_NE(t.find("host"), std::string::npos);
+  // The container's processes see a /dev/shm that is a quarter full.
+  ProcessInfo in_c;
+  in_c.pid = 50;
+  in_c.mntns = 4026532001u;
+  in_c.container_id = c.id;
+  MountUsage shm;
+  shm.mount.mountpoint = "/dev/shm";
+  shm.mount.mntns = in_c.mntns;
+  shm.mount.dev = 77;
+  shm.percent = 25.0;
+  const std::vector<ProcessInfo> procs = {in_c};
+  const std::vector<MountUsage> mounts = {shm};
+  const Relations rel(procs, mounts, 4026531840u);
+  const std::string t = containers_table({c, host}, rel);
+  const auto lines = lines_of(t);
+  ASSERT_EQ(lines.size(), 3u) << t;
+  EXPECT_TRUE(lines[0].starts_with("ID ")) << t;
+  std::size_t at = 0;
+  for (const char *col : {"ID", "RUNTIME", "POD", "PROCS", "SEGS", "BYTES", "SHM MOUNT %"}) {
+    at = lines[0].find(col, at);
+    ASSERT_NE(at, std::string::npos) << col << "\n" << t;
+  }
+  EXPECT_EQ(fields_of(lines[1]), (std::vector<std::string>{"abcdef012345", "docker", "pod-1", "2",
+                                                           "5", "3.0K", "25.0%"}));
+  EXPECT_EQ(fields_of(lines[2]), (std::vector<std::string>{"host", "-", "-", "7", "0", "0B", "-"}));
 
   const json doc = json::parse(containers_json({c, host}));
   ASSERT_EQ(doc["containers"].size(), 2u);
@@ -275,16 +304,27 @@ TEST(LsViewTest, MountsTableAndJson) {
   unlimited.mount.mountpoint = "/run/shm";
   unlimited.mount.used_bytes = 4096;
 
-  const std::string t = mounts_table({m, unlimited});
+  unlimited.mount.mntns = 4026532001u; // nothing known runs there
+  m.segments = 3;
+  m.tracked_bytes = 8ull << 20;
+  const std::vector<MountUsage> mounts = {m, unlimited};
+  const std::vector<ProcessInfo> no_processes;
+  const Relations rel(no_processes, mounts, m.mount.mntns);
+  const std::string t = mounts_table(mounts, rel);
+  const auto lines = lines_of(t);
+  ASSERT_EQ(lines.size(), 3u) << t;
+  std::size_t at = 0;
   for (const char *col :
-       {"MOUNTPOINT", "MNTNS", "SIZE", "USED", "PERCENT", "GROWTH/s", "TIME-TO-FULL"})
-    EXPECT_NE(t.find(col), std::string::npos) << col;
-  EXPECT_NE(t.find("64M"), std::string::npos);
-  EXPECT_NE(t.find("16M"), std::string::npos);
-  EXPECT_NE(t.find("25.0%"), std::string::npos);
-  EXPECT_NE(t.find("+1.0M"), std::string::npos);
-  EXPECT_NE(t.find("48s"), std::string::npos);
-  EXPECT_NE(t.find("unlimited"), std::string::npos);
+       {"MOUNTPOINT", "OWNER", "SIZE", "USED", "USE%", "GROWTH", "FULL IN", "SEGS", "TRACKED"}) {
+    at = lines[0].find(col, at);
+    ASSERT_NE(at, std::string::npos) << col << "\n" << t;
+  }
+  EXPECT_EQ(fields_of(lines[1]),
+            (std::vector<std::string>{"/dev/shm", "host", "64M", "16M", "25.0%", "+1.0M/s", "48s",
+                                      "3", "8.0M"}));
+  EXPECT_EQ(fields_of(lines[2]),
+            (std::vector<std::string>{"/run/shm", "mntns:4026532001", "unlimited", "4.0K", "-",
+                                      "0/s", "-", "0", "0B"}));
 
   const std::string out = mounts_json({m, unlimited});
   EXPECT_EQ(out.back(), '\n');

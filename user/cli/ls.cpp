@@ -5,8 +5,12 @@
 #include "model/apply_scan.hpp"
 #include "model/engine.hpp"
 #include "model/leaks.hpp"
+#include "sources/namespaces.hpp"
 #include "sources/system_scan.hpp"
+#include "sources/users.hpp"
+#include "views/columns.hpp"
 #include "views/ls_view.hpp"
+#include "views/relations.hpp"
 #include "views/scan_notes.hpp"
 
 #include <unistd.h>
@@ -41,19 +45,41 @@ int run_ls(const LsOptions &opts) {
 
   std::string out;
   bool out_ok = true;
+  // What the container and mount tables' columns need to know: whose mount
+  // namespace is whose (the host's is shmbpf's own).
+  auto relations = [&](const std::vector<ProcessInfo> &procs,
+                       const std::vector<MountUsage> &mounts) {
+    return Relations(procs, mounts, mount_namespace_of(static_cast<int>(getpid())));
+  };
   if (opts.by == "process") {
     // Only processes with shared memory: ps lists the others.
     auto v = engine.processes(now);
     std::erase_if(v, [](const ProcessInfo &p) {
       return p.segments_created == 0 && p.segments_held == 0 && p.sysv_attachments == 0;
     });
-    out = opts.json ? processes_json(v) : processes_table(v);
+    if (opts.json) {
+      out = processes_json(v);
+    } else {
+      LoginNames names;
+      out = processes_table(v, user_names(v, [&](uint32_t uid) { return names.name_of(uid); }));
+    }
   } else if (opts.by == "container") {
     auto v = engine.containers(now);
-    out = opts.json ? containers_json(v) : containers_table(v);
+    if (opts.json) {
+      out = containers_json(v);
+    } else {
+      const auto procs = engine.processes(now);
+      const auto mounts = engine.mounts();
+      out = containers_table(v, relations(procs, mounts));
+    }
   } else if (opts.by == "mount") {
     auto v = engine.mounts();
-    out = opts.json ? mounts_json(v) : mounts_table(v);
+    if (opts.json) {
+      out = mounts_json(v);
+    } else {
+      const auto procs = engine.processes(now);
+      out = mounts_table(v, relations(procs, v));
+    }
   } else {
     SegmentFilter f;
     f.pid = opts.pid;

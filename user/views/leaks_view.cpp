@@ -1,6 +1,7 @@
 #include "views/leaks_view.hpp"
 
 #include "views/escape.hpp"
+#include "views/format.hpp"
 #include "views/json.hpp"
 #include "views/ls_view.hpp"
 
@@ -13,13 +14,7 @@ namespace {
 std::string container_name(const ContainerRef &c) {
   if (c.id.empty())
     return "host";
-  return escape_text(c.id.substr(0, 12)) + " (" + escape_text(c.runtime) + ")";
-}
-
-std::string rate(double bytes_per_s) {
-  if (!std::isfinite(bytes_per_s) || bytes_per_s <= 0)
-    return "0B/s";
-  return human_bytes(static_cast<uint64_t>(std::llround(bytes_per_s))) + "/s";
+  return short_id(c.id) + " (" + escape_text(c.runtime) + ")";
 }
 
 } // namespace
@@ -60,7 +55,7 @@ std::string leaks_text(const LeakReport &r, uint64_t now_ns, uint64_t min_age_s)
         who += " (" + escape_text(g.name) + ")";
       out += "  " + who + ": " + human_bytes(g.from_bytes) + " -> " + human_bytes(g.to_bytes) +
              " in " + human_age(static_cast<uint64_t>(std::llround(g.seconds))) + ", " +
-             rate(g.bytes_per_s) + "\n";
+             bytes_rate_text(g.bytes_per_s, false) + "\n";
     }
   }
   return out;

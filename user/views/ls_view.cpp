@@ -1,116 +1,20 @@
 #include "views/ls_view.hpp"
 
 #include "decode/event.hpp"
+#include "views/columns.hpp"
 #include "views/escape.hpp"
+#include "views/format.hpp"
 #include "views/json.hpp"
+#include "views/table.hpp"
 
-#include <algorithm>
-#include <charconv>
-#include <cmath>
 #include <cstdint>
-#include <cstdio>
 #include <functional>
 #include <string_view>
 
 namespace shmbpf {
 namespace {
 
-constexpr uint64_t ns_per_sec = 1'000'000'000;
-constexpr std::size_t id_width = 12;   // container ids are shown shortened
-constexpr std::size_t max_holders = 3; // pids listed before "+N"
-
-// ---- tables ----------------------------------------------------------------
-
-struct Column {
-  std::string_view title;
-  bool right = false; // numbers are right-aligned
-};
-
-// Display width of escaped text: code points (escaped text is valid UTF-8).
-std::size_t display_width(std::string_view s) {
-  std::size_t n = 0;
-  for (const char c : s)
-    if ((static_cast<unsigned char>(c) & 0xc0u) != 0x80u)
-      ++n;
-  return n;
-}
-
-// Renders cells already escaped; columns separated by two spaces, the last
-// column never padded so lines carry no trailing blanks.
-std::string render(const std::vector<Column> &cols,
-                   const std::vector<std::vector<std::string>> &rows) {
-  std::vector<std::size_t> width(cols.size());
-  for (std::size_t i = 0; i < cols.size(); ++i)
-    width[i] = display_width(cols[i].title);
-  for (const auto &row : rows)
-    for (std::size_t i = 0; i < cols.size() && i < row.size(); ++i)
-      width[i] = std::max(width[i], display_width(row[i]));
-
-  std::string out;
-  auto line = [&](auto cell) {
-    for (std::size_t i = 0; i < cols.size(); ++i) {
-      const std::string_view text = cell(i);
-      const std::size_t pad = width[i] - std::min(width[i], display_width(text));
-      const bool last = i + 1 == cols.size();
-      if (cols[i].right)
-        out.append(pad, ' ');
-      out += text;
-      if (!cols[i].right && !last)
-        out.append(pad, ' ');
-      if (!last)
-        out += "  ";
-    }
-    while (!out.empty() && out.back() == ' ')
-      out.pop_back();
-    out += '\n';
-  };
-  line([&](std::size_t i) { return cols[i].title; });
-  for (const auto &row : rows)
-    line([&](std::size_t i) {
-      return i < row.size() ? std::string_view(row[i]) : std::string_view();
-    });
-  return out;
-}
-
-std::string short_id(std::string_view id) {
-  if (id.empty())
-    return "-";
-  return escape_text(id.substr(0, id_width));
-}
-
-std::string creator_cell(const CreatorInfo &c) {
-  std::string s;
-  if (!c.known || c.pid == 0)
-    s = "?";
-  else
-    s = std::to_string(c.pid) + "/" + escape_text(c.comm);
-  if (c.known && c.exited)
-    s += " (exited)";
-  return s;
-}
-
-std::string holders_cell(const std::vector<uint32_t> &pids) {
-  if (pids.empty())
-    return "-";
-  std::string s;
-  const std::size_t shown = std::min(pids.size(), max_holders);
-  for (std::size_t i = 0; i < shown; ++i) {
-    if (i)
-      s += ',';
-    s += std::to_string(pids[i]);
-  }
-  if (pids.size() > shown)
-    s += ",+" + std::to_string(pids.size() - shown);
-  return s;
-}
-
-std::string or_dash(std::string_view s) { return s.empty() ? std::string("-") : escape_text(s); }
-
-std::string fixed1(double v) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.1f", v);
-  return buf;
-}
+constexpr std::size_t gap = 2; // blanks between columns: a table read at leisure
 
 // ---- JSON ------------------------------------------------------------------
 
@@ -258,109 +162,25 @@ void write_mount(JsonWriter &w, const MountUsage &m) {
   w.end_object();
 }
 
-namespace {} // namespace
-
-std::string human_bytes(uint64_t bytes) {
-  static constexpr char units[] = {'K', 'M', 'G', 'T', 'P', 'E'};
-  if (bytes < 1024)
-    return std::to_string(bytes) + "B";
-  double v = static_cast<double>(bytes) / 1024.0;
-  std::size_t u = 0;
-  while (v >= 1024.0 && u + 1 < sizeof units) {
-    v /= 1024.0;
-    ++u;
-  }
-  char buf[32];
-  if (v < 9.95)
-    std::snprintf(buf, sizeof buf, "%.1f%c", v, units[u]);
-  else
-    std::snprintf(buf, sizeof buf, "%.0f%c", v, units[u]);
-  return buf;
-}
-
-std::string human_age(std::optional<uint64_t> seconds) {
-  if (!seconds)
-    return "?";
-  const uint64_t s = *seconds;
-  if (s < 60)
-    return std::to_string(s) + "s";
-  if (s < 3600)
-    return std::to_string(s / 60) + "m";
-  if (s < 86400)
-    return std::to_string(s / 3600) + "h";
-  return std::to_string(s / 86400) + "d";
-}
-
-std::optional<uint64_t> segment_age_s(const SegmentInfo &s, uint64_t now_ns) {
-  if (s.age_ns)
-    return *s.age_ns / ns_per_sec;
-  if (s.created_ns == 0 || now_ns < s.created_ns)
-    return std::nullopt;
-  return (now_ns - s.created_ns) / ns_per_sec;
-}
-
 std::string segments_table(const std::vector<SegmentInfo> &segments, uint64_t now_ns) {
-  const std::vector<Column> cols = {{"PATH"},        {"KIND"},      {"SIZE", true},
-                                    {"BYTES", true}, {"STATE"},     {"CREATOR"},
-                                    {"HOLDERS"},     {"CONTAINER"}, {"AGE", true}};
-  std::vector<std::vector<std::string>> rows;
-  rows.reserve(segments.size());
-  for (const SegmentInfo &s : segments)
-    rows.push_back({escape_text(s.path), std::string(to_string(s.kind)), human_bytes(s.size),
-                    human_bytes(s.bytes), std::string(to_string(s.state)), creator_cell(s.creator),
-                    holders_cell(s.holders), short_id(s.container.id),
-                    human_age(segment_age_s(s, now_ns))});
-  return render(cols, rows);
+  const CellContext ctx{now_ns, nullptr, nullptr};
+  return table_text(table_of(segment_columns(), segments, ctx, gap));
 }
 
-std::string processes_table(const std::vector<ProcessInfo> &processes) {
-  const std::vector<Column> cols = {{"PID", true},  {"USER", true},  {"COMM"},      {"CONTAINER"},
-                                    {"SEGS", true}, {"BYTES", true}, {"HELD", true}};
-  std::vector<std::vector<std::string>> rows;
-  rows.reserve(processes.size());
-  for (const ProcessInfo &p : processes)
-    rows.push_back({std::to_string(p.pid), std::to_string(p.uid), escape_text(p.comm),
-                    short_id(p.container_id), std::to_string(p.segments_created),
-                    human_bytes(p.bytes_created), human_bytes(p.bytes_held)});
-  return render(cols, rows);
+std::string processes_table(const std::vector<ProcessInfo> &processes, const UserNames &users) {
+  const CellContext ctx{0, &users, nullptr};
+  return table_text(table_of(process_columns(), processes, ctx, gap));
 }
 
-std::string containers_table(const std::vector<ContainerInfo> &containers) {
-  const std::vector<Column> cols = {{"ID"},          {"RUNTIME"},    {"POD"},
-                                    {"PROCS", true}, {"SEGS", true}, {"BYTES", true}};
-  std::vector<std::vector<std::string>> rows;
-  rows.reserve(containers.size());
-  for (const ContainerInfo &c : containers)
-    rows.push_back({c.id.empty() ? std::string("host") : short_id(c.id), or_dash(c.runtime),
-                    or_dash(c.pod_uid), std::to_string(c.processes), std::to_string(c.segments),
-                    human_bytes(c.bytes)});
-  return render(cols, rows);
+std::string containers_table(const std::vector<ContainerInfo> &containers,
+                             const Relations &relations) {
+  const CellContext ctx{0, nullptr, &relations};
+  return table_text(table_of(container_columns(), containers, ctx, gap));
 }
 
-std::string mounts_table(const std::vector<MountUsage> &mounts) {
-  const std::vector<Column> cols = {{"MOUNTPOINT"},        {"MNTNS", true},   {"SIZE", true},
-                                    {"USED", true},        {"PERCENT", true}, {"GROWTH/s", true},
-                                    {"TIME-TO-FULL", true}};
-  std::vector<std::vector<std::string>> rows;
-  rows.reserve(mounts.size());
-  for (const MountUsage &m : mounts) {
-    std::string growth = "-";
-    if (std::isfinite(m.growth_bytes_per_s) && m.growth_bytes_per_s != 0) {
-      const double mag = std::fabs(m.growth_bytes_per_s);
-      growth = (m.growth_bytes_per_s > 0 ? "+" : "-") +
-               human_bytes(static_cast<uint64_t>(std::llround(mag)));
-    }
-    std::string ttf = "-";
-    if (m.seconds_to_full && std::isfinite(*m.seconds_to_full) && *m.seconds_to_full >= 0)
-      ttf = human_age(static_cast<uint64_t>(*m.seconds_to_full));
-    rows.push_back(
-        {escape_text(m.mount.mountpoint), std::to_string(m.mount.mntns),
-         m.mount.size_limit ? human_bytes(m.mount.size_limit) : std::string("unlimited"),
-         human_bytes(m.mount.used_bytes),
-         m.percent && std::isfinite(*m.percent) ? fixed1(*m.percent) + "%" : std::string("-"),
-         growth, ttf});
-  }
-  return render(cols, rows);
+std::string mounts_table(const std::vector<MountUsage> &mounts, const Relations &relations) {
+  const CellContext ctx{0, nullptr, &relations};
+  return table_text(table_of(mount_columns(), mounts, ctx, gap));
 }
 
 std::string segments_json(const std::vector<SegmentInfo> &segments, uint64_t now_ns) {

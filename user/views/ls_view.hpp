@@ -5,7 +5,9 @@
 #pragma once
 
 #include "model/engine.hpp"
+#include "views/columns.hpp"
 #include "views/json.hpp"
+#include "views/relations.hpp"
 
 #include <cstdint>
 #include <functional>
@@ -16,19 +18,14 @@
 
 namespace shmbpf {
 
-// 1024-based sizes: "512B", "64K", "1.0M", "12G" (one decimal below 10).
-std::string human_bytes(uint64_t bytes);
-// "5s", "3m", "2h", "4d"; "?" when unknown.
-std::string human_age(std::optional<uint64_t> seconds);
-
-// Age of a segment in whole seconds, nullopt when its creation was not seen.
-std::optional<uint64_t> segment_age_s(const SegmentInfo &s, uint64_t now_ns);
-
-// Tables: a header line and one line per entry, each ending in '\n'.
+// Tables with the columns top shows (views/columns.hpp): a header line and
+// one line per entry, each ending in '\n'. Login names, mount owners and
+// containers' /dev/shm come from users and relations.
 std::string segments_table(const std::vector<SegmentInfo> &segments, uint64_t now_ns);
-std::string processes_table(const std::vector<ProcessInfo> &processes);
-std::string containers_table(const std::vector<ContainerInfo> &containers);
-std::string mounts_table(const std::vector<MountUsage> &mounts);
+std::string processes_table(const std::vector<ProcessInfo> &processes, const UserNames &users);
+std::string containers_table(const std::vector<ContainerInfo> &containers,
+                             const Relations &relations);
+std::string mounts_table(const std::vector<MountUsage> &mounts, const Relations &relations);
 
 // One JSON value each, for views that embed them (leaks, top). A host
 // container (empty id) is null.

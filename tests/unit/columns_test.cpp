@@ -1,0 +1,99 @@
+// One column set per kind of row, shared by `ls` and `top`
+// (views/columns.hpp): both show the same titles in the same order.
+#include "views/columns.hpp"
+#include "views/ls_view.hpp"
+#include "views/relations.hpp"
+#include "views/top_frame.hpp"
+
+#include "top_fixture.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace shmbpf::test {
+namespace {
+
+template <class Row> std::vector<std::string> titles(const ColumnSet<Row> &set) {
+  std::vector<std::string> out;
+  for (const auto &c : set)
+    out.emplace_back(c.column.title);
+  return out;
+}
+
+std::string joined(const std::vector<std::string> &titles, const std::string &gap) {
+  std::string out;
+  for (const auto &t : titles)
+    out += (out.empty() ? "" : gap) + t;
+  return out;
+}
+
+// The column titles line of top's view, on a wide screen.
+std::string top_titles(TopView view) {
+  const TopSnapshot snap = snapshot();
+  TopState st;
+  st.view = view;
+  st.width = 300;
+  st.height = 40;
+  for (const TopLine &l : build_top_frame(snap, st).lines)
+    if (l.style == TopStyle::columns)
+      return l.text;
+  return {};
+}
+
+// Whether line holds the titles in order, one or more blanks apart.
+bool in_order(const std::string &line, const std::vector<std::string> &titles) {
+  std::size_t at = 0;
+  for (const auto &t : titles) {
+    const auto pos = line.find(t, at);
+    if (pos == std::string::npos || (at > 0 && pos == at))
+      return false;
+    at = pos + t.size();
+  }
+  return line.find_first_not_of(' ', at) == std::string::npos;
+}
+
+TEST(Columns, LsAndTopShowTheSameColumns) {
+  const std::vector<ProcessInfo> procs;
+  const std::vector<MountUsage> mounts;
+  const Relations rel(procs, mounts, host_ns);
+  const std::string header_end = "\n";
+  EXPECT_EQ(processes_table({}, {}), joined(titles(process_columns()), "  ") + header_end);
+  EXPECT_EQ(containers_table({}, rel), joined(titles(container_columns()), "  ") + header_end);
+  EXPECT_EQ(mounts_table({}, rel), joined(titles(mount_columns()), "  ") + header_end);
+  EXPECT_EQ(segments_table({}, now), joined(titles(segment_columns()), "  ") + header_end);
+
+  EXPECT_TRUE(in_order(top_titles(TopView::processes), titles(process_columns())))
+      << top_titles(TopView::processes);
+  EXPECT_TRUE(in_order(top_titles(TopView::containers), titles(container_columns())))
+      << top_titles(TopView::containers);
+  EXPECT_TRUE(in_order(top_titles(TopView::mounts), titles(mount_columns())))
+      << top_titles(TopView::mounts);
+  EXPECT_TRUE(in_order(top_titles(TopView::segments), titles(segment_columns())))
+      << top_titles(TopView::segments);
+  EXPECT_EQ(titles(process_columns()),
+            (std::vector<std::string>{"PID", "USER", "COMM", "CONTAINER", "SEGS", "BYTES", "HELD",
+                                      "CREATE/s", "ORPHANS"}));
+}
+
+TEST(Columns, UserNamesWhereKnownElseTheUid) {
+  std::vector<ProcessInfo> procs = {proc(1, "a", 1, 1), proc(2, "b", 1, 1), proc(3, "c", 1, 1)};
+  procs[1].uid = 0;
+  procs[2].uid = 4242;
+  int lookups = 0;
+  const UserNames names = user_names(procs, [&](uint32_t uid) {
+    ++lookups;
+    return uid == 0 ? std::string("root") : uid == 1000 ? std::string("al\x1b") : std::string();
+  });
+  EXPECT_EQ(lookups, 3); // one per uid
+  EXPECT_EQ(names.size(), 2u);
+  const CellContext ctx{0, &names, nullptr};
+  EXPECT_EQ(user_cell(0, ctx), "root");
+  EXPECT_EQ(user_cell(1000, ctx), "al\\x1b");
+  EXPECT_EQ(user_cell(4242, ctx), "4242");
+  EXPECT_EQ(user_cell(0, CellContext{}), "0");
+}
+
+} // namespace
+} // namespace shmbpf::test

@@ -1,0 +1,105 @@
+// The cells every view shares (views/format.hpp).
+#include "views/format.hpp"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <optional>
+#include <string>
+
+namespace shmbpf {
+namespace {
+
+constexpr uint64_t sec = 1'000'000'000;
+
+TEST(Format, HumanBytes) {
+  EXPECT_EQ(human_bytes(0), "0B");
+  EXPECT_EQ(human_bytes(512), "512B");
+  EXPECT_EQ(human_bytes(1024), "1.0K");
+  EXPECT_EQ(human_bytes(64 * 1024), "64K");
+  EXPECT_EQ(human_bytes(1024 * 1024), "1.0M");
+  EXPECT_EQ(human_bytes(1536 * 1024), "1.5M");
+  EXPECT_EQ(human_bytes(3ull << 30), "3.0G");
+  EXPECT_EQ(human_bytes(UINT64_MAX), "16E");
+}
+
+TEST(Format, HumanAge) {
+  EXPECT_EQ(human_age(std::nullopt), "?");
+  EXPECT_EQ(human_age(0), "0s");
+  EXPECT_EQ(human_age(5), "5s");
+  EXPECT_EQ(human_age(180), "3m");
+  EXPECT_EQ(human_age(2 * 3600 + 59), "2h");
+  EXPECT_EQ(human_age(4 * 86400), "4d");
+}
+
+TEST(Format, RatesPercentsAndLimits) {
+  EXPECT_EQ(rate_text(0.04), "0");
+  EXPECT_EQ(rate_text(2.5), "2.5");
+  EXPECT_EQ(rate_text(12.4), "12");
+  EXPECT_EQ(rate_text(NAN), "0");
+  EXPECT_EQ(bytes_rate_text(1 << 20, true), "+1.0M/s");
+  EXPECT_EQ(bytes_rate_text(-4096, true), "-4.0K/s");
+  EXPECT_EQ(bytes_rate_text(4096, false), "4.0K/s");
+  EXPECT_EQ(bytes_rate_text(0.5, true), "0/s");
+  EXPECT_EQ(percent_text(93.75), "93.8%");
+  EXPECT_EQ(percent_text(std::nullopt), "-");
+  EXPECT_EQ(percent_text(INFINITY), "-");
+  EXPECT_EQ(size_limit_text(0), "unlimited");
+  EXPECT_EQ(size_limit_text(64ull << 20), "64M");
+}
+
+TEST(Format, NamesAreEscapedAndIdsShortened) {
+  EXPECT_EQ(or_dash(""), "-");
+  EXPECT_EQ(or_dash("a\x1b[2J"), "a\\x1b[2J");
+  EXPECT_EQ(short_id(""), "-");
+  EXPECT_EQ(short_id("0123456789abcdef"), "0123456789ab");
+  EXPECT_EQ(container_label(""), "host");
+  EXPECT_EQ(container_label("0123456789abcdef"), "0123456789ab");
+}
+
+TEST(Format, SegmentCells) {
+  SegmentInfo s;
+  s.created_ns = 100 * sec;
+  EXPECT_EQ(age_cell(s, 400 * sec), "5m");
+  s.age_ns = 7 * sec; // set by the query: wins over the creation time
+  EXPECT_EQ(age_cell(s, 400 * sec), "7s");
+  EXPECT_EQ(age_cell(SegmentInfo{}, 400 * sec), "?");
+
+  EXPECT_EQ(creator_cell(s.creator), "?");
+  s.creator = {};
+  s.creator.pid = 42;
+  s.creator.comm = "py\nthon";
+  s.creator.known = true;
+  EXPECT_EQ(creator_cell(s.creator), "42/py\\nthon");
+  s.creator.exited = true;
+  EXPECT_EQ(creator_cell(s.creator), "42/py\\nthon (exited)");
+
+  EXPECT_EQ(holders_cell(s), "-");
+  s.nattch = 2;
+  EXPECT_EQ(holders_cell(s), "2 attached");
+  s.holders = {1, 2, 3, 4, 5};
+  EXPECT_EQ(holders_cell(s), "1,2,3,+2");
+
+  EXPECT_EQ(state_cell(s), "linked");
+  s.orphan = true;
+  s.state = SegmentState::unlinked;
+  EXPECT_EQ(state_cell(s), "unlinked orphan");
+}
+
+TEST(Format, MountsNearlyFullOrFillingSoonAlert) {
+  MountUsage m;
+  EXPECT_FALSE(mount_alert(m));
+  m.percent = 90.5;
+  EXPECT_TRUE(mount_alert(m));
+  m.percent = 50;
+  m.seconds_to_full = 3599;
+  EXPECT_TRUE(mount_alert(m));
+  EXPECT_EQ(seconds_to_full(m), 3599u);
+  m.seconds_to_full = 7200;
+  EXPECT_FALSE(mount_alert(m));
+  m.seconds_to_full = -1;
+  EXPECT_EQ(seconds_to_full(m), std::nullopt);
+}
+
+} // namespace
+} // namespace shmbpf

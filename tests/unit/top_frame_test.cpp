@@ -1,0 +1,380 @@
+// The `shmbpf top` screen from synthetic snapshots: header, views, sorting,
+// filtering, escaping, narrow screens, scrolling and the batch frame.
+#include "views/text_width.hpp"
+#include "views/top_frame.hpp"
+#include "views/top_json.hpp"
+
+#include "top_fixture.hpp"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <string>
+#include <vector>
+
+namespace shmbpf::test {
+namespace {
+
+using nlohmann::json;
+
+TEST(TopFrame, HeaderShowsTotalsRatesAndMounts) {
+  auto snap = snapshot();
+  auto st = batch_state();
+  TopFrame f = build_top_frame(snap, st);
+  ASSERT_GE(f.lines.size(), 6u);
+  EXPECT_EQ(f.lines[0].style, TopStyle::title);
+  EXPECT_TRUE(contains(f.lines[0].text, "12:00:00"));
+  EXPECT_TRUE(contains(f.lines[0].text, "view: processes"));
+  EXPECT_TRUE(contains(f.lines[0].text, "sort: bytes"));
+  EXPECT_TRUE(contains(f.lines[1].text, "3 tmpfs (7.0M)")) << f.lines[1].text;
+  EXPECT_TRUE(contains(f.lines[1].text, "1 memfd (4.0K)"));
+  EXPECT_TRUE(contains(f.lines[1].text, "0 sysv (0B)"));
+  EXPECT_TRUE(contains(f.lines[1].text, "Orphans: 1 (1.0M)"));
+  EXPECT_TRUE(contains(f.lines[2].text, "2.5 creates/s")) << f.lines[2].text;
+  EXPECT_TRUE(contains(f.lines[2].text, "1.0 unlinks/s"));
+  EXPECT_TRUE(contains(f.lines[2].text, "SIGBUS: 0"));
+  EXPECT_TRUE(contains(f.lines[2].text, "Lost events: 0"));
+  EXPECT_EQ(f.lines[2].style, TopStyle::normal); // nothing lost, no SIGBUS
+
+  // /dev/shm of the host and of the container; /run holds nothing shmbpf
+  // tracks and is left to the mounts view.
+  const TopLine *host = line_with(f, "/dev/shm (host)");
+  const TopLine *ctr = line_with(f, "/dev/shm (0123456789ab)");
+  ASSERT_TRUE(host) << top_text(f);
+  ASSERT_TRUE(ctr) << top_text(f);
+  EXPECT_EQ(line_with(f, "/run ("), nullptr);
+  EXPECT_TRUE(contains(host->text, "[##..................]")) << host->text;
+  EXPECT_TRUE(contains(host->text, "9.8%"));
+  EXPECT_TRUE(contains(host->text, "100M/1.0G"));
+  EXPECT_EQ(host->style, TopStyle::normal);
+  EXPECT_FALSE(host->text.starts_with("!!"));
+}
+
+TEST(TopFrame, LostEventsAndFullMountsStandOut) {
+  auto snap = snapshot();
+  snap.lost = 17;
+  snap.mounts[1].mount.used_bytes = 60ull << 20; // 93.75% of 64M
+  snap.mounts[1].percent = 93.75;
+  snap.mounts[0].growth_bytes_per_s = 1 << 20;
+  snap.mounts[0].seconds_to_full = 924; // fills in 15 minutes
+  auto st = batch_state();
+  TopFrame f = build_top_frame(snap, st);
+  const TopLine *lost = line_with(f, "Lost events: 17");
+  ASSERT_TRUE(lost);
+  EXPECT_EQ(lost->style, TopStyle::alert);
+  EXPECT_TRUE(contains(lost->text, "(!)")); // visible without colours, in batch mode too
+
+  const TopLine *ctr = line_with(f, "/dev/shm (0123456789ab)");
+  ASSERT_TRUE(ctr);
+  EXPECT_EQ(ctr->style, TopStyle::alert);
+  EXPECT_TRUE(ctr->text.starts_with("!! ")) << ctr->text;
+  EXPECT_TRUE(contains(ctr->text, "93.8%"));
+  const TopLine *host = line_with(f, "/dev/shm (host)");
+  ASSERT_TRUE(host);
+  EXPECT_TRUE(host->text.starts_with("!! ")) << host->text;
+  EXPECT_TRUE(contains(host->text, "+1.0M/s"));
+  EXPECT_TRUE(contains(host->text, "full in 15m"));
+}
+
+TEST(TopFrame, ProcessesViewColumnsAndDefaultSortByBytes) {
+  auto snap = snapshot();
+  auto st = batch_state();
+  TopFrame f = build_top_frame(snap, st);
+  const TopLine *cols = line_with(f, "PID");
+  ASSERT_TRUE(cols);
+  EXPECT_EQ(cols->style, TopStyle::columns);
+  std::size_t at = 0;
+  for (const char *c :
+       {"PID", "USER", "COMM", "CONTAINER", "SEGS", "BYTES", "HELD", "CREATE/s", "ORPHANS"}) {
+    const auto pos = cols->text.find(c, at);
+    ASSERT_NE(pos, std::string::npos) << c << " in " << cols->text;
+    at = pos;
+  }
+  auto rows = rows_after(f, "PID");
+  // pid 300 has nothing to do with shared memory: not listed.
+  ASSERT_EQ(rows.size(), 3u) << top_text(f);
+  EXPECT_TRUE(contains(rows[0], "python3")) << rows[0];
+  EXPECT_TRUE(contains(rows[0], "alice"));
+  EXPECT_TRUE(contains(rows[0], "6.0M"));
+  EXPECT_TRUE(contains(rows[1], "worker"));
+  EXPECT_TRUE(contains(rows[1], "0123456789ab")); // container id, shortened
+  EXPECT_FALSE(contains(rows[1], "0123456789abc"));
+  EXPECT_TRUE(contains(rows[2], "trainer"));
+  EXPECT_TRUE(contains(rows[2], "7.0M")); // HELD
+  // ORPHANS: python3 created a segment nobody holds any more.
+  EXPECT_TRUE(rows[0].ends_with(" 1")) << rows[0];
+  EXPECT_TRUE(rows[2].ends_with(" 0")) << rows[2];
+}
+
+TEST(TopFrame, SortKeysReorderRows) {
+  auto snap = snapshot();
+  auto st = batch_state();
+  ASSERT_NE(top_handle_key(st, 'r'), TopAction::none); // rate
+  auto rows = rows_after(build_top_frame(snap, st), "PID");
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_TRUE(contains(rows[0], "trainer"));
+  EXPECT_TRUE(contains(rows[0], "3.0"));
+  EXPECT_TRUE(contains(rows[1], "python3"));
+
+  ASSERT_NE(top_handle_key(st, 'n'), TopAction::none); // count
+  rows = rows_after(build_top_frame(snap, st), "PID");
+  EXPECT_TRUE(contains(rows[0], "python3"));
+  EXPECT_EQ(st.sort, TopSort::count);
+
+  ASSERT_NE(top_handle_key(st, 's'), TopAction::none); // segments view
+  ASSERT_NE(top_handle_key(st, 'a'), TopAction::none); // oldest first
+  rows = rows_after(build_top_frame(snap, st), "PATH/NAME");
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_TRUE(rows[0].starts_with("/dev/shm/torch_100_a_1")) << rows[0];
+  EXPECT_TRUE(rows[2].starts_with("/dev/shm/model.bin"));
+  ASSERT_NE(top_handle_key(st, 'b'), TopAction::none);
+  rows = rows_after(build_top_frame(snap, st), "PATH/NAME");
+  EXPECT_TRUE(rows[0].starts_with("/dev/shm/torch_100_a_0")) << rows[0];
+}
+
+TEST(TopFrame, SegmentsViewColumns) {
+  auto snap = snapshot();
+  snap.segments[1].orphan = true;
+  snap.segments[1].creator.exited = true;
+  auto st = batch_state();
+  st.view = TopView::segments;
+  TopFrame f = build_top_frame(snap, st);
+  const TopLine *cols = line_with(f, "PATH/NAME");
+  ASSERT_TRUE(cols);
+  for (const char *c : {"KIND", "SIZE", "BYTES", "STATE", "CREATOR", "HOLDERS", "AGE"})
+    EXPECT_TRUE(contains(cols->text, c)) << c;
+  const TopLine *torch0 = line_with(f, "torch_100_a_0");
+  ASSERT_TRUE(torch0);
+  EXPECT_TRUE(contains(torch0->text, "100/python3"));
+  EXPECT_TRUE(contains(torch0->text, "100,200"));
+  EXPECT_TRUE(contains(torch0->text, "30s"));
+  const TopLine *orphan = line_with(f, "torch_100_a_1");
+  ASSERT_TRUE(orphan);
+  EXPECT_TRUE(contains(orphan->text, "linked orphan"));
+  EXPECT_TRUE(contains(orphan->text, "(exited)"));
+  EXPECT_TRUE(contains(orphan->text, "10m"));
+  EXPECT_EQ(orphan->style, TopStyle::alert);
+}
+
+TEST(TopFrame, ContainersViewShowsShmMountPercent) {
+  auto snap = snapshot();
+  auto st = batch_state();
+  ASSERT_NE(top_handle_key(st, 'c'), TopAction::none);
+  TopFrame f = build_top_frame(snap, st);
+  const TopLine *cols = line_with(f, "RUNTIME");
+  ASSERT_TRUE(cols);
+  for (const char *c : {"ID", "POD", "PROCS", "SEGS", "BYTES", "SHM MOUNT %"})
+    EXPECT_TRUE(contains(cols->text, c)) << c;
+  auto rows = rows_after(f, "RUNTIME");
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_TRUE(rows[0].starts_with("host")) << rows[0];
+  EXPECT_TRUE(contains(rows[0], "9.8%"));
+  EXPECT_TRUE(rows[1].starts_with("0123456789ab "));
+  EXPECT_TRUE(contains(rows[1], "docker"));
+  EXPECT_TRUE(contains(rows[1], "93.8%"));
+}
+
+TEST(TopFrame, MountsViewListsEveryFilesystemOnce) {
+  auto snap = snapshot();
+  // The host /dev/shm seen again from a sandboxed service's namespace.
+  snap.mounts.push_back(mount("/dev/shm", 4026533000u, 22, 1ull << 30, 100ull << 20, 3));
+  auto st = batch_state();
+  ASSERT_NE(top_handle_key(st, 'm'), TopAction::none);
+  auto rows = rows_after(build_top_frame(snap, st), "MOUNTPOINT");
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_TRUE(contains(rows[0], "host")); // largest used first
+  EXPECT_TRUE(contains(rows[0], "100M"));
+  EXPECT_TRUE(contains(rows[1], "0123456789ab"));
+  EXPECT_TRUE(rows[2].starts_with("/run"));
+}
+
+TEST(TopFrame, PidAndContainerOptionsRestrictRows) {
+  auto snap = snapshot();
+  auto st = batch_state();
+  st.pid = 200;
+  auto rows = rows_after(build_top_frame(snap, st), "PID");
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_TRUE(contains(rows[0], "trainer"));
+  st.view = TopView::segments;
+  rows = rows_after(build_top_frame(snap, st), "PATH/NAME");
+  ASSERT_EQ(rows.size(), 2u); // holds torch_100_a_0, created model.bin
+
+  st = batch_state();
+  st.container = "0123"; // a prefix
+  rows = rows_after(build_top_frame(snap, st), "PID");
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_TRUE(contains(rows[0], "worker"));
+  st.container = ""; // the host
+  rows = rows_after(build_top_frame(snap, st), "PID");
+  EXPECT_EQ(rows.size(), 2u);
+}
+
+TEST(TopFrame, EscapeSequencesInNamesAreShownEscaped) {
+  auto snap = snapshot();
+  snap.segments[2].path = "/dev/shm/evil\x1b[2J\x1b]0;pwned\x07\n\xff";
+  snap.processes[1].comm = "bad\x1b[31mcomm";
+  snap.mounts[0].mount.mountpoint = "/dev/shm";
+  snap.mounts.push_back(mount("/tmp/\x1b[H", host_ns, 50, 1 << 20, 4096, 1));
+  for (TopView v : {TopView::processes, TopView::containers, TopView::mounts, TopView::segments}) {
+    for (std::size_t width : {std::size_t{0}, std::size_t{80}, std::size_t{30}}) {
+      TopState st;
+      st.view = v;
+      st.width = width;
+      st.height = width ? 40 : 0;
+      TopFrame f = build_top_frame(snap, st);
+      for (const auto &l : f.lines)
+        for (unsigned char c : l.text)
+          ASSERT_TRUE(c >= 0x20 && c != 0x7f) << "control byte in: " << l.text;
+    }
+  }
+  auto st = batch_state();
+  st.view = TopView::segments;
+  std::string text = top_text(build_top_frame(snap, st));
+  EXPECT_TRUE(contains(text, "/dev/shm/evil\\x1b[2J\\x1b]0;pwned\\x07\\n\\xff")) << text;
+  st.view = TopView::processes;
+  text = top_text(build_top_frame(snap, st));
+  EXPECT_TRUE(contains(text, "bad\\x1b[31mcomm")) << text;
+
+  // The filter matches what the user sees, escapes included.
+  st.view = TopView::segments;
+  st.filter = "\\x1b[2j";
+  auto rows = rows_after(build_top_frame(snap, st), "PATH/NAME");
+  ASSERT_EQ(rows.size(), 1u);
+
+  // JSON: one line, the name as the screen shows it (the one escaping rule).
+  st.filter.clear();
+  const std::string j = top_json(snap, st);
+  EXPECT_EQ(j.find('\n'), std::string::npos);
+  EXPECT_EQ(j.find('\x1b'), std::string::npos);
+  json doc = json::parse(j);
+  bool found = false;
+  for (const auto &r : doc["rows"])
+    found = found || r["path"].get<std::string>().starts_with("/dev/shm/evil\\x1b[2J");
+  EXPECT_TRUE(found) << j;
+}
+
+TEST(TopFrame, NarrowScreensCutLinesWithoutBreakingCharacters) {
+  auto snap = snapshot();
+  snap.segments[0].path = "/dev/shm/日本語のとても長いファイル名_torch_shared_memory_0";
+  snap.processes[0].comm = "pythön3";
+  for (std::size_t width : {20u, 33u, 40u, 57u, 80u}) {
+    for (TopView v :
+         {TopView::processes, TopView::containers, TopView::mounts, TopView::segments}) {
+      TopState st;
+      st.view = v;
+      st.width = width;
+      st.height = 20;
+      TopFrame f = build_top_frame(snap, st);
+      EXPECT_EQ(f.lines.size(), 20u);
+      for (const auto &l : f.lines) {
+        EXPECT_LE(terminal_width(l.text), width) << l.text;
+        // Valid UTF-8: no lone continuation or truncated lead bytes.
+        for (std::size_t i = 0; i < l.text.size();) {
+          const auto b = static_cast<unsigned char>(l.text[i]);
+          std::size_t len = b < 0x80 ? 1 : b >= 0xf0 ? 4 : b >= 0xe0 ? 3 : b >= 0xc0 ? 2 : 0;
+          ASSERT_NE(len, 0u) << l.text;
+          ASSERT_LE(i + len, l.text.size()) << l.text;
+          for (std::size_t k = 1; k < len; ++k)
+            ASSERT_EQ(static_cast<unsigned char>(l.text[i + k]) & 0xc0, 0x80) << l.text;
+          i += len;
+        }
+      }
+    }
+  }
+  // Paths keep their end (the file name) when cut.
+  TopState st;
+  st.view = TopView::segments;
+  st.width = 60;
+  st.height = 20;
+  TopFrame f = build_top_frame(snap, st);
+  const TopLine *row = line_with(f, "memory_0");
+  ASSERT_TRUE(row) << top_text(f);
+  EXPECT_TRUE(row->text.starts_with("..")) << row->text;
+  EXPECT_EQ(terminal_width("日本"), 4u);
+}
+
+TEST(TopFrame, InteractiveFrameFillsTheScreenAndScrolls) {
+  auto snap = snapshot();
+  for (uint32_t i = 0; i < 100; ++i)
+    snap.segments.push_back(
+        seg(1000 + i, "/dev/shm/many_" + std::to_string(1000 + i), 4096, 100, {100}, 1));
+  TopState st;
+  st.width = 100;
+  st.height = 20;
+  st.view = TopView::segments;
+  TopFrame f = build_top_frame(snap, st);
+  ASSERT_EQ(f.lines.size(), 20u);
+  EXPECT_EQ(f.lines.back().style, TopStyle::help);
+  EXPECT_TRUE(contains(f.lines.back().text, "q quit"));
+  EXPECT_EQ(st.rows, 103u);
+  const std::size_t page = st.page_rows;
+  EXPECT_GT(page, 5u);
+  // The selection bar starts on the first row.
+  auto selected = [&](const TopFrame &fr) {
+    std::vector<std::string> out;
+    for (const auto &l : fr.lines)
+      if (l.style == TopStyle::selected)
+        out.push_back(l.text);
+    return out;
+  };
+  auto sel = selected(f);
+  ASSERT_EQ(sel.size(), 1u);
+  EXPECT_TRUE(sel[0].starts_with("/dev/shm/torch_100_a_0"));
+
+  ASSERT_NE(top_handle_key(st, top_key::page_down), TopAction::none);
+  f = build_top_frame(snap, st);
+  EXPECT_EQ(st.selected, page);
+  sel = selected(f);
+  ASSERT_EQ(sel.size(), 1u);
+  ASSERT_NE(top_handle_key(st, top_key::end), TopAction::none);
+  f = build_top_frame(snap, st);
+  EXPECT_EQ(st.selected, 102u);
+  EXPECT_EQ(st.scroll, 103u - page);
+  ASSERT_EQ(selected(f).size(), 1u);
+  ASSERT_NE(top_handle_key(st, top_key::down), TopAction::none); // stays on the last row
+  build_top_frame(snap, st);
+  EXPECT_EQ(st.selected, 102u);
+  ASSERT_NE(top_handle_key(st, top_key::home), TopAction::none);
+  build_top_frame(snap, st);
+  EXPECT_EQ(st.selected, 0u);
+  EXPECT_EQ(st.scroll, 0u);
+}
+
+TEST(TopFrame, SelectionFollowsItsRowAcrossRefreshes) {
+  auto snap = snapshot();
+  TopState st;
+  st.view = TopView::segments;
+  build_top_frame(snap, st);
+  ASSERT_NE(top_handle_key(st, top_key::down), TopAction::none);
+  TopFrame f = build_top_frame(snap, st);
+  const std::string id = st.selected_id;
+  ASSERT_FALSE(id.empty());
+  // The selected segment (2M) grows to the largest: it moves to the top and
+  // the selection goes with it.
+  snap.segments[1].bytes = 100 << 20;
+  f = build_top_frame(snap, st);
+  EXPECT_EQ(st.selected, 0u);
+  EXPECT_EQ(st.selected_id, id);
+  // Its row disappears: the selection stays at the same position.
+  snap.segments.erase(snap.segments.begin() + 1);
+  build_top_frame(snap, st);
+  EXPECT_EQ(st.selected, 0u);
+  EXPECT_NE(st.selected_id, id);
+}
+
+TEST(TopFrame, BatchFrameHasEveryRowAndNoSelection) {
+  auto snap = snapshot();
+  for (uint32_t i = 0; i < 200; ++i)
+    snap.segments.push_back(
+        seg(1000 + i, "/dev/shm/many_" + std::to_string(1000 + i), 4096, 100, {100}, 1));
+  auto st = batch_state();
+  st.view = TopView::segments;
+  TopFrame f = build_top_frame(snap, st);
+  EXPECT_EQ(rows_after(f, "PATH/NAME").size(), 203u);
+  for (const auto &l : f.lines)
+    EXPECT_NE(l.style, TopStyle::selected);
+  EXPECT_FALSE(line_with(f, "q quit")); // no key help in batch mode
+}
+
+} // namespace
+} // namespace shmbpf::test

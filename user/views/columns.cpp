@@ -1,0 +1,121 @@
+#include "views/columns.hpp"
+
+#include "decode/event.hpp"
+#include "views/escape.hpp"
+#include "views/format.hpp"
+
+namespace shmbpf {
+
+namespace {
+
+constexpr Align right = Align::right;
+
+std::string number(uint64_t n) { return std::to_string(n); }
+
+} // namespace
+
+std::string user_cell(uint32_t uid, const CellContext &ctx) {
+  if (ctx.users) {
+    auto it = ctx.users->find(uid);
+    if (it != ctx.users->end())
+      return escape_text(it->second);
+  }
+  return std::to_string(uid);
+}
+
+UserNames user_names(const std::vector<ProcessInfo> &processes,
+                     const std::function<std::string(uint32_t uid)> &name_of) {
+  UserNames out;
+  for (const ProcessInfo &p : processes) {
+    if (out.count(p.uid))
+      continue;
+    std::string name = name_of(p.uid);
+    if (!name.empty())
+      out.emplace(p.uid, std::move(name));
+  }
+  return out;
+}
+
+const ColumnSet<ProcessInfo> &process_columns() {
+  using P = ProcessInfo;
+  using C = CellContext;
+  static const ColumnSet<ProcessInfo> set = {
+      {{"PID", right}, [](const P &p, const C &) { return number(p.pid); }},
+      {{"USER"}, [](const P &p, const C &c) { return user_cell(p.uid, c); }},
+      {{"COMM", Align::left, true}, [](const P &p, const C &) { return escape_text(p.comm); }},
+      {{"CONTAINER"}, [](const P &p, const C &) { return short_id(p.container_id); }},
+      {{"SEGS", right}, [](const P &p, const C &) { return number(p.segments_created); }},
+      {{"BYTES", right}, [](const P &p, const C &) { return human_bytes(p.bytes_created); }},
+      {{"HELD", right}, [](const P &p, const C &) { return human_bytes(p.bytes_held); }},
+      {{"CREATE/s", right}, [](const P &p, const C &) { return rate_text(p.create_rate); }},
+      {{"ORPHANS", right}, [](const P &p, const C &) { return number(p.segments_unheld); }},
+  };
+  return set;
+}
+
+const ColumnSet<ContainerInfo> &container_columns() {
+  using K = ContainerInfo;
+  using C = CellContext;
+  static const ColumnSet<ContainerInfo> set = {
+      {{"ID", Align::left, true}, [](const K &k, const C &) { return container_label(k.id); }},
+      {{"RUNTIME"}, [](const K &k, const C &) { return or_dash(k.runtime); }},
+      {{"POD", Align::left, true}, [](const K &k, const C &) { return or_dash(k.pod_uid); }},
+      {{"PROCS", right}, [](const K &k, const C &) { return number(k.processes); }},
+      {{"SEGS", right}, [](const K &k, const C &) { return number(k.segments); }},
+      {{"BYTES", right}, [](const K &k, const C &) { return human_bytes(k.bytes); }},
+      {{"SHM MOUNT %", right},
+       [](const K &k, const C &c) {
+         const MountUsage *shm = c.relations ? c.relations->shm_of(k.id) : nullptr;
+         return shm ? percent_text(shm->percent) : std::string("-");
+       }},
+  };
+  return set;
+}
+
+const ColumnSet<MountUsage> &mount_columns() {
+  using M = MountUsage;
+  using C = CellContext;
+  static const ColumnSet<MountUsage> set = {
+      {{"MOUNTPOINT", Align::left, true, true},
+       [](const M &m, const C &) { return escape_text(m.mount.mountpoint); }},
+      {{"OWNER"},
+       [](const M &m, const C &c) {
+         return c.relations ? c.relations->mount_owner(m) : std::string("-");
+       }},
+      {{"SIZE", right}, [](const M &m, const C &) { return size_limit_text(m.mount.size_limit); }},
+      {{"USED", right}, [](const M &m, const C &) { return human_bytes(m.mount.used_bytes); }},
+      {{"USE%", right}, [](const M &m, const C &) { return percent_text(m.percent); }},
+      {{"GROWTH", right},
+       [](const M &m, const C &) { return bytes_rate_text(m.growth_bytes_per_s, true); }},
+      {{"FULL IN", right},
+       [](const M &m, const C &) {
+         const auto ttf = seconds_to_full(m);
+         return ttf ? human_age(*ttf) : std::string("-");
+       }},
+      {{"SEGS", right}, [](const M &m, const C &) { return number(m.segments); }},
+      {{"TRACKED", right}, [](const M &m, const C &) { return human_bytes(m.tracked_bytes); }},
+  };
+  return set;
+}
+
+const ColumnSet<SegmentInfo> &segment_columns() {
+  using S = SegmentInfo;
+  using C = CellContext;
+  static const ColumnSet<SegmentInfo> set = {
+      {{"PATH/NAME", Align::left, true, true},
+       [](const S &s, const C &) { return escape_text(s.path); }},
+      {{"KIND"}, [](const S &s, const C &) { return std::string(to_string(s.kind)); }},
+      {{"SIZE", right}, [](const S &s, const C &) { return human_bytes(s.size); }},
+      {{"BYTES", right}, [](const S &s, const C &) { return human_bytes(s.bytes); }},
+      {{"STATE"}, [](const S &s, const C &) { return state_cell(s); }},
+      {{"CREATOR", Align::left, true},
+       [](const S &s, const C &) { return creator_cell(s.creator); }},
+      {{"HOLDERS"}, [](const S &s, const C &) { return holders_cell(s); }},
+      {{"AGE", right}, [](const S &s, const C &c) { return age_cell(s, c.now_ns); }},
+      {{"CONTAINER", Align::left, false, false, true},
+       [](const S &s, const C &) { return short_id(s.container.id); }},
+  };
+  return set;
+}
+
+} // namespace shmbpf

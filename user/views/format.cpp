@@ -1,0 +1,154 @@
+#include "views/format.hpp"
+
+#include "views/escape.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+namespace shmbpf {
+
+namespace {
+
+constexpr std::size_t id_width = 12;           // container ids are shown shortened
+constexpr std::size_t max_holders = 3;         // pids listed before "+N"
+constexpr double alert_percent = 90;           // a mount this full stands out
+constexpr double alert_seconds_to_full = 3600; // and one that fills within an hour
+
+} // namespace
+
+std::string human_bytes(uint64_t bytes) {
+  static constexpr char units[] = {'K', 'M', 'G', 'T', 'P', 'E'};
+  if (bytes < 1024)
+    return std::to_string(bytes) + "B";
+  double v = static_cast<double>(bytes) / 1024.0;
+  std::size_t u = 0;
+  while (v >= 1024.0 && u + 1 < sizeof units) {
+    v /= 1024.0;
+    ++u;
+  }
+  char buf[32];
+  if (v < 9.95)
+    std::snprintf(buf, sizeof buf, "%.1f%c", v, units[u]);
+  else
+    std::snprintf(buf, sizeof buf, "%.0f%c", v, units[u]);
+  return buf;
+}
+
+std::string human_age(std::optional<uint64_t> seconds) {
+  if (!seconds)
+    return "?";
+  const uint64_t s = *seconds;
+  if (s < 60)
+    return std::to_string(s) + "s";
+  if (s < 3600)
+    return std::to_string(s / 60) + "m";
+  if (s < 86400)
+    return std::to_string(s / 3600) + "h";
+  return std::to_string(s / 86400) + "d";
+}
+
+std::string fixed(double v, int decimals) {
+  if (!std::isfinite(v))
+    return "-";
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+  return buf;
+}
+
+std::string percent_text(std::optional<double> percent) {
+  if (!percent || !std::isfinite(*percent))
+    return "-";
+  return fixed(*percent, 1) + "%";
+}
+
+std::string rate_text(double per_s) {
+  if (!std::isfinite(per_s) || per_s < 0.05)
+    return "0";
+  return fixed(per_s, per_s < 10 ? 1 : 0);
+}
+
+std::string bytes_rate_text(double bytes_per_s, bool sign) {
+  if (!std::isfinite(bytes_per_s) || std::fabs(bytes_per_s) < 1)
+    return "0/s";
+  const auto mag = static_cast<uint64_t>(std::llround(std::fabs(bytes_per_s)));
+  std::string out = sign ? (bytes_per_s > 0 ? "+" : "-") : "";
+  return out + human_bytes(mag) + "/s";
+}
+
+std::string size_limit_text(uint64_t size_limit) {
+  return size_limit ? human_bytes(size_limit) : std::string("unlimited");
+}
+
+std::string or_dash(std::string_view s) { return s.empty() ? std::string("-") : escape_text(s); }
+
+std::string short_id(std::string_view id) {
+  return id.empty() ? std::string("-") : escape_text(id.substr(0, id_width));
+}
+
+std::string container_label(std::string_view id) {
+  return id.empty() ? std::string("host") : short_id(id);
+}
+
+std::optional<uint64_t> segment_age_ns(const SegmentInfo &s, uint64_t now_ns) {
+  if (s.age_ns)
+    return s.age_ns;
+  if (s.created_ns != 0 && now_ns >= s.created_ns)
+    return now_ns - s.created_ns;
+  return std::nullopt;
+}
+
+std::optional<uint64_t> segment_age_s(const SegmentInfo &s, uint64_t now_ns) {
+  const auto ns = segment_age_ns(s, now_ns);
+  return ns ? std::optional<uint64_t>(*ns / ns_per_sec) : std::nullopt;
+}
+
+std::string creator_cell(const CreatorInfo &c) {
+  if (!c.known || c.pid == 0)
+    return "?";
+  std::string s = std::to_string(c.pid) + "/" + escape_text(c.comm);
+  if (c.exited)
+    s += " (exited)";
+  return s;
+}
+
+std::string holders_cell(const SegmentInfo &s) {
+  if (s.holders.empty())
+    return s.nattch ? std::to_string(s.nattch) + " attached" : std::string("-");
+  std::string out;
+  const std::size_t shown = std::min(s.holders.size(), max_holders);
+  for (std::size_t i = 0; i < shown; ++i) {
+    if (i)
+      out += ',';
+    out += std::to_string(s.holders[i]);
+  }
+  if (s.holders.size() > shown)
+    out += ",+" + std::to_string(s.holders.size() - shown);
+  return out;
+}
+
+std::string state_cell(const SegmentInfo &s) {
+  std::string out(to_string(s.state));
+  if (s.orphan)
+    out += " orphan";
+  return out;
+}
+
+std::string age_cell(const SegmentInfo &s, uint64_t now_ns) {
+  return human_age(segment_age_s(s, now_ns));
+}
+
+std::optional<uint64_t> seconds_to_full(const MountUsage &m) {
+  if (!m.seconds_to_full || !std::isfinite(*m.seconds_to_full) || *m.seconds_to_full < 0)
+    return std::nullopt;
+  return static_cast<uint64_t>(*m.seconds_to_full);
+}
+
+bool mount_alert(const MountUsage &m) {
+  if (m.percent && std::isfinite(*m.percent) && *m.percent > alert_percent)
+    return true;
+  const auto ttf = seconds_to_full(m);
+  return ttf && *ttf < alert_seconds_to_full;
+}
+
+} // namespace shmbpf

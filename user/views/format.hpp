@@ -1,0 +1,61 @@
+// The text of one value in a table cell, a header or a report, shared by
+// every view so that a size, an age or a container id reads the same in
+// `ls`, `leaks` and `top`. Cells that carry names from the kernel or a file
+// system come back escaped.
+#pragma once
+
+#include "model/engine.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace shmbpf {
+
+inline constexpr uint64_t ns_per_sec = 1'000'000'000;
+
+// 1024-based sizes: "512B", "64K", "1.0M", "12G" (one decimal below 10).
+std::string human_bytes(uint64_t bytes);
+// "5s", "3m", "2h", "4d"; "?" when unknown.
+std::string human_age(std::optional<uint64_t> seconds);
+// v with a fixed number of decimals; "-" when not finite.
+std::string fixed(double v, int decimals);
+// A percentage with one decimal, "12.5%"; "-" when unknown or not finite.
+std::string percent_text(std::optional<double> percent);
+// Events per second: one decimal below 10, "0" below 0.05.
+std::string rate_text(double per_s);
+// Bytes per second, "1.0M/s", or with a sign ("+1.0M/s", "-4.0K/s") for
+// growth that may shrink; "0/s" below a byte a second.
+std::string bytes_rate_text(double bytes_per_s, bool sign);
+// A mount's size limit, "unlimited" for none.
+std::string size_limit_text(uint64_t size_limit);
+
+// Escaped s, "-" when empty.
+std::string or_dash(std::string_view s);
+// A container id cut to the 12 characters docker shows; "-" for the host.
+std::string short_id(std::string_view id);
+// "host", or the short id.
+std::string container_label(std::string_view id);
+
+// Age of a segment, nullopt when its creation was not seen.
+std::optional<uint64_t> segment_age_ns(const SegmentInfo &s, uint64_t now_ns);
+std::optional<uint64_t> segment_age_s(const SegmentInfo &s, uint64_t now_ns);
+
+// "pid/comm", "(exited)" after a creator that is gone; "?" when unknown.
+std::string creator_cell(const CreatorInfo &c);
+// The first holders' pids, "+N" for the rest; a SysV segment nobody known
+// holds shows its attach count; "-" for none.
+std::string holders_cell(const SegmentInfo &s);
+// "linked", "unlinked", with " orphan" when nobody holds it.
+std::string state_cell(const SegmentInfo &s);
+std::string age_cell(const SegmentInfo &s, uint64_t now_ns);
+
+// Seconds until a mount is full at its present growth, when it is growing
+// towards a limit.
+std::optional<uint64_t> seconds_to_full(const MountUsage &m);
+// The mounts worth attention: over 90% full or full within an hour. One
+// rule for top's header, its rows and its JSON.
+bool mount_alert(const MountUsage &m);
+
+} // namespace shmbpf
