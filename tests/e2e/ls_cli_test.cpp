@@ -1,6 +1,7 @@
 // `shmbpf ls` end to end: real files in /dev/shm, a real holder process,
 // the real binary's JSON.
 #include "run_cli.hpp"
+#include "unit/text_checks.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -20,18 +21,12 @@
 
 namespace {
 
+using shmbpf::test::fields_of;
+
 // (exit status, stdout) of `shmbpf <args>`.
 std::pair<int, std::string> run(const std::string &args) {
   auto r = shmbpf::test::run_shmbpf(args);
   return {r.code, r.out};
-}
-
-std::vector<std::string> fields_of(const std::string &line) {
-  std::vector<std::string> out;
-  std::istringstream in(line);
-  for (std::string f; in >> f;)
-    out.push_back(f);
-  return out;
 }
 
 std::string devstr(dev_t d) { return std::to_string(major(d)) + ":" + std::to_string(minor(d)); }

@@ -5,6 +5,7 @@
 #include "background.hpp"
 #include "container_sim.hpp"
 #include "support.hpp"
+#include "unit/text_checks.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -37,14 +38,6 @@ using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
 constexpr auto start_timeout = 30s; // loading BPF and the first scan take a second or two
-
-std::vector<std::string> fields_of(const std::string &line) {
-  std::vector<std::string> out;
-  std::istringstream in(line);
-  for (std::string f; in >> f;)
-    out.push_back(f);
-  return out;
-}
 
 using Top = ShmbpfProcess;
 

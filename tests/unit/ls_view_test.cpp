@@ -4,6 +4,8 @@
 #include "views/escape.hpp"
 #include "views/relations.hpp"
 
+#include "text_checks.hpp"
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -17,20 +19,13 @@ namespace shmbpf {
 namespace {
 
 using nlohmann::json;
+using test::fields_of;
 
 std::vector<std::string> lines_of(const std::string &text) {
   std::vector<std::string> out;
   std::istringstream in(text);
   for (std::string l; std::getline(in, l);)
     out.push_back(l);
-  return out;
-}
-
-std::vector<std::string> fields_of(const std::string &line) {
-  std::vector<std::string> out;
-  std::istringstream in(line);
-  for (std::string f; in >> f;)
-    out.push_back(f);
   return out;
 }
 

@@ -1,7 +1,10 @@
 // Checks on text that the views produce from kernel-supplied strings.
 #pragma once
 
+#include <sstream>
+#include <string>
 #include <string_view>
+#include <vector>
 
 namespace shmbpf::test {
 
@@ -14,6 +17,15 @@ inline bool has_raw_control(std::string_view s) {
       return true;
   }
   return false;
+}
+
+// The blank-separated words of a table line.
+inline std::vector<std::string> fields_of(const std::string &line) {
+  std::vector<std::string> out;
+  std::istringstream in(line);
+  for (std::string f; in >> f;)
+    out.push_back(f);
+  return out;
 }
 
 } // namespace shmbpf::test

@@ -37,9 +37,11 @@ int run_top(const TopOptions &opts) {
                      "standard output is not a terminal; use -b for batch mode "
                      "(plain-text frames) or -b --json (one JSON object per frame)",
                      2);
+  // Before the Monitor starts its first scan: a refusal then costs nothing.
   require_bpf_privileges("top");
 
   MonitorOptions mopts;
+  mopts.probe.command = "top";
   mopts.probe.ring_buffer_bytes = opts.ring_buffer_bytes;
   mopts.probe.verbose = opts.verbose;
   Monitor mon(mopts);

@@ -240,6 +240,8 @@ private:
   Process &touch_process(const Event &e);
   Process &process_entry(uint32_t pid);
   SegIt insert_segment(const SegmentKey &key, Kind kind);
+  SegIt created_or_known(const SegmentKey &key, Kind kind, bool created, const Event &e,
+                         Process &p);
   void erase_segment(SegIt it);
   void set_path(SegIt it, std::string_view path, bool full);
   void set_state(SegIt it, SegmentState state);

@@ -95,6 +95,31 @@ void Engine::apply(const Event &e) {
   }
 }
 
+// The segment a create or an open names. A creation replaces whatever had
+// its key (an inode number or shmid reused after a destruction we missed)
+// and makes the caller its creator; an open of a segment we did not know
+// adds it as one that existed before.
+Engine::SegIt Engine::created_or_known(const SegmentKey &key, Kind kind, bool created,
+                                       const Event &e, Process &p) {
+  auto it = segs_.find(key);
+  if (it != segs_.end() && created) {
+    erase_segment(it);
+    it = segs_.end();
+  }
+  if (it != segs_.end())
+    return it;
+  it = insert_segment(key, kind);
+  if (created) {
+    set_creator(it->second, e.pid, p);
+    it->second.born = static_cast<int64_t>(e.ts_ns);
+    p.creates.hit(e.ts_ns);
+    creates_.hit(e.ts_ns);
+  } else {
+    it->second.flags |= kExistedBefore;
+  }
+  return it;
+}
+
 void Engine::on_open(const Event &e) {
   if (e.ret < 0 || e.ino == 0 || e.kind == Kind::sysv) {
     ++stats_.ignored;
@@ -103,22 +128,7 @@ void Engine::on_open(const Event &e) {
   Process &p = touch_process(e);
   const SegmentKey key = SegmentKey::file(e.dev, e.ino);
   const bool fresh = e.type == EventType::create && e.is_new;
-  auto it = segs_.find(key);
-  if (it != segs_.end() && fresh) {
-    erase_segment(it); // the inode number was reused after a destruction we missed
-    it = segs_.end();
-  }
-  if (it == segs_.end()) {
-    it = insert_segment(key, e.kind == Kind::memfd ? Kind::memfd : Kind::tmpfs);
-    if (fresh) {
-      set_creator(it->second, e.pid, p);
-      it->second.born = static_cast<int64_t>(e.ts_ns);
-      p.creates.hit(e.ts_ns);
-      creates_.hit(e.ts_ns);
-    } else {
-      it->second.flags |= kExistedBefore;
-    }
-  }
+  auto it = created_or_known(key, e.kind == Kind::memfd ? Kind::memfd : Kind::tmpfs, fresh, e, p);
   Segment &s = it->second;
   if (e.kind == Kind::memfd)
     s.kind = Kind::memfd;
@@ -273,22 +283,7 @@ void Engine::on_shmget(const Event &e) {
   Process &p = touch_process(e);
   const SegmentKey key = SegmentKey::sysv(e.ipcns, e.shmid >= 0 ? e.shmid : e.ret);
   const bool created = e.created == kShmgetCreated;
-  auto it = segs_.find(key);
-  if (it != segs_.end() && created) {
-    erase_segment(it); // shmid reused after a removal we missed
-    it = segs_.end();
-  }
-  if (it == segs_.end()) {
-    it = insert_segment(key, Kind::sysv);
-    if (created) {
-      set_creator(it->second, e.pid, p);
-      it->second.born = static_cast<int64_t>(e.ts_ns);
-      p.creates.hit(e.ts_ns);
-      creates_.hit(e.ts_ns);
-    } else {
-      it->second.flags |= kExistedBefore;
-    }
-  }
+  auto it = created_or_known(key, Kind::sysv, created, e, p);
   Segment &s = it->second;
   s.sysv_key = e.key;
   if (created || s.size == 0)

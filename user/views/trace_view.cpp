@@ -2,6 +2,7 @@
 
 #include "views/escape.hpp"
 #include "views/json.hpp"
+#include "views/text_width.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -105,17 +106,9 @@ WaitStatus wait_status(uint32_t code) {
   return {(code >> 8) & 0xff, code & 0x7f, (code & 0x80) != 0};
 }
 
-// Display width of escaped text, which is valid UTF-8: one column per code point.
-std::size_t text_width(std::string_view s) {
-  std::size_t n = 0;
-  for (char c : s)
-    n += (static_cast<unsigned char>(c) & 0xc0) != 0x80;
-  return n;
-}
-
 // Ends the column that starts at out[from]: pads it to width, then one space.
 void end_column(std::string &out, std::size_t from, std::size_t width) {
-  const std::size_t n = text_width(std::string_view(out).substr(from));
+  const std::size_t n = terminal_width(std::string_view(out).substr(from));
   if (n < width)
     out.append(width - n, ' ');
   out += ' ';
