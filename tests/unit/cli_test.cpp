@@ -60,6 +60,15 @@ TEST(Cli, RejectsNonFiniteNumbers) {
   EXPECT_DOUBLE_EQ(o.leaks.min_age_s, 0.5);
 }
 
+// A glob fnmatch would take for one that matches nothing is refused.
+TEST(Cli, RejectsGlobsThatCannotMatch) {
+  CliOptions o;
+  EXPECT_NE(parse(o, {"ls", "--match", "["}), 0);
+  EXPECT_NE(parse(o, {"leaks", "--match", "/dev/shm/torch_[0-9*"}), 0);
+  for (const char *ok : {"/dev/shm/torch_*", "/dev/shm/[!.]*", "[]]", "a\\[b", "[[:digit:]]x"})
+    EXPECT_EQ(parse(o, {"ls", "--match", ok}), 0) << ok;
+}
+
 // One setting, one rule: the ring buffer's size is checked the same way by
 // every command, and the probe's own check agrees with the CLI's.
 TEST(Cli, RingBufferSizeOneRule) {

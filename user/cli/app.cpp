@@ -67,8 +67,36 @@ void add_container_option(CLI::App *cmd, std::optional<std::string> &container, 
                       " of this container (id or id prefix; \"host\" for the host)");
 }
 
+// fnmatch(3) takes a '[' with no ']' for one that matches nothing, so a
+// typo would filter out every segment and look like a clean report.
+const CLI::Validator kGlob(
+    [](std::string &glob) -> std::string {
+      for (std::size_t i = 0; i < glob.size(); ++i) {
+        if (glob[i] == '\\') {
+          ++i;
+          continue;
+        }
+        if (glob[i] != '[')
+          continue;
+        std::size_t j = i + 1;
+        if (j < glob.size() && (glob[j] == '!' || glob[j] == '^'))
+          ++j;
+        if (j < glob.size() && glob[j] == ']') // a ']' first is part of the set
+          ++j;
+        while (j < glob.size() && glob[j] != ']')
+          ++j;
+        if (j >= glob.size())
+          return "'[' at offset " + std::to_string(i) + " has no closing ']' (write \\[ for a '[')";
+        i = j;
+      }
+      return {};
+    },
+    "GLOB");
+
 void add_match_option(CLI::App *cmd, std::optional<std::string> &glob) {
-  cmd->add_option("--match", glob, "Only segments whose path matches this glob");
+  cmd->add_option("--match", glob,
+                  "Only segments whose path matches this glob (fnmatch: * also matches /)")
+      ->check(kGlob);
 }
 
 } // namespace

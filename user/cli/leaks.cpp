@@ -7,6 +7,7 @@
 #include "model/leaks.hpp"
 #include "sources/clock.hpp"
 #include "sources/system_scan.hpp"
+#include "terminal/output.hpp"
 #include "views/leaks_view.hpp"
 #include "views/scan_notes.hpp"
 
@@ -54,9 +55,9 @@ int run_leaks(const LeaksOptions &opts) {
   report.growth = find_growth(samples);
   std::string out = opts.json ? leaks_json(report, now)
                               : leaks_text(report, now, static_cast<uint64_t>(opts.min_age_s));
-  std::fwrite(out.data(), 1, out.size(), stdout);
-  if (std::fflush(stdout) != 0)
-    return 2;
+  Output output;
+  output.write(out);
+  output.check(); // a report that did not get out is an error, not "no leak"
   return report.leaking() ? 1 : 0;
 }
 

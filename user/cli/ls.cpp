@@ -8,6 +8,7 @@
 #include "sources/namespaces.hpp"
 #include "sources/system_scan.hpp"
 #include "sources/users.hpp"
+#include "terminal/output.hpp"
 #include "views/columns.hpp"
 #include "views/ls_view.hpp"
 #include "views/relations.hpp"
@@ -44,7 +45,7 @@ int run_ls(const LsOptions &opts) {
   engine.sample_mounts(now);
 
   std::string out;
-  bool out_ok = true;
+  Output output;
   // What the container and mount tables' columns need to know: whose mount
   // namespace is whose (the host's is shmbpf's own).
   auto relations = [&](const std::vector<ProcessInfo> &procs,
@@ -96,16 +97,14 @@ int run_ls(const LsOptions &opts) {
       auto each = [&](const std::function<void(const SegmentInfo &)> &fn) {
         engine.for_each_segment(f, now, kOrphanMinAge, [&](SegmentInfo &&s) { fn(s); });
       };
-      segments_json(each, now, [&](std::string_view piece) {
-        out_ok = out_ok && std::fwrite(piece.data(), 1, piece.size(), stdout) == piece.size();
-      });
+      segments_json(each, now, [&](std::string_view piece) { output.write(piece); });
     } else {
       out = segments_table(kept_until_exit(engine.segments(f, now, kOrphanMinAge)), now);
     }
   }
-  if (!out.empty())
-    out_ok = out_ok && std::fwrite(out.data(), 1, out.size(), stdout) == out.size();
-  return std::fflush(stdout) == 0 && out_ok ? 0 : 1;
+  output.write(out);
+  output.check(); // a full disk is an error; a reader gone (`| head`) is not
+  return 0;
 }
 
 } // namespace shmbpf

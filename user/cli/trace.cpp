@@ -6,6 +6,7 @@
 #include "facts/result.hpp"
 #include "live/session.hpp"
 #include "sources/clock.hpp"
+#include "terminal/output.hpp"
 #include "views/trace_view.hpp"
 
 #include <unistd.h>
@@ -17,24 +18,6 @@
 #include <string_view>
 
 namespace shmbpf {
-
-namespace {
-
-// Writes all of data to fd; false on an error (EPIPE: the reader is gone).
-bool write_all(int fd, std::string_view data) {
-  while (!data.empty()) {
-    ssize_t n = ::write(fd, data.data(), data.size());
-    if (n < 0) {
-      if (errno == EINTR)
-        continue;
-      return false;
-    }
-    data.remove_prefix(static_cast<size_t>(n));
-  }
-  return true;
-}
-
-} // namespace
 
 int run_trace(const TraceOptions &opts) {
   ProbeOptions popts;
@@ -52,14 +35,13 @@ int run_trace(const TraceOptions &opts) {
   TraceFormatter fmt(TraceClock{boot_to_realtime_ns()});
   std::string buf;
   buf.reserve(kFlushAt + 4096);
-  bool out_ok = true;
+  Output out;
   auto flush = [&] {
-    if (out_ok && !write_all(STDOUT_FILENO, buf))
-      out_ok = false;
+    out.write(buf);
     buf.clear();
   };
   auto emit = [&](Event &e) {
-    if (!out_ok || !opts.matches(e))
+    if (!out.ok() || !opts.matches(e))
       return;
     if (opts.json)
       fmt.append_json(buf, e);
@@ -77,7 +59,7 @@ int run_trace(const TraceOptions &opts) {
   flush();
 
   auto start = std::chrono::steady_clock::now();
-  while (!stop_requested() && out_ok) {
+  while (!stop_requested() && out.ok()) {
     if (opts.duration_s > 0 &&
         std::chrono::steady_clock::now() - start >= std::chrono::duration<double>(opts.duration_s))
       break;
@@ -86,7 +68,7 @@ int run_trace(const TraceOptions &opts) {
       throw FatalError("reading the ring buffer", std::to_string(-n));
     flush();
   }
-  if (out_ok) {
+  if (out.ok()) {
     session.drain(emit);
     flush();
   }
@@ -104,6 +86,7 @@ int run_trace(const TraceOptions &opts) {
     const std::chrono::duration<double> traced = std::chrono::steady_clock::now() - start;
     std::fputs(program_stats_text(session.probe().program_stats(), traced.count()).c_str(), stderr);
   }
+  out.check(); // a full disk is an error; a reader gone (`| head`) is not
   return 0;
 }
 

@@ -1,5 +1,7 @@
 #include "terminal/top_loop.hpp"
 
+#include "terminal/output.hpp"
+
 #include "facts/result.hpp"
 #include "sources/namespaces.hpp"
 #include "sources/users.hpp"
@@ -70,6 +72,7 @@ int run_batch(Monitor &mon, TopState st, const TopLoopOptions &opts) {
   st.width = 0; // plain text: every row, nothing cut
   st.height = 0;
   Snapshots snapshots(mon);
+  Output out;
   const auto delay = delay_of(st);
   for (int frame = 1; !stopping(opts); ++frame) {
     if (frame > 1) {
@@ -82,10 +85,12 @@ int run_batch(Monitor &mon, TopState st, const TopLoopOptions &opts) {
       mon.drain();
     }
     const TopSnapshot snap = snapshots.take(st);
-    const std::string out =
+    const std::string text =
         (opts.json ? top_json(snap, st) : top_text(build_top_frame(snap, st))) + "\n";
-    if (std::fwrite(out.data(), 1, out.size(), stdout) != out.size() || std::fflush(stdout) != 0)
-      return 0; // the reader went away (e.g. `| head`): nothing more to do
+    if (!out.write(text)) {
+      out.check(); // a full disk is an error; a reader gone (`| head`) is not
+      return 0;
+    }
     if (opts.iterations > 0 && frame >= opts.iterations)
       break;
   }
