@@ -516,13 +516,17 @@ TEST_F(TopInteractive, EscapeSequenceInAFileNameIsShownEscaped) {
   EXPECT_TRUE(tmux_.wait_text(Tmux::prompt)) << tmux_.screen();
 }
 
-TEST_F(TopInteractive, SigtermRestoresTheTerminal) {
+// A signal ends top as q does: the terminal is given back, status 0. SIGHUP
+// is the ssh session or terminal window closing, SIGQUIT Ctrl-\.
+class TopSignal : public TopInteractive, public ::testing::WithParamInterface<int> {};
+
+TEST_P(TopSignal, RestoresTheTerminal) {
   start_top();
   if (HasFatalFailure() || IsSkipped())
     return;
   const pid_t top = child_named(tmux_.pane_pid(), "shmbpf");
   ASSERT_GT(top, 0);
-  kill(top, SIGTERM);
+  kill(top, GetParam());
   EXPECT_TRUE(tmux_.wait_screen([](const std::string &sc) {
     return sc.find("q quit") == std::string::npos && sc.find(Tmux::prompt) != std::string::npos;
   })) << tmux_.screen();
@@ -530,6 +534,9 @@ TEST_F(TopInteractive, SigtermRestoresTheTerminal) {
   tmux_.keys("Enter");
   EXPECT_TRUE(tmux_.wait_text("top exited 0")) << tmux_.screen();
 }
+
+INSTANTIATE_TEST_SUITE_P(Signals, TopSignal, ::testing::Values(SIGTERM, SIGHUP, SIGQUIT),
+                         [](const auto &info) { return std::string(sigabbrev_np(info.param)); });
 
 TEST_F(TopInteractive, ResizeRedrawsToTheNewWidth) {
   start_top("-d 5"); // no refresh due: only the resize redraws

@@ -254,7 +254,7 @@ TEST_P(TraceSignal, StopsCleanlyWithSummary) {
   EXPECT_TRUE(std::regex_match(last_line(p.err()), summary_re)) << p.err();
 }
 
-INSTANTIATE_TEST_SUITE_P(Signals, TraceSignal, ::testing::Values(SIGINT, SIGTERM),
+INSTANTIATE_TEST_SUITE_P(Signals, TraceSignal, ::testing::Values(SIGINT, SIGTERM, SIGHUP, SIGQUIT),
                          [](const auto &info) { return std::string(sigabbrev_np(info.param)); });
 
 TEST(TraceCli, NotRootIsToldToUseSudo) {

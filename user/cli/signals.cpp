@@ -1,6 +1,7 @@
 #include "cli/signals.hpp"
 
 #include <csignal>
+#include <initializer_list>
 
 namespace shmbpf {
 
@@ -17,8 +18,10 @@ void install_stop_signals() {
   sa.sa_handler = on_stop;
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = 0; // no SA_RESTART
-  sigaction(SIGINT, &sa, nullptr);
-  sigaction(SIGTERM, &sa, nullptr);
+  // SIGHUP: the terminal or ssh session closed; SIGQUIT: Ctrl-\. Either
+  // way the command stops as on Ctrl-C: a summary, a restored terminal.
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT})
+    sigaction(sig, &sa, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
 }
 

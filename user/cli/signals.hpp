@@ -1,5 +1,6 @@
-// SIGINT and SIGTERM end the long-running subcommands through their loops,
-// so they can drain events, print summaries and restore the terminal.
+// SIGINT, SIGTERM, SIGHUP and SIGQUIT end the long-running subcommands
+// through their loops, so they can drain events, print summaries and
+// restore the terminal.
 #pragma once
 
 namespace shmbpf {
@@ -9,7 +10,7 @@ namespace shmbpf {
 // as a write error instead of killing the process.
 void install_stop_signals();
 
-// Has SIGINT or SIGTERM arrived?
+// Has one of those signals arrived?
 bool stop_requested();
 
 } // namespace shmbpf
