@@ -10,8 +10,10 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -256,6 +258,25 @@ TEST_P(TraceSignal, StopsCleanlyWithSummary) {
 
 INSTANTIATE_TEST_SUITE_P(Signals, TraceSignal, ::testing::Values(SIGINT, SIGTERM, SIGHUP, SIGQUIT),
                          [](const auto &info) { return std::string(sigabbrev_np(info.param)); });
+
+// Something mounted where tracefs should be (a tmpfs with an events/
+// directory) is refused, instead of a trace that attaches no hook and
+// exits 0. In a mount namespace of the child's own: the machine's tracefs
+// is not touched.
+TEST(TraceCli, RefusesAFakeTracefs) {
+  Shmbpf p({"trace", "--duration", "1"}, [] {
+    if (unshare(CLONE_NEWNS) != 0 || mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr))
+      _exit(125);
+    // Hide debugfs' tracing directory, which libbpf would prefer.
+    mount("tmpfs", "/sys/kernel/debug", "tmpfs", 0, nullptr);
+    if (mount("tmpfs", "/sys/kernel/tracing", "tmpfs", 0, nullptr) != 0 ||
+        mkdir("/sys/kernel/tracing/events", 0755) != 0)
+      _exit(125);
+  });
+  expect_exit_code(p.wait(load_timeout), 2);
+  EXPECT_NE(p.err().find("is not tracefs"), std::string::npos) << p.err();
+  EXPECT_EQ(lines_of(p.err()).size(), 1u) << p.err();
+}
 
 TEST(TraceCli, NotRootIsToldToUseSudo) {
   Shmbpf p({"trace"}, [] {

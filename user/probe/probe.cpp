@@ -17,6 +17,7 @@
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -129,19 +130,41 @@ void require_bpf_privileges(const std::string &command) {
                      2);
 }
 
+namespace {
+
+constexpr long kTracefsMagic = 0x74726163; // TRACEFS_MAGIC
+
+// A directory that is tracefs itself: anything else mounted there (a tmpfs
+// with an events/ directory in it) lists no real tracepoint.
+bool is_tracefs(const std::string &dir) {
+  struct statfs st {};
+  return statfs(dir.c_str(), &st) == 0 && static_cast<long>(st.f_type) == kTracefsMagic;
+}
+
+} // namespace
+
 std::string ensure_tracefs() {
   const std::string tracing = "/sys/kernel/tracing";
   // libbpf 1.1 prefers the debugfs path when it exists; either is fine if it works.
-  for (const char *dir : {"/sys/kernel/debug/tracing", "/sys/kernel/tracing"})
-    if (exists(std::string(dir) + "/events"))
-      return dir;
+  for (const char *dir : {"/sys/kernel/debug/tracing", "/sys/kernel/tracing"}) {
+    if (!exists(std::string(dir) + "/events"))
+      continue;
+    if (!is_tracefs(dir))
+      throw FatalError("tracefs",
+                       std::string(dir) +
+                           " is not tracefs (something else is mounted there); "
+                           "unmount it, or mount tracefs: mount -t tracefs nodev " +
+                           dir,
+                       2);
+    return dir;
+  }
   if (mount("nodev", tracing.c_str(), "tracefs", 0, nullptr) != 0 && errno != EBUSY)
     throw FatalError("tracefs",
                      "not mounted and mounting it at " + tracing + " failed: " + errno_text(errno) +
                          " (try: mount -t tracefs nodev " + tracing + ")",
                      2);
-  if (!exists(tracing + "/events"))
-    throw FatalError("tracefs", tracing + "/events does not exist after mounting tracefs", 2);
+  if (!exists(tracing + "/events") || !is_tracefs(tracing))
+    throw FatalError("tracefs", tracing + " is not a tracefs with events after mounting it", 2);
   if (exists("/sys/kernel/debug/tracing") && !exists("/sys/kernel/debug/tracing/events"))
     throw FatalError("tracefs",
                      "/sys/kernel/debug/tracing exists but is empty; libbpf would look there", 2);
@@ -248,6 +271,17 @@ Probe::Probe(const ProbeOptions &opts, bool attach_now) {
     }
   }
   bpf_program__set_autoattach(skel_->progs.flush_free, false);
+  // Nothing to watch with: a tracer that attaches no hook would run, see
+  // nothing and exit as if all were well.
+  size_t hooks = 0;
+  bpf_object__for_each_program(prog, skel_->obj) {
+    if (bpf_program__autoload(prog) && bpf_program__autoattach(prog))
+      ++hooks;
+  }
+  if (hooks == 0)
+    throw FatalError("no hook of shmbpf's exists on this kernel",
+                     missing_.empty() ? std::string("none to load") : missing_.front() + ", ...",
+                     2);
 
   if (opts.run_stats) {
     stats_fd_ = bpf_enable_stats(BPF_STATS_RUN_TIME);
