@@ -88,6 +88,11 @@ TEST(ProcScanParse, MapsLines) {
   EXPECT_EQ(f->path, "/dev/shm/my file");
   EXPECT_FALSE(f->deleted);
 
+  // A newline in a name is the one thing maps escapes.
+  auto nl = parse_maps_line("7f01-7f02 rw-s 00000000 00:1a 98 /dev/shm/a\\012b");
+  ASSERT_TRUE(nl);
+  EXPECT_EQ(nl->path, "/dev/shm/a\nb");
+
   auto d = parse_maps_line("7f01-7f02 rw-s 00000000 00:1a 99 /dev/shm/x (deleted)");
   ASSERT_TRUE(d);
   EXPECT_EQ(d->path, "/dev/shm/x");
@@ -221,6 +226,9 @@ TEST(ProcScanLive, HoldingsOfSelf) {
   EXPECT_FALSE(hm->via_map);
   EXPECT_TRUE(hm->deleted);
   EXPECT_EQ(hm->path, "/memfd:ps-test");
+  EXPECT_EQ(hm->kind, HeldKind::memfd);
+  EXPECT_EQ(ha->kind, HeldKind::tmpfs);
+  EXPECT_EQ(hb->kind, HeldKind::tmpfs);
 
   // Nothing outside shared memory: every entry is unique by (dev, ino).
   for (size_t i = 0; i < held.size(); ++i)
@@ -232,6 +240,68 @@ TEST(ProcScanLive, HoldingsOfSelf) {
   ::close(fa);
   ::close(fm);
   ::unlink(a.c_str());
+}
+
+// Names decide nothing: a linked file that is really named "... (deleted)"
+// stays linked under its whole name, and files elsewhere named like memfds
+// or SysV segments are not shared memory. Linked or not comes from the
+// inode's link count, the kind from the filesystem it lives on.
+TEST(ProcScanLive, HostileNamesDecideNothing) {
+  struct statfs sfs {};
+  if (::statfs("/dev/shm", &sfs) != 0 || static_cast<long>(sfs.f_type) != 0x01021994)
+    GTEST_SKIP() << "/dev/shm is not tmpfs";
+  const long page = ::sysconf(_SC_PAGESIZE);
+  const std::string tag = std::to_string(::getpid());
+  const std::string fake_deleted = "/dev/shm/ps-held-" + tag + " (deleted)";
+  const std::string newline = "/dev/shm/ps-nl-" + tag + "\nx";
+  // Named as the kernel names memfds and SysV segments ("/memfd:...",
+  // "/SYSV..."), on the root filesystem, which is not a tmpfs. Only root
+  // can make them there; elsewhere they are made in the source tree, named
+  // alike but for the leading directory.
+  const bool at_root = ::access("/", W_OK) == 0;
+  struct statfs root_fs {};
+  if (at_root && ::statfs("/", &root_fs) == 0 && static_cast<long>(root_fs.f_type) == 0x01021994)
+    GTEST_SKIP() << "/ is a tmpfs";
+  const std::string off_dir = at_root ? "" : std::string(SHMBPF_SOURCE_DIR);
+  const std::string off_shm = off_dir + "/memfd:ps-" + tag;
+  const std::string off_sysv = off_dir + "/SYSV" + tag;
+
+  std::vector<int> fds;
+  std::vector<std::pair<void *, Fstat>> maps;
+  for (const std::string &path : {fake_deleted, newline, off_shm, off_sysv}) {
+    int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    ASSERT_GE(fd, 0) << path;
+    ASSERT_EQ(::ftruncate(fd, page), 0);
+    void *m = ::mmap(nullptr, page, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    ASSERT_NE(m, MAP_FAILED);
+    maps.emplace_back(m, fstat_of(fd));
+    fds.push_back(fd);
+  }
+  // The one with the newline is mapped only: maps escapes it, map_files
+  // (root) does not.
+  ::close(fds[1]);
+  fds[1] = -1;
+
+  auto held = scan_holdings(static_cast<uint32_t>(::getpid()));
+  const HeldFile *fake = find_held(held, maps[0].second);
+  ASSERT_NE(fake, nullptr);
+  EXPECT_FALSE(fake->deleted);
+  EXPECT_EQ(fake->path, fake_deleted);
+  EXPECT_EQ(fake->kind, HeldKind::tmpfs);
+  const HeldFile *nl = find_held(held, maps[1].second);
+  ASSERT_NE(nl, nullptr);
+  EXPECT_EQ(nl->path, newline);
+  EXPECT_FALSE(nl->deleted);
+  EXPECT_EQ(find_held(held, maps[2].second), nullptr) << off_shm;
+  EXPECT_EQ(find_held(held, maps[3].second), nullptr) << off_sysv;
+
+  for (auto &[m, st] : maps)
+    ::munmap(m, page);
+  for (int fd : fds)
+    if (fd >= 0)
+      ::close(fd);
+  for (const std::string &path : {fake_deleted, newline, off_shm, off_sysv})
+    ::unlink(path.c_str());
 }
 
 TEST(ProcScanLive, SysvSegmentOfSelf) {
@@ -246,7 +316,7 @@ TEST(ProcScanLive, SysvSegmentOfSelf) {
   bool found = false;
   for (const HeldFile &h : held)
     if (h.path == "/SYSV00000000" && h.ino == static_cast<uint64_t>(id))
-      found = h.via_map;
+      found = h.via_map && h.kind == HeldKind::sysv;
   EXPECT_TRUE(found);
 
   bool listed = false;

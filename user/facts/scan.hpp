@@ -24,19 +24,27 @@ struct TmpfsFile {
   uint32_t uid = 0;
   uint32_t nlink = 0;
   int64_t mtime_s = 0;
+  bool memfd = false; // a memfd (path "memfd:<name>"), found through a holder
 };
 
+// What a held file is, decided by the filesystem its inode lives on, never
+// by its name: a file on a mounted tmpfs or hugetlbfs, or one of the
+// kernel's own shm mount (memfds, and SysV segments, whose ino is the shmid).
+enum class HeldKind : uint8_t { tmpfs, memfd, sysv };
+
 // A shared-memory file a process holds open or mapped, one per (dev, ino).
-// SysV segments are reported too, as path "/SYSV<key in 8 hex>" with
-// ino == shmid; memfds as "/memfd:<name>". Both always carry deleted = true
-// because the kernel prints them that way; only for tmpfs files does
-// deleted mean "unlinked".
 struct HeldFile {
   uint32_t dev = 0; // kernel encoding
   uint64_t ino = 0;
+  HeldKind kind = HeldKind::tmpfs;
   bool via_fd = false;
   bool via_map = false;
+  // Unlinked: no name left (st_nlink 0, when the inode could be stat'ed;
+  // else the kernel's " (deleted)" mark). memfds and SysV segments have
+  // none ever.
   bool deleted = false;
+  // As the process sees it, without the kernel's " (deleted)" mark: a
+  // tmpfs path, "/memfd:<name>" or "/SYSV<key in 8 hex>".
   std::string path;
   // From stat of the fd or map_files link; for unlinked files nothing else
   // can tell their size. stat_ok false: unknown (map_files needs root).

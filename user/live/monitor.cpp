@@ -333,7 +333,7 @@ Monitor::Gather Monitor::run_gather(Gather g) {
       continue;
     }
     for (const HeldFile &h : scan_holdings(j.pid))
-      if (!h.path.starts_with("/SYSV"))
+      if (h.kind != HeldKind::sysv)
         j.files.push_back(SegmentKey::file(h.dev, h.ino));
   }
   if (g.mounts)

@@ -5,7 +5,7 @@ namespace shmbpf {
 namespace {
 
 SegmentKey key_of(const ScannedProcess &p, const HeldFile &h) {
-  if (h.path.starts_with("/SYSV"))
+  if (h.kind == HeldKind::sysv)
     return SegmentKey::sysv(p.id.ipcns, static_cast<int32_t>(h.ino));
   return SegmentKey::file(h.dev, h.ino);
 }
@@ -16,9 +16,10 @@ TmpfsFile held_file(const HeldFile &h) {
   TmpfsFile f;
   f.dev = h.dev;
   f.ino = h.ino;
-  f.path = h.path.starts_with("/memfd:") ? h.path.substr(1) : h.path;
+  f.memfd = h.kind == HeldKind::memfd;
+  f.path = f.memfd ? h.path.substr(1) : h.path; // "memfd:<name>", as events name it
   f.leaf = f.path.substr(f.path.rfind('/') + 1);
-  f.nlink = 0;
+  f.nlink = h.deleted ? 0 : 1;
   f.size = h.size;
   f.bytes = h.bytes;
   f.uid = h.uid;

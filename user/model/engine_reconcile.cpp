@@ -27,7 +27,7 @@ void Engine::add_existing_file(const TmpfsFile &f, uint32_t mnt_id_or_0, std::st
   const SegmentKey key = SegmentKey::file(f.dev, f.ino);
   auto it = segs_.find(key);
   if (it == segs_.end()) {
-    it = insert_segment(key, f.leaf.starts_with("memfd:") ? Kind::memfd : Kind::tmpfs);
+    it = insert_segment(key, f.memfd ? Kind::memfd : Kind::tmpfs);
     Segment &s = it->second;
     s.flags |= kExistedBefore;
     s.creator_uid = f.uid; // the owner: the best guess at who created it

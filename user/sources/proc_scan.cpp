@@ -16,6 +16,7 @@
 #include <set>
 #include <sys/stat.h>
 #include <sys/statfs.h>
+#include <sys/syscall.h>
 #include <thread>
 #include <unistd.h>
 
@@ -216,7 +217,18 @@ std::optional<MapsEntry> parse_maps_line(std::string_view line) {
   // The path is the rest after the padding; it may contain spaces.
   while (!rest.empty() && is_space(rest.front()))
     rest.remove_prefix(1);
-  m.path = std::string(rest);
+  // The kernel writes a newline in a name as \012 here, and nothing else
+  // escaped: decoded, as near as this text allows (map_files, for root,
+  // gives the name exactly).
+  m.path.clear();
+  for (size_t i = 0; i < rest.size(); ++i) {
+    if (rest.substr(i, 4) == "\\012") {
+      m.path += '\n';
+      i += 3;
+    } else {
+      m.path += rest[i];
+    }
+  }
   m.deleted = strip_deleted(m.path);
   return m;
 }
@@ -231,11 +243,65 @@ void fill_stat(HeldFile &h, const struct stat &st) {
   h.mtime_s = st.st_mtim.tv_sec;
 }
 
+bool is_shm_magic(long f_type) { return f_type == kTmpfsMagic || f_type == kHugetlbfsMagic; }
+
+// Devices of the kernel's own shm mounts, where memfds and SysV segments
+// live (hugetlb memfds on a hugetlbfs one): no mount table lists them, so
+// they are learnt from memfds of our own. A kind of memfd the kernel cannot
+// make here exists nowhere on it.
+bool is_internal_shm(uint32_t dev) {
+  static const std::set<uint32_t> devs = [] {
+    std::set<uint32_t> out;
+    for (unsigned flags : {1u /* MFD_CLOEXEC */, 1u | 4u /* | MFD_HUGETLB */}) {
+      const int fd = static_cast<int>(::syscall(SYS_memfd_create, "shmbpf-probe", flags));
+      struct stat st {};
+      if (fd >= 0 && ::fstat(fd, &st) == 0)
+        out.insert(kernel_dev(st.st_dev));
+      if (fd >= 0)
+        ::close(fd);
+    }
+    return out;
+  }();
+  return devs.count(dev) != 0;
+}
+
+// What an inode on a tmpfs-like filesystem is, from where it lives: on the
+// kernel's own mounts a memfd or a SysV segment (the only names the kernel
+// gives there that we want: a shared anonymous mapping, "/dev/zero", is
+// shared memory nobody can name), elsewhere a file when its filesystem is a
+// mounted tmpfs or hugetlbfs. nullopt: not shared memory.
+std::optional<HeldKind> held_kind(uint32_t dev, bool mounted_shm, std::string_view path) {
+  if (is_internal_shm(dev)) {
+    if (starts_with(path, "/memfd:"))
+      return HeldKind::memfd;
+    if (starts_with(path, "/SYSV"))
+      return HeldKind::sysv;
+    return std::nullopt;
+  }
+  if (mounted_shm)
+    return HeldKind::tmpfs;
+  return std::nullopt;
+}
+
+// The name without the kernel's " (deleted)" mark, which only an unlinked
+// file gets: a linked file may really be named so.
+void set_path(HeldFile &h, std::string path) {
+  if (h.deleted)
+    strip_deleted(path);
+  h.path = std::move(path);
+}
+
 } // namespace
 
 std::vector<HeldFile> scan_holdings(uint32_t pid) {
   const std::string base = "/proc/" + std::to_string(pid);
   std::map<std::pair<uint32_t, uint64_t>, HeldFile> held;
+
+  // Devices of the tmpfs and hugetlbfs mounts this process sees.
+  std::set<uint32_t> shm_devs;
+  for (const MountInfo &m : read_mountinfo(static_cast<int>(pid)))
+    if (m.is_tmpfs())
+      shm_devs.insert(m.dev);
 
   for (uint32_t fd : numeric_entries(base + "/fd")) {
     const std::string link = base + "/fd/" + std::to_string(fd);
@@ -243,55 +309,70 @@ std::vector<HeldFile> scan_holdings(uint32_t pid) {
     struct stat st {};
     struct statfs sfs {};
     // stat/statfs of the magic link reach the open file itself, even unlinked.
-    if (!target || ::stat(link.c_str(), &st) != 0 || !S_ISREG(st.st_mode))
+    if (!target || ::stat(link.c_str(), &st) != 0 || !S_ISREG(st.st_mode) ||
+        ::statfs(link.c_str(), &sfs) != 0 || !is_shm_magic(static_cast<long>(sfs.f_type)))
       continue;
-    bool shm_fs =
-        ::statfs(link.c_str(), &sfs) == 0 && (static_cast<long>(sfs.f_type) == kTmpfsMagic ||
-                                              static_cast<long>(sfs.f_type) == kHugetlbfsMagic);
-    if (!shm_fs && !starts_with(*target, "/memfd:"))
+    const uint32_t dev = kernel_dev(st.st_dev);
+    // statfs said tmpfs or hugetlbfs: mounted here or in another namespace.
+    const auto kind = held_kind(dev, true, *target);
+    if (!kind)
       continue;
-    HeldFile &h = held[{kernel_dev(st.st_dev), st.st_ino}];
-    h.dev = kernel_dev(st.st_dev);
+    HeldFile &h = held[{dev, st.st_ino}];
+    h.dev = dev;
     h.ino = st.st_ino;
+    h.kind = *kind;
     h.via_fd = true;
-    h.deleted = strip_deleted(*target);
-    h.path = std::move(*target);
+    h.deleted = *kind != HeldKind::tmpfs || st.st_nlink == 0;
+    set_path(h, std::move(*target));
     fill_stat(h, st);
   }
 
-  // Linked tmpfs files in maps carry no marker: recognise their filesystem
-  // by device, from the mounts this process sees.
-  std::set<uint32_t> shm_devs;
-  for (const MountInfo &m : read_mountinfo(static_cast<int>(pid)))
-    if (m.is_tmpfs())
-      shm_devs.insert(m.dev);
   if (auto maps = read_text(base + "/maps")) {
     for_each_line(*maps, [&](std::string_view line) {
       auto m = parse_maps_line(line);
-      // A SysV mapping's inode number is its shmid, and 0 is a valid one.
-      if (!m || m->path.empty() || (m->ino == 0 && !starts_with(m->path, "/SYSV")))
-        return;
-      // A deleted file elsewhere (an upgraded library) is not shared memory.
-      if (!shm_devs.count(m->dev) && !starts_with(m->path, "/memfd:") &&
-          !starts_with(m->path, "/SYSV"))
+      if (!m || m->path.empty())
         return;
       HeldFile &h = held[{m->dev, m->ino}];
-      if (!h.via_fd) {
-        h.dev = m->dev;
-        h.ino = m->ino;
-        h.deleted = m->deleted;
-        h.path = std::move(m->path);
+      if (h.via_fd || h.via_map) {
+        h.via_map = true;
+        return;
       }
-      if (!h.stat_ok) {
-        char range[48];
-        std::snprintf(range, sizeof range, "/map_files/%llx-%llx",
-                      static_cast<unsigned long long>(m->start),
-                      static_cast<unsigned long long>(m->end));
-        struct stat st {};
-        if (::stat((base + range).c_str(), &st) == 0 && st.st_ino == m->ino)
-          fill_stat(h, st);
+      // map_files (root) reaches the mapped inode itself: its link count
+      // and its name as it is, where maps escapes newlines and marks
+      // deletion in text.
+      char range[48];
+      std::snprintf(range, sizeof range, "/map_files/%llx-%llx",
+                    static_cast<unsigned long long>(m->start),
+                    static_cast<unsigned long long>(m->end));
+      const std::string link = base + range;
+      struct stat st {};
+      struct statfs sfs {};
+      const bool stat_ok = ::stat(link.c_str(), &st) == 0 && st.st_ino == m->ino;
+      std::string path = std::move(m->path);
+      bool deleted = m->deleted;
+      if (stat_ok) {
+        if (auto exact = read_link(link))
+          path = std::move(*exact);
+        deleted = st.st_nlink == 0;
       }
+      // Also a file mapped from a tmpfs that only another namespace mounts.
+      const bool mounted =
+          shm_devs.count(m->dev) != 0 || (stat_ok && ::statfs(link.c_str(), &sfs) == 0 &&
+                                          is_shm_magic(static_cast<long>(sfs.f_type)));
+      const auto kind = held_kind(m->dev, mounted, path);
+      // A SysV mapping's inode number is its shmid, and 0 is a valid one.
+      if (!kind || (m->ino == 0 && *kind != HeldKind::sysv)) {
+        held.erase({m->dev, m->ino});
+        return;
+      }
+      h.dev = m->dev;
+      h.ino = m->ino;
+      h.kind = *kind;
       h.via_map = true;
+      h.deleted = *kind != HeldKind::tmpfs || deleted;
+      set_path(h, std::move(path));
+      if (stat_ok)
+        fill_stat(h, st);
     });
   }
 
