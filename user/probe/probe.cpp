@@ -16,6 +16,7 @@
 #include <sched.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
@@ -171,6 +172,29 @@ std::string ensure_tracefs() {
   return tracing;
 }
 
+void ensure_fd_room() {
+  // A program, its link and a map each hold a descriptor, libbpf opens more
+  // while loading, and a scan opens directories: with too few, a map is not
+  // created and the load fails later as if the programs were invalid.
+  constexpr rlim_t kNeeded = 256;
+  rlimit lim{};
+  if (getrlimit(RLIMIT_NOFILE, &lim) != 0 || lim.rlim_cur >= 4 * kNeeded)
+    return;
+  const rlim_t want =
+      lim.rlim_max == RLIM_INFINITY ? 4 * kNeeded : std::min(lim.rlim_max, 4 * kNeeded);
+  if (want > lim.rlim_cur) {
+    lim.rlim_cur = want;
+    setrlimit(RLIMIT_NOFILE, &lim);
+    getrlimit(RLIMIT_NOFILE, &lim);
+  }
+  if (lim.rlim_cur < kNeeded)
+    throw FatalError("too few file descriptors",
+                     "the limit is " + std::to_string(lim.rlim_cur) +
+                         " (ulimit -n) and shmbpf needs " + std::to_string(kNeeded) +
+                         "; raise it, e.g. ulimit -n 1024",
+                     2);
+}
+
 std::string RingBufferSetting::problem(size_t bytes) {
   const auto page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
   if (bytes < page || (bytes & (bytes - 1)) != 0 || bytes > kMax)
@@ -217,6 +241,7 @@ Probe::Probe(const ProbeOptions &opts, bool attach_now) {
   g_verbose = opts.verbose;
   libbpf_set_print(libbpf_log);
   require_bpf_privileges(opts.command);
+  ensure_fd_room();
   if (auto why = RingBufferSetting::problem(opts.ring_buffer_bytes); !why.empty())
     throw FatalError(RingBufferSetting::kFlag, why, 2);
   if (!exists("/sys/kernel/btf/vmlinux"))

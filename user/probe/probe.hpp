@@ -63,6 +63,10 @@ size_t name_map_capacity(uint64_t tmpfs_files);
 // Throws FatalError (exit status 2) unless the process may load tracing BPF.
 void require_bpf_privileges(const std::string &command);
 
+// Raises the soft limit of open files towards what loading needs (the hard
+// limit permitting); throws FatalError (exit status 2) when it stays too low.
+void ensure_fd_room();
+
 // Mounts tracefs at /sys/kernel/tracing when it is not there; returns the
 // tracefs directory libbpf will use. Throws FatalError when impossible.
 std::string ensure_tracefs();
