@@ -413,6 +413,18 @@ TEST(TraceJson, SysvFields) {
   j = json::parse(trace_json(d, test_clock));
   EXPECT_EQ(j["shmid"], -1);
   EXPECT_EQ(j["size"], 4096);
+
+  // IPC_RMID names a shmid, not a key: no made-up key=0x0 for a segment
+  // made before tracing, in JSON or on the line.
+  Event r = hostile_event(EventType::shm_rmid);
+  r.shmid = 42;
+  r.key = 0;
+  j = json::parse(trace_json(r, test_clock));
+  EXPECT_EQ(j["shmid"], 42);
+  EXPECT_TRUE(j["key"].is_null());
+  const std::string line = trace_line(r, test_clock);
+  EXPECT_EQ(line.find("key="), std::string::npos) << line;
+  EXPECT_NE(line.find("shmid=42"), std::string::npos) << line;
 }
 
 TEST(TraceJson, ProcessEventFields) {

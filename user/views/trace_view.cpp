@@ -175,9 +175,13 @@ void path_column(std::string &out, const Event &e) {
     if (e.type == EventType::memfd_create)
       out += "memfd:";
     append_escaped_text(out, e.path);
-  } else if (is_sysv_event(e.type)) {
+  } else if (e.type == EventType::shmget) {
     out += "key=";
     append_hex(out, e.key);
+  } else if (is_sysv_event(e.type) && e.shmid >= 0) {
+    // Only shmget names the key; the others name the segment by shmid.
+    out += "shmid=";
+    append_dec(out, e.shmid);
   } else
     out += '-';
 }
@@ -223,7 +227,8 @@ void details_column(Details &d, const Event &e) {
   } else if (is_sysv_event(e.type)) {
     if (e.shmid >= 0)
       d.dec("shmid", e.shmid);
-    d.hex("key", e.key);
+    if (e.type == EventType::shmget)
+      d.hex("key", e.key);
     if (e.type == EventType::shmget) {
       if (e.created == 1)
         d.word("created");
@@ -430,9 +435,13 @@ void TraceFormatter::append_json(std::string &out, const Event &e) {
     }
     j.num("flags", e.flags).str("origin", to_string(e.origin)).boolean("truncated", e.truncated);
   } else if (is_sysv_event(e.type)) {
-    j.num("shmid", e.shmid)
-        .num("key", e.key)
-        .num("size", e.type == EventType::shmget ? e.arg_size : e.size)
+    j.num("shmid", e.shmid);
+    // Only shmget's caller names the key: null, not a made-up 0, elsewhere.
+    if (e.type == EventType::shmget)
+      j.num("key", e.key);
+    else
+      j.null("key");
+    j.num("size", e.type == EventType::shmget ? e.arg_size : e.size)
         .num("addr", e.addr)
         .num("shmflg", e.flags);
     if (e.created == 1 || e.created == 0)
