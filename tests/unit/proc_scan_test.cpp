@@ -32,6 +32,12 @@ TEST(ProcScanParse, StatCommWithParensAndSpaces) {
   EXPECT_EQ(plain->ppid, 0u);
   EXPECT_EQ(plain->comm, "systemd");
 
+  // starttime is field 22: what tells a reused pid's process apart.
+  auto full = parse_stat("77 (sh) S 1 77 77 0 -1 4194560 100 0 0 0 5 3 0 0 20 0 1 0 987654 1 2\n");
+  ASSERT_TRUE(full);
+  EXPECT_EQ(full->start_time, 987654u);
+  EXPECT_EQ(plain->start_time, 0u); // too short: unknown
+
   auto zombie = parse_stat("4242 (python3) Z 1 4242 4242 0 -1");
   ASSERT_TRUE(zombie);
   EXPECT_TRUE(zombie->exited());
@@ -348,6 +354,32 @@ TEST(ProcScanLive, ReadSelf) {
   EXPECT_EQ(id->ipcns, static_cast<uint32_t>(st.st_ino));
 
   EXPECT_FALSE(read_process(0));
+}
+
+// A child's identity and its start time, read while it lives; once it is
+// gone, nothing is read for its pid.
+TEST(ProcScanLive, StartTimeTellsProcessesApart) {
+  auto self = read_process(static_cast<uint32_t>(::getpid()));
+  ASSERT_TRUE(self);
+  EXPECT_GT(self->start_time, 0u);
+  int gate[2];
+  ASSERT_EQ(::pipe(gate), 0);
+  const pid_t child = ::fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    char c;
+    ::close(gate[1]);
+    _exit(::read(gate[0], &c, 1) >= 0 ? 0 : 1);
+  }
+  ::close(gate[0]);
+  auto kid = read_process(static_cast<uint32_t>(child));
+  ASSERT_TRUE(kid);
+  EXPECT_GE(kid->start_time, self->start_time);
+  ::close(gate[1]);
+  int status = 0;
+  ASSERT_EQ(::waitpid(child, &status, 0), child);
+  EXPECT_FALSE(read_process(static_cast<uint32_t>(child)));
+  EXPECT_TRUE(scan_holdings(static_cast<uint32_t>(child)).empty());
 }
 
 TEST(ProcScanLive, ListPidsHasSelf) {

@@ -59,7 +59,8 @@ struct HeldFile {
 struct ProcIdentity {
   uint32_t pid = 0;
   uint32_t ppid = 0;
-  uint32_t uid = 0; // real uid
+  uint32_t uid = 0;        // real uid
+  uint64_t start_time = 0; // clock ticks after boot (stat field 22): a reused pid has another
   std::string comm;
   uint32_t mntns = 0; // inode numbers of /proc/<pid>/ns/{mnt,ipc}
   uint32_t ipcns = 0;

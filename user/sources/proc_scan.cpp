@@ -16,7 +16,6 @@
 #include <set>
 #include <sys/stat.h>
 #include <sys/statfs.h>
-#include <sys/syscall.h>
 #include <thread>
 #include <unistd.h>
 
@@ -29,8 +28,9 @@ constexpr long kHugetlbfsMagic = 0x958458f6;
 constexpr std::string_view kDeletedSuffix = " (deleted)";
 
 // Whole file via read(2): /proc files report size 0, so no stat-sized reads.
-std::optional<std::string> read_text(const std::string &path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+// name is relative to dirfd (AT_FDCWD: to the working directory).
+std::optional<std::string> read_text_at(int dirfd, const char *name) {
+  int fd = ::openat(dirfd, name, O_RDONLY | O_CLOEXEC);
   if (fd < 0)
     return std::nullopt;
   std::string out;
@@ -51,12 +51,48 @@ std::optional<std::string> read_text(const std::string &path) {
   return out;
 }
 
-std::optional<std::string> read_link(const std::string &path) {
+std::optional<std::string> read_text(const std::string &path) {
+  return read_text_at(AT_FDCWD, path.c_str());
+}
+
+std::optional<std::string> read_link_at(int dirfd, const char *name) {
   char buf[PATH_MAX];
-  ssize_t n = ::readlink(path.c_str(), buf, sizeof(buf));
+  ssize_t n = ::readlinkat(dirfd, name, buf, sizeof(buf));
   if (n < 0)
     return std::nullopt;
   return std::string(buf, static_cast<size_t>(n));
+}
+
+// An open file descriptor, closed with its owner.
+class Fd {
+public:
+  explicit Fd(int fd = -1) : fd_(fd) {}
+  Fd(const Fd &) = delete;
+  Fd &operator=(const Fd &) = delete;
+  ~Fd() {
+    if (fd_ >= 0)
+      ::close(fd_);
+  }
+  int get() const { return fd_; }
+  bool ok() const { return fd_ >= 0; }
+
+private:
+  int fd_;
+};
+
+// A path to name in the directory dir holds open (statfs takes no
+// directory descriptor): through our own /proc/self/fd, so it still leads
+// into the same process's directory.
+std::string through(const Fd &dir, const std::string &name) {
+  return "/proc/self/fd/" + std::to_string(dir.get()) + "/" + name;
+}
+
+// /proc/<pid> held open: every read through it is of the same process, and
+// fails once that process is gone, even when its pid already names another
+// (a path would reach the new one).
+Fd open_proc_dir(uint32_t pid) {
+  const std::string path = "/proc/" + std::to_string(pid);
+  return Fd(::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
 }
 
 template <typename T> bool parse_num(std::string_view s, T &out, int base = 10) {
@@ -105,10 +141,9 @@ bool starts_with(std::string_view s, std::string_view prefix) {
   return s.substr(0, prefix.size()) == prefix;
 }
 
-uint32_t ns_inode(uint32_t pid, const char *ns) {
+uint32_t ns_inode(int proc_dir, const char *link) {
   struct stat st {};
-  std::string p = "/proc/" + std::to_string(pid) + "/ns/" + ns;
-  if (::stat(p.c_str(), &st) != 0)
+  if (::fstatat(proc_dir, link, &st, 0) != 0)
     return 0;
   return static_cast<uint32_t>(st.st_ino);
 }
@@ -131,12 +166,17 @@ struct DirCloser {
 };
 using DirPtr = std::unique_ptr<DIR, DirCloser>;
 
-// Numeric names in dir, ascending.
-std::vector<uint32_t> numeric_entries(const std::string &dir) {
+// Numeric names in the directory name under dirfd, ascending.
+std::vector<uint32_t> numeric_entries(int dirfd, const char *name) {
   std::vector<uint32_t> out;
-  DirPtr d(::opendir(dir.c_str()));
-  if (!d)
+  const int fd = ::openat(dirfd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0)
     return out;
+  DirPtr d(::fdopendir(fd));
+  if (!d) {
+    ::close(fd);
+    return out;
+  }
   while (dirent *e = ::readdir(d.get())) {
     uint32_t v = 0;
     if (parse_num(std::string_view(e->d_name), v))
@@ -160,6 +200,12 @@ std::optional<StatFields> parse_stat(std::string_view stat) {
   if (state.size() != 1 || !parse_num(next_field(rest), f.ppid))
     return std::nullopt;
   f.state = state[0];
+  // Field 22, starttime: 18 more after ppid (field 4).
+  std::string_view start;
+  for (int i = 0; i < 18; ++i)
+    start = next_field(rest);
+  if (!parse_num(start, f.start_time))
+    f.start_time = 0;
   return f;
 }
 
@@ -173,8 +219,10 @@ std::optional<std::string> parse_cgroup_v2_path(std::string_view cgroup) {
 }
 
 std::optional<ProcIdentity> read_process(uint32_t pid) {
-  const std::string base = "/proc/" + std::to_string(pid);
-  auto stat = read_text(base + "/stat");
+  const Fd dir = open_proc_dir(pid);
+  if (!dir.ok())
+    return std::nullopt;
+  auto stat = read_text_at(dir.get(), "stat");
   if (!stat)
     return std::nullopt;
   auto fields = parse_stat(*stat);
@@ -184,16 +232,17 @@ std::optional<ProcIdentity> read_process(uint32_t pid) {
   id.pid = pid;
   id.ppid = fields->ppid;
   id.comm = std::move(fields->comm);
-  if (auto status = read_text(base + "/status"))
+  id.start_time = fields->start_time;
+  if (auto status = read_text_at(dir.get(), "status"))
     id.uid = parse_real_uid(*status).value_or(0);
-  id.mntns = ns_inode(pid, "mnt");
-  id.ipcns = ns_inode(pid, "ipc");
-  if (auto cg = read_text(base + "/cgroup"))
+  id.mntns = ns_inode(dir.get(), "ns/mnt");
+  id.ipcns = ns_inode(dir.get(), "ns/ipc");
+  if (auto cg = read_text_at(dir.get(), "cgroup"))
     id.cgroup_path = parse_cgroup_v2_path(*cg).value_or("");
   return id;
 }
 
-std::vector<uint32_t> list_pids() { return numeric_entries("/proc"); }
+std::vector<uint32_t> list_pids() { return numeric_entries(AT_FDCWD, "/proc"); }
 
 std::optional<MapsEntry> parse_maps_line(std::string_view line) {
   // start-end perms offset maj:min inode [path]
@@ -245,40 +294,21 @@ void fill_stat(HeldFile &h, const struct stat &st) {
 
 bool is_shm_magic(long f_type) { return f_type == kTmpfsMagic || f_type == kHugetlbfsMagic; }
 
-// Devices of the kernel's own shm mounts, where memfds and SysV segments
-// live (hugetlb memfds on a hugetlbfs one): no mount table lists them, so
-// they are learnt from memfds of our own. A kind of memfd the kernel cannot
-// make here exists nowhere on it.
-bool is_internal_shm(uint32_t dev) {
-  static const std::set<uint32_t> devs = [] {
-    std::set<uint32_t> out;
-    for (unsigned flags : {1u /* MFD_CLOEXEC */, 1u | 4u /* | MFD_HUGETLB */}) {
-      const int fd = static_cast<int>(::syscall(SYS_memfd_create, "shmbpf-probe", flags));
-      struct stat st {};
-      if (fd >= 0 && ::fstat(fd, &st) == 0)
-        out.insert(kernel_dev(st.st_dev));
-      if (fd >= 0)
-        ::close(fd);
-    }
-    return out;
-  }();
-  return devs.count(dev) != 0;
-}
-
-// What an inode on a tmpfs-like filesystem is, from where it lives: on the
-// kernel's own mounts a memfd or a SysV segment (the only names the kernel
-// gives there that we want: a shared anonymous mapping, "/dev/zero", is
-// shared memory nobody can name), elsewhere a file when its filesystem is a
-// mounted tmpfs or hugetlbfs. nullopt: not shared memory.
-std::optional<HeldKind> held_kind(uint32_t dev, bool mounted_shm, std::string_view path) {
-  if (is_internal_shm(dev)) {
-    if (starts_with(path, "/memfd:"))
-      return HeldKind::memfd;
-    if (starts_with(path, "/SYSV"))
-      return HeldKind::sysv;
-    return std::nullopt;
-  }
-  if (mounted_shm)
+// What an inode on a tmpfs or hugetlbfs superblock is, from where it lives.
+// On a filesystem the holder's mount table shows, a file. Elsewhere it is
+// on one of the kernel's own shm mounts, which no mount table lists: there
+// the kernel names memfds "/memfd:..." and SysV segments "/SYSV..." (and
+// shared anonymous mappings "/dev/zero", which nobody can name, so they
+// are left out), or it is a file of a tmpfs only another namespace mounts,
+// reached through an fd. nullopt: not shared memory.
+std::optional<HeldKind> held_kind(bool in_holders_mounts, bool via_fd, std::string_view path) {
+  if (in_holders_mounts)
+    return HeldKind::tmpfs;
+  if (starts_with(path, "/memfd:"))
+    return HeldKind::memfd;
+  if (starts_with(path, "/SYSV"))
+    return HeldKind::sysv;
+  if (via_fd && !starts_with(path, "/dev/zero"))
     return HeldKind::tmpfs;
   return std::nullopt;
 }
@@ -294,27 +324,33 @@ void set_path(HeldFile &h, std::string path) {
 } // namespace
 
 std::vector<HeldFile> scan_holdings(uint32_t pid) {
-  const std::string base = "/proc/" + std::to_string(pid);
   std::map<std::pair<uint32_t, uint64_t>, HeldFile> held;
+  const Fd dir = open_proc_dir(pid);
+  if (!dir.ok())
+    return {};
 
   // Devices of the tmpfs and hugetlbfs mounts this process sees.
   std::set<uint32_t> shm_devs;
-  for (const MountInfo &m : read_mountinfo(static_cast<int>(pid)))
-    if (m.is_tmpfs())
-      shm_devs.insert(m.dev);
+  if (auto text = read_text_at(dir.get(), "mountinfo"))
+    for (const MountInfo &m : parse_mountinfo(*text))
+      if (m.is_tmpfs())
+        shm_devs.insert(m.dev);
 
-  for (uint32_t fd : numeric_entries(base + "/fd")) {
-    const std::string link = base + "/fd/" + std::to_string(fd);
-    auto target = read_link(link);
+  const Fd fds(::openat(dir.get(), "fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  for (uint32_t fd : fds.ok() ? numeric_entries(fds.get(), ".") : std::vector<uint32_t>{}) {
+    const std::string name = std::to_string(fd);
+    auto target = read_link_at(fds.get(), name.c_str());
     struct stat st {};
     struct statfs sfs {};
-    // stat/statfs of the magic link reach the open file itself, even unlinked.
-    if (!target || ::stat(link.c_str(), &st) != 0 || !S_ISREG(st.st_mode) ||
-        ::statfs(link.c_str(), &sfs) != 0 || !is_shm_magic(static_cast<long>(sfs.f_type)))
+    // stat and statfs of the magic link reach the open file itself, even
+    // unlinked, without opening it: an open here would be an open of the
+    // file by shmbpf, which the kernel side reports.
+    if (!target || ::fstatat(fds.get(), name.c_str(), &st, 0) != 0 || !S_ISREG(st.st_mode) ||
+        ::statfs(through(fds, name).c_str(), &sfs) != 0 ||
+        !is_shm_magic(static_cast<long>(sfs.f_type)))
       continue;
     const uint32_t dev = kernel_dev(st.st_dev);
-    // statfs said tmpfs or hugetlbfs: mounted here or in another namespace.
-    const auto kind = held_kind(dev, true, *target);
+    const auto kind = held_kind(shm_devs.count(dev) != 0, true, *target);
     if (!kind)
       continue;
     HeldFile &h = held[{dev, st.st_ino}];
@@ -327,7 +363,8 @@ std::vector<HeldFile> scan_holdings(uint32_t pid) {
     fill_stat(h, st);
   }
 
-  if (auto maps = read_text(base + "/maps")) {
+  const Fd map_files(::openat(dir.get(), "map_files", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (auto maps = read_text_at(dir.get(), "maps")) {
     for_each_line(*maps, [&](std::string_view line) {
       auto m = parse_maps_line(line);
       if (!m || m->path.empty())
@@ -341,25 +378,27 @@ std::vector<HeldFile> scan_holdings(uint32_t pid) {
       // and its name as it is, where maps escapes newlines and marks
       // deletion in text.
       char range[48];
-      std::snprintf(range, sizeof range, "/map_files/%llx-%llx",
-                    static_cast<unsigned long long>(m->start),
+      std::snprintf(range, sizeof range, "%llx-%llx", static_cast<unsigned long long>(m->start),
                     static_cast<unsigned long long>(m->end));
-      const std::string link = base + range;
       struct stat st {};
       struct statfs sfs {};
-      const bool stat_ok = ::stat(link.c_str(), &st) == 0 && st.st_ino == m->ino;
+      const bool stat_ok =
+          map_files.ok() && ::fstatat(map_files.get(), range, &st, 0) == 0 && st.st_ino == m->ino;
       std::string path = std::move(m->path);
       bool deleted = m->deleted;
       if (stat_ok) {
-        if (auto exact = read_link(link))
+        if (auto exact = read_link_at(map_files.get(), range))
           path = std::move(*exact);
         deleted = st.st_nlink == 0;
       }
-      // Also a file mapped from a tmpfs that only another namespace mounts.
-      const bool mounted =
-          shm_devs.count(m->dev) != 0 || (stat_ok && ::statfs(link.c_str(), &sfs) == 0 &&
-                                          is_shm_magic(static_cast<long>(sfs.f_type)));
-      const auto kind = held_kind(m->dev, mounted, path);
+      // Not on a tmpfs the holder mounts: a memfd or SysV segment of the
+      // kernel's own mount, when map_files (root) confirms a tmpfs-like
+      // filesystem at all; maps has no word of it.
+      const bool mounted = shm_devs.count(m->dev) != 0;
+      const bool shm_fs = mounted || !stat_ok ||
+                          (::statfs(through(map_files, range).c_str(), &sfs) == 0 &&
+                           is_shm_magic(static_cast<long>(sfs.f_type)));
+      const auto kind = shm_fs ? held_kind(mounted, false, path) : std::nullopt;
       // A SysV mapping's inode number is its shmid, and 0 is a valid one.
       if (!kind || (m->ino == 0 && *kind != HeldKind::sysv)) {
         held.erase({m->dev, m->ino});

@@ -21,7 +21,8 @@ namespace shmbpf {
 struct StatFields {
   uint32_t ppid = 0;
   std::string comm;
-  char state = '?'; // R, S, D, Z (zombie), X (dead), ...
+  char state = '?';        // R, S, D, Z (zombie), X (dead), ...
+  uint64_t start_time = 0; // clock ticks after boot; with the pid, names one process
   // A zombie has exited: it holds no file, no mapping, no attachment, and
   // its namespaces are gone; only its parent's wait is left.
   bool exited() const { return state == 'Z' || state == 'X'; }
@@ -32,8 +33,10 @@ std::optional<StatFields> parse_stat(std::string_view stat);
 // nullopt on pure cgroup v1 hosts.
 std::optional<std::string> parse_cgroup_v2_path(std::string_view cgroup);
 
-// nullopt when the process is gone (a zombie too) or its stat is unreadable. Fields that
-// need more privilege (ns links of other users' processes) are left 0.
+// nullopt when the process is gone (a zombie too) or its stat is unreadable.
+// Every field comes from the same process, even if its pid is reused while
+// they are read. Fields that need more privilege (ns links of other users'
+// processes) are left 0.
 std::optional<ProcIdentity> read_process(uint32_t pid);
 
 // Numeric entries of /proc, ascending.
@@ -51,7 +54,8 @@ struct MapsEntry {
 
 std::optional<MapsEntry> parse_maps_line(std::string_view line);
 
-// Empty when the process is gone or its fds/maps are not readable.
+// Empty when the process is gone or its fds/maps are not readable; never
+// another process's, should the pid be reused meanwhile.
 std::vector<HeldFile> scan_holdings(uint32_t pid);
 
 // /proc/sysvipc/shm text (header line first). Malformed lines are skipped.
