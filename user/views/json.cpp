@@ -9,21 +9,12 @@
 
 namespace shmbpf {
 
-void JsonWriter::separate() {
-  if (depth_ == 0)
-    return;
-  const uint64_t bit = uint64_t{1} << (depth_ - 1);
-  if (has_value_ & bit)
-    out_ += compact_ ? "," : ", ";
-  has_value_ |= bit;
-}
-
 JsonWriter &JsonWriter::open(char c) {
   before_value();
   if (depth_ == kMaxDepth)
     throw std::length_error("JSON nested too deeply");
   ++depth_;
-  has_value_ &= ~(uint64_t{1} << (depth_ - 1));
+  has_value_ = false;
   out_ += c;
   return *this;
 }
@@ -31,6 +22,7 @@ JsonWriter &JsonWriter::open(char c) {
 JsonWriter &JsonWriter::close(char c) {
   if (depth_ > 0)
     --depth_;
+  has_value_ = true; // the enclosing container holds this one
   out_ += c;
   return *this;
 }

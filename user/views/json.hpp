@@ -176,15 +176,12 @@ private:
         return;
       }
       const std::string_view k = key.text();
-      if (w.depth_ > 0) {
-        const uint64_t bit = uint64_t{1} << (w.depth_ - 1);
-        if (w.has_value_ & bit) {
-          buf[n++] = ',';
-          if (!w.compact_)
-            buf[n++] = ' ';
-        }
-        w.has_value_ |= bit;
+      if (w.has_value_) {
+        buf[n++] = ',';
+        if (!w.compact_)
+          buf[n++] = ' ';
       }
+      w.has_value_ = true;
       buf[n++] = '"';
       std::memcpy(buf + n, k.data(), k.size());
       n += k.size();
@@ -205,7 +202,11 @@ private:
     }
     separate();
   }
-  void separate();
+  void separate() {
+    if (has_value_)
+      out_ += compact_ ? "," : ", ";
+    has_value_ = true;
+  }
   JsonWriter &open(char c);
   JsonWriter &close(char c);
   JsonWriter &literal(std::string_view v);
@@ -221,7 +222,9 @@ private:
   JsonWriter &str_value(std::string_view v); // the string, no separator
 
   std::string &out_;
-  uint64_t has_value_ = 0; // bit d: the container at depth d holds a value
+  // The innermost open container holds a value already. Only it needs
+  // knowing: an enclosing one always does, the container itself.
+  bool has_value_ = false;
   std::size_t depth_ = 0;
   bool compact_ = false;
   bool after_key_ = false;
