@@ -3,15 +3,25 @@
 # busybox, the given files at their host paths and each ELF file's shared
 # libraries. Sourced by tests/vm/vm.sh.
 
-# Copies PATH into ROOT at the same path; an ELF file brings its libraries
-# (as ldd resolves them here) and its debug info stays behind.
+# Whether PATH is an x86-64 ELF executable or shared object: its ELF
+# magic, 64-bit class, e_type 2 or 3 and e_machine 0x3e.
+vm_is_program() { # PATH
+  local h
+  h=$(od -An -tx1 -N 20 "$1" | tr -d ' \n')
+  [ "${h:0:10}" = 7f454c4602 ] && [ "${h:36:4}" = 3e00 ] &&
+    { [ "${h:32:4}" = 0200 ] || [ "${h:32:4}" = 0300 ]; }
+}
+
+# Copies PATH into ROOT at the same path. A program or library of this
+# machine goes in without its debug info and brings the libraries ldd
+# resolves for it; anything else (a BPF object, a script) is copied.
 vm_add_file() { # ROOT PATH
   local root=$1 path=$2 lib
   [ -e "$root$path" ] && return 0
   mkdir -p "$root$(dirname "$path")"
   if [ -d "$path" ]; then
     cp -a "$path/." "$root$path/"
-  elif head -c 4 "$path" | grep -q $'^\x7fELF'; then
+  elif vm_is_program "$path"; then
     # Stripped copies: debug info would make an archive of hundreds of MiB.
     objcopy --strip-debug "$path" "$root$path"
     for lib in $(ldd "$path" 2>/dev/null | grep -oE '(^|\s)/[^ ]+' | tr -d ' \t'); do
