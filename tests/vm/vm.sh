@@ -6,8 +6,9 @@
 #   tests/vm/vm.sh [OPTIONS] RELEASE COMMAND [ARG...]
 #   tests/vm/vm.sh fetch RELEASE...       fetch and cache kernels only
 #
-# RELEASE is bullseye (5.10), bookworm (6.1) or trixie (6.12); the newest
-# linux-image-*-amd64-unsigned of that release is used.
+# RELEASE is bullseye (5.10), bookworm (6.1) or trixie (6.12); the
+# unsigned build of the newest kernel of the release's linux-image-amd64 is
+# used.
 #
 #   --file PATH      put PATH in the guest at the same path (repeatable); ELF
 #                    files bring the shared libraries ldd finds for them

@@ -50,21 +50,24 @@ vm_apt_state() { # RELEASE: lay out the private apt state once
   mv "$state/sources.list.tmp" "$state/sources.list"
 }
 
-# The newest linux-image-<abi>-amd64-unsigned the lists know, by ABI name:
-# 5.10.0-46 and 6.1.0-57 up to bookworm, 6.12.57+deb13 from trixie on (not
-# the cloud or rt flavours).
-vm_newest_kernel_pkg() {
-  vm_apt "$1" apt-cache pkgnames linux-image- |
-    grep -E '^linux-image-[0-9]+\.[0-9]+\.[0-9]+(-[0-9]+|\+deb[0-9]+)-amd64-unsigned$' |
-    sort -V | tail -n 1 || true
+# The release's own kernel: the unsigned build of the image its
+# linux-image-amd64 depends on (the candidate is the newest of the release
+# and its updates). Not simply the newest linux-image-*-unsigned: bookworm
+# also carries a 6.12 series (6.12.x+deb12) beside its 6.1.
+vm_release_kernel_pkg() { # RELEASE
+  local image
+  image=$(vm_apt "$1" apt-cache show --no-all-versions linux-image-amd64 2>/dev/null |
+    sed -n 's/^Depends: \(linux-image-[^ ,]*-amd64\)\b.*/\1/p' | head -n 1)
+  [ -z "$image" ] || echo "$image-unsigned"
 }
 
 # Sets VM_KERNEL (an uncompressed vmlinux), VM_KERNEL_PKG and
-# VM_KERNEL_VERSION for RELEASE, downloading the
-# newest package when the lists are older than SHMBPF_VM_REFRESH_DAYS (7) or
-# nothing is cached. Only /boot is kept from the package: Debian builds in
-# every driver the guest uses (serial console, tmpfs, initramfs), so no
-# module is needed. An archive out of reach leaves the cached kernel in use.
+# VM_KERNEL_VERSION for RELEASE. The lists are updated, and the release's
+# kernel fetched if it changed, when they are older than
+# SHMBPF_VM_REFRESH_DAYS (7) or nothing is cached. Only /boot is kept from
+# the package: Debian builds in every driver the guest uses (serial console,
+# tmpfs, initramfs), so no module is needed. An archive out of reach leaves
+# the cached kernel in use.
 vm_kernel() {
   local rel=$1 dir="$VM_CACHE/kernels/$1"
   vm_suites "$rel" >/dev/null || vm_die "unknown release '$rel' (bullseye, bookworm or trixie)"
@@ -87,8 +90,8 @@ vm_kernel() {
       return 1
     fi
     local pkg ver
-    pkg=$(vm_newest_kernel_pkg "$rel")
-    [ -n "$pkg" ] || vm_die "$rel: no linux-image-*-amd64-unsigned in the package lists"
+    pkg=$(vm_release_kernel_pkg "$rel")
+    [ -n "$pkg" ] || vm_die "$rel: the package lists name no kernel for linux-image-amd64"
     ver=$(vm_apt "$rel" apt-cache show --no-all-versions "$pkg" | sed -n 's/^Version: //p' | head -n 1)
     if [ "$(cat "$dir/package" 2>/dev/null)" != "$pkg $ver" ]; then
       vm_fetch_kernel "$rel" "$dir" "$pkg" "$ver" || {
