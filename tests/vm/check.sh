@@ -44,12 +44,12 @@ step() {
 # tp_btf hook also needs the tracepoint's BTF, which comes with it.
 hooks() {
   t=/sys/kernel/tracing
-  [ -d $t/events ] || mount -t tracefs nodev $t || return 1
+  [ -d "$t/events" ] || mount -t tracefs nodev "$t" || return 1
   missing=0
   while read -r sec; do
     case $sec in
     tracepoint/*) tp=${sec#tracepoint/} && test -d "$t/events/$tp" ;;
-    tp_btf/*) tp=${sec#tp_btf/} && grep -q ":$tp\$" $t/available_events ;;
+    tp_btf/*) tp=${sec#tp_btf/} && grep -q ":$tp\$" "$t/available_events" ;;
     esac
     if [ $? -eq 0 ]; then
       echo "present  $sec"

@@ -45,11 +45,9 @@ vm_cannot() {
   exit 77
 }
 
-# shellcheck source=lib/kernels.sh
+# shellcheck source-path=SCRIPTDIR
 . "$VM_DIR/lib/kernels.sh"
-# shellcheck source=lib/initramfs.sh
 . "$VM_DIR/lib/initramfs.sh"
-# shellcheck source=lib/qemu.sh
 . "$VM_DIR/lib/qemu.sh"
 
 if [ "${1:-}" = fetch ]; then

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # The guest's root file system: an uncompressed cpio archive (the guest
 # unpacks it faster than it would decompress one under emulation) with
 # busybox, the given files at their host paths and each ELF file's shared

@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Debian kernels for the VM layer, fetched with apt-get from Debian's archive
 # and cached. Sourced by tests/vm/vm.sh.
 #

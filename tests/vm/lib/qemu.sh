@@ -1,3 +1,4 @@
+# shellcheck shell=bash
 # Booting a guest under qemu-system-x86_64. Sourced by tests/vm/vm.sh.
 
 # One word for the guest's sh, in single quotes.
@@ -11,9 +12,9 @@ VM_APPEND="console=ttyS0 panic=-1 quiet loglevel=4 random.trust_cpu=on"
 
 # Sets VM_QEMU to the command line of a guest.
 vm_qemu() { # ACCEL INITRD MEM CPUS CONSOLE OUT
-  local accel=(-accel tcg,thread=multi -cpu max)
-  [ "$1" = kvm ] && accel=(-accel kvm -cpu host)
-  VM_QEMU=(qemu-system-x86_64 -nodefaults -display none -no-reboot "${accel[@]}"
+  local how=(-accel "tcg,thread=multi" -cpu max)
+  [ "$1" = kvm ] && how=(-accel kvm -cpu host)
+  VM_QEMU=(qemu-system-x86_64 -nodefaults -display none -no-reboot "${how[@]}"
     -m "$3" -smp "$4" -kernel "$VM_KERNEL" -initrd "$2" -append "$VM_APPEND"
     -serial "file:$5" -serial "file:$6")
 }
