@@ -191,27 +191,48 @@ bool wait_ready(Trace &t) {
       kLoadTimeout);
 }
 
-// libbpf's -v log less the lines that only describe the object (its ELF
-// sections, maps, programs, externs and relocations), which read the same
-// on every kernel: what is left is what this kernel made of it, the BTF,
-// the ksyms, the CO-RE relocations that failed, the verifier's log and the
-// errors.
+// libbpf's -v log less what reads the same on every kernel or went well:
+// the lines on the object itself (ELF sections, maps, programs, externs,
+// relocations against its own maps) and the CO-RE relocations that found
+// their target. What is left is what failed here: the ksyms, the CO-RE
+// relocations without a target (each after the line saying which field it
+// wanted), the verifier's log and the errors.
 void print_load_log(const std::string &log) {
-  static const std::regex layout(
+  static const std::regex same_everywhere(
       R"(^libbpf: (elf: |map \d+ is |looking for externs|collected \d+ externs|extern \(ksym\) #|)"
       R"(map '[^']*': (at sec_idx|found |created successfully)|)"
       R"(sec '[^']*': (found program |collecting relocation|found \d+ CO-RE relocations|)"
       R"(relo #\d+: insn #\d+ against )|)"
-      R"(prog '[^']*': found (data map|map|extern) ))");
+      R"(prog '[^']*': found (data map|map|extern) |)"
+      R"(CO-RE relocating |prog '[^']*': relo #\d+: (matching candidate|patched insn) ))");
+  static const std::regex wanted(R"(^libbpf: prog '[^']*': relo #\d+: (<|non-matching candidate))");
   std::istringstream in(log);
   size_t left_out = 0;
+  // Which field a relocation wanted and the candidates that did not fit:
+  // shown only when it found no target.
+  std::vector<std::string> held;
   for (std::string line; std::getline(in, line);) {
-    if (std::regex_search(line, layout))
+    if (std::regex_search(line, wanted)) {
+      if (line.find(": <") != std::string::npos) {
+        left_out += held.size();
+        held.clear();
+      }
+      held.push_back(line);
+      continue;
+    }
+    if (std::regex_search(line, same_everywhere)) {
       ++left_out;
+      continue;
+    }
+    if (line.find("no matching targets") != std::string::npos)
+      for (const auto &h : held)
+        std::printf("  | %s\n", h.c_str());
     else
-      std::printf("  | %s\n", line.c_str());
+      left_out += held.size();
+    held.clear();
+    std::printf("  | %s\n", line.c_str());
   }
-  std::printf("  (%zu lines on the object itself left out)\n", left_out);
+  std::printf("  (%zu lines on the object itself or on what went well left out)\n", left_out);
 }
 
 std::vector<json> parse_ndjson(const std::string &text, int &bad) {
