@@ -47,7 +47,7 @@ constexpr auto kLoadTimeout = 300s;
 std::string dev_text(dev_t d) { return std::to_string(major(d)) + ":" + std::to_string(minor(d)); }
 
 [[noreturn]] void die(const std::string &what) {
-  std::fprintf(stderr, "workload: %s: %s\n", what.c_str(), std::strerror(errno));
+  std::fprintf(stderr, "shmbpf_vm_trace_check: %s: %s\n", what.c_str(), std::strerror(errno));
   std::exit(2);
 }
 
