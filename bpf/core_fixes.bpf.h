@@ -10,20 +10,48 @@
 #include <bpf/bpf_core_read.h>
 
 /*
- * Order of a folio (log2 of its pages). A large folio has PG_head set in its
- * flags and keeps the order in the low byte of _flags_1 (v6.0+, "mm: add
- * folio_order"); page->flags became memdesc_flags_t in v6.17, which is a
- * one-word struct, so we read the word, whatever its type.
+ * folio->flags: an unsigned long (v6.12 still) until "mm: introduce
+ * memdesc_flags_t" made it a one-word struct (v6.18's, this vmlinux.h's).
+ * A field whose type changed kind does not relocate, so the old layout is a
+ * flavour of its own and whichever exists is read.
  */
+struct folio___ulong_flags {
+	unsigned long flags;
+} __attribute__((preserve_access_index));
 
+/* The order of a large folio: a byte of its own (_folio_order, page[1]'s
+ * compound_order) until v6.6's "mm: free up a word in the first tail page"
+ * moved it into the low byte of _flags_1. */
+struct folio___folio_order {
+	unsigned char _folio_order;
+} __attribute__((preserve_access_index));
+
+static __always_inline unsigned long folio_flags_of(struct folio *folio)
+{
+	struct folio___ulong_flags *old = (void *)folio;
+	unsigned long flags = 0;
+
+	if (bpf_core_field_exists(old->flags))
+		bpf_core_read(&flags, sizeof(flags), &old->flags);
+	else
+		bpf_core_read(&flags, sizeof(flags), &folio->flags);
+	return flags;
+}
+
+/* Order of a folio (log2 of its pages): 0 unless it is large (PG_head). */
 static __always_inline unsigned int folio_order_of(struct folio *folio)
 {
-	unsigned long flags = 0, flags_1 = 0;
+	struct folio___folio_order *old = (void *)folio;
+	unsigned long flags_1 = 0;
+	unsigned char order = 0;
 	int head = bpf_core_enum_value(enum pageflags, PG_head);
 
-	bpf_core_read(&flags, sizeof(flags), &folio->flags);
-	if (!(flags & (1UL << head)))
+	if (!(folio_flags_of(folio) & (1UL << head)))
 		return 0;
+	if (bpf_core_field_exists(old->_folio_order)) {
+		bpf_core_read(&order, sizeof(order), &old->_folio_order);
+		return order;
+	}
 	if (!bpf_core_field_exists(folio->_flags_1))
 		return 0;
 	bpf_core_read(&flags_1, sizeof(flags_1), &folio->_flags_1);
