@@ -1,6 +1,7 @@
 #include "probe/probe.hpp"
 
 #include "facts/result.hpp"
+#include "probe/load_log.hpp"
 
 #include <linux/types.h>
 
@@ -38,23 +39,31 @@ namespace shmbpf {
 namespace {
 
 // libbpf talks through a global callback: keep the last lines for error
-// messages, and forward everything with -v.
+// messages and each program's load log (LoadLog), and forward everything
+// with -v.
 std::mutex g_log_mu;
 std::deque<std::string> g_log;
+LoadLog g_load_log;
 bool g_verbose = false;
 
 int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap) {
-  char buf[1024];
-  va_list copy;
-  va_copy(copy, ap);
-  vsnprintf(buf, sizeof(buf), fmt, ap);
-  if (g_verbose) // whole: a verifier log is one message of many lines
-    vfprintf(stderr, fmt, copy);
-  va_end(copy);
   if (level == LIBBPF_DEBUG && !g_verbose)
     return 0;
+  // Whole: a verifier log is one message of many lines.
+  va_list copy;
+  va_copy(copy, ap);
+  const int n = vsnprintf(nullptr, 0, fmt, copy);
+  va_end(copy);
+  std::string msg(n > 0 ? static_cast<size_t>(n) : 0, '\0');
+  if (n > 0)
+    vsnprintf(msg.data(), msg.size() + 1, fmt, ap);
+  if (g_verbose)
+    std::fputs(msg.c_str(), stderr);
   std::lock_guard lk(g_log_mu);
-  g_log.emplace_back(buf);
+  g_load_log.add(msg);
+  if (msg.size() > 1024)
+    msg.resize(1024);
+  g_log.push_back(std::move(msg));
   while (g_log.size() > 8)
     g_log.pop_front();
   return 0;
@@ -239,6 +248,10 @@ void Probe::Unmap::operator()(void *p) const { munmap(p, bytes); }
 
 Probe::Probe(const ProbeOptions &opts, bool attach_now) {
   g_verbose = opts.verbose;
+  {
+    std::lock_guard lk(g_log_mu);
+    g_load_log = LoadLog{};
+  }
   libbpf_set_print(libbpf_log);
   require_bpf_privileges(opts.command);
   ensure_fd_room();
@@ -314,10 +327,18 @@ Probe::Probe(const ProbeOptions &opts, bool attach_now) {
       throw FatalError("turning on BPF run-time statistics", errno_text(-stats_fd_));
   }
   if (int err = shmbpf_bpf__load(skel_.get())) {
-    std::string detail = last_libbpf_line();
-    throw FatalError("loading BPF programs", errno_text(err) +
-                                                 (detail.empty() ? "" : " (" + detail + ")") +
-                                                 "; run with -v for libbpf's detail");
+    // The program that failed and the verifier's reason, when libbpf named
+    // one; its last line otherwise.
+    std::string why;
+    {
+      std::lock_guard lk(g_log_mu);
+      why = g_load_log.failure();
+    }
+    if (why.empty()) {
+      std::string detail = last_libbpf_line();
+      why = errno_text(err) + (detail.empty() ? "" : " (" + detail + ")");
+    }
+    throw FatalError("loading BPF programs", why + "; run with -v for libbpf's detail");
   }
 
   // Userspace seeds the name table in place (see bpf/shmbpf_names.h).
