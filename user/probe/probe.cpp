@@ -1,6 +1,7 @@
 #include "probe/probe.hpp"
 
 #include "facts/result.hpp"
+#include "probe/kernel_features.hpp"
 #include "probe/load_log.hpp"
 
 #include <linux/types.h>
@@ -28,6 +29,7 @@
 #include <cerrno>
 #include <cstdarg>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <mutex>
@@ -285,38 +287,45 @@ Probe::Probe(const ProbeOptions &opts, bool attach_now) {
   if (int err = bpf_map__set_max_entries(skel_->maps.tracked_names, static_cast<__u32>(buckets)))
     throw FatalError("name table size", errno_text(err));
 
-  // Load only what this kernel has: a missing tracepoint or BTF type turns
-  // one program off and is reported, instead of failing the whole load.
+  // One program per hook, from the build that suits this kernel, and none
+  // for a hook it lacks: a missing tracepoint or feature turns off what
+  // needs it and is reported, instead of failing the whole load.
+  features_ = probe_kernel_features();
+  if (const char *b = std::getenv("SHMBPF_BUILD"); b && !lower_features(features_, b))
+    throw FatalError("SHMBPF_BUILD",
+                     std::string(b) + " is not a build (fast, compat or compat_noatomic)", 2);
+  skel_->rodata->have_task_pt_regs = features_.task_pt_regs ? 1 : 0;
   TracepointList tracepoints(tracefs);
+  auto missing = [&](const std::string &sec) -> std::string {
+    if (auto tp = tracepoint_of(sec); !tp.empty())
+      return exists(tracefs + "/events/" + std::string(tp)) ? "" : "no such tracepoint";
+    // A tracepoint's BTF type (btf_trace_<name>) comes with it; tracefs
+    // settles it without parsing the kernel's BTF once more.
+    if (sec.starts_with("tp_btf/") && !tracepoints.has(sec.substr(7)))
+      return "no such tracepoint";
+    return "";
+  };
+  std::vector<ProgramRef> programs;
   bpf_program *prog;
   bpf_object__for_each_program(prog, skel_->obj) {
-    std::string sec = bpf_program__section_name(prog);
-    if (auto tp = tracepoint_of(sec); !tp.empty()) {
-      if (!exists(tracefs + "/events/" + std::string(tp))) {
-        bpf_program__set_autoload(prog, false);
-        missing_.push_back(std::string(tp) + ": no such tracepoint");
-      }
-    } else if (sec.starts_with("tp_btf/")) {
-      // A tracepoint's BTF type (btf_trace_<name>) comes with it: a tracefs
-      // entry settles it without libbpf_find_vmlinux_btf_id, which parses
-      // all of the kernel's BTF once more (tens of milliseconds; the load
-      // parses it too). Only a tracepoint tracefs does not list is looked up.
-      if (!tracepoints.has(sec.substr(7)) &&
-          libbpf_find_vmlinux_btf_id(sec.substr(7).c_str(), BPF_TRACE_RAW_TP) < 0) {
-        bpf_program__set_autoload(prog, false);
-        missing_.push_back(sec.substr(7) + ": not in kernel BTF (free events off)");
-      }
-    }
+    programs.push_back({bpf_program__name(prog), bpf_program__section_name(prog)});
   }
+  ProgramChoice choice = choose_programs(programs, features_, missing);
+  bpf_object__for_each_program(prog, skel_->obj) {
+    const std::string_view name = bpf_program__name(prog);
+    bpf_program__set_autoload(prog, std::find(choice.load.begin(), choice.load.end(), name) !=
+                                        choice.load.end());
+  }
+  hooks_ = std::move(choice.hooks);
+  fallbacks_ = std::move(choice.fallbacks);
+  for (const HookStatus &h : hooks_)
+    if (!h.off.empty())
+      missing_.push_back(off_text(h));
   bpf_program__set_autoattach(skel_->progs.flush_free, false);
   // Nothing to watch with: a tracer that attaches no hook would run, see
   // nothing and exit as if all were well.
-  size_t hooks = 0;
-  bpf_object__for_each_program(prog, skel_->obj) {
-    if (bpf_program__autoload(prog) && bpf_program__autoattach(prog))
-      ++hooks;
-  }
-  if (hooks == 0)
+  if (std::none_of(hooks_.begin(), hooks_.end(),
+                   [](const HookStatus &h) { return !h.program.empty(); }))
     throw FatalError("no hook of shmbpf's exists on this kernel",
                      missing_.empty() ? std::string("none to load") : missing_.front() + ", ...",
                      2);
