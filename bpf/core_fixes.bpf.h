@@ -246,15 +246,49 @@ static __always_inline unsigned int page_order_of(struct page *page)
 
 /*
  * Is the task hitting sched_process_exit the last thread of its process?
- * Newer kernels (v6.18 has it) pass do_exit()'s group_dead in the
- * tracepoint: the result of the atomic decrement of signal->live, true for
- * exactly one thread. Older kernels lack the field; there we can only read
- * signal->live afterwards, and two threads dying together (exit_group) can
- * both see 0 and both report.
+ * Newer kernels (v6.18 has it, v6.12 not) pass do_exit()'s group_dead in
+ * the tracepoint: the result of the atomic decrement of signal->live, true
+ * for exactly one thread. Older kernels lack the field; there signal->live
+ * is read afterwards, and it reads 0 for every thread that gets there after
+ * the last decrement: threads dying together (exit_group), or a joined
+ * thread still on its way out (its join returned when the kernel cleared
+ * its tid, before the tracepoint) when the main thread exits. The first of
+ * them to claim the process in exit_claims reports it; the others find the
+ * claim. A claim is a hash map insert with BPF_NOEXIST, atomic under the
+ * map's bucket lock, so it needs no BPF atomics (v5.12).
  */
 struct trace_event_raw_sched_process_exit___group_dead {
 	bool group_dead;
 } __attribute__((preserve_access_index));
+
+/* A process: its tgid and its leader's start time (a tgid is reused). */
+struct shmbpf_exit_claim {
+	__u32 tgid;
+	__u32 pad;
+	__u64 leader_start_ns;
+};
+
+/* Least recently claimed processes make room: a claim matters only for
+ * the microseconds its threads take to pass the tracepoint. */
+SHMBPF_EXTERN struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1024);
+	__type(key, struct shmbpf_exit_claim);
+	__type(value, __u8);
+} exit_claims SEC(".maps");
+
+/* The first thread to get here of a process whose signal->live is 0. */
+static __always_inline int exit_claim(struct task_struct *t)
+{
+	struct shmbpf_exit_claim claim = {};
+	__u8 one = 1;
+
+	if (BPF_CORE_READ(t, signal, live.counter) != 0)
+		return 0;
+	claim.tgid = BPF_CORE_READ(t, tgid);
+	claim.leader_start_ns = BPF_CORE_READ(t, group_leader, start_time);
+	return bpf_map_update_elem(&exit_claims, &claim, &one, BPF_NOEXIST) == 0;
+}
 
 static __always_inline int exit_is_group_dead(void *ctx, struct task_struct *t)
 {
@@ -262,7 +296,7 @@ static __always_inline int exit_is_group_dead(void *ctx, struct task_struct *t)
 
 	if (bpf_core_field_exists(tp->group_dead))
 		return tp->group_dead;
-	return BPF_CORE_READ(t, signal, live.counter) == 0;
+	return exit_claim(t);
 }
 
 #endif /* SHMBPF_CORE_FIXES_H */
