@@ -291,9 +291,13 @@ Probe::Probe(const ProbeOptions &opts, bool attach_now) {
   // for a hook it lacks: a missing tracepoint or feature turns off what
   // needs it and is reported, instead of failing the whole load.
   features_ = probe_kernel_features();
-  if (const char *b = std::getenv("SHMBPF_BUILD"); b && !lower_features(features_, b))
-    throw FatalError("SHMBPF_BUILD",
-                     std::string(b) + " is not a build (fast, compat or compat_noatomic)", 2);
+  if (const char *b = std::getenv("SHMBPF_BUILD"); b && *b) {
+    if (!lower_features(features_, b))
+      throw FatalError("SHMBPF_BUILD",
+                       std::string(b) + " is not a build (fast, compat or compat_noatomic)", 2);
+    // What is told about this kernel then says why it lacks so much.
+    features_.release += std::string(" as SHMBPF_BUILD=") + b;
+  }
   skel_->rodata->have_task_pt_regs = features_.task_pt_regs ? 1 : 0;
   TracepointList tracepoints(tracefs);
   auto missing = [&](const std::string &sec) -> std::string {
