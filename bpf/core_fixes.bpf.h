@@ -249,45 +249,66 @@ static __always_inline unsigned int page_order_of(struct page *page)
  * Newer kernels (v6.18 has it, v6.12 not) pass do_exit()'s group_dead in
  * the tracepoint: the result of the atomic decrement of signal->live, true
  * for exactly one thread. Older kernels lack the field; there signal->live
- * is read afterwards, and it reads 0 for every thread that gets there after
- * the last decrement: threads dying together (exit_group), or a joined
- * thread still on its way out (its join returned when the kernel cleared
- * its tid, before the tracepoint) when the main thread exits. The first of
- * them to claim the process in exit_claims reports it; the others find the
- * claim. A claim is a hash map insert with BPF_NOEXIST, atomic under the
- * map's bucket lock, so it needs no BPF atomics (v5.12).
+ * is read at the tracepoint, and it reads 0 for every thread that gets
+ * there after the last decrement: threads dying together (exit_group), or
+ * a joined thread still on its way out (its join returned when the kernel
+ * cleared its tid, before the tracepoint) while the main thread, the one
+ * that really was last, exits.
+ *
+ * So, among the threads that read 0, the group leader reports if it has
+ * not passed the tracepoint yet: it will read 0 too. Another thread
+ * reports only when the leader has passed (a mark it left, naming it, or
+ * it is a zombie already), and then only the first of them: a claim in
+ * exit_claims, an insert with BPF_NOEXIST that is atomic under the map's
+ * bucket lock and so needs no BPF atomics (v5.12). The leader leaves its
+ * mark before it reads signal->live, so no exit is ever left unreported;
+ * at worst a thread that reads 0 just as the last leader marks wins the
+ * claim, and the record describes that thread.
  */
 struct trace_event_raw_sched_process_exit___group_dead {
 	bool group_dead;
 } __attribute__((preserve_access_index));
 
-/* A process: its tgid and its leader's start time (a tgid is reused). */
+/* A process (its tgid and its leader's start time: a tgid is reused), and
+ * what is recorded about it. */
 struct shmbpf_exit_claim {
 	__u32 tgid;
-	__u32 pad;
+	__u32 what; /* SHMBPF_EXIT_LEADER_HERE or SHMBPF_EXIT_REPORTED */
 	__u64 leader_start_ns;
 };
+#define SHMBPF_EXIT_LEADER_HERE 0 /* value: the leader's task_struct */
+#define SHMBPF_EXIT_REPORTED	1
 
-/* Least recently claimed processes make room: a claim matters only for
- * the microseconds its threads take to pass the tracepoint. */
+/* Least recently used entries make room: a mark matters only until the
+ * leader is a zombie, a claim only while its threads pass the tracepoint. */
 SHMBPF_EXTERN struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 1024);
 	__type(key, struct shmbpf_exit_claim);
-	__type(value, __u8);
+	__type(value, __u64);
 } exit_claims SEC(".maps");
 
-/* The first thread to get here of a process whose signal->live is 0. */
 static __always_inline int exit_claim(struct task_struct *t)
 {
-	struct shmbpf_exit_claim claim = {};
-	__u8 one = 1;
+	struct task_struct *leader = BPF_CORE_READ(t, group_leader);
+	struct shmbpf_exit_claim key = {};
+	__u64 leader_addr = (__u64)leader, reported = 1, *mark;
 
+	key.tgid = BPF_CORE_READ(t, tgid);
+	key.leader_start_ns = BPF_CORE_READ(leader, start_time);
+	key.what = SHMBPF_EXIT_LEADER_HERE;
+	if (leader == t)
+		bpf_map_update_elem(&exit_claims, &key, &leader_addr, BPF_ANY);
 	if (BPF_CORE_READ(t, signal, live.counter) != 0)
 		return 0;
-	claim.tgid = BPF_CORE_READ(t, tgid);
-	claim.leader_start_ns = BPF_CORE_READ(t, group_leader, start_time);
-	return bpf_map_update_elem(&exit_claims, &claim, &one, BPF_NOEXIST) == 0;
+	if (leader != t) {
+		/* A mark of a leader that exec replaced names another task. */
+		mark = bpf_map_lookup_elem(&exit_claims, &key);
+		if (!(mark && *mark == leader_addr) && BPF_CORE_READ(leader, exit_state) == 0)
+			return 0; /* the leader is still to come, and will report */
+	}
+	key.what = SHMBPF_EXIT_REPORTED;
+	return bpf_map_update_elem(&exit_claims, &key, &reported, BPF_NOEXIST) == 0;
 }
 
 static __always_inline int exit_is_group_dead(void *ctx, struct task_struct *t)
