@@ -1,20 +1,27 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /* Process lifecycle and the symptom of a full tmpfs: exit, exec, SIGBUS.
- * Also the one place that defines the shared maps and settings. */
+ * Also the one place that defines the shared maps and settings: in the
+ * fast build, the one every kernel links (core_fixes.bpf.h). */
+#ifndef SHMBPF_COMPAT
 #define SHMBPF_DEFINE_MAPS
+#endif
 #include "shmbpf.bpf.h"
 
+#ifndef SHMBPF_COMPAT
 const volatile __u32 page_size = 4096;
 const volatile __u64 wakeup_interval_ns = 10000000; /* 10 ms */
 const volatile __u64 wakeup_bytes = 1 << 20;	    /* set to a quarter of the ring */
 __u64 last_wakeup_ns = 0;
 const volatile __u32 name_bucket_mask = (1 << 16) / SHMBPF_NAME_WAYS - 1;
+const volatile __u8 have_task_pt_regs = 1;
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
+#endif
 
 SEC("tracepoint/sched/sched_process_exit")
-int tracepoint__sched__sched_process_exit(void *ctx)
+int SHMBPF_PROG(tracepoint__sched__sched_process_exit)(void *ctx)
 {
+	/* Untyped on purpose: exit_is_group_dead reads it with BPF_CORE_READ. */
 	struct task_struct *t = (struct task_struct *)bpf_get_current_task();
 	struct shmbpf_exit_event *e;
 
@@ -32,7 +39,8 @@ int tracepoint__sched__sched_process_exit(void *ctx)
 }
 
 SEC("tracepoint/sched/sched_process_exec")
-int tracepoint__sched__sched_process_exec(struct trace_event_raw_sched_process_exec *ctx)
+int SHMBPF_PROG(tracepoint__sched__sched_process_exec)(
+	struct trace_event_raw_sched_process_exec *ctx)
 {
 	struct shmbpf_exec_event *e = reserve(sizeof(*e));
 	unsigned int off = ctx->__data_loc_filename & 0xffff;
@@ -50,7 +58,7 @@ int tracepoint__sched__sched_process_exec(struct trace_event_raw_sched_process_e
 }
 
 SEC("tracepoint/signal/signal_generate")
-int tracepoint__signal__signal_generate(struct trace_event_raw_signal_generate *ctx)
+int SHMBPF_PROG(tracepoint__signal__signal_generate)(struct trace_event_raw_signal_generate *ctx)
 {
 	struct shmbpf_sigbus_event *e;
 

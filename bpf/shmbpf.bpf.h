@@ -13,6 +13,12 @@
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
+#ifdef SHMBPF_DEFINE_MAPS
+#define SHMBPF_EXTERN
+#else
+#define SHMBPF_EXTERN extern
+#endif
+
 #include "core_fixes.bpf.h"
 #include "shmbpf_events.h"
 #include "shmbpf_names.h"
@@ -31,12 +37,6 @@
 #define IPC_SHM_IDS  2
 #define SIGBUS	     7
 #define NAME_MAX     255
-
-#ifdef SHMBPF_DEFINE_MAPS
-#define SHMBPF_EXTERN
-#else
-#define SHMBPF_EXTERN extern
-#endif
 
 /* Runtime settings, written by userspace between open and load. */
 SHMBPF_EXTERN const volatile __u32 page_size;
@@ -138,33 +138,6 @@ static __always_inline void submit(void *e)
 	bpf_ringbuf_submit(e, flags);
 }
 
-#ifdef SHMBPF_KFUNCS
-/* Casts a kernel pointer read as a number to a BTF-typed one whose fields
- * are then read with plain (fault-safe) loads instead of a helper call each.
- * Only tmpfs.bpf.c declares it: libbpf 1.1's linker (bpftool gen object)
- * fails on a kfunc extern declared in more than one of the linked objects. */
-extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym;
-
-/*
- * The current task, BTF-typed: plain loads instead of one probe read per
- * hop. Cast to an untrusted pointer on purpose: for every load through a
- * trusted task the verifier looks up "<type>__safe_trusted" and similar
- * names in the kernel's BTF, a linear search over all its types each time
- * (9% of `shmbpf top`'s start-up), and untrusted loads are just as
- * fault-safe.
- */
-static __always_inline struct task_struct *current_task(void)
-{
-	return bpf_rdonly_cast(bpf_get_current_task_btf(),
-			       bpf_core_type_id_kernel(struct task_struct));
-}
-#else
-static __always_inline struct task_struct *current_task(void)
-{
-	return bpf_get_current_task_btf();
-}
-#endif
-
 static __always_inline void fill_hdr(struct shmbpf_hdr *h, __u8 type, __u16 size, long ret)
 {
 	struct task_struct *t = current_task();
@@ -176,57 +149,51 @@ static __always_inline void fill_hdr(struct shmbpf_hdr *h, __u8 type, __u16 size
 	h->tid = (__u32)id;
 	h->pid = id >> 32;
 	h->ts_ns = bpf_ktime_get_boot_ns();
-	h->ppid = t->real_parent->tgid;
+	h->ppid = KREAD(t, real_parent, tgid);
 	h->uid = (__u32)bpf_get_current_uid_gid();
-	h->mntns = t->nsproxy->mnt_ns->ns.inum;
-	h->ipcns = t->nsproxy->ipc_ns->ns.inum;
+	h->mntns = KREAD(t, nsproxy, mnt_ns, ns.inum);
+	h->ipcns = KREAD(t, nsproxy, ipc_ns, ns.inum);
 	h->cgroup_id = bpf_get_current_cgroup_id();
 	h->ret = (__s32)ret;
 	bpf_get_current_comm(h->comm, sizeof(h->comm));
 }
 
-/* The saved user registers: at sys_exit they still hold the arguments.
- * The pointer is BTF-typed, so PT_REGS_PARMn_SYSCALL(regs) is a plain load
- * (the _CORE_ variants are a bpf_probe_read_kernel call each). */
-static __always_inline struct pt_regs *syscall_regs(void)
-{
-	return (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
-}
-
 #ifdef SHMBPF_KFUNCS /* the file helpers below: tmpfs.bpf.c's */
 
-/* Every unrelated open pays for this and the magic check after it: the
- * table is reached with BTF loads, and only the slot itself (an array the
- * verifier cannot bound) needs a probe read. The file is returned typed, so
- * that f->f_inode->i_sb->s_magic costs loads, not probe reads. */
+/* Every unrelated open pays for this and the magic check after it: in the
+ * fast build the table is reached with BTF loads, and only the slot itself
+ * (an array the verifier cannot bound) needs a probe read. The file is
+ * returned typed, so that f->f_inode->i_sb->s_magic costs loads, not probe
+ * reads. */
 static __always_inline struct file *fd_to_file(int fd)
 {
 	struct task_struct *t = current_task();
-	struct fdtable *fdt = t->files->fdt;
+	struct fdtable *fdt = KREAD(t, files, fdt);
 	struct file **fds;
 	struct file *f = NULL;
 
-	if (fd >= 0 && (unsigned int)fd < fdt->max_fds) {
-		fds = fdt->fd;
+	if (fd >= 0 && (unsigned int)fd < KREAD(fdt, max_fds)) {
+		fds = KREAD(fdt, fd);
 		bpf_probe_read_kernel(&f, sizeof(f), &fds[fd]);
 	}
 	/* Typed even when NULL: loads through it then read 0. */
-	return bpf_rdonly_cast(f, bpf_core_type_id_kernel(struct file));
+	return TYPED(f, struct file);
 }
 
 #define S_IFMT	00170000
 #define S_IFREG 0100000
 
 /*
- * Kernel pointers below are BTF-typed (from bpf_get_current_task_btf(), a
- * tp_btf argument or fd_to_file()), so their fields are read with plain
- * loads: a faulting load reads 0, like a failed probe read would.
+ * Kernel pointers below are read through KREAD: in the fast build they are
+ * BTF-typed (from current_task(), a tp_btf argument or fd_to_file()), so
+ * their fields are plain loads; a faulting load reads 0, like a failed
+ * probe read would (core_fixes.bpf.h).
  */
 
 /* enum shmbpf_fs of a superblock: the cheap in-kernel filter. */
 static __always_inline __u8 sb_fs(struct super_block *sb)
 {
-	unsigned long magic = sb->s_magic;
+	unsigned long magic = KREAD(sb, s_magic);
 
 	if (magic == TMPFS_MAGIC)
 		return SHMBPF_FS_TMPFS;
@@ -242,17 +209,17 @@ static __always_inline __u8 inode_fs(struct inode *inode, struct super_block *sb
 	/* The magic first: it rejects most files (ext4, ...) in one read. */
 	__u8 fs = sb_fs(sb);
 
-	if (fs == SHMBPF_FS_UNKNOWN || (inode->i_mode & S_IFMT) != S_IFREG)
+	if (fs == SHMBPF_FS_UNKNOWN || (KREAD(inode, i_mode) & S_IFMT) != S_IFREG)
 		return SHMBPF_FS_UNKNOWN;
 	return fs;
 }
 
 static __always_inline __u32 mount_id(struct vfsmount *vfs)
 {
-	struct mount *m = bpf_rdonly_cast((void *)vfs - bpf_core_field_offset(struct mount, mnt),
-					  bpf_core_type_id_kernel(struct mount));
+	struct mount *m =
+		TYPED((void *)vfs - bpf_core_field_offset(struct mount, mnt), struct mount);
 
-	return m->mnt_id;
+	return KREAD(m, mnt_id);
 }
 
 /*
@@ -263,7 +230,7 @@ static __always_inline __u32 mount_id(struct vfsmount *vfs)
 static __always_inline __u16 walk_components(struct shmbpf_scratch *s, struct dentry *d,
 					     struct vfsmount *vfs, __u8 *ncomp, __u32 *flags_ev)
 {
-	struct dentry *root = vfs->mnt_root;
+	struct dentry *root = KREAD(vfs, mnt_root);
 	__u32 off = 0;
 	__u8 n = 0;
 
@@ -280,14 +247,14 @@ static __always_inline __u16 walk_components(struct shmbpf_scratch *s, struct de
 			*flags_ev |= SHMBPF_F_TRUNCATED;
 			break;
 		}
-		name = d->d_name.name;
+		name = KREAD(d, d_name.name);
 		len = bpf_probe_read_kernel_str(&s->buf[off & (SHMBPF_PATH_LEN - 1)],
 						SHMBPF_PATH_LEN, name);
 		if (len <= 0)
 			break;
 		off += len;
 		n++;
-		parent = d->d_parent;
+		parent = KREAD(d, d_parent);
 		if (parent == d) {
 			*flags_ev |= SHMBPF_F_MNT_ROOT;
 			break;
@@ -310,9 +277,20 @@ static __always_inline __u16 walk_components(struct shmbpf_scratch *s, struct de
  */
 static __always_inline void copy_used(char *out, const char *buf, __u32 len)
 {
+#ifdef SHMBPF_COMPAT
+	/* Clamped and used in one register, in assembly: clang copies len
+	 * before a clamp written in C, and a v5.10 verifier does not carry
+	 * the clamp's bound over to the copy ("R2 unbounded memory access").
+	 * The fast build's kernels do, and keep their code. */
+	__u64 n = len;
+
+	asm volatile("if %0 <= %1 goto +1\n\t%0 = %1" : "+r"(n) : "i"(SHMBPF_PATH_LEN));
+	bpf_probe_read_kernel(out, n, buf);
+#else
 	if (len > SHMBPF_PATH_LEN)
 		len = SHMBPF_PATH_LEN;
 	bpf_probe_read_kernel(out, len, buf);
+#endif
 }
 
 /* walk_components() into out, a record's SHMBPF_PATH_LEN bytes. */
@@ -361,7 +339,7 @@ static __always_inline __u64 dentry_name_hash(struct dentry *d)
 {
 	__u32 zero = 0;
 	struct shmbpf_scratch *s = bpf_map_lookup_elem(&scratch, &zero);
-	const unsigned char *name = d->d_name.name;
+	const unsigned char *name = KREAD(d, d_name.name);
 	int slash = 0;
 
 	if (!s)

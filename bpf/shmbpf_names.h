@@ -56,16 +56,31 @@ enum shmbpf_name_put_result {
 #define SHMBPF_NAMES_FN static __always_inline
 /* Plain loads and stores are single instructions here; the CAS and the
  * exchange that publishes a key are fully ordered BPF atomics (-mcpu=v3). */
-#define SHMBPF_NAMES_LOAD(p)	   (*(volatile __typeof__(*(p)) *)(p))
-#define SHMBPF_NAMES_STORE(p, v)   (*(volatile __typeof__(*(p)) *)(p) = (v))
+#define SHMBPF_NAMES_LOAD(p)	 (*(volatile __typeof__(*(p)) *)(p))
+#define SHMBPF_NAMES_STORE(p, v) (*(volatile __typeof__(*(p)) *)(p) = (v))
+#ifndef SHMBPF_NO_ATOMICS
 #define SHMBPF_NAMES_PUBLISH(p, v) ((void)__sync_lock_test_and_set((p), (v)))
+#define SHMBPF_NAMES_CAS(p, o, n)  __sync_bool_compare_and_swap((p), (o), (n))
+#else
+/*
+ * Kernels before v5.12 ("bpf: Add instructions for atomic_[cmp]xchg") have
+ * no BPF exchange or compare-and-swap (core_fixes.bpf.h): a claim is a load
+ * and a store. Two CPUs writing one slot at once can then both win and one
+ * change is lost: a name not followed (its unlink is found by
+ * reconciliation) or a name kept after its unlink, whose inode is only a
+ * hint anyway (docs/KERNELS.md). A reader still checks the key before and
+ * after it reads the value.
+ */
+#define SHMBPF_NAMES_PUBLISH(p, v) SHMBPF_NAMES_STORE(p, v)
+#define SHMBPF_NAMES_CAS(p, o, n)  (SHMBPF_NAMES_LOAD(p) == (o) ? (SHMBPF_NAMES_STORE(p, n), 1) : 0)
+#endif
 #else
 #define SHMBPF_NAMES_FN		   static inline
 #define SHMBPF_NAMES_LOAD(p)	   __atomic_load_n((p), __ATOMIC_ACQUIRE)
 #define SHMBPF_NAMES_STORE(p, v)   __atomic_store_n((p), (v), __ATOMIC_RELAXED)
 #define SHMBPF_NAMES_PUBLISH(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
+#define SHMBPF_NAMES_CAS(p, o, n)  __sync_bool_compare_and_swap((p), (o), (n))
 #endif
-#define SHMBPF_NAMES_CAS(p, o, n) __sync_bool_compare_and_swap((p), (o), (n))
 
 /* The key a leaf-name hash is stored under: 0 and 1 mark free and busy
  * slots, so the two hashes that collide with them move up by two. */

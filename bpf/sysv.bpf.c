@@ -5,7 +5,11 @@
 /* shmget in flight: the IPC namespace's segment count at entry, so the exit
  * can tell a new segment from an existing one. shmget is rare: a map update
  * per call is affordable here, unlike on the open path. */
-struct {
+/* Defined by the fast build, shared by the compat one (core_fixes.bpf.h). */
+#ifdef SHMBPF_COMPAT
+extern
+#endif
+	struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 4096);
 	__type(key, __u32);
@@ -20,7 +24,7 @@ static __always_inline __u32 shm_in_use(void)
 }
 
 SEC("tracepoint/syscalls/sys_enter_shmget")
-int tracepoint__syscalls__sys_enter_shmget(struct trace_event_raw_sys_enter *ctx)
+int SHMBPF_PROG(tracepoint__syscalls__sys_enter_shmget)(struct trace_event_raw_sys_enter *ctx)
 {
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
 	__u32 in_use = shm_in_use();
@@ -47,10 +51,10 @@ static __always_inline struct shmbpf_sysv_event *sysv_event(__u8 type, long ret)
 }
 
 SEC("tracepoint/syscalls/sys_exit_shmget")
-int tracepoint__syscalls__sys_exit_shmget(struct trace_event_raw_sys_exit *ctx)
+int SHMBPF_PROG(tracepoint__syscalls__sys_exit_shmget)(struct trace_event_raw_sys_exit *ctx)
 {
 	__u32 tid = (__u32)bpf_get_current_pid_tgid();
-	struct pt_regs *regs = syscall_regs();
+	struct pt_regs *regs = syscall_regs(ctx->id);
 	struct shmbpf_sysv_event *e;
 	__u32 *before = bpf_map_lookup_elem(&shmget_in_use, &tid);
 	__u32 in_use_before = before ? *before : 0;
@@ -61,9 +65,9 @@ int tracepoint__syscalls__sys_exit_shmget(struct trace_event_raw_sys_exit *ctx)
 	e = sysv_event(SHMBPF_EV_SHMGET, ret);
 	if (!e)
 		return 0;
-	e->key = PT_REGS_PARM1_SYSCALL(regs);
-	e->size = PT_REGS_PARM2_SYSCALL(regs);
-	e->shmflg = PT_REGS_PARM3_SYSCALL(regs);
+	e->key = SYSCALL_ARG(regs, 1);
+	e->size = SYSCALL_ARG(regs, 2);
+	e->shmflg = SYSCALL_ARG(regs, 3);
 	if (ret >= 0) {
 		e->shmid = ret;
 		if (e->key == IPC_PRIVATE ||
@@ -80,9 +84,9 @@ int tracepoint__syscalls__sys_exit_shmget(struct trace_event_raw_sys_exit *ctx)
 }
 
 SEC("tracepoint/syscalls/sys_exit_shmat")
-int tracepoint__syscalls__sys_exit_shmat(struct trace_event_raw_sys_exit *ctx)
+int SHMBPF_PROG(tracepoint__syscalls__sys_exit_shmat)(struct trace_event_raw_sys_exit *ctx)
 {
-	struct pt_regs *regs = syscall_regs();
+	struct pt_regs *regs = syscall_regs(ctx->id);
 	/* Read once: clang may otherwise load it through a moved ctx pointer,
 	 * which the verifier refuses. */
 	long ret = ctx->ret;
@@ -90,32 +94,32 @@ int tracepoint__syscalls__sys_exit_shmat(struct trace_event_raw_sys_exit *ctx)
 
 	if (!e)
 		return 0;
-	e->shmid = PT_REGS_PARM1_SYSCALL(regs);
-	e->shmflg = PT_REGS_PARM3_SYSCALL(regs);
-	e->addr = ret >= 0 ? ret : PT_REGS_PARM2_SYSCALL(regs);
+	e->shmid = SYSCALL_ARG(regs, 1);
+	e->shmflg = SYSCALL_ARG(regs, 3);
+	e->addr = ret >= 0 ? ret : SYSCALL_ARG(regs, 2);
 	submit(e);
 	return 0;
 }
 
 SEC("tracepoint/syscalls/sys_exit_shmdt")
-int tracepoint__syscalls__sys_exit_shmdt(struct trace_event_raw_sys_exit *ctx)
+int SHMBPF_PROG(tracepoint__syscalls__sys_exit_shmdt)(struct trace_event_raw_sys_exit *ctx)
 {
-	struct pt_regs *regs = syscall_regs();
+	struct pt_regs *regs = syscall_regs(ctx->id);
 	struct shmbpf_sysv_event *e = sysv_event(SHMBPF_EV_SHMDT, ctx->ret);
 
 	if (!e)
 		return 0;
-	e->addr = PT_REGS_PARM1_SYSCALL(regs);
+	e->addr = SYSCALL_ARG(regs, 1);
 	submit(e);
 	return 0;
 }
 
 SEC("tracepoint/syscalls/sys_exit_shmctl")
-int tracepoint__syscalls__sys_exit_shmctl(struct trace_event_raw_sys_exit *ctx)
+int SHMBPF_PROG(tracepoint__syscalls__sys_exit_shmctl)(struct trace_event_raw_sys_exit *ctx)
 {
-	struct pt_regs *regs = syscall_regs();
+	struct pt_regs *regs = syscall_regs(ctx->id);
 	struct shmbpf_sysv_event *e;
-	int cmd = PT_REGS_PARM2_SYSCALL(regs);
+	int cmd = SYSCALL_ARG(regs, 2);
 
 	/* Some ABIs or in IPC_64 (0x100); only removal matters. */
 	if ((cmd & 0xff) != IPC_RMID)
@@ -123,7 +127,7 @@ int tracepoint__syscalls__sys_exit_shmctl(struct trace_event_raw_sys_exit *ctx)
 	e = sysv_event(SHMBPF_EV_SHM_RMID, ctx->ret);
 	if (!e)
 		return 0;
-	e->shmid = PT_REGS_PARM1_SYSCALL(regs);
+	e->shmid = SYSCALL_ARG(regs, 1);
 	submit(e);
 	return 0;
 }

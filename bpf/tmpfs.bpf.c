@@ -8,7 +8,7 @@
  * in the task's saved user registers. That keeps unrelated syscalls to one
  * program run and a few reads, with no per-call map updates.
  */
-#define SHMBPF_KFUNCS /* bpf_rdonly_cast, see shmbpf.bpf.h */
+#define SHMBPF_KFUNCS /* the file helpers; the fast build's bpf_rdonly_cast (core_fixes.bpf.h) */
 #include "shmbpf.bpf.h"
 
 /* f_mode bit set when the open created the file (since v4.19). */
@@ -18,24 +18,24 @@
 static __always_inline void fill_file_fields(struct shmbpf_file_event *e, struct file *f,
 					     struct inode *inode, struct super_block *sb)
 {
-	e->dev = sb->s_dev;
-	e->ino = inode->i_ino;
-	e->size = inode->i_size;
-	e->bytes = (__u64)inode->i_blocks << 9;
-	e->mnt_id = mount_id(f->f_path.mnt);
-	if (inode->__i_nlink == 0)
+	e->dev = KREAD(sb, s_dev);
+	e->ino = KREAD(inode, i_ino);
+	e->size = KREAD(inode, i_size);
+	e->bytes = (__u64)KREAD(inode, i_blocks) << 9;
+	e->mnt_id = mount_id(KREAD(f, f_path.mnt));
+	if (KREAD(inode, __i_nlink) == 0)
 		e->flags_ev |= SHMBPF_F_UNLINKED;
 }
 
 static __always_inline void fill_file_identity(struct shmbpf_file_event *e, struct file *f,
 					       struct inode *inode, struct super_block *sb)
 {
-	e->comp_len = collect_components(f->f_path.dentry, f->f_path.mnt, e->components, &e->ncomp,
-					 &e->flags_ev);
+	e->comp_len = collect_components(KREAD(f, f_path.dentry), KREAD(f, f_path.mnt),
+					 e->components, &e->ncomp, &e->flags_ev);
 	fill_file_fields(e, f, inode, sb);
 }
 
-static __always_inline int handle_open_exit(long ret, __u16 origin)
+static __always_inline int handle_open_exit(long nr, long ret, __u16 origin)
 {
 	struct shmbpf_scratch *s;
 	struct shmbpf_file_event *e;
@@ -54,37 +54,37 @@ static __always_inline int handle_open_exit(long ret, __u16 origin)
 	if (ret < 0)
 		return 0;
 	f = fd_to_file(ret);
-	inode = f->f_inode;
-	sb = inode->i_sb;
+	inode = KREAD(f, f_inode);
+	sb = KREAD(inode, i_sb);
 	fs = inode_fs(inode, sb);
 	if (fs == SHMBPF_FS_UNKNOWN)
 		return 0;
 
-	regs = syscall_regs();
+	regs = syscall_regs(nr);
 	switch (origin) {
 	case SHMBPF_ORIG_OPEN:
-		upath = (const char *)PT_REGS_PARM1_SYSCALL(regs);
-		flags = PT_REGS_PARM2_SYSCALL(regs);
-		mode = PT_REGS_PARM3_SYSCALL(regs);
+		upath = (const char *)SYSCALL_ARG(regs, 1);
+		flags = SYSCALL_ARG(regs, 2);
+		mode = SYSCALL_ARG(regs, 3);
 		break;
 	case SHMBPF_ORIG_CREAT:
-		upath = (const char *)PT_REGS_PARM1_SYSCALL(regs);
+		upath = (const char *)SYSCALL_ARG(regs, 1);
 		flags = O_CREAT | 01 /* O_WRONLY */ | 01000 /* O_TRUNC */;
-		mode = PT_REGS_PARM2_SYSCALL(regs);
+		mode = SYSCALL_ARG(regs, 2);
 		break;
 	case SHMBPF_ORIG_OPENAT2: {
 		struct open_how how = {};
 
-		upath = (const char *)PT_REGS_PARM2_SYSCALL(regs);
-		bpf_probe_read_user(&how, sizeof(how), (void *)PT_REGS_PARM3_SYSCALL(regs));
+		upath = (const char *)SYSCALL_ARG(regs, 2);
+		bpf_probe_read_user(&how, sizeof(how), (void *)SYSCALL_ARG(regs, 3));
 		flags = how.flags;
 		mode = how.mode;
 		break;
 	}
 	default:
-		upath = (const char *)PT_REGS_PARM2_SYSCALL(regs);
-		flags = PT_REGS_PARM3_SYSCALL(regs);
-		mode = PT_REGS_PARM4_SYSCALL(regs);
+		upath = (const char *)SYSCALL_ARG(regs, 2);
+		flags = SYSCALL_ARG(regs, 3);
+		mode = SYSCALL_ARG(regs, 4);
 		break;
 	}
 
@@ -93,16 +93,18 @@ static __always_inline int handle_open_exit(long ret, __u16 origin)
 	s = bpf_map_lookup_elem(&scratch, &zero);
 	if (!s)
 		return 0;
-	comp_len = walk_components(s, f->f_path.dentry, f->f_path.mnt, &ncomp, &walk_flags);
+	comp_len = walk_components(s, KREAD(f, f_path.dentry), KREAD(f, f_path.mnt), &ncomp,
+				   &walk_flags);
 	create = flags & (O_CREAT | __O_TMPFILE);
 	/* Before the reservation: a create whose record is lost still has its
 	 * name followed, so its unlink is reported and the model learns of it. */
 	if (create) {
 		int slash = 0;
 		/* No first name: the file is its mount's root (a bind mount). */
-		__u64 h = ncomp ? leaf_hash(s->buf, &slash) : dentry_name_hash(f->f_path.dentry);
+		__u64 h = ncomp ? leaf_hash(s->buf, &slash)
+				: dentry_name_hash(KREAD(f, f_path.dentry));
 
-		track_key(shmbpf_name_key(h), sb->s_dev, inode->i_ino);
+		track_key(shmbpf_name_key(h), KREAD(sb, s_dev), KREAD(inode, i_ino));
 	}
 	e = reserve(sizeof(*e));
 	if (!e)
@@ -119,7 +121,7 @@ static __always_inline int handle_open_exit(long ret, __u16 origin)
 	e->fd = ret;
 	e->origin = origin;
 	e->fs = fs;
-	if (f->f_mode & FMODE_CREATED)
+	if (KREAD(f, f_mode) & FMODE_CREATED)
 		e->flags_ev |= SHMBPF_F_NEW;
 	e->path_len = 0;
 	long n = bpf_probe_read_user_str(e->path, sizeof(e->path), upath);
@@ -132,31 +134,32 @@ static __always_inline int handle_open_exit(long ret, __u16 origin)
 }
 
 SEC("tracepoint/syscalls/sys_exit_open")
-int tracepoint__syscalls__sys_exit_open(struct trace_event_raw_sys_exit *ctx)
+int SHMBPF_PROG(tracepoint__syscalls__sys_exit_open)(struct trace_event_raw_sys_exit *ctx)
 {
-	return handle_open_exit(ctx->ret, SHMBPF_ORIG_OPEN);
+	return handle_open_exit(ctx->id, ctx->ret, SHMBPF_ORIG_OPEN);
 }
 
 SEC("tracepoint/syscalls/sys_exit_openat")
-int tracepoint__syscalls__sys_exit_openat(struct trace_event_raw_sys_exit *ctx)
+int SHMBPF_PROG(tracepoint__syscalls__sys_exit_openat)(struct trace_event_raw_sys_exit *ctx)
 {
-	return handle_open_exit(ctx->ret, SHMBPF_ORIG_OPENAT);
+	return handle_open_exit(ctx->id, ctx->ret, SHMBPF_ORIG_OPENAT);
 }
 
 SEC("tracepoint/syscalls/sys_exit_openat2")
-int tracepoint__syscalls__sys_exit_openat2(struct trace_event_raw_sys_exit *ctx)
+int SHMBPF_PROG(tracepoint__syscalls__sys_exit_openat2)(struct trace_event_raw_sys_exit *ctx)
 {
-	return handle_open_exit(ctx->ret, SHMBPF_ORIG_OPENAT2);
+	return handle_open_exit(ctx->id, ctx->ret, SHMBPF_ORIG_OPENAT2);
 }
 
 SEC("tracepoint/syscalls/sys_exit_creat")
-int tracepoint__syscalls__sys_exit_creat(struct trace_event_raw_sys_exit *ctx)
+int SHMBPF_PROG(tracepoint__syscalls__sys_exit_creat)(struct trace_event_raw_sys_exit *ctx)
 {
-	return handle_open_exit(ctx->ret, SHMBPF_ORIG_CREAT);
+	return handle_open_exit(ctx->id, ctx->ret, SHMBPF_ORIG_CREAT);
 }
 
+#ifndef SHMBPF_NO_ATOMICS /* memfd_create and resizes write no names */
 SEC("tracepoint/syscalls/sys_exit_memfd_create")
-int tracepoint__syscalls__sys_exit_memfd_create(struct trace_event_raw_sys_exit *ctx)
+int SHMBPF_PROG(tracepoint__syscalls__sys_exit_memfd_create)(struct trace_event_raw_sys_exit *ctx)
 {
 	struct shmbpf_file_event *e;
 	struct super_block *sb;
@@ -168,14 +171,14 @@ int tracepoint__syscalls__sys_exit_memfd_create(struct trace_event_raw_sys_exit 
 
 	/* Failures are rare and worth seeing (EMFILE, ENOMEM). */
 	f = fd_to_file(ret);
-	inode = f->f_inode;
-	sb = inode->i_sb;
+	inode = KREAD(f, f_inode);
+	sb = KREAD(inode, i_sb);
 
 	e = reserve(sizeof(*e));
 	if (!e)
 		return 0;
 	fill_hdr(&e->hdr, SHMBPF_EV_MEMFD_CREATE, sizeof(*e), ret);
-	regs = syscall_regs();
+	regs = syscall_regs(ctx->id);
 	e->flags_ev = 0;
 	e->dev = 0;
 	e->ino = 0;
@@ -190,20 +193,19 @@ int tracepoint__syscalls__sys_exit_memfd_create(struct trace_event_raw_sys_exit 
 		fill_file_identity(e, f, inode, sb);
 	}
 	e->arg_size = 0;
-	e->flags = PT_REGS_PARM2_SYSCALL(regs);
+	e->flags = SYSCALL_ARG(regs, 2);
 	e->mode = 0;
 	e->fd = ret >= 0 ? ret : -1;
 	e->origin = SHMBPF_ORIG_MEMFD_CREATE;
 	e->path_len = 0;
-	n = bpf_probe_read_user_str(e->path, sizeof(e->path),
-				    (const char *)PT_REGS_PARM1_SYSCALL(regs));
+	n = bpf_probe_read_user_str(e->path, sizeof(e->path), (const char *)SYSCALL_ARG(regs, 1));
 	if (n > 0)
 		e->path_len = n - 1;
 	submit(e);
 	return 0;
 }
 
-static __always_inline int handle_resize_exit(long ret, __u16 origin)
+static __always_inline int handle_resize_exit(long nr, long ret, __u16 origin)
 {
 	struct shmbpf_file_event *e;
 	struct super_block *sb;
@@ -212,10 +214,10 @@ static __always_inline int handle_resize_exit(long ret, __u16 origin)
 	struct file *f;
 	__u8 fs;
 
-	regs = syscall_regs();
-	f = fd_to_file(PT_REGS_PARM1_SYSCALL(regs));
-	inode = f->f_inode;
-	sb = inode->i_sb;
+	regs = syscall_regs(nr);
+	f = fd_to_file(SYSCALL_ARG(regs, 1));
+	inode = KREAD(f, f_inode);
+	sb = KREAD(inode, i_sb);
 	fs = inode_fs(inode, sb);
 	if (fs == SHMBPF_FS_UNKNOWN)
 		return 0;
@@ -229,15 +231,15 @@ static __always_inline int handle_resize_exit(long ret, __u16 origin)
 	e->flags_ev = 0;
 	fill_file_identity(e, f, inode, sb);
 	if (origin == SHMBPF_ORIG_FTRUNCATE) {
-		e->arg_size = PT_REGS_PARM2_SYSCALL(regs);
+		e->arg_size = SYSCALL_ARG(regs, 2);
 		e->flags = 0;
 	} else {
 		/* fallocate(fd, mode, offset, len) */
-		e->flags = PT_REGS_PARM2_SYSCALL(regs);
-		e->arg_size = PT_REGS_PARM3_SYSCALL(regs) + PT_REGS_PARM4_SYSCALL(regs);
+		e->flags = SYSCALL_ARG(regs, 2);
+		e->arg_size = SYSCALL_ARG(regs, 3) + SYSCALL_ARG(regs, 4);
 	}
-	e->mode = inode->i_mode;
-	e->fd = PT_REGS_PARM1_SYSCALL(regs);
+	e->mode = KREAD(inode, i_mode);
+	e->fd = SYSCALL_ARG(regs, 1);
 	e->origin = origin;
 	e->fs = fs;
 	e->path_len = 0;
@@ -247,16 +249,18 @@ static __always_inline int handle_resize_exit(long ret, __u16 origin)
 }
 
 SEC("tracepoint/syscalls/sys_exit_ftruncate")
-int tracepoint__syscalls__sys_exit_ftruncate(struct trace_event_raw_sys_exit *ctx)
+int SHMBPF_PROG(tracepoint__syscalls__sys_exit_ftruncate)(struct trace_event_raw_sys_exit *ctx)
 {
-	return handle_resize_exit(ctx->ret, SHMBPF_ORIG_FTRUNCATE);
+	return handle_resize_exit(ctx->id, ctx->ret, SHMBPF_ORIG_FTRUNCATE);
 }
 
 SEC("tracepoint/syscalls/sys_exit_fallocate")
-int tracepoint__syscalls__sys_exit_fallocate(struct trace_event_raw_sys_exit *ctx)
+int SHMBPF_PROG(tracepoint__syscalls__sys_exit_fallocate)(struct trace_event_raw_sys_exit *ctx)
 {
-	return handle_resize_exit(ctx->ret, SHMBPF_ORIG_FALLOCATE);
+	return handle_resize_exit(ctx->id, ctx->ret, SHMBPF_ORIG_FALLOCATE);
 }
+
+#endif /* !SHMBPF_NO_ATOMICS */
 
 /*
  * unlink/unlinkat/rename/renameat/renameat2 that succeeded. Reported when
@@ -264,7 +268,7 @@ int tracepoint__syscalls__sys_exit_fallocate(struct trace_event_raw_sys_exit *ct
  * directory that is not on tmpfs is dropped here, anything else is resolved
  * (and dropped if not on tmpfs) in userspace.
  */
-static __always_inline int handle_path_exit(long ret, __u16 origin)
+static __always_inline int handle_path_exit(long nr, long ret, __u16 origin)
 {
 	__u32 zero = 0;
 	struct shmbpf_scratch *s = bpf_map_lookup_elem(&scratch, &zero);
@@ -284,29 +288,29 @@ static __always_inline int handle_path_exit(long ret, __u16 origin)
 
 	if (ret != 0 || !s)
 		return 0;
-	regs = syscall_regs();
+	regs = syscall_regs(nr);
 	switch (origin) {
 	case SHMBPF_ORIG_UNLINK:
-		upath = (const char *)PT_REGS_PARM1_SYSCALL(regs);
+		upath = (const char *)SYSCALL_ARG(regs, 1);
 		break;
 	case SHMBPF_ORIG_UNLINKAT:
-		dirfd = PT_REGS_PARM1_SYSCALL(regs);
-		upath = (const char *)PT_REGS_PARM2_SYSCALL(regs);
-		flags = PT_REGS_PARM3_SYSCALL(regs);
+		dirfd = SYSCALL_ARG(regs, 1);
+		upath = (const char *)SYSCALL_ARG(regs, 2);
+		flags = SYSCALL_ARG(regs, 3);
 		if (flags & AT_REMOVEDIR)
 			return 0;
 		break;
 	case SHMBPF_ORIG_RENAME:
-		upath = (const char *)PT_REGS_PARM1_SYSCALL(regs);
-		unew = (const char *)PT_REGS_PARM2_SYSCALL(regs);
+		upath = (const char *)SYSCALL_ARG(regs, 1);
+		unew = (const char *)SYSCALL_ARG(regs, 2);
 		break;
 	default: /* renameat, renameat2 */
-		dirfd = PT_REGS_PARM1_SYSCALL(regs);
-		upath = (const char *)PT_REGS_PARM2_SYSCALL(regs);
-		newdirfd = PT_REGS_PARM3_SYSCALL(regs);
-		unew = (const char *)PT_REGS_PARM4_SYSCALL(regs);
+		dirfd = SYSCALL_ARG(regs, 1);
+		upath = (const char *)SYSCALL_ARG(regs, 2);
+		newdirfd = SYSCALL_ARG(regs, 3);
+		unew = (const char *)SYSCALL_ARG(regs, 4);
 		if (origin == SHMBPF_ORIG_RENAMEAT2)
-			flags = PT_REGS_PARM5_SYSCALL(regs);
+			flags = SYSCALL_ARG(regs, 5);
 		break;
 	}
 
@@ -322,15 +326,15 @@ static __always_inline int handle_path_exit(long ret, __u16 origin)
 		if (dirfd == AT_FDCWD) {
 			struct task_struct *t = current_task();
 
-			start_d = t->fs->pwd.dentry;
-			start_mnt = t->fs->pwd.mnt;
+			start_d = KREAD(t, fs, pwd.dentry);
+			start_mnt = KREAD(t, fs, pwd.mnt);
 		} else {
 			struct file *df = fd_to_file(dirfd);
 
-			start_d = df->f_path.dentry;
-			start_mnt = df->f_path.mnt;
+			start_d = KREAD(df, f_path.dentry);
+			start_mnt = KREAD(df, f_path.mnt);
 		}
-		if (!slash && sb_fs(start_d->d_sb) == SHMBPF_FS_UNKNOWN)
+		if (!slash && sb_fs(KREAD(start_d, d_sb)) == SHMBPF_FS_UNKNOWN)
 			return 0;
 	}
 
@@ -367,8 +371,8 @@ static __always_inline int handle_path_exit(long ret, __u16 origin)
 	e->start_ncomp = 0;
 	__builtin_memset(e->pad1, 0, sizeof(e->pad1));
 	if (start_d) {
-		e->start_dev = start_d->d_sb->s_dev;
-		e->start_ino = start_d->d_inode->i_ino;
+		e->start_dev = KREAD(start_d, d_sb, s_dev);
+		e->start_ino = KREAD(start_d, d_inode, i_ino);
 		e->start_mnt_id = mount_id(start_mnt);
 		e->start_comp_len = collect_components(start_d, start_mnt, e->start_components,
 						       &e->start_ncomp, &e->flags_ev);
@@ -385,58 +389,54 @@ static __always_inline int handle_path_exit(long ret, __u16 origin)
 }
 
 SEC("tracepoint/syscalls/sys_exit_unlink")
-int tracepoint__syscalls__sys_exit_unlink(struct trace_event_raw_sys_exit *ctx)
+int SHMBPF_PROG(tracepoint__syscalls__sys_exit_unlink)(struct trace_event_raw_sys_exit *ctx)
 {
-	return handle_path_exit(ctx->ret, SHMBPF_ORIG_UNLINK);
+	return handle_path_exit(ctx->id, ctx->ret, SHMBPF_ORIG_UNLINK);
 }
 
 SEC("tracepoint/syscalls/sys_exit_unlinkat")
-int tracepoint__syscalls__sys_exit_unlinkat(struct trace_event_raw_sys_exit *ctx)
+int SHMBPF_PROG(tracepoint__syscalls__sys_exit_unlinkat)(struct trace_event_raw_sys_exit *ctx)
 {
-	return handle_path_exit(ctx->ret, SHMBPF_ORIG_UNLINKAT);
+	return handle_path_exit(ctx->id, ctx->ret, SHMBPF_ORIG_UNLINKAT);
 }
 
 SEC("tracepoint/syscalls/sys_exit_rename")
-int tracepoint__syscalls__sys_exit_rename(struct trace_event_raw_sys_exit *ctx)
+int SHMBPF_PROG(tracepoint__syscalls__sys_exit_rename)(struct trace_event_raw_sys_exit *ctx)
 {
-	return handle_path_exit(ctx->ret, SHMBPF_ORIG_RENAME);
+	return handle_path_exit(ctx->id, ctx->ret, SHMBPF_ORIG_RENAME);
 }
 
 SEC("tracepoint/syscalls/sys_exit_renameat")
-int tracepoint__syscalls__sys_exit_renameat(struct trace_event_raw_sys_exit *ctx)
+int SHMBPF_PROG(tracepoint__syscalls__sys_exit_renameat)(struct trace_event_raw_sys_exit *ctx)
 {
-	return handle_path_exit(ctx->ret, SHMBPF_ORIG_RENAMEAT);
+	return handle_path_exit(ctx->id, ctx->ret, SHMBPF_ORIG_RENAMEAT);
 }
 
 SEC("tracepoint/syscalls/sys_exit_renameat2")
-int tracepoint__syscalls__sys_exit_renameat2(struct trace_event_raw_sys_exit *ctx)
+int SHMBPF_PROG(tracepoint__syscalls__sys_exit_renameat2)(struct trace_event_raw_sys_exit *ctx)
 {
-	return handle_path_exit(ctx->ret, SHMBPF_ORIG_RENAMEAT2);
+	return handle_path_exit(ctx->id, ctx->ret, SHMBPF_ORIG_RENAMEAT2);
 }
+
+#ifndef SHMBPF_NO_ATOMICS /* the programs below write no names */
 
 /*
  * One call per folio leaving the page cache (truncate, eviction). Summed per
  * CPU and inode; see free_acc. shmem never fires mm_filemap_add_to_page_cache,
  * so bytes gained are read from i_blocks at resize time instead.
  */
-SEC("tp_btf/mm_filemap_delete_from_page_cache")
-int BPF_PROG(tp_btf__mm_filemap_delete_from_page_cache, struct folio *folio)
+static __always_inline void account_free(struct inode *host, struct super_block *sb, __u8 fs,
+					 unsigned int order)
 {
 	__u32 zero = 0;
-	struct shmbpf_free_event *acc;
-	struct inode *host = folio->mapping->host;
-	struct super_block *sb = host->i_sb;
-	__u8 fs = sb_fs(sb);
+	struct shmbpf_free_event *acc = bpf_map_lookup_elem(&free_acc, &zero);
 	__u32 dev;
 	__u64 ino;
 
-	if (fs == SHMBPF_FS_UNKNOWN)
-		return 0;
-	acc = bpf_map_lookup_elem(&free_acc, &zero);
 	if (!acc)
-		return 0;
-	dev = sb->s_dev;
-	ino = host->i_ino;
+		return;
+	dev = KREAD(sb, s_dev);
+	ino = KREAD(host, i_ino);
 	if (acc->folios && (acc->dev != dev || acc->ino != ino))
 		flush_free_acc();
 	if (!acc->folios) {
@@ -449,17 +449,49 @@ int BPF_PROG(tp_btf__mm_filemap_delete_from_page_cache, struct folio *folio)
 		__builtin_memset(acc->pad, 0, sizeof(acc->pad));
 	}
 	acc->hdr.ts_ns = bpf_ktime_get_boot_ns();
-	acc->bytes += (__u64)page_size << folio_order_of(folio);
+	acc->bytes += (__u64)page_size << order;
 	acc->folios++;
-	acc->nlink = host->__i_nlink;
+	acc->nlink = KREAD(host, __i_nlink);
+}
+
+/* The tracepoint passes a folio (v5.17 on, see core_fixes.bpf.h). */
+SEC("tp_btf/mm_filemap_delete_from_page_cache")
+int SHMBPF_BPF_PROG(SHMBPF_PROG(tp_btf__mm_filemap_delete_from_page_cache), struct folio *folio)
+{
+	struct inode *host = KREAD(folio, mapping, host);
+	struct super_block *sb = KREAD(host, i_sb);
+	__u8 fs = sb_fs(sb);
+
+	/* The order is read only for the folios that matter. */
+	if (fs != SHMBPF_FS_UNKNOWN)
+		account_free(host, sb, fs, folio_order_of(folio));
 	return 0;
 }
 
+#ifdef SHMBPF_COMPAT
+/* Before v5.17 the tracepoint passes the head page. Only compat: the fast
+ * build's kernels (v6.2 on) all pass folios. */
+SEC("tp_btf/mm_filemap_delete_from_page_cache")
+int SHMBPF_BPF_PROG(SHMBPF_PROG(tp_btf__mm_filemap_delete_from_page_cache_page), struct page *page)
+{
+	struct inode *host = KREAD(page, mapping, host);
+	struct super_block *sb = KREAD(host, i_sb);
+	__u8 fs = sb_fs(sb);
+
+	if (fs != SHMBPF_FS_UNKNOWN)
+		account_free(host, sb, fs, page_order_of(page));
+	return 0;
+}
+#else
 /* Run by userspace through BPF_PROG_TEST_RUN on each CPU in turn: emits
- * aggregates that no later event on that CPU would push out. */
+ * aggregates that no later event on that CPU would push out. One for all
+ * builds: it needs nothing any kernel with a ring buffer lacks. */
 SEC("raw_tp")
 int flush_free(void *ctx)
 {
 	flush_free_acc();
 	return 0;
 }
+#endif
+
+#endif /* !SHMBPF_NO_ATOMICS */

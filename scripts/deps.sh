@@ -13,6 +13,8 @@ pkgs=(
   libncurses-dev                           # shmbpf top's terminal UI
   tmux                                     # tests: drives shmbpf top in a real terminal
   python3-torch                            # tests: the PyTorch workloads shmbpf exists for
+  qemu-system-x86 busybox-static cpio      # tests/vm: Debian's kernels in guests, their initramfs
+  xz-utils zstd                            # tests/vm: unpacking those kernels
 )
 missing=()
 for p in "${pkgs[@]}"; do

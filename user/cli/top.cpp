@@ -1,6 +1,7 @@
 // `shmbpf top`: options -> the first state of the screen -> the live model's
 // loop (terminal/top_loop), drawn with ncurses or printed in batch mode.
 #include "cli/app.hpp"
+#include "cli/kernel_notes.hpp"
 #include "cli/signals.hpp"
 
 #include "facts/result.hpp"
@@ -45,8 +46,7 @@ int run_top(const TopOptions &opts) {
   mopts.probe.ring_buffer_bytes = opts.ring_buffer_bytes;
   mopts.probe.verbose = opts.verbose;
   Monitor mon(mopts);
-  for (const auto &m : mon.session().probe().missing_hooks())
-    std::fprintf(stderr, "shmbpf: warning: hook not available: %s\n", m.c_str());
+  tell_kernel_notes(mon.session().probe(), opts.verbose);
   // Before ncurses starts: it only installs its own SIGINT/SIGTERM handlers
   // where the default action is still in place, so ours win and the loop
   // ends through the screen's destructor, which restores the terminal.

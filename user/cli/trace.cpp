@@ -1,6 +1,7 @@
 // `shmbpf trace`: one line (or JSON object) per event, until a signal or
 // --duration.
 #include "cli/app.hpp"
+#include "cli/kernel_notes.hpp"
 #include "cli/signals.hpp"
 
 #include "facts/result.hpp"
@@ -26,8 +27,7 @@ int run_trace(const TraceOptions &opts) {
   popts.run_stats = opts.stats;
   Session session(popts);
   install_stop_signals();
-  for (const auto &m : session.probe().missing_hooks())
-    std::fprintf(stderr, "shmbpf: warning: hook not available: %s\n", m.c_str());
+  tell_kernel_notes(session.probe(), opts.verbose);
 
   // Lines collect in one buffer that goes out with one write(2) per poll
   // (or per kFlushAt bytes in a long burst), not one per line.

@@ -1,6 +1,8 @@
 #include "probe/probe.hpp"
 
 #include "facts/result.hpp"
+#include "probe/kernel_features.hpp"
+#include "probe/load_log.hpp"
 
 #include <linux/types.h>
 
@@ -27,6 +29,7 @@
 #include <cerrno>
 #include <cstdarg>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <deque>
 #include <mutex>
@@ -38,23 +41,31 @@ namespace shmbpf {
 namespace {
 
 // libbpf talks through a global callback: keep the last lines for error
-// messages, and forward everything with -v.
+// messages and each program's load log (LoadLog), and forward everything
+// with -v.
 std::mutex g_log_mu;
 std::deque<std::string> g_log;
+LoadLog g_load_log;
 bool g_verbose = false;
 
 int libbpf_log(enum libbpf_print_level level, const char *fmt, va_list ap) {
-  char buf[1024];
-  va_list copy;
-  va_copy(copy, ap);
-  vsnprintf(buf, sizeof(buf), fmt, ap);
-  if (g_verbose) // whole: a verifier log is one message of many lines
-    vfprintf(stderr, fmt, copy);
-  va_end(copy);
   if (level == LIBBPF_DEBUG && !g_verbose)
     return 0;
+  // Whole: a verifier log is one message of many lines.
+  va_list copy;
+  va_copy(copy, ap);
+  const int n = vsnprintf(nullptr, 0, fmt, copy);
+  va_end(copy);
+  std::string msg(n > 0 ? static_cast<size_t>(n) : 0, '\0');
+  if (n > 0)
+    vsnprintf(msg.data(), msg.size() + 1, fmt, ap);
+  if (g_verbose)
+    std::fputs(msg.c_str(), stderr);
   std::lock_guard lk(g_log_mu);
-  g_log.emplace_back(buf);
+  g_load_log.add(msg);
+  if (msg.size() > 1024)
+    msg.resize(1024);
+  g_log.push_back(std::move(msg));
   while (g_log.size() > 8)
     g_log.pop_front();
   return 0;
@@ -239,6 +250,10 @@ void Probe::Unmap::operator()(void *p) const { munmap(p, bytes); }
 
 Probe::Probe(const ProbeOptions &opts, bool attach_now) {
   g_verbose = opts.verbose;
+  {
+    std::lock_guard lk(g_log_mu);
+    g_load_log = LoadLog{};
+  }
   libbpf_set_print(libbpf_log);
   require_bpf_privileges(opts.command);
   ensure_fd_room();
@@ -272,38 +287,49 @@ Probe::Probe(const ProbeOptions &opts, bool attach_now) {
   if (int err = bpf_map__set_max_entries(skel_->maps.tracked_names, static_cast<__u32>(buckets)))
     throw FatalError("name table size", errno_text(err));
 
-  // Load only what this kernel has: a missing tracepoint or BTF type turns
-  // one program off and is reported, instead of failing the whole load.
+  // One program per hook, from the build that suits this kernel, and none
+  // for a hook it lacks: a missing tracepoint or feature turns off what
+  // needs it and is reported, instead of failing the whole load.
+  features_ = probe_kernel_features();
+  if (const char *b = std::getenv("SHMBPF_BUILD"); b && *b) {
+    if (!lower_features(features_, b))
+      throw FatalError("SHMBPF_BUILD",
+                       std::string(b) + " is not a build (fast, compat or compat_noatomic)", 2);
+    // What is told about this kernel then says why it lacks so much.
+    features_.release += std::string(" as SHMBPF_BUILD=") + b;
+  }
+  skel_->rodata->have_task_pt_regs = features_.task_pt_regs ? 1 : 0;
   TracepointList tracepoints(tracefs);
+  auto missing = [&](const std::string &sec) -> std::string {
+    if (auto tp = tracepoint_of(sec); !tp.empty())
+      return exists(tracefs + "/events/" + std::string(tp)) ? "" : "no such tracepoint";
+    // A tracepoint's BTF type (btf_trace_<name>) comes with it; tracefs
+    // settles it without parsing the kernel's BTF once more.
+    if (sec.starts_with("tp_btf/") && !tracepoints.has(sec.substr(7)))
+      return "no such tracepoint";
+    return "";
+  };
+  std::vector<ProgramRef> programs;
   bpf_program *prog;
   bpf_object__for_each_program(prog, skel_->obj) {
-    std::string sec = bpf_program__section_name(prog);
-    if (auto tp = tracepoint_of(sec); !tp.empty()) {
-      if (!exists(tracefs + "/events/" + std::string(tp))) {
-        bpf_program__set_autoload(prog, false);
-        missing_.push_back(std::string(tp) + ": no such tracepoint");
-      }
-    } else if (sec.starts_with("tp_btf/")) {
-      // A tracepoint's BTF type (btf_trace_<name>) comes with it: a tracefs
-      // entry settles it without libbpf_find_vmlinux_btf_id, which parses
-      // all of the kernel's BTF once more (tens of milliseconds; the load
-      // parses it too). Only a tracepoint tracefs does not list is looked up.
-      if (!tracepoints.has(sec.substr(7)) &&
-          libbpf_find_vmlinux_btf_id(sec.substr(7).c_str(), BPF_TRACE_RAW_TP) < 0) {
-        bpf_program__set_autoload(prog, false);
-        missing_.push_back(sec.substr(7) + ": not in kernel BTF (free events off)");
-      }
-    }
+    programs.push_back({bpf_program__name(prog), bpf_program__section_name(prog)});
   }
+  ProgramChoice choice = choose_programs(programs, features_, missing);
+  bpf_object__for_each_program(prog, skel_->obj) {
+    const std::string_view name = bpf_program__name(prog);
+    bpf_program__set_autoload(prog, std::find(choice.load.begin(), choice.load.end(), name) !=
+                                        choice.load.end());
+  }
+  hooks_ = std::move(choice.hooks);
+  fallbacks_ = std::move(choice.fallbacks);
+  for (const HookStatus &h : hooks_)
+    if (!h.off.empty())
+      missing_.push_back(off_text(h));
   bpf_program__set_autoattach(skel_->progs.flush_free, false);
   // Nothing to watch with: a tracer that attaches no hook would run, see
   // nothing and exit as if all were well.
-  size_t hooks = 0;
-  bpf_object__for_each_program(prog, skel_->obj) {
-    if (bpf_program__autoload(prog) && bpf_program__autoattach(prog))
-      ++hooks;
-  }
-  if (hooks == 0)
+  if (std::none_of(hooks_.begin(), hooks_.end(),
+                   [](const HookStatus &h) { return !h.program.empty(); }))
     throw FatalError("no hook of shmbpf's exists on this kernel",
                      missing_.empty() ? std::string("none to load") : missing_.front() + ", ...",
                      2);
@@ -314,10 +340,18 @@ Probe::Probe(const ProbeOptions &opts, bool attach_now) {
       throw FatalError("turning on BPF run-time statistics", errno_text(-stats_fd_));
   }
   if (int err = shmbpf_bpf__load(skel_.get())) {
-    std::string detail = last_libbpf_line();
-    throw FatalError("loading BPF programs", errno_text(err) +
-                                                 (detail.empty() ? "" : " (" + detail + ")") +
-                                                 "; run with -v for libbpf's detail");
+    // The program that failed and the verifier's reason, when libbpf named
+    // one; its last line otherwise.
+    std::string why;
+    {
+      std::lock_guard lk(g_log_mu);
+      why = g_load_log.failure();
+    }
+    if (why.empty()) {
+      std::string detail = last_libbpf_line();
+      why = errno_text(err) + (detail.empty() ? "" : " (" + detail + ")");
+    }
+    throw FatalError("loading BPF programs", why + "; run with -v for libbpf's detail");
   }
 
   // Userspace seeds the name table in place (see bpf/shmbpf_names.h).

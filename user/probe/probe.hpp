@@ -4,6 +4,7 @@
 
 #include "facts/names.hpp"
 #include "facts/program_stats.hpp"
+#include "probe/program_choice.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -110,8 +111,14 @@ public:
   // Gives a tracked file its leaf name back after the kernel dropped it for
   // an unlink/rename that turned out not to be on tmpfs. Never overwrites.
   void restore_name(std::string_view leaf, uint32_t dev, uint64_t ino);
-  // Hooks this kernel lacks, each "name: reason".
+  // Hooks that are off on this kernel, each "name: reason (what is lost)".
   const std::vector<std::string> &missing_hooks() const { return missing_; }
+  // Every hook: the program (and build) loaded for it, or why it is off.
+  const std::vector<HookStatus> &hooks() const { return hooks_; }
+  // What the kernel was found to offer before load.
+  const KernelFeatures &features() const { return features_; }
+  // The kernel features the loaded programs do without, and how.
+  const std::vector<Fallback> &fallbacks() const { return fallbacks_; }
   // Runs and run time of every attached program so far, by hook. Zeros
   // unless statistics are on (ProbeOptions::run_stats, or the sysctl
   // kernel.bpf_stats_enabled).
@@ -140,6 +147,9 @@ private:
   uint64_t seed_full_ = 0;
   const RecordFn *current_ = nullptr;
   std::vector<std::string> missing_;
+  std::vector<HookStatus> hooks_;
+  std::vector<Fallback> fallbacks_;
+  KernelFeatures features_;
   int ncpus_ = 0;
   int stats_fd_ = -1; // BPF_ENABLE_STATS: statistics are on while it is open
   size_t name_capacity_ = 0;

@@ -1,0 +1,167 @@
+// Which program each hook gets on which kernel (choose_programs), and what
+// is said about the hooks and features that are missing.
+#include "probe/program_choice.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+namespace shmbpf {
+namespace {
+
+// The object's programs, as bpf/ builds them: every build of a name-table
+// writer, the fast and compat builds of the rest, two free flavours.
+std::vector<ProgramRef> object_programs() {
+  std::vector<ProgramRef> p;
+  const std::string open = "tracepoint__syscalls__sys_exit_openat";
+  const std::string open_sec = "tracepoint/syscalls/sys_exit_openat";
+  for (const char *suffix : {"", "_compat", "_compat_noatomic"})
+    p.push_back({open + suffix, open_sec});
+  const std::string trunc = "tracepoint__syscalls__sys_exit_ftruncate";
+  for (const char *suffix : {"", "_compat"})
+    p.push_back({trunc + suffix, "tracepoint/syscalls/sys_exit_ftruncate"});
+  const std::string free = "tp_btf__mm_filemap_delete_from_page_cache";
+  const std::string free_sec = "tp_btf/mm_filemap_delete_from_page_cache";
+  p.push_back({free, free_sec});
+  p.push_back({free + "_compat", free_sec});
+  p.push_back({free + "_page_compat", free_sec});
+  p.push_back({"flush_free", "raw_tp"});
+  return p;
+}
+
+const HookCheck kAllHooks = [](const std::string &) { return std::string(); };
+
+KernelFeatures kernel_6_18() {
+  return {"6.18.0", true, true, true, KernelFeatures::FreeArg::folio};
+}
+KernelFeatures kernel_6_1() {
+  return {"6.1.0-57-amd64", false, true, true, KernelFeatures::FreeArg::folio};
+}
+KernelFeatures kernel_5_10() {
+  return {"5.10.0-46-amd64", false, false, false, KernelFeatures::FreeArg::page};
+}
+
+const HookStatus &hook(const ProgramChoice &c, const std::string &name) {
+  auto it = std::find_if(c.hooks.begin(), c.hooks.end(),
+                         [&](const HookStatus &h) { return h.hook == name; });
+  if (it == c.hooks.end())
+    throw std::runtime_error("no hook " + name);
+  return *it;
+}
+
+std::vector<std::string> sorted(std::vector<std::string> v) {
+  std::sort(v.begin(), v.end());
+  return v;
+}
+
+TEST(ProgramChoice, NewKernelLoadsTheFastBuildOfEveryHook) {
+  const ProgramChoice c = choose_programs(object_programs(), kernel_6_18(), kAllHooks);
+  EXPECT_EQ(sorted(c.load), sorted({"tracepoint__syscalls__sys_exit_openat",
+                                    "tracepoint__syscalls__sys_exit_ftruncate",
+                                    "tp_btf__mm_filemap_delete_from_page_cache", "flush_free"}));
+  ASSERT_EQ(c.hooks.size(), 3u);
+  for (const HookStatus &h : c.hooks) {
+    EXPECT_EQ(h.build, Build::fast) << h.hook;
+    EXPECT_TRUE(h.off.empty()) << h.hook;
+  }
+  // Named as program_stats() names hooks.
+  EXPECT_EQ(c.hooks[0].hook, "syscalls/sys_exit_openat");
+  EXPECT_EQ(c.hooks[2].hook, "mm_filemap_delete_from_page_cache");
+  EXPECT_EQ(c.hooks[2].events, "free");
+  EXPECT_TRUE(c.fallbacks.empty());
+}
+
+TEST(ProgramChoice, WithoutTheKfuncEveryHookGetsItsCompatBuild) {
+  const ProgramChoice c = choose_programs(object_programs(), kernel_6_1(), kAllHooks);
+  EXPECT_EQ(sorted(c.load),
+            sorted({"tracepoint__syscalls__sys_exit_openat_compat",
+                    "tracepoint__syscalls__sys_exit_ftruncate_compat",
+                    "tp_btf__mm_filemap_delete_from_page_cache_compat", "flush_free"}));
+  EXPECT_EQ(hook(c, "syscalls/sys_exit_openat").build, Build::compat);
+  ASSERT_EQ(c.fallbacks.size(), 1u);
+  EXPECT_EQ(c.fallbacks[0].feature, "bpf_rdonly_cast (kfunc, v6.2)");
+  EXPECT_FALSE(c.fallbacks[0].lossy);
+}
+
+TEST(ProgramChoice, WithoutAtomicsTheNameTableWritersHaveTheirOwnBuild) {
+  const ProgramChoice c = choose_programs(object_programs(), kernel_5_10(), kAllHooks);
+  // The writers' own build; the others' compat build (no atomics in it);
+  // the free hook's program for a tracepoint that passes a page.
+  EXPECT_EQ(sorted(c.load),
+            sorted({"tracepoint__syscalls__sys_exit_openat_compat_noatomic",
+                    "tracepoint__syscalls__sys_exit_ftruncate_compat",
+                    "tp_btf__mm_filemap_delete_from_page_cache_page_compat", "flush_free"}));
+  EXPECT_EQ(hook(c, "syscalls/sys_exit_openat").build, Build::compat_noatomic);
+  EXPECT_EQ(hook(c, "syscalls/sys_exit_ftruncate").build, Build::compat);
+  std::vector<std::string> features;
+  for (const Fallback &f : c.fallbacks)
+    features.push_back(f.feature);
+  EXPECT_EQ(features,
+            (std::vector<std::string>{"bpf_rdonly_cast (kfunc, v6.2)", "bpf_task_pt_regs (v5.15)",
+                                      "BPF atomics (v5.12)",
+                                      "a folio in mm_filemap_delete_from_page_cache (v5.17)"}));
+  // Only the name table's race reports less; the others only cost time.
+  for (const Fallback &f : c.fallbacks)
+    EXPECT_EQ(f.lossy, f.feature == "BPF atomics (v5.12)") << f.feature;
+}
+
+TEST(ProgramChoice, AMissingHookIsOffAndSaysWhatIsLost) {
+  const HookCheck no_ftruncate = [](const std::string &sec) {
+    return sec.ends_with("sys_exit_ftruncate") ? std::string("no such tracepoint") : std::string();
+  };
+  const ProgramChoice c = choose_programs(object_programs(), kernel_6_18(), no_ftruncate);
+  const HookStatus &h = hook(c, "syscalls/sys_exit_ftruncate");
+  EXPECT_TRUE(h.program.empty());
+  EXPECT_EQ(off_text(h), "syscalls/sys_exit_ftruncate: no such tracepoint (sizes set with "
+                         "ftruncate(2) come from rescans)");
+  EXPECT_EQ(std::count(c.load.begin(), c.load.end(), "tracepoint__syscalls__sys_exit_ftruncate"),
+            0);
+  EXPECT_FALSE(hook(c, "syscalls/sys_exit_openat").program.empty());
+}
+
+TEST(ProgramChoice, AFreeTracepointOfAnotherTypeTurnsOffOnlyFrees) {
+  KernelFeatures f = kernel_6_18();
+  f.free_arg = KernelFeatures::FreeArg::other;
+  const ProgramChoice c = choose_programs(object_programs(), f, kAllHooks);
+  const HookStatus &h = hook(c, "mm_filemap_delete_from_page_cache");
+  EXPECT_TRUE(h.program.empty());
+  EXPECT_EQ(off_text(h), "mm_filemap_delete_from_page_cache: on kernel 6.18.0 it passes neither "
+                         "a folio nor a page (freed bytes of unlinked files come from rescans)");
+  EXPECT_EQ(c.load.size(), 3u); // openat, ftruncate, flush_free
+
+  f.free_arg = KernelFeatures::FreeArg::absent;
+  EXPECT_EQ(
+      hook(choose_programs(object_programs(), f, kAllHooks), "mm_filemap_delete_from_page_cache")
+          .off,
+      "not in the kernel's BTF");
+}
+
+TEST(ProgramChoice, AKfuncKernelWhoseTracepointPassesAPageTakesTheCompatPageProgram) {
+  KernelFeatures f = kernel_6_18();
+  f.free_arg = KernelFeatures::FreeArg::page;
+  const ProgramChoice c = choose_programs(object_programs(), f, kAllHooks);
+  EXPECT_EQ(hook(c, "mm_filemap_delete_from_page_cache").program,
+            "tp_btf__mm_filemap_delete_from_page_cache_page_compat");
+  EXPECT_EQ(hook(c, "syscalls/sys_exit_openat").build, Build::fast);
+}
+
+TEST(ProgramChoice, LoweredFeaturesPickAnOlderKernelsBuilds) {
+  KernelFeatures f = kernel_6_18();
+  EXPECT_TRUE(lower_features(f, ""));
+  EXPECT_TRUE(lower_features(f, "fast"));
+  EXPECT_TRUE(f.rdonly_cast && f.atomics && f.task_pt_regs);
+  EXPECT_TRUE(lower_features(f, "compat"));
+  EXPECT_FALSE(f.rdonly_cast);
+  EXPECT_TRUE(f.atomics && f.task_pt_regs);
+  EXPECT_TRUE(lower_features(f, "compat_noatomic"));
+  EXPECT_FALSE(f.rdonly_cast || f.atomics || f.task_pt_regs);
+  EXPECT_FALSE(lower_features(f, "turbo"));
+  EXPECT_EQ(
+      hook(choose_programs(object_programs(), f, kAllHooks), "syscalls/sys_exit_openat").program,
+      "tracepoint__syscalls__sys_exit_openat_compat_noatomic");
+}
+
+} // namespace
+} // namespace shmbpf

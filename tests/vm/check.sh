@@ -1,0 +1,79 @@
+#!/bin/sh
+# What a VM-layer guest runs, and the host natively: the real binary's
+# trace check (every event of a known workload, by pid, path and inode),
+# `top -b -n 1`, `leaks` and `ls`, the kernel's share of shmbpf's hooks and,
+# with --kernel-tests, the kernel test binary. Every step runs even when
+# one before it failed, so that one run lists everything this kernel lacks.
+# POSIX sh: the guest has busybox only.
+#
+#   check.sh BUILD_DIR [--kernel-tests]
+# Exit status: the number of failed steps.
+build=$1
+kernel_tests=${2:-}
+failed=0
+log=$(mktemp)
+
+# step NAME OK_STATUSES COMMAND...: runs it, shows its output (cut past
+# $cut_at lines), passes when the status is one of OK_STATUSES.
+cut_at=60
+step() {
+  name=$1 ok=$2
+  shift 2
+  echo "=== $name: $*"
+  start=$(date +%s)
+  "$@" >"$log" 2>&1
+  rc=$?
+  lines=$(wc -l <"$log")
+  if [ "$lines" -gt "$cut_at" ]; then
+    head -n 40 "$log"
+    echo "... ($((lines - 50)) lines left out)"
+    tail -n 10 "$log"
+  else
+    cat "$log"
+  fi
+  case " $ok " in
+  *" $rc "*) echo "=== $name: PASS (status $rc, $(($(date +%s) - start)) s)" ;;
+  *)
+    echo "=== $name: FAIL (status $rc, $(($(date +%s) - start)) s)"
+    failed=$((failed + 1))
+    ;;
+  esac
+}
+
+# Which of shmbpf's hooks this kernel has: tracefs lists tracepoints; a
+# tp_btf hook also needs the tracepoint's BTF, which comes with it.
+hooks() {
+  t=/sys/kernel/tracing
+  [ -d "$t/events" ] || mount -t tracefs nodev "$t" || return 1
+  missing=0
+  while read -r sec; do
+    case $sec in
+    tracepoint/*) tp=${sec#tracepoint/} && test -d "$t/events/$tp" ;;
+    tp_btf/*) tp=${sec#tp_btf/} && grep -q ":$tp\$" "$t/available_events" ;;
+    esac
+    if [ $? -eq 0 ]; then
+      echo "present  $sec"
+    else
+      echo "MISSING  $sec"
+      missing=$((missing + 1))
+    fi
+  done <"$build/tests/vm/hooks.txt"
+  echo "$missing of $(wc -l <"$build/tests/vm/hooks.txt") hooks missing"
+}
+
+echo "=== kernel $(uname -r)"
+# Whole: when the programs do not load, this is libbpf's account of why.
+cut_at=100000
+step trace 0 "$build/tests/vm/shmbpf_vm_trace_check" "$build/shmbpf"
+cut_at=60
+step top 0 "$build/shmbpf" top -b -n 1
+step leaks "0 1" "$build/shmbpf" leaks
+step ls 0 "$build/shmbpf" ls
+# Informational: a missing hook is what shmbpf must cope with, not a failure.
+step hooks "0 1" hooks
+if [ "$kernel_tests" = --kernel-tests ]; then
+  step kernel-tests 0 "$build/tests/shmbpf_kernel_tests" --gtest_brief=1
+fi
+rm -f "$log"
+echo "=== $failed step(s) failed on $(uname -r)"
+exit "$failed"

@@ -1,0 +1,93 @@
+# shellcheck shell=bash
+# Booting a guest under qemu-system-x86_64. Sourced by tests/vm/vm.sh.
+
+# One word for the guest's sh, in single quotes.
+vm_quote() { printf "'%s'" "${1//\'/\'\\\'\'}"; }
+
+# console=ttyS0 carries the kernel's messages, ttyS1 the command's output
+# (guest/init); panic=-1 with -no-reboot turns a guest that died into a
+# QEMU that exits. trust_cpu: QEMU's CPU model has RDRAND, and a 5.10 guest
+# without an entropy source would otherwise stall on getrandom().
+VM_APPEND="console=ttyS0 panic=-1 quiet loglevel=4 random.trust_cpu=on"
+
+# Sets VM_QEMU to the command line of a guest.
+vm_qemu() { # ACCEL INITRD MEM CPUS CONSOLE OUT
+  local how=(-accel "tcg,thread=multi" -cpu max)
+  [ "$1" = kvm ] && how=(-accel kvm -cpu host)
+  VM_QEMU=(qemu-system-x86_64 -nodefaults -display none -no-reboot "${how[@]}"
+    -m "$3" -smp "$4" -kernel "$VM_KERNEL" -initrd "$2" -append "$VM_APPEND"
+    -serial "file:$5" -serial "file:$6")
+}
+
+# Whether KVM works here: /dev/kvm can exist while a KVM guest hangs before
+# its kernel prints a line (as on nested virtualisation that does not
+# deliver). A guest that only powers off must report within the probe's
+# time; the answer is kept for the host's current boot.
+vm_accel() { # WORK
+  case "${SHMBPF_VM_ACCEL:-}" in
+  kvm | tcg)
+    echo "$SHMBPF_VM_ACCEL"
+    return
+    ;;
+  esac
+  [ -w /dev/kvm ] || {
+    echo tcg
+    return
+  }
+  local boot answer dir="$1/probe" cache="$VM_CACHE/kvm-probe"
+  boot=$(cat /proc/sys/kernel/random/boot_id)
+  exec 9>"$VM_CACHE/.kvm-probe.lock"
+  flock 9
+  if [ -f "$cache" ] && [ "$(cut -d' ' -f1 "$cache")" = "$boot" ]; then
+    cut -d' ' -f2 "$cache"
+    exec 9>&-
+    return
+  fi
+  mkdir -p "$dir/top"
+  install -m 0755 "$VM_DIR/guest/init" "$dir/top/init"
+  : >"$dir/top/vm-env"
+  echo true >"$dir/top/vm-command"
+  vm_initramfs "$dir/initramfs.cpio" "$dir/top"
+  local t0=$SECONDS
+  answer=tcg
+  vm_qemu kvm "$dir/initramfs.cpio" 256 1 "$dir/console" "$dir/out"
+  if timeout --kill-after=5 "${SHMBPF_VM_KVM_PROBE_SECS:-20}" "${VM_QEMU[@]}" \
+    </dev/null >/dev/null 2>&1 &&
+    grep -q '^@@vm-status 0' "$dir/out" 2>/dev/null; then
+    answer=kvm
+  fi
+  vm_log "KVM probe: $answer ($((SECONDS - t0)) s; cached for this boot in $cache)"
+  echo "$boot $answer" >"$cache"
+  exec 9>&-
+  echo "$answer"
+}
+
+# Boots the guest, streams its command's output to stdout and returns the
+# status it reported.
+vm_run() { # ACCEL INITRD TIMEOUT MEM CPUS WORK
+  local accel=$1 initrd=$2 limit=$3 mem=$4 cpus=$5 work=$6
+  local console="$work/console" out="$work/out" t0=$SECONDS qrc=0
+  : >"$out"
+  vm_qemu "$accel" "$initrd" "$mem" "$cpus" "$console" "$out"
+  timeout --kill-after=10 "$limit" "${VM_QEMU[@]}" </dev/null &
+  local qpid=$!
+  tail -n +1 -f --pid="$qpid" "$out" | grep --line-buffered -v '^@@vm-' || true
+  wait "$qpid" || qrc=$?
+  local wall=$((SECONDS - t0)) begin status
+  begin=$(sed -n 's/^@@vm-begin //p' "$out" | head -n 1)
+  status=$(sed -n 's/^@@vm-status \([0-9]*\).*/\1/p' "$out" | tail -n 1)
+  if [ -n "$begin" ]; then
+    vm_log "guest up: kernel ${begin% *}, ${begin##* } s after its boot; $wall s in QEMU"
+  fi
+  if [ "$qrc" = 124 ] || [ "$qrc" = 137 ]; then
+    vm_log "error: the guest did not finish within $limit s; its console's last lines:"
+    tail -n 30 "$console" >&2
+    return 124
+  fi
+  if [ -z "$status" ]; then
+    vm_log "error: the guest ended without reporting a status (QEMU status $qrc); its console:"
+    tail -n 50 "$console" >&2
+    return 125
+  fi
+  return "$status"
+}

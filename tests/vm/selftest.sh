@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# The harness on its own, without shmbpf: a guest's output and exit status
+# come back, it has the mounts check.sh relies on (and no tracefs: shmbpf
+# mounts that itself), and a guest that hangs ends at --timeout with 124.
+set -uo pipefail
+vm="$(dirname "$0")/vm.sh"
+release=${1:-bookworm}
+failed=0
+
+expect() { # WHAT WANT GOT
+  if [ "$2" = "$3" ]; then
+    echo "ok   $1"
+  else
+    echo "FAIL $1: want $2, got $3"
+    failed=1
+  fi
+}
+
+probe='
+for m in /proc:proc /sys:sysfs /dev:devtmpfs /dev/shm:tmpfs /sys/fs/cgroup:cgroup2; do
+  grep -q " ${m%%:*} ${m#*:} " /proc/mounts || echo "no ${m#*:} on ${m%%:*}"
+done
+test -e /sys/kernel/btf/vmlinux || echo "no /sys/kernel/btf/vmlinux"
+test -d /sys/kernel/tracing/events && echo "tracefs already mounted"
+echo "env ${SELFTEST_VALUE:-unset}"
+exit 3'
+out=$(bash "$vm" --env SELFTEST_VALUE="a b'c" --timeout 120 "$release" sh -c "$probe")
+rc=$?
+[ "$rc" = 77 ] && exit 77
+echo "$out"
+expect "exit status comes back" 3 "$rc"
+expect "output and --env come back" "env a b'c" "$(echo "$out" | tail -n 1)"
+expect "the guest has what check.sh needs" 1 "$(echo "$out" | wc -l)"
+
+bash "$vm" --timeout 15 "$release" sleep 600
+expect "a guest that hangs ends at --timeout" 124 "$?"
+exit "$failed"

@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# Boots one of Debian's kernels under QEMU with an initramfs only (no disk)
+# and runs a command inside, as root in a busybox system. The command's
+# output comes back on stdout and its exit status is this script's.
+#
+#   tests/vm/vm.sh [OPTIONS] RELEASE COMMAND [ARG...]
+#   tests/vm/vm.sh fetch RELEASE...       fetch and cache kernels only
+#
+# RELEASE is bullseye (5.10), bookworm (6.1) or trixie (6.12); the
+# unsigned build of the newest kernel of the release's linux-image-amd64 is
+# used.
+#
+#   --file PATH      put PATH in the guest at the same path (repeatable); ELF
+#                    files bring the shared libraries ldd finds for them
+#   --timeout SECS   power the guest off after SECS (default 900)
+#   --mem MIB        guest memory (default 2048)
+#   --cpus N         guest CPUs (default 2)
+#   --env NAME=VAL   set in the guest (repeatable); CI is passed on as it is
+#
+# Environment: SHMBPF_VM_CACHE (default ~/.cache/shmbpf/vm) holds the
+# kernels and their private apt state; SHMBPF_VM_ACCEL=kvm|tcg skips the
+# KVM probe; SHMBPF_VM_REFRESH_DAYS (default 7) is how old the package lists
+# may get before apt-get update runs again.
+#
+# Exit status: the command's; 124 when the guest timed out; 125 when the
+# guest ended without reporting; 77 when no guest can be had here (no qemu,
+# no kernel) unless CI=true, where that is a failure (1).
+set -euo pipefail
+
+VM_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+VM_CACHE=${SHMBPF_VM_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/shmbpf/vm}
+
+vm_log() { echo "vm: $*" >&2; }
+vm_die() {
+  vm_log "error: $*"
+  exit 125
+}
+# No guest can be had: a failure under CI=true, a skip elsewhere.
+vm_cannot() {
+  if [ "${CI:-}" = true ]; then
+    vm_log "error: $* (CI=true: failing instead of skipping)"
+    exit 1
+  fi
+  vm_log "skipped: $*"
+  exit 77
+}
+
+# shellcheck source-path=SCRIPTDIR
+. "$VM_DIR/lib/kernels.sh"
+. "$VM_DIR/lib/initramfs.sh"
+. "$VM_DIR/lib/qemu.sh"
+
+if [ "${1:-}" = fetch ]; then
+  shift
+  for rel in "$@"; do
+    vm_kernel "$rel"
+    echo "$rel $VM_KERNEL_PKG $VM_KERNEL_VERSION $VM_KERNEL"
+  done
+  exit 0
+fi
+
+files=() envs=() timeout=900 mem=2048 cpus=2
+while (($#)); do
+  case "$1" in
+  --file) files+=("$2") && shift 2 ;;
+  --timeout) timeout=$2 && shift 2 ;;
+  --mem) mem=$2 && shift 2 ;;
+  --cpus) cpus=$2 && shift 2 ;;
+  --env) envs+=("$2") && shift 2 ;;
+  --) shift && break ;;
+  -*) vm_die "unknown option $1" ;;
+  *) break ;;
+  esac
+done
+(($# >= 2)) || vm_die "usage: vm.sh [OPTIONS] RELEASE COMMAND [ARG...]"
+release=$1
+shift
+[ -z "${CI:-}" ] || envs+=("CI=$CI")
+
+command -v qemu-system-x86_64 >/dev/null ||
+  vm_cannot "qemu-system-x86_64 is not installed (bash scripts/deps.sh)"
+[ -x /bin/busybox ] || vm_cannot "/bin/busybox is missing (bash scripts/deps.sh)"
+
+vm_kernel "$release"
+vm_check_config "$(dirname "$VM_KERNEL")/config"
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/shmbpf-vm.XXXXXX")
+# SHMBPF_VM_KEEP=1 keeps the initramfs and both serial logs for a look.
+if [ "${SHMBPF_VM_KEEP:-}" = 1 ]; then
+  trap 'vm_log "kept $work"' EXIT
+else
+  trap 'rm -rf "$work"' EXIT
+fi
+top="$work/top"
+mkdir "$top"
+install -m 0755 "$VM_DIR/guest/init" "$top/init"
+{
+  for kv in "${envs[@]}"; do
+    printf 'export %s\n' "$(vm_quote "$kv")"
+  done
+} >"$top/vm-env"
+{
+  printf '%s' "$(vm_quote "$1")"
+  shift
+  for a in "$@"; do printf ' %s' "$(vm_quote "$a")"; done
+  echo
+} >"$top/vm-command"
+
+t0=$SECONDS
+vm_initramfs "$work/initramfs.cpio" "$top" "${files[@]}"
+vm_log "$release: initramfs $(($(stat -c %s "$work/initramfs.cpio") / 1048576)) MiB in $((SECONDS - t0)) s"
+
+accel=$(vm_accel "$work")
+vm_log "$release: booting $VM_KERNEL_PKG $VM_KERNEL_VERSION ($accel, $cpus CPUs, $mem MiB, timeout ${timeout}s)"
+rc=0
+vm_run "$accel" "$work/initramfs.cpio" "$timeout" "$mem" "$cpus" "$work" || rc=$?
+exit "$rc"

@@ -1,0 +1,221 @@
+#include "probe/program_choice.hpp"
+
+#include <algorithm>
+#include <array>
+#include <utility>
+
+namespace shmbpf {
+
+namespace {
+
+constexpr std::string_view kCompatNoatomic = "_compat_noatomic";
+constexpr std::string_view kCompat = "_compat";
+// The free hook's program for kernels whose tracepoint passes a page.
+constexpr std::string_view kPageFlavour = "_page";
+constexpr std::string_view kFreeHook = "mm_filemap_delete_from_page_cache";
+
+// What each hook reports, and what is left when it is off.
+struct HookMeaning {
+  std::string_view hook, events, lost;
+};
+constexpr std::array kMeanings = {
+    HookMeaning{"sys_exit_open", "create, open", "files created or opened with open(2) not seen"},
+    HookMeaning{"sys_exit_openat", "create, open",
+                "files created or opened with openat(2) not seen"},
+    HookMeaning{"sys_exit_openat2", "create, open",
+                "files created or opened with openat2(2) not seen"},
+    HookMeaning{"sys_exit_creat", "create", "files created with creat(2) not seen"},
+    HookMeaning{"sys_exit_memfd_create", "memfd_create",
+                "memfds found only by rescans of processes' fds"},
+    HookMeaning{"sys_exit_ftruncate", "resize", "sizes set with ftruncate(2) come from rescans"},
+    HookMeaning{"sys_exit_fallocate", "resize", "sizes set with fallocate(2) come from rescans"},
+    HookMeaning{"sys_exit_unlink", "unlink", "unlinks with unlink(2) found by reconciliation"},
+    HookMeaning{"sys_exit_unlinkat", "unlink", "unlinks with unlinkat(2) found by reconciliation"},
+    HookMeaning{"sys_exit_rename", "rename", "renames with rename(2) found by reconciliation"},
+    HookMeaning{"sys_exit_renameat", "rename", "renames with renameat(2) found by reconciliation"},
+    HookMeaning{"sys_exit_renameat2", "rename",
+                "renames with renameat2(2) found by reconciliation"},
+    HookMeaning{"sys_enter_shmget", "shmget",
+                "shmget with IPC_CREAT cannot tell a new segment from an existing one"},
+    HookMeaning{"sys_exit_shmget", "shmget", "SysV segments found by rescans"},
+    HookMeaning{"sys_exit_shmat", "shmat", "SysV attaches found by rescans"},
+    HookMeaning{"sys_exit_shmdt", "shmdt", "SysV detaches found by rescans"},
+    HookMeaning{"sys_exit_shmctl", "shm_rmid", "SysV removals found by rescans"},
+    HookMeaning{"sched_process_exit", "exit", "exits found by rescans"},
+    HookMeaning{"sched_process_exec", "exec", "new programs of a process found by rescans"},
+    HookMeaning{"signal_generate", "sigbus", "SIGBUS faults (a full tmpfs) not seen"},
+    HookMeaning{kFreeHook, "free", "freed bytes of unlinked files come from rescans"},
+};
+
+const HookMeaning *meaning_of(std::string_view hook) {
+  const std::string_view leaf = hook.substr(hook.find_last_of('/') + 1);
+  for (const HookMeaning &m : kMeanings)
+    if (m.hook == leaf)
+      return &m;
+  return nullptr;
+}
+
+// "tracepoint/syscalls/sys_exit_openat" -> "syscalls/sys_exit_openat";
+// "tp_btf/x" -> "x"; "" for a section that attaches to nothing (raw_tp).
+std::string hook_of(std::string_view section) {
+  for (std::string_view prefix : {"tracepoint/", "tp_btf/"})
+    if (section.starts_with(prefix))
+      return std::string(section.substr(prefix.size()));
+  return {};
+}
+
+struct Parsed {
+  Build build;
+  bool page_flavour;
+};
+
+Parsed parse(std::string_view name) {
+  Build build = Build::fast;
+  if (name.ends_with(kCompatNoatomic)) {
+    build = Build::compat_noatomic;
+    name.remove_suffix(kCompatNoatomic.size());
+  } else if (name.ends_with(kCompat)) {
+    build = Build::compat;
+    name.remove_suffix(kCompat.size());
+  }
+  return {build, name.ends_with(kPageFlavour)};
+}
+
+// The builds in this kernel's order of preference. Without atomics the
+// name table's writers have a build of their own; every other program's
+// compat build has no atomic instruction, so it comes next.
+std::vector<Build> preference(const KernelFeatures &f) {
+  if (f.rdonly_cast)
+    return {Build::fast, Build::compat, Build::compat_noatomic};
+  if (f.atomics)
+    return {Build::compat, Build::compat_noatomic};
+  return {Build::compat_noatomic, Build::compat};
+}
+
+std::string release_text(const KernelFeatures &f) {
+  return f.release.empty() ? "this kernel" : "kernel " + f.release;
+}
+
+} // namespace
+
+std::string_view build_name(Build b) {
+  switch (b) {
+  case Build::fast:
+    return "fast";
+  case Build::compat:
+    return "compat";
+  case Build::compat_noatomic:
+    return "compat_noatomic";
+  }
+  return "?";
+}
+
+bool lower_features(KernelFeatures &f, std::string_view build) {
+  if (build.empty() || build == build_name(Build::fast))
+    return true;
+  if (build != build_name(Build::compat) && build != build_name(Build::compat_noatomic))
+    return false;
+  f.rdonly_cast = false;
+  if (build == build_name(Build::compat_noatomic)) {
+    f.task_pt_regs = false;
+    f.atomics = false;
+  }
+  return true;
+}
+
+std::string off_text(const HookStatus &h) {
+  return h.hook + ": " + h.off + (h.lost.empty() ? "" : " (" + h.lost + ")");
+}
+
+ProgramChoice choose_programs(const std::vector<ProgramRef> &programs,
+                              const KernelFeatures &features, const HookCheck &missing) {
+  ProgramChoice out;
+  // Hooks in the order of their first program.
+  std::vector<std::string> sections;
+  for (const ProgramRef &p : programs) {
+    if (hook_of(p.section).empty())
+      out.load.push_back(p.name);
+    else if (std::find(sections.begin(), sections.end(), p.section) == sections.end())
+      sections.push_back(p.section);
+  }
+
+  const std::vector<Build> order = preference(features);
+  bool compat_loaded = false, noatomic_loaded = false, page_loaded = false;
+  for (const std::string &section : sections) {
+    HookStatus h;
+    h.hook = hook_of(section);
+    const bool free_hook = h.hook == kFreeHook;
+    if (const HookMeaning *m = meaning_of(h.hook)) {
+      h.events = m->events;
+      h.lost = m->lost;
+    }
+    if (std::string why = missing(section); !why.empty()) {
+      h.off = why;
+      out.hooks.push_back(std::move(h));
+      continue;
+    }
+    if (free_hook && features.free_arg == KernelFeatures::FreeArg::absent) {
+      h.off = "not in the kernel's BTF";
+      out.hooks.push_back(std::move(h));
+      continue;
+    }
+    if (free_hook && features.free_arg == KernelFeatures::FreeArg::other) {
+      h.off = "on " + release_text(features) + " it passes neither a folio nor a page";
+      out.hooks.push_back(std::move(h));
+      continue;
+    }
+    const ProgramRef *pick = nullptr;
+    for (Build b : order) {
+      for (const ProgramRef &p : programs) {
+        if (p.section != section)
+          continue;
+        const Parsed parsed = parse(p.name);
+        const bool wants_page = free_hook && features.free_arg == KernelFeatures::FreeArg::page;
+        if (parsed.build == b && (free_hook && parsed.page_flavour) == wants_page) {
+          pick = &p;
+          h.build = b;
+          break;
+        }
+      }
+      if (pick)
+        break;
+    }
+    if (!pick) {
+      h.off = "no build of its program fits " + release_text(features);
+      out.hooks.push_back(std::move(h));
+      continue;
+    }
+    h.program = pick->name;
+    out.load.push_back(pick->name);
+    compat_loaded = compat_loaded || h.build != Build::fast;
+    noatomic_loaded = noatomic_loaded || h.build == Build::compat_noatomic;
+    page_loaded = page_loaded || (free_hook && parse(pick->name).page_flavour);
+    out.hooks.push_back(std::move(h));
+  }
+
+  // The fallbacks the chosen programs live with.
+  if (compat_loaded && !features.rdonly_cast)
+    out.fallbacks.push_back({"bpf_rdonly_cast (kfunc, v6.2)",
+                             "kernel structures read with bpf_probe_read_kernel, a helper call "
+                             "per field instead of a load: the same events, at a higher cost",
+                             false});
+  if (compat_loaded && !features.task_pt_regs)
+    out.fallbacks.push_back({"bpf_task_pt_regs (v5.15)",
+                             "syscall arguments read from the user registers saved at the top of "
+                             "the task's kernel stack",
+                             false});
+  if (noatomic_loaded)
+    out.fallbacks.push_back(
+        {"BPF atomics (v5.12)",
+         "the kernel's table of file names is written with plain stores: two CPUs writing one "
+         "slot at once can lose a name, and that file's unlink or rename is then found by "
+         "reconciliation",
+         true});
+  if (page_loaded)
+    out.fallbacks.push_back({"a folio in mm_filemap_delete_from_page_cache (v5.17)",
+                             "freed pages counted from the head page and its compound order",
+                             false});
+  return out;
+}
+
+} // namespace shmbpf

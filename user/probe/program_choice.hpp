@@ -1,0 +1,84 @@
+// Which of shmbpf's BPF programs to load on this kernel: one per hook, from
+// the build that suits what the kernel offers (bpf/core_fixes.bpf.h), and
+// what is given up where a hook or a feature is missing. Pure: the probing
+// is kernel_features.hpp's, the loading Probe's.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace shmbpf {
+
+// What shmbpf's programs can use, found out before load (docs/KERNELS.md).
+struct KernelFeatures {
+  std::string release; // uname -r
+  // The kfunc bpf_rdonly_cast is in the kernel's BTF (v6.2): the fast build.
+  bool rdonly_cast = false;
+  // The helper bpf_task_pt_regs (v5.15): syscall arguments from its registers.
+  bool task_pt_regs = false;
+  // BPF_XCHG and BPF_CMPXCHG (v5.12): the name table's claims.
+  bool atomics = false;
+  // What mm_filemap_delete_from_page_cache passes (its BTF): a folio (v5.17
+  // on), a page, another type, or nothing (not in the kernel's BTF).
+  enum class FreeArg { absent, folio, page, other };
+  FreeArg free_arg = FreeArg::absent;
+};
+
+// The builds of bpf/ a program can come from, best first.
+enum class Build { fast, compat, compat_noatomic };
+std::string_view build_name(Build b);
+
+// A program of the object, as libbpf names it.
+struct ProgramRef {
+  std::string name;    // "tracepoint__syscalls__sys_exit_openat_compat"
+  std::string section; // "tracepoint/syscalls/sys_exit_openat"
+};
+
+// One hook and what serves it. `hook` is named as program_stats() names it.
+struct HookStatus {
+  std::string hook;    // "syscalls/sys_exit_openat", "mm_filemap_delete_from_page_cache"
+  std::string program; // the program loaded for it; "" when it is off
+  Build build = Build::fast;
+  std::string off;    // why it is off ("no such tracepoint"); "" when on
+  std::string events; // the events it reports ("create, open")
+  std::string lost;   // what its being off costs ("creates and opens through open(2) not seen")
+};
+
+// A kernel feature shmbpf does without here, and how.
+struct Fallback {
+  std::string feature; // "BPF atomics (v5.12)"
+  std::string instead; // what shmbpf does instead
+  bool lossy = false;  // something is reported less well, not only more slowly
+};
+
+struct ProgramChoice {
+  std::vector<std::string> load; // the programs to load; every other one stays off
+  std::vector<HookStatus> hooks; // every hook, in the object's order
+  std::vector<Fallback> fallbacks;
+};
+
+// Answers "" when the kernel has the hook of a program's section, else why
+// not ("no such tracepoint").
+using HookCheck = std::function<std::string(const std::string &section)>;
+
+// One program per hook: the first build in this kernel's order of
+// preference that has one (fast when bpf_rdonly_cast exists; compat, or
+// compat_noatomic without atomics, otherwise) and, for the free hook, the
+// one whose argument type matches. Programs outside any hook (flush_free)
+// are always loaded.
+ProgramChoice choose_programs(const std::vector<ProgramRef> &programs,
+                              const KernelFeatures &features, const HookCheck &missing);
+
+// SHMBPF_BUILD: features lowered to what an older kernel offers, so that
+// its builds load here (tests of the fallbacks on a new kernel): "compat"
+// as without bpf_rdonly_cast (v6.1), "compat_noatomic" as without
+// bpf_task_pt_regs and atomics too (v5.10); "" or "fast" change nothing.
+// False for any other value.
+bool lower_features(KernelFeatures &f, std::string_view build);
+
+// "hook: why (what is lost)", for warnings.
+std::string off_text(const HookStatus &h);
+
+} // namespace shmbpf
