@@ -98,18 +98,6 @@ std::string release_text(const KernelFeatures &f) {
 
 } // namespace
 
-std::string_view build_name(Build b) {
-  switch (b) {
-  case Build::fast:
-    return "fast";
-  case Build::compat:
-    return "compat";
-  case Build::compat_noatomic:
-    return "compat_noatomic";
-  }
-  return "?";
-}
-
 bool lower_features(KernelFeatures &f, std::string_view build) {
   if (build.empty() || build == build_name(Build::fast))
     return true;
@@ -121,10 +109,6 @@ bool lower_features(KernelFeatures &f, std::string_view build) {
     f.atomics = false;
   }
   return true;
-}
-
-std::string off_text(const HookStatus &h) {
-  return h.hook + ": " + h.off + (h.lost.empty() ? "" : " (" + h.lost + ")");
 }
 
 ProgramChoice choose_programs(const std::vector<ProgramRef> &programs,

@@ -4,6 +4,8 @@
 // is kernel_features.hpp's, the loading Probe's.
 #pragma once
 
+#include "facts/hooks.hpp"
+
 #include <functional>
 #include <string>
 #include <string_view>
@@ -26,31 +28,10 @@ struct KernelFeatures {
   FreeArg free_arg = FreeArg::absent;
 };
 
-// The builds of bpf/ a program can come from, best first.
-enum class Build { fast, compat, compat_noatomic };
-std::string_view build_name(Build b);
-
 // A program of the object, as libbpf names it.
 struct ProgramRef {
   std::string name;    // "tracepoint__syscalls__sys_exit_openat_compat"
   std::string section; // "tracepoint/syscalls/sys_exit_openat"
-};
-
-// One hook and what serves it. `hook` is named as program_stats() names it.
-struct HookStatus {
-  std::string hook;    // "syscalls/sys_exit_openat", "mm_filemap_delete_from_page_cache"
-  std::string program; // the program loaded for it; "" when it is off
-  Build build = Build::fast;
-  std::string off;    // why it is off ("no such tracepoint"); "" when on
-  std::string events; // the events it reports ("create, open")
-  std::string lost;   // what its being off costs ("creates and opens through open(2) not seen")
-};
-
-// A kernel feature shmbpf does without here, and how.
-struct Fallback {
-  std::string feature; // "BPF atomics (v5.12)"
-  std::string instead; // what shmbpf does instead
-  bool lossy = false;  // something is reported less well, not only more slowly
 };
 
 struct ProgramChoice {
@@ -77,8 +58,5 @@ ProgramChoice choose_programs(const std::vector<ProgramRef> &programs,
 // bpf_task_pt_regs and atomics too (v5.10); "" or "fast" change nothing.
 // False for any other value.
 bool lower_features(KernelFeatures &f, std::string_view build);
-
-// "hook: why (what is lost)", for warnings.
-std::string off_text(const HookStatus &h);
 
 } // namespace shmbpf

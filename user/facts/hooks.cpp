@@ -1,0 +1,21 @@
+#include "facts/hooks.hpp"
+
+namespace shmbpf {
+
+std::string_view build_name(Build b) {
+  switch (b) {
+  case Build::fast:
+    return "fast";
+  case Build::compat:
+    return "compat";
+  case Build::compat_noatomic:
+    return "compat_noatomic";
+  }
+  return "?";
+}
+
+std::string off_text(const HookStatus &h) {
+  return h.hook + ": " + h.off + (h.lost.empty() ? "" : " (" + h.lost + ")");
+}
+
+} // namespace shmbpf

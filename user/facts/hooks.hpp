@@ -1,0 +1,35 @@
+// What serves each of shmbpf's hooks on this kernel, and the kernel
+// features it does without (docs/KERNELS.md): chosen by the probe before
+// load, told by trace, top and doctor.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace shmbpf {
+
+// The builds of bpf/ a program can come from, best first.
+enum class Build { fast, compat, compat_noatomic };
+std::string_view build_name(Build b);
+
+// One hook and what serves it. `hook` is named as program_stats() names it.
+struct HookStatus {
+  std::string hook;    // "syscalls/sys_exit_openat", "mm_filemap_delete_from_page_cache"
+  std::string program; // the program loaded for it; "" when it is off
+  Build build = Build::fast;
+  std::string off;    // why it is off ("no such tracepoint"); "" when on
+  std::string events; // the events it reports ("create, open")
+  std::string lost;   // what its being off costs ("creates and opens through open(2) not seen")
+};
+
+// A kernel feature shmbpf does without here, and how.
+struct Fallback {
+  std::string feature; // "BPF atomics (v5.12)"
+  std::string instead; // what shmbpf does instead
+  bool lossy = false;  // something is reported less well, not only more slowly
+};
+
+// "hook: why (what is lost)", for warnings.
+std::string off_text(const HookStatus &h);
+
+} // namespace shmbpf
