@@ -26,6 +26,7 @@
 #include <condition_variable>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <functional>
 #include <map>
 #include <mutex>
@@ -276,6 +277,36 @@ TEST(TraceCli, RefusesAFakeTracefs) {
   expect_exit_code(p.wait(load_timeout), 2);
   EXPECT_NE(p.err().find("is not tracefs"), std::string::npos) << p.err();
   EXPECT_EQ(lines_of(p.err()).size(), 1u) << p.err();
+}
+
+// A tracefs that shmbpf had to mount is gone again once the programs are
+// attached, and tracing goes on. In a mount namespace of the child's own,
+// where nothing else mounts tracefs meanwhile.
+TEST(TraceCli, UnmountsTheTracefsItMounted) {
+  Shmbpf p({"trace", "--duration", "20"}, [] {
+    if (unshare(CLONE_NEWNS) != 0 || mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr))
+      _exit(125);
+    // Hide debugfs' tracing directory, which libbpf would prefer.
+    mount("tmpfs", "/sys/kernel/debug", "tmpfs", 0, nullptr);
+    while (umount2("/sys/kernel/tracing", 0) == 0) {
+    }
+    struct stat st {};
+    if (stat("/sys/kernel/tracing/events", &st) == 0)
+      _exit(125);
+  });
+  ASSERT_TRUE(wait_loaded_text(p));
+  std::stringstream mountinfo;
+  mountinfo << std::ifstream("/proc/" + std::to_string(p.pid()) + "/mountinfo").rdbuf();
+  EXPECT_EQ(mountinfo.str().find(" - tracefs "), std::string::npos) << mountinfo.str();
+
+  const std::string name = "/shmbpf-e2e-tracefs-" + std::to_string(getpid());
+  int fd = shm_open(name.c_str(), O_CREAT | O_RDWR, 0600);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  shm_unlink(name.c_str());
+  EXPECT_TRUE(p.wait_output(name.substr(1), 5s)) << p.out();
+  p.signal(SIGINT);
+  expect_exit_code(p.wait(5s), 0);
 }
 
 TEST(TraceCli, NotRootIsToldToUseSudo) {

@@ -127,14 +127,24 @@ private:
 
 } // namespace
 
-void require_bpf_privileges(const std::string &command) {
+Privileges read_privileges() {
   __user_cap_header_struct hdr{_LINUX_CAPABILITY_VERSION_3, 0};
   __user_cap_data_struct data[2]{};
   if (syscall(SYS_capget, &hdr, data) != 0)
     throw FatalError("capabilities", errno_text(errno), 2);
-  bool admin = has_cap(data, CAP_SYS_ADMIN);
-  bool bpf = has_cap(data, CAP_BPF) && has_cap(data, CAP_PERFMON);
-  if (!admin && !bpf)
+  Privileges p;
+  p.root = geteuid() == 0;
+  p.sys_admin = has_cap(data, CAP_SYS_ADMIN);
+  p.bpf = has_cap(data, CAP_BPF);
+  p.perfmon = has_cap(data, CAP_PERFMON);
+  p.sys_ptrace = has_cap(data, CAP_SYS_PTRACE);
+  p.dac_read_search = has_cap(data, CAP_DAC_READ_SEARCH);
+  p.sys_resource = has_cap(data, CAP_SYS_RESOURCE);
+  return p;
+}
+
+void require_bpf_privileges(const std::string &command) {
+  if (!read_privileges().can_load_bpf())
     throw FatalError("permission denied",
                      "loading BPF programs needs root (or CAP_BPF and CAP_PERFMON); run: sudo "
                      "shmbpf " +
@@ -155,32 +165,46 @@ bool is_tracefs(const std::string &dir) {
 
 } // namespace
 
-std::string ensure_tracefs() {
-  const std::string tracing = "/sys/kernel/tracing";
+TracefsState find_tracefs() {
   // libbpf 1.1 prefers the debugfs path when it exists; either is fine if it works.
   for (const char *dir : {"/sys/kernel/debug/tracing", "/sys/kernel/tracing"}) {
-    if (!exists(std::string(dir) + "/events"))
+    struct stat st {};
+    if (stat((std::string(dir) + "/events").c_str(), &st) != 0) {
+      if (errno == EACCES)
+        return {dir, "", false};
       continue;
+    }
     if (!is_tracefs(dir))
-      throw FatalError("tracefs",
-                       std::string(dir) +
-                           " is not tracefs (something else is mounted there); "
-                           "unmount it, or mount tracefs: mount -t tracefs nodev " +
-                           dir,
-                       2);
-    return dir;
+      return {dir, std::string(dir) +
+                       " is not tracefs (something else is mounted there); unmount it, or "
+                       "mount tracefs: mount -t tracefs nodev " +
+                       dir};
+    return {dir, ""};
   }
-  if (mount("nodev", tracing.c_str(), "tracefs", 0, nullptr) != 0 && errno != EBUSY)
+  if (exists("/sys/kernel/debug/tracing"))
+    return {"", "/sys/kernel/debug/tracing exists but is empty; libbpf would look there"};
+  return {};
+}
+
+TracefsMount ensure_tracefs() {
+  const TracefsState found = find_tracefs();
+  if (!found.problem.empty())
+    throw FatalError("tracefs", found.problem, 2);
+  if (!found.dir.empty())
+    return {found.dir, false};
+  const std::string tracing = "/sys/kernel/tracing";
+  // Another shmbpf may mount it at the same moment: then there are two
+  // mounts, one each, and each unmounts its own.
+  if (mount("nodev", tracing.c_str(), "tracefs", 0, nullptr) != 0)
     throw FatalError("tracefs",
                      "not mounted and mounting it at " + tracing + " failed: " + errno_text(errno) +
                          " (try: mount -t tracefs nodev " + tracing + ")",
                      2);
-  if (!exists(tracing + "/events") || !is_tracefs(tracing))
+  if (!exists(tracing + "/events") || !is_tracefs(tracing)) {
+    umount2(tracing.c_str(), UMOUNT_NOFOLLOW);
     throw FatalError("tracefs", tracing + " is not a tracefs with events after mounting it", 2);
-  if (exists("/sys/kernel/debug/tracing") && !exists("/sys/kernel/debug/tracing/events"))
-    throw FatalError("tracefs",
-                     "/sys/kernel/debug/tracing exists but is empty; libbpf would look there", 2);
-  return tracing;
+  }
+  return {tracing, true};
 }
 
 void ensure_fd_room() {
@@ -264,7 +288,8 @@ Probe::Probe(const ProbeOptions &opts, bool attach_now) {
                      "/sys/kernel/btf/vmlinux is missing; shmbpf needs a kernel built with "
                      "CONFIG_DEBUG_INFO_BTF=y",
                      2);
-  std::string tracefs = ensure_tracefs();
+  tracefs_ = ensure_tracefs();
+  const std::string &tracefs = tracefs_.dir;
   ncpus_ = libbpf_num_possible_cpus();
 
   skel_.reset(shmbpf_bpf__open());
@@ -386,11 +411,22 @@ void Probe::attach() {
                                                    "; run with -v for libbpf's detail");
   }
   attached_ = true;
+  unmount_tracefs();
+}
+
+void Probe::unmount_tracefs() {
+  if (!tracefs_.mounted_here)
+    return;
+  tracefs_.mounted_here = false;
+  // Not lazily: when something has a file of it open (another tracer that
+  // found it mounted), it stays.
+  umount2(tracefs_.dir.c_str(), UMOUNT_NOFOLLOW);
 }
 
 Probe::~Probe() {
   if (stats_fd_ >= 0)
     ::close(stats_fd_);
+  unmount_tracefs();
 }
 
 std::vector<ProgramStats> Probe::program_stats() const {

@@ -61,6 +61,21 @@ struct ProbeOptions {
 // reconciliation, and Probe::track_full() counts them.
 size_t name_map_capacity(uint64_t tmpfs_files);
 
+// What this process may do, from its effective capabilities.
+struct Privileges {
+  bool root = false; // effective uid 0
+  bool sys_admin = false;
+  bool bpf = false;             // CAP_BPF (v5.8)
+  bool perfmon = false;         // CAP_PERFMON (v5.8)
+  bool sys_ptrace = false;      // other users' fds and maps under /proc
+  bool dac_read_search = false; // other users' files and directories
+  bool sys_resource = false;    // raising the open-files limit
+  // Tracing programs load with CAP_SYS_ADMIN, or CAP_BPF and CAP_PERFMON.
+  bool can_load_bpf() const { return sys_admin || (bpf && perfmon); }
+};
+// Throws FatalError (exit status 2) when capget(2) fails.
+Privileges read_privileges();
+
 // Throws FatalError (exit status 2) unless the process may load tracing BPF.
 void require_bpf_privileges(const std::string &command);
 
@@ -68,16 +83,31 @@ void require_bpf_privileges(const std::string &command);
 // limit permitting); throws FatalError (exit status 2) when it stays too low.
 void ensure_fd_room();
 
-// Mounts tracefs at /sys/kernel/tracing when it is not there; returns the
-// tracefs directory libbpf will use. Throws FatalError when impossible.
-std::string ensure_tracefs();
+// Where tracefs is before shmbpf mounts anything: the directory libbpf
+// will use ("" when none is mounted), or why none can be used.
+struct TracefsState {
+  std::string dir;
+  std::string problem;  // "" when dir is tracefs or nothing is mounted yet
+  bool readable = true; // false: this process may not look (tracefs is root's)
+};
+TracefsState find_tracefs();
+
+// The tracefs directory libbpf will use, mounted at /sys/kernel/tracing
+// when none was (mounted_here). Throws FatalError when impossible.
+struct TracefsMount {
+  std::string dir;
+  bool mounted_here = false;
+};
+TracefsMount ensure_tracefs();
 
 class Probe {
 public:
   using RecordFn = std::function<void(const void *data, size_t len)>;
 
   // Checks privileges, BTF and tracefs, then loads everything and, with
-  // attach_now, attaches it.
+  // attach_now, attaches it. A tracefs it had to mount is unmounted once
+  // the programs are attached (or at destruction): attached tracepoints
+  // need no file of it, and the machine is left as it was found.
   explicit Probe(const ProbeOptions &opts, bool attach_now = true);
   ~Probe();
   Probe(const Probe &) = delete;
@@ -126,6 +156,7 @@ public:
 
 private:
   uint64_t counter(uint32_t which) const;
+  void unmount_tracefs();
   shmbpf_name_bucket *bucket_of(uint64_t key) const;
 
   struct SkelDeleter {
@@ -153,6 +184,7 @@ private:
   int ncpus_ = 0;
   int stats_fd_ = -1; // BPF_ENABLE_STATS: statistics are on while it is open
   size_t name_capacity_ = 0;
+  TracefsMount tracefs_;
   bool attached_ = false;
 };
 
