@@ -1,7 +1,7 @@
 #!/bin/sh
 # What a VM-layer guest runs, and the host natively: the real binary's
 # trace check (every event of a known workload, by pid, path and inode),
-# `top -b -n 1`, `leaks` and `ls`, the kernel's share of shmbpf's hooks and,
+# `top -b -n 1`, `leaks`, `ls` and `doctor`, the kernel's share of shmbpf's hooks and,
 # with --kernel-tests, the kernel test binary. Every step runs even when
 # one before it failed, so that one run lists everything this kernel lacks.
 # POSIX sh: the guest has busybox only.
@@ -69,6 +69,7 @@ cut_at=60
 step top 0 "$build/shmbpf" top -b -n 1
 step leaks "0 1" "$build/shmbpf" leaks
 step ls 0 "$build/shmbpf" ls
+step doctor 0 "$build/shmbpf" doctor
 # Informational: a missing hook is what shmbpf must cope with, not a failure.
 step hooks "0 1" hooks
 if [ "$kernel_tests" = --kernel-tests ]; then

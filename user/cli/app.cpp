@@ -205,6 +205,16 @@ std::unique_ptr<CLI::App> make_app(CliOptions &opts) {
   top->add_flag("--json", o.json, "With -b: one JSON object per frame");
   add_ring_buffer_option(top, o.ring_buffer_bytes);
   add_verbose_flag(top, o.verbose);
+
+  auto *doctor = app->add_subcommand(
+      "doctor", "Check what this machine gives shmbpf: kernel, BTF, privileges, tracefs, which "
+                "program serves each hook (the real ones are loaded and attached, then let go), "
+                "the fallbacks, the tmpfs and cgroup2 mounts. Exit status 0: shmbpf can run "
+                "here, 2: it cannot (the first line says why).");
+  auto &d = opts.doctor;
+  doctor->add_flag("--json", d.json, "Print JSON");
+  add_ring_buffer_option(doctor, d.ring_buffer_bytes);
+  add_verbose_flag(doctor, d.verbose);
   return app;
 }
 
@@ -234,8 +244,8 @@ int run_cli(int argc, char **argv) {
     int code = app->exit(e);
     return code == 0 ? 0 : 2;
   }
-  // leaks promises 2 for every error: 1 means "leaks found".
-  const int error_status = app->got_subcommand("leaks") ? 2 : 1;
+  // leaks and doctor promise 2 for every error: 1 means "leaks found".
+  const int error_status = app->got_subcommand("leaks") || app->got_subcommand("doctor") ? 2 : 1;
   try {
     if (app->got_subcommand("trace"))
       return run_trace(opts.trace);
@@ -245,6 +255,8 @@ int run_cli(int argc, char **argv) {
       return run_leaks(opts.leaks);
     if (app->got_subcommand("top"))
       return run_top(opts.top);
+    if (app->got_subcommand("doctor"))
+      return run_doctor(opts.doctor);
   } catch (const FatalError &e) {
     std::fprintf(stderr, "shmbpf: %s\n", e.what());
     return std::max(e.exit_code(), error_status);

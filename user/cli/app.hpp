@@ -61,11 +61,18 @@ struct TopOptions {
   bool verbose = false;
 };
 
+struct DoctorCliOptions {
+  size_t ring_buffer_bytes = RingBufferSetting::kDefault;
+  bool json = false;
+  bool verbose = false;
+};
+
 struct CliOptions {
   TraceOptions trace;
   LsOptions ls;
   LeaksOptions leaks;
   TopOptions top;
+  DoctorCliOptions doctor;
 };
 
 // Builds the app; parsed values land in opts. Subcommands are named "trace".
@@ -85,5 +92,8 @@ int run_leaks(const LeaksOptions &opts);
 
 // `shmbpf top`: returns the exit status.
 int run_top(const TopOptions &opts);
+
+// `shmbpf doctor`: 0 when shmbpf can run here, 2 when it cannot.
+int run_doctor(const DoctorCliOptions &opts);
 
 } // namespace shmbpf
