@@ -520,6 +520,13 @@ size_t Probe::name_count() const {
   return n;
 }
 
+bool Probe::tracks_name(std::string_view leaf) const {
+  const uint64_t key = shmbpf_name_key(shm_name_hash(leaf));
+  __u32 dev = 0;
+  __u64 ino = 0;
+  return shmbpf_name_get(bucket_of(key), key, &dev, &ino) != 0;
+}
+
 void Probe::reseed_name(const SeedKey &stale, const SeedKey &file) {
   // Both carry the same name (Session::seed_keys_of).
   const uint64_t key = shmbpf_name_key(file.hash);

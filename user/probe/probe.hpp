@@ -136,6 +136,8 @@ public:
   void reseed_name(const SeedKey &stale, const SeedKey &file);
   // Names in the kernel's name table (walks it: for stats and tests).
   size_t name_count() const;
+  // Whether a leaf name is in the kernel's name table (for tests).
+  bool tracks_name(std::string_view leaf) const;
   // What the name table can hold.
   size_t name_capacity() const { return name_capacity_; }
   // Gives a tracked file its leaf name back after the kernel dropped it for
