@@ -14,6 +14,8 @@
 #include <grp.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -21,6 +23,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <dirent.h>
 #include <fstream>
 #include <functional>
@@ -161,6 +164,40 @@ TEST(TopCli, BatchStopsAfterNFrames) {
   }
   EXPECT_EQ(frames, 3u) << top.out();
   EXPECT_EQ(mount_tables, 3u);
+}
+
+// A tree deeper than the scan goes hides files from every table: top says
+// so in its header and its JSON. On a tmpfs of the test's own, so that no
+// other test's /dev/shm report meets the deep tree.
+TEST(TopCli, SaysWhereAScanCouldNotReach) {
+  char dir[] = "/tmp/e2e-top-deep-XXXXXX";
+  ASSERT_TRUE(mkdtemp(dir));
+  ASSERT_EQ(mount("tmpfs", dir, "tmpfs", 0, "size=1m"), 0) << strerror(errno);
+  std::string path = dir;
+  for (int depth = 0; depth < 70; ++depth) {
+    path += "/d";
+    ASSERT_EQ(mkdir(path.c_str(), 0700), 0) << path;
+  }
+  ASSERT_EQ(close(open((path + "/hidden").c_str(), O_CREAT | O_WRONLY, 0600)), 0);
+
+  Top text({"top", "-b", "-n", "1"});
+  Top js({"top", "-b", "-n", "1", "--json"});
+  const auto text_st = text.wait(start_timeout);
+  const auto js_st = js.wait(start_timeout);
+  umount2(dir, MNT_DETACH);
+  rmdir(dir);
+  if (!in_ci() && text_st && WIFEXITED(*text_st) && WEXITSTATUS(*text_st) == 2)
+    GTEST_SKIP() << "shmbpf top cannot run here: " << text.err();
+  expect_exit_code(text_st, 0);
+  expect_exit_code(js_st, 0);
+  const std::string told = std::string("Scan: ") + dir + ": not every file was scanned";
+  EXPECT_NE(text.out().find(told), std::string::npos) << text.out();
+  const json j = json::parse(js.out(), nullptr, false);
+  ASSERT_TRUE(j.is_object()) << js.out();
+  bool found = false;
+  for (const json &g : j["scan_gaps"])
+    found = found || (g["mountpoint"] == dir && g["dirs_too_deep"].get<uint64_t>() > 0);
+  EXPECT_TRUE(found) << j["scan_gaps"].dump();
 }
 
 TEST(TopCli, JsonFramesOnePerLine) {

@@ -76,6 +76,25 @@ TEST(TopFrame, LostEventsAndFullMountsStandOut) {
   EXPECT_TRUE(contains(host->text, "full in 15m"));
 }
 
+// Files a scan could not reach are in no table: the header says where.
+TEST(TopFrame, ScanGapsAreToldInTheHeader) {
+  auto snap = snapshot();
+  auto st = batch_state();
+  EXPECT_EQ(line_with(build_top_frame(snap, st), "Scan: "), nullptr);
+  snap.scan_gaps = {{25, "/dev/shm", {4, false}},
+                    {26, "/a", {0, true}},
+                    {27, "/b", {1, false}},
+                    {28, "/c", {1, false}}};
+  TopFrame f = build_top_frame(snap, st);
+  const TopLine *deep = line_with(f, "Scan: /dev/shm: not every file was scanned");
+  ASSERT_TRUE(deep) << top_text(f);
+  EXPECT_EQ(deep->style, TopStyle::alert);
+  EXPECT_TRUE(contains(deep->text, "4 directories nested too deep")) << deep->text;
+  EXPECT_TRUE(line_with(f, "Scan: /a: not every file was scanned"));
+  EXPECT_EQ(line_with(f, "Scan: /b"), nullptr); // two at most, then a count
+  EXPECT_TRUE(line_with(f, "Scan: ... and 2 more filesystems")) << top_text(f);
+}
+
 TEST(TopFrame, ProcessesViewColumnsAndDefaultSortByBytes) {
   auto snap = snapshot();
   auto st = batch_state();

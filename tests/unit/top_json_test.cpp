@@ -41,6 +41,15 @@ TEST(TopJson, JsonFrameShape) {
   EXPECT_EQ(j["mounts"][1]["owner"], "host");
   EXPECT_EQ(j["mounts"][1]["alert"], false);
   EXPECT_EQ(j["mounts"][1]["used_bytes"], 100 << 20);
+  EXPECT_TRUE(j["scan_gaps"].is_array());
+  EXPECT_TRUE(j["scan_gaps"].empty());
+  snap.scan_gaps = {{25, "/dev/shm", {4, true}}};
+  const json gaps = json::parse(top_json(snap, st))["scan_gaps"];
+  ASSERT_EQ(gaps.size(), 1u);
+  EXPECT_EQ(gaps[0]["mountpoint"], "/dev/shm");
+  EXPECT_EQ(gaps[0]["dev"], "0:25");
+  EXPECT_EQ(gaps[0]["dirs_too_deep"], 4);
+  EXPECT_EQ(gaps[0]["file_limit"], true);
   ASSERT_EQ(j["rows"].size(), 3u);
   const json &p = j["rows"][0];
   EXPECT_EQ(p["pid"], 100);

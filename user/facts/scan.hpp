@@ -96,6 +96,13 @@ struct ScannedFs {
   ScanShortfall shortfall;
 };
 
+// A filesystem whose last scan left something out, as the model keeps it.
+struct ScanGap {
+  uint32_t dev = 0;
+  std::string mountpoint;
+  ScanShortfall shortfall;
+};
+
 struct ScannedProcess {
   ProcIdentity id;
   uint64_t cgroup_id = 0; // 0: unknown (no cgroup2 mount)

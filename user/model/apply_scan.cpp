@@ -29,8 +29,17 @@ TmpfsFile held_file(const HeldFile &h) {
 
 } // namespace
 
+std::vector<ScanGap> scan_gaps(const std::vector<ScannedFs> &filesystems) {
+  std::vector<ScanGap> out;
+  for (const ScannedFs &fs : filesystems)
+    if (fs.shortfall.any())
+      out.push_back({fs.dev, fs.mountpoint, fs.shortfall});
+  return out;
+}
+
 BootstrapStats bootstrap(Engine &engine, const SystemScan &scan) {
   BootstrapStats stats;
+  engine.set_scan_gaps(scan_gaps(scan.filesystems));
   for (const auto &fs : scan.filesystems) {
     for (const auto &f : fs.files)
       engine.add_existing_file(f, fs.mnt_id, fs.mountpoint);
@@ -68,6 +77,7 @@ BootstrapStats bootstrap(Engine &engine, const SystemScan &scan) {
 }
 
 void reconcile(Engine &engine, const SystemScan &scan, uint64_t now_ns) {
+  engine.set_scan_gaps(scan_gaps(scan.filesystems));
   for (const auto &[id, path] : scan.cgroups)
     engine.set_cgroup_path(id, path);
   std::vector<uint32_t> pids;

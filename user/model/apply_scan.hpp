@@ -18,6 +18,9 @@ struct BootstrapStats {
   size_t sysv = 0;
 };
 
+// The filesystems whose scan left something out.
+std::vector<ScanGap> scan_gaps(const std::vector<ScannedFs> &filesystems);
+
 // Adds what the scan found to an engine (normally an empty one).
 BootstrapStats bootstrap(Engine &engine, const SystemScan &scan);
 

@@ -126,6 +126,10 @@ public:
   std::vector<uint64_t> unknown_cgroups() const;
   EngineStats stats() const;
   EngineTotals totals(uint64_t now_ns, uint64_t orphan_min_age_ns) const;
+  // What the last full scan could not cover (apply_scan sets it): files
+  // there are missing from every table until a scan reaches them.
+  void set_scan_gaps(std::vector<ScanGap> gaps) { scan_gaps_ = std::move(gaps); }
+  const std::vector<ScanGap> &scan_gaps() const { return scan_gaps_; }
   size_t segment_count() const { return segs_.size(); }
 
 private:
@@ -295,7 +299,8 @@ private:
   std::unordered_map<uint32_t, Process> procs_;
   std::unordered_map<uint64_t, CgroupEntry> cgroups_;
   std::unordered_map<uint32_t, DevStats> devs_;
-  std::map<uint32_t, MountEntry> mounts_;               // by mnt_id
+  std::map<uint32_t, MountEntry> mounts_; // by mnt_id
+  std::vector<ScanGap> scan_gaps_;
   std::unordered_map<uint32_t, std::string> mnt_names_; // mnt_id -> mountpoint
   std::unordered_map<uint32_t, std::string> dev_names_; // dev -> a mountpoint
   RateCounter creates_;                                 // host-wide, outlives the processes

@@ -4,24 +4,31 @@
 
 namespace shmbpf {
 
-std::vector<std::string> scan_shortfall_lines(const std::vector<ScannedFs> &filesystems) {
+std::vector<std::string> scan_shortfall_lines(const std::vector<ScanGap> &gaps) {
   std::vector<std::string> out;
-  for (const ScannedFs &fs : filesystems) {
-    if (!fs.shortfall.any())
+  for (const ScanGap &g : gaps) {
+    if (!g.shortfall.any())
       continue;
-    std::string line = escape_text(fs.mountpoint) + ": not every file was scanned (";
-    if (fs.shortfall.file_limit)
+    std::string line = escape_text(g.mountpoint) + ": not every file was scanned (";
+    if (g.shortfall.file_limit)
       line += "stopped at the most files a scan lists";
-    if (fs.shortfall.dirs_too_deep != 0) {
-      if (fs.shortfall.file_limit)
+    if (g.shortfall.dirs_too_deep != 0) {
+      if (g.shortfall.file_limit)
         line += "; ";
-      line += std::to_string(fs.shortfall.dirs_too_deep) +
+      line += std::to_string(g.shortfall.dirs_too_deep) +
               " directories nested too deep were not entered";
     }
     line += "): segments there are missing from this report";
     out.push_back(std::move(line));
   }
   return out;
+}
+
+std::vector<std::string> scan_shortfall_lines(const std::vector<ScannedFs> &filesystems) {
+  std::vector<ScanGap> gaps;
+  for (const ScannedFs &fs : filesystems)
+    gaps.push_back({fs.dev, fs.mountpoint, fs.shortfall});
+  return scan_shortfall_lines(gaps);
 }
 
 } // namespace shmbpf

@@ -11,6 +11,7 @@ namespace shmbpf {
 
 // One line per filesystem whose scan left something out, without a
 // trailing newline; names escaped.
+std::vector<std::string> scan_shortfall_lines(const std::vector<ScanGap> &gaps);
 std::vector<std::string> scan_shortfall_lines(const std::vector<ScannedFs> &filesystems);
 
 } // namespace shmbpf

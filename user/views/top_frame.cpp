@@ -4,6 +4,7 @@
 #include "views/escape.hpp"
 #include "views/format.hpp"
 #include "views/relations.hpp"
+#include "views/scan_notes.hpp"
 #include "views/text_width.hpp"
 #include "views/top_details.hpp"
 #include "views/top_rows.hpp"
@@ -108,6 +109,14 @@ void push_header(TopFrame &f, const TopSnapshot &snap, const TopState &st, const
            " unlinks/s   SIGBUS: " + std::to_string(t.sigbus) +
            "   Lost events: " + std::to_string(snap.lost) + (snap.lost ? " (!)" : ""),
        snap.lost || t.sigbus ? TopStyle::alert : TopStyle::normal, width);
+  // Files a scan could not reach are in no table: say so, at most twice.
+  const auto gaps = scan_shortfall_lines(snap.scan_gaps);
+  constexpr std::size_t kMaxGapLines = 2;
+  for (std::size_t i = 0; i < gaps.size() && i < kMaxGapLines; ++i)
+    push(f, "Scan: " + gaps[i], TopStyle::alert, width);
+  if (gaps.size() > kMaxGapLines)
+    push(f, "Scan: ... and " + std::to_string(gaps.size() - kMaxGapLines) + " more filesystems",
+         TopStyle::alert, width);
 
   const auto mounts = header_mounts(snap, rel);
   const auto names = mount_names(rel, mounts);

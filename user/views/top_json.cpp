@@ -1,6 +1,7 @@
 #include "views/top_json.hpp"
 
 #include "decode/event.hpp"
+#include "facts/dev.hpp"
 #include "views/format.hpp"
 #include "views/json.hpp"
 #include "views/ls_view.hpp"
@@ -95,6 +96,16 @@ std::string top_json(const TopSnapshot &snap, const TopState &st) {
   w.key("mounts").begin_array();
   for (const MountUsage *m : header_mounts(snap, rel))
     mount_json(w, rel, *m);
+  w.end_array();
+  // Filesystems whose last full scan could not cover every file.
+  w.key("scan_gaps").begin_array();
+  for (const ScanGap &g : snap.scan_gaps)
+    w.begin_object()
+        .str("mountpoint", g.mountpoint)
+        .str("dev", dev_string(g.dev))
+        .num("dirs_too_deep", g.shortfall.dirs_too_deep)
+        .boolean("file_limit", g.shortfall.file_limit)
+        .end_object();
   w.end_array();
   w.key("rows").begin_array();
   switch (st.view) {

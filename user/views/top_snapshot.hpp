@@ -27,6 +27,7 @@ struct TopSnapshot {
   std::vector<ProcessInfo> processes;
   std::vector<ContainerInfo> containers;
   std::vector<SegmentInfo> segments;
+  std::vector<ScanGap> scan_gaps; // what the last full scan could not cover
   UserNames users;
 
   // Set by fill_segment_page: segments holds only rows [segments_offset,
