@@ -211,6 +211,12 @@ TEST(ProcScanLive, HoldingsOfSelf) {
   Fstat km = fstat_of(fm);
 
   auto held = scan_holdings(static_cast<uint32_t>(::getpid()));
+  // The same process, told by its start time; a pid whose process started
+  // at another time (reused meanwhile) gives nothing.
+  const auto self = read_process(static_cast<uint32_t>(::getpid()));
+  ASSERT_TRUE(self);
+  EXPECT_EQ(scan_holdings(self->pid, self->start_time).size(), held.size());
+  EXPECT_TRUE(scan_holdings(self->pid, self->start_time + 1).empty());
 
   const HeldFile *ha = find_held(held, ka);
   ASSERT_NE(ha, nullptr);

@@ -323,11 +323,19 @@ void set_path(HeldFile &h, std::string path) {
 
 } // namespace
 
-std::vector<HeldFile> scan_holdings(uint32_t pid) {
+std::vector<HeldFile> scan_holdings(uint32_t pid, std::optional<uint64_t> start_time) {
   std::map<std::pair<uint32_t, uint64_t>, HeldFile> held;
   const Fd dir = open_proc_dir(pid);
   if (!dir.ok())
     return {};
+  // Everything below is read through dir, so it is all of the process
+  // whose stat this is.
+  if (start_time) {
+    const auto stat = read_text_at(dir.get(), "stat");
+    const auto fields = stat ? parse_stat(*stat) : std::nullopt;
+    if (!fields || fields->start_time != *start_time)
+      return {};
+  }
 
   // Devices of the tmpfs and hugetlbfs mounts this process sees.
   std::set<uint32_t> shm_devs;

@@ -55,8 +55,11 @@ struct MapsEntry {
 std::optional<MapsEntry> parse_maps_line(std::string_view line);
 
 // Empty when the process is gone or its fds/maps are not readable; never
-// another process's, should the pid be reused meanwhile.
-std::vector<HeldFile> scan_holdings(uint32_t pid);
+// another process's, should the pid be reused meanwhile. With start_time
+// (stat field 22, as read_process gave it), empty too when the pid now
+// names a process started at another time: the one read_process described
+// is gone.
+std::vector<HeldFile> scan_holdings(uint32_t pid, std::optional<uint64_t> start_time = {});
 
 // /proc/sysvipc/shm text (header line first). Malformed lines are skipped.
 std::vector<SysvEntry> parse_sysvipc_shm(std::string_view text);

@@ -157,7 +157,7 @@ SystemScan scan_system(std::vector<MountNamespace> namespaces) {
     if (id->ipcns)
       ipc_pids.emplace(id->ipcns, pid);
     p.id = std::move(*id);
-    p.holdings = scan_holdings(pid);
+    p.holdings = scan_holdings(pid, p.id.start_time);
     scan.processes.push_back(std::move(p));
   }
   scan.cgroups.assign(cgroups.begin(), cgroups.end());
