@@ -113,19 +113,6 @@ uint32_t ns_inode(uint32_t pid, const char *ns) {
   return static_cast<uint32_t>(st.st_ino);
 }
 
-std::optional<uint32_t> parse_real_uid(std::string_view status) {
-  std::optional<uint32_t> uid;
-  for_each_line(status, [&](std::string_view line) {
-    if (uid || !starts_with(line, "Uid:"))
-      return;
-    line.remove_prefix(4);
-    uint32_t v = 0;
-    if (parse_num(next_field(line), v))
-      uid = v;
-  });
-  return uid;
-}
-
 struct DirCloser {
   void operator()(DIR *d) const { ::closedir(d); }
 };
@@ -161,6 +148,19 @@ std::optional<StatFields> parse_stat(std::string_view stat) {
     return std::nullopt;
   f.state = state[0];
   return f;
+}
+
+std::optional<uint32_t> parse_real_uid(std::string_view status) {
+  std::optional<uint32_t> uid;
+  for_each_line(status, [&](std::string_view line) {
+    if (uid || !starts_with(line, "Uid:"))
+      return;
+    line.remove_prefix(4);
+    uint32_t v = 0;
+    if (parse_num(next_field(line), v))
+      uid = v;
+  });
+  return uid;
 }
 
 std::optional<std::string> parse_cgroup_v2_path(std::string_view cgroup) {
