@@ -213,6 +213,10 @@ std::optional<MapsEntry> parse_maps_line(std::string_view line) {
       !parse_num(dev.substr(0, colon), major, 16) || !parse_num(dev.substr(colon + 1), minor, 16) ||
       !parse_num(ino, m.ino))
     return std::nullopt;
+  // The kernel's dev_t has 12 bits of major and 20 of minor: wider numbers
+  // would fold into another device's.
+  if (major > 0xfff || minor > 0xfffff)
+    return std::nullopt;
   m.dev = major << 20 | minor;
   // The path is the rest after the padding; it may contain spaces.
   while (!rest.empty() && is_space(rest.front()))
