@@ -21,7 +21,8 @@ skipped() {
 }
 
 # -O1: the usual level under sanitizers, and a third faster to compile than
-# -O2; line tables are all that reports need. No NDEBUG: assertions stay on.
+# -O2 (the tests' own code builds at -O0, tests/CMakeLists.txt); line tables
+# are all that reports need. No NDEBUG: assertions stay on.
 configure() {
   cmake -S . -B "$1" -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ \
     -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -gline-tables-only" \
