@@ -52,12 +52,17 @@ for layer in "${layers[@]}"; do
     cmake --build build-tsan -j"$(nproc)" --target shmbpf_thread_tests shmbpf_kernel_tests
     # One kernel test at a time: TSan slows the consumer several times over,
     # and a second test's bursts would overflow this one's ring buffer.
-    # Left out, as TSan cannot run them: children that start threads after
-    # a fork from a threaded parent (ProcessEvents), and a child whose exit
-    # record TSan's own thread in it names (NewTmpfsMountResolvedAfterCreatorExit).
+    # Left out, as TSan cannot run them as written (the plain and asan
+    # layers run them):
+    # - ProcessEvents.OneExitPerProcess*: a child of the threaded test
+    #   process starts threads, which TSan refuses after such a fork
+    #   ("starting new threads after multi-threaded fork is not supported").
+    # - TmpfsEvents.NewTmpfsMountResolvedAfterCreatorExit: TSan's own thread
+    #   in the child exits last, so the exit record carries its comm (the
+    #   header is the last thread's, docs/EVENTS.md), not the child's name.
     (cd build-tsan && ctest -L threads --output-on-failure --timeout 300 -j2 &&
       ctest -L kernel --output-on-failure --timeout 300 -j1 \
-        -E '^(ProcessEvents\.OneExitPerProcess|TmpfsEvents\.NewTmpfsMountResolvedAfterCreatorExit)')
+        -E '^(ProcessEvents\.OneExitPerProcess.*|TmpfsEvents\.NewTmpfsMountResolvedAfterCreatorExit)$')
     ;;
   fuzz)
     configure build-asan -DSHMBPF_FUZZ=ON -DSHMBPF_FUZZ_SECONDS="${SHMBPF_FUZZ_SECONDS:-15}"
