@@ -10,6 +10,7 @@ pkgs=(
   libjemalloc-dev                          # allocator with huge pages (user/alloc)
   libgtest-dev nlohmann-json3-dev          # tests (JSON only to parse our NDJSON in tests)
   clang-format                             # style check
+  libclang-rt-dev                          # clang's sanitizer runtimes and libFuzzer
   libncurses-dev                           # shmbpf top's terminal UI
   tmux                                     # tests: drives shmbpf top in a real terminal
   python3-torch                            # tests: the PyTorch workloads shmbpf exists for

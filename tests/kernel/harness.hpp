@@ -168,6 +168,12 @@ private:
 // A directory for one test's files (under /dev/shm, say), removed with all
 // it holds when the test ends, however it ends. ASSERT_TRUE(make(path))
 // once; remove() is for a test that needs it gone before its end.
+//
+// file(i) names the i-th of many files in it, f<i>-<pid of the test>. The
+// kernel side follows a file by its leaf name alone, the last file created
+// under a name winning (bpf/shmbpf_names.h): were the leaf f<i> alone, a
+// test running alongside that makes and removes its own f<i> would take
+// the name over, and this test's unlink would go unreported.
 class ScratchDir {
 public:
   ScratchDir() = default;
@@ -179,8 +185,10 @@ public:
     if (mkdir(path.c_str(), 0700) != 0)
       return ::testing::AssertionFailure() << "mkdir " << path << ": " << std::strerror(errno);
     path_ = path;
+    owner_ = std::to_string(getpid()); // here, not in the child that makes the files
     return ::testing::AssertionSuccess();
   }
+  std::string file(int i) const { return path_ + "/f" + std::to_string(i) + "-" + owner_; }
   void remove() {
     std::error_code ec;
     if (!path_.empty())
@@ -191,6 +199,7 @@ public:
 
 private:
   std::string path_;
+  std::string owner_;
 };
 
 inline uint32_t kdev_of(dev_t d) { return (major(d) << 20) | minor(d); }

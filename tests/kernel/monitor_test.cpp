@@ -37,12 +37,12 @@ bool pump_until(Monitor &m, const std::function<bool(const Engine &)> &pred,
   return pred(m.engine());
 }
 
-// In a child named comm: n files dir/f0.. of 4 KiB, each with one byte
-// written when `write` (so it has a page). Returns the child, exited.
-Child make_files(const std::string &comm, const std::string &dir, int n, bool write) {
+// In a child named comm: n files dir.file(0).. of 4 KiB, each with one
+// byte written when `write` (so it has a page). Returns the child, exited.
+Child make_files(const std::string &comm, const ScratchDir &dir, int n, bool write) {
   return run_child(comm, [&] {
     for (int i = 0; i < n; ++i) {
-      int fd = open((dir + "/f" + std::to_string(i)).c_str(), O_RDWR | O_CREAT, 0600);
+      int fd = open(dir.file(i).c_str(), O_RDWR | O_CREAT, 0600);
       if (fd < 0 || ftruncate(fd, 4096) != 0 || (write && pwrite(fd, "z", 1, 0) != 1))
         return 1;
       close(fd);
@@ -239,7 +239,7 @@ TEST(Monitor, LostRecordsTriggerAReconcileThatFindsEverything) {
   ASSERT_TRUE(scratch.make("/dev/shm/shmbpf-mon-burst-" + std::to_string(getpid())));
   const std::string dir = scratch.path();
   constexpr int kFiles = 300;
-  Child child = make_files("mon-burst", dir, kFiles, /*write=*/true);
+  Child child = make_files("mon-burst", scratch, kFiles, /*write=*/true);
   ASSERT_EQ(child.status, 0);
   auto count = [&](const Engine &e) { return files_in(e, dir); };
   EXPECT_TRUE(pump_until(*m, [&](const Engine &e) { return count(e) == kFiles; }));
@@ -261,7 +261,7 @@ TEST(Monitor, RescanSeedsFilesWhoseCreationWasLost) {
   ASSERT_TRUE(scratch.make("/dev/shm/shmbpf-mon-seed-" + std::to_string(getpid())));
   const std::string dir = scratch.path();
   constexpr int kFiles = 300;
-  Child child = make_files("mon-seed", dir, kFiles, /*write=*/false);
+  Child child = make_files("mon-seed", scratch, kFiles, /*write=*/false);
   ASSERT_EQ(child.status, 0);
   auto count = [&](const Engine &e) { return files_in(e, dir); };
   m->drain();
@@ -274,7 +274,7 @@ TEST(Monitor, RescanSeedsFilesWhoseCreationWasLost) {
   EXPECT_GE(m->session().seeded() - seeded, kFiles - known);
   const uint64_t reconciles = m->stats().reconciles;
   for (int i = 0; i < kFiles; ++i) {
-    ASSERT_EQ(unlink((dir + "/f" + std::to_string(i)).c_str()), 0);
+    ASSERT_EQ(unlink(scratch.file(i).c_str()), 0);
     m->poll(0);
   }
   EXPECT_TRUE(pump_until(*m, [&](const Engine &e) { return count(e) == 0; }));
@@ -321,7 +321,6 @@ TEST(Monitor, UnlinkedNamesLeaveTheKernelsNameMap) {
   SHMBPF_MONITOR(m, MonitorOptions{});
   ScratchDir scratch;
   ASSERT_TRUE(scratch.make("/dev/shm/shmbpf-mon-names-" + std::to_string(getpid())));
-  const std::string dir = scratch.path();
   m->drain();
   // Leaf names of this test's own: other processes' files do not count.
   auto leaf = [](int i) {
@@ -331,7 +330,7 @@ TEST(Monitor, UnlinkedNamesLeaveTheKernelsNameMap) {
   constexpr int kFiles = 200;
   Child child = run_child("mon-names", [&] {
     for (int i = 0; i < kFiles; ++i) {
-      std::string p = dir + "/" + leaf(i);
+      std::string p = scratch.path() + "/" + leaf(i);
       int fd = open(p.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
       if (fd < 0 || ftruncate(fd, 1 << 20) != 0 || close(fd) != 0 || unlink(p.c_str()) != 0)
         return 1;
@@ -385,7 +384,7 @@ TEST(Monitor, EventsReadDuringAGatherAreAppliedAfterItInOrder) {
   constexpr int kFiles = 400;
   Child child = run_child("mon-held", [&] {
     for (int i = 0; i < kFiles; ++i) {
-      std::string p = dir + "/f" + std::to_string(i);
+      std::string p = scratch.file(i);
       int fd = open(p.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
       if (fd < 0 || ftruncate(fd, 4096 * (1 + i % 4)) != 0 || close(fd) != 0)
         return 1;
@@ -409,7 +408,7 @@ TEST(Monitor, EventsReadDuringAGatherAreAppliedAfterItInOrder) {
   // resize.
   EXPECT_EQ(files_in(m->engine(), dir), static_cast<size_t>(kFiles / 2));
   for (int i = 0; i < kFiles; i += 2) {
-    auto s = by_path(m->engine(), dir + "/f" + std::to_string(i));
+    auto s = by_path(m->engine(), scratch.file(i));
     ASSERT_TRUE(s) << i;
     EXPECT_EQ(s->size, 4096u * (1 + i % 4)) << i;
     EXPECT_EQ(s->creator.pid, static_cast<uint32_t>(child.pid)) << i;
@@ -433,7 +432,7 @@ TEST(Monitor, UnlinkedFilesOfALiveProcessGoInBatchesBetweenSamples) {
   Child child = spawn("mon-batch", [&] {
     close(step[1]);
     for (int i = 0; i < kFiles; ++i) {
-      std::string p = dir + "/f" + std::to_string(i);
+      std::string p = scratch.file(i);
       int fd = open(p.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
       if (fd < 0 || close(fd) != 0 || unlink(p.c_str()) != 0)
         return 1;

@@ -1062,12 +1062,11 @@ TEST(TmpfsEvents, FullNameMapIsCounted) {
 
   ScratchDir scratch;
   ASSERT_TRUE(scratch.make("/dev/shm/" + uniq("kt-names")));
-  const std::string dir = scratch.path();
   constexpr int kFiles = 200;
   Traced t;
   ASSERT_NO_FATAL_FAILURE(trace(*col, t, "kt-names", [&](Facts &) {
     for (int i = 0; i < kFiles; ++i) {
-      std::string p = dir + "/f" + std::to_string(i);
+      std::string p = scratch.file(i);
       int fd = open(p.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
       if (fd < 0)
         return 1;
@@ -1088,11 +1087,10 @@ TEST(TmpfsEvents, UnlinkSeenAfterItsCreateWasLost) {
   SHMBPF_SESSION(session, opts);
   ScratchDir scratch;
   ASSERT_TRUE(scratch.make("/dev/shm/" + uniq("kt-lostcreate")));
-  const std::string dir = scratch.path();
   constexpr int kFiles = 500;
   std::vector<std::string> paths;
   for (int i = 0; i < kFiles; ++i)
-    paths.push_back(dir + "/f" + std::to_string(i));
+    paths.push_back(scratch.file(i));
   Child c = run_child("kt-burst", [&] {
     for (const auto &p : paths) {
       int fd = open(p.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <cstring>
 #include <vector>
 
@@ -125,6 +126,21 @@ TEST(Decode, NegativeRetBecomesErrno) {
   auto res = decode_event(&r, sizeof(r));
   ASSERT_TRUE(res.ok());
   EXPECT_EQ(res->err, 28);
+}
+
+// Found by the decode fuzzer: -INT32_MIN overflowed. Only the kernel's
+// errno range is an errno.
+TEST(Decode, RetBelowErrnoRangeIsNoErrno) {
+  auto r = file_record(SHMBPF_EV_RESIZE);
+  r.hdr.ret = INT32_MIN;
+  auto res = decode_event(&r, sizeof(r));
+  ASSERT_TRUE(res.ok());
+  EXPECT_EQ(res->ret, INT32_MIN);
+  EXPECT_EQ(res->err, 0);
+  r.hdr.ret = -4096;
+  EXPECT_EQ(decode_event(&r, sizeof(r))->err, 0);
+  r.hdr.ret = -4095;
+  EXPECT_EQ(decode_event(&r, sizeof(r))->err, 4095);
 }
 
 TEST(Decode, RejectsShortRecord) {

@@ -133,6 +133,32 @@ TEST(ProcScanParse, MapsLines) {
   EXPECT_FALSE(parse_maps_line("zzz rw-p 0 00:00 0"));
 }
 
+// Found by the maps fuzzer: a major or minor too wide for the kernel's
+// dev_t folded into another device ("1001:b" read as 1:b).
+TEST(ProcScanParse, MapsDeviceOutOfRange) {
+  EXPECT_FALSE(parse_maps_line("c-f - 0 1001:b 1"));
+  EXPECT_FALSE(parse_maps_line("1000-2000 rw-s 00000000 00:100000 5 /dev/shm/x"));
+  auto widest = parse_maps_line("1000-2000 rw-s 00000000 fff:fffff 5 /dev/shm/x");
+  ASSERT_TRUE(widest);
+  EXPECT_EQ(dev_major(widest->dev), 0xfffu);
+  EXPECT_EQ(dev_minor(widest->dev), 0xfffffu);
+}
+
+TEST(ProcScanParse, RealUidFromStatus) {
+  const char *status =
+      "Name:\tpython3\nUmask:\t0022\nState:\tS (sleeping)\nTgid:\t900\n"
+      "PPid:\t1\nTracerPid:\t0\nUid:\t1000\t1000\t1000\t1000\nGid:\t1000\t1000\t1000\t1000\n";
+  EXPECT_EQ(parse_real_uid(status), 1000u);
+  // A setuid-root program run by uid 1000: the real uid, not the effective.
+  EXPECT_EQ(parse_real_uid("Uid:\t1000\t0\t0\t0\n"), 1000u);
+  EXPECT_FALSE(parse_real_uid("Name:\tx\nGid:\t0\t0\t0\t0\n"));
+  EXPECT_FALSE(parse_real_uid("Uid:\t-1\t0\t0\t0\n"));
+  EXPECT_FALSE(parse_real_uid("Uid:\t4294967296\t0\t0\t0\n"));
+  // Only at the start of a line.
+  EXPECT_FALSE(parse_real_uid("Name:\tUid: 5\n"));
+  EXPECT_FALSE(parse_real_uid(""));
+}
+
 TEST(ProcScanParse, SysvipcShm) {
   const char *text =
       "       key      shmid perms                  size  cpid  lpid nattch   uid   gid  cuid  "

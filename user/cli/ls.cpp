@@ -19,6 +19,18 @@
 #include <cstdio>
 #include <string_view>
 #include <utility>
+#include <vector>
+
+#if defined(__SANITIZE_ADDRESS__) // gcc
+#define SHMBPF_LSAN 1
+#elif defined(__has_feature) // clang
+#if __has_feature(address_sanitizer)
+#define SHMBPF_LSAN 1
+#endif
+#endif
+#ifdef SHMBPF_LSAN
+#include <sanitizer/lsan_interface.h>
+#endif
 
 namespace shmbpf {
 
@@ -26,8 +38,14 @@ namespace {
 
 // The process ends right after the output: the scan, the engine and the
 // rows are left to exit, since freeing 100,000 of each one by one is a good
-// share of a whole run.
-template <typename T> T &kept_until_exit(T &&v) { return *new T(std::forward<T>(v)); }
+// share of a whole run. LeakSanitizer is told so, or it reports them.
+template <typename T, typename... Args> T &kept_until_exit(Args &&...args) {
+  T *kept = new T(std::forward<Args>(args)...);
+#ifdef SHMBPF_LSAN
+  __lsan_ignore_object(kept);
+#endif
+  return *kept;
+}
 
 } // namespace
 
@@ -37,8 +55,8 @@ int run_ls(const LsOptions &opts) {
                          "namespaces may be missing (sudo shmbpf ls sees everything)\n");
   const EngineConfig cfg = engine_config_now();
   const uint64_t now = cfg.start_ns;
-  Engine &engine = *new Engine(cfg); // kept until exit, see above
-  const SystemScan &scan = kept_until_exit(scan_system());
+  Engine &engine = kept_until_exit<Engine>(cfg);
+  const SystemScan &scan = kept_until_exit<SystemScan>(scan_system());
   for (const std::string &line : scan_shortfall_lines(scan.filesystems))
     std::fprintf(stderr, "shmbpf: warning: %s\n", line.c_str());
   bootstrap(engine, scan);
@@ -99,7 +117,8 @@ int run_ls(const LsOptions &opts) {
       };
       segments_json(each, now, [&](std::string_view piece) { output.write(piece); });
     } else {
-      out = segments_table(kept_until_exit(engine.segments(f, now, kOrphanMinAge)), now);
+      out = segments_table(
+          kept_until_exit<std::vector<SegmentInfo>>(engine.segments(f, now, kOrphanMinAge)), now);
     }
   }
   output.write(out);

@@ -4,6 +4,7 @@
 
 #include "shmbpf_events.h"
 
+#include <cstdint>
 #include <cstring>
 #include <string_view>
 #include <utility>
@@ -20,6 +21,8 @@ static_assert(sizeof(shmbpf_exit_event) == 72);
 static_assert(sizeof(shmbpf_exec_event) == 328);
 
 namespace {
+
+constexpr int32_t kMaxErrno = 4095;
 
 // A fixed-size char field up to its first NUL (or its end), into a string
 // whose buffer is reused.
@@ -71,7 +74,9 @@ void decode_hdr(const shmbpf_hdr &h, Event &e) {
   e.ipcns = h.ipcns;
   e.cgroup_id = h.cgroup_id;
   e.ret = h.ret;
-  e.err = h.ret < 0 ? -h.ret : 0;
+  // An errno is what the kernel returns as -4095..-1 (MAX_ERRNO). Anything
+  // lower is not one, and -INT32_MIN is not even an int32_t.
+  e.err = h.ret < 0 && h.ret >= -kMaxErrno ? -h.ret : 0;
   cstr(e.comm, h.comm, sizeof(h.comm));
 }
 

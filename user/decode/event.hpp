@@ -121,6 +121,8 @@ struct Event {
   uint32_t exit_code = 0;
   uint32_t old_pid = 0;
   std::string filename;
+
+  bool operator==(const Event &) const = default;
 };
 
 } // namespace shmbpf

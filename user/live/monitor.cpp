@@ -130,10 +130,13 @@ bool Monitor::catch_up(SystemScan &scan, const std::vector<SeedKey> &listed) {
     }
   }
   // A filesystem the scan did not have.
-  for (const auto &[dev, keys] : now)
+  // A plain name for the key: clang 14 cannot capture a structured binding.
+  for (const auto &entry : now) {
+    const auto &dev = entry.first;
     if (std::none_of(scan.filesystems.begin(), scan.filesystems.end(),
                      [&](const ScannedFs &fs) { return fs.dev == dev; }))
       return false;
+  }
   return true;
 }
 

@@ -332,7 +332,9 @@ SegTable<Value>::try_emplace(const SegmentKey &key) {
   Slot &s = slot(i);
   s.first = key;
   s.second.state = SegmentState::linked;
-  index_.insert(i, table_hash(key), [this](auto &&file) { for_each_key(file); });
+  // this-> spelled out: clang 14 misses the implicit use inside a generic
+  // lambda and warns that the capture is unused.
+  index_.insert(i, table_hash(key), [this](auto &&file) { this->for_each_key(file); });
   return {{this, i}, true};
 }
 
@@ -347,7 +349,7 @@ template <SegValue Value> void SegTable<Value>::erase(iterator it) {
 }
 
 template <SegValue Value> void SegTable<Value>::reserve(size_t n) {
-  index_.reserve(n, [this](auto &&file) { for_each_key(file); });
+  index_.reserve(n, [this](auto &&file) { this->for_each_key(file); });
   chunks_.reserve((n + kChunk - 1) / kChunk);
 }
 

@@ -148,19 +148,6 @@ uint32_t ns_inode(int proc_dir, const char *link) {
   return static_cast<uint32_t>(st.st_ino);
 }
 
-std::optional<uint32_t> parse_real_uid(std::string_view status) {
-  std::optional<uint32_t> uid;
-  for_each_line(status, [&](std::string_view line) {
-    if (uid || !starts_with(line, "Uid:"))
-      return;
-    line.remove_prefix(4);
-    uint32_t v = 0;
-    if (parse_num(next_field(line), v))
-      uid = v;
-  });
-  return uid;
-}
-
 struct DirCloser {
   void operator()(DIR *d) const { ::closedir(d); }
 };
@@ -207,6 +194,19 @@ std::optional<StatFields> parse_stat(std::string_view stat) {
   if (!parse_num(start, f.start_time))
     f.start_time = 0;
   return f;
+}
+
+std::optional<uint32_t> parse_real_uid(std::string_view status) {
+  std::optional<uint32_t> uid;
+  for_each_line(status, [&](std::string_view line) {
+    if (uid || !starts_with(line, "Uid:"))
+      return;
+    line.remove_prefix(4);
+    uint32_t v = 0;
+    if (parse_num(next_field(line), v))
+      uid = v;
+  });
+  return uid;
 }
 
 std::optional<std::string> parse_cgroup_v2_path(std::string_view cgroup) {
@@ -261,6 +261,10 @@ std::optional<MapsEntry> parse_maps_line(std::string_view line) {
       !parse_num(range.substr(dash + 1), m.end, 16) ||
       !parse_num(dev.substr(0, colon), major, 16) || !parse_num(dev.substr(colon + 1), minor, 16) ||
       !parse_num(ino, m.ino))
+    return std::nullopt;
+  // The kernel's dev_t has 12 bits of major and 20 of minor: wider numbers
+  // would fold into another device's.
+  if (major > 0xfff || minor > 0xfffff)
     return std::nullopt;
   m.dev = major << 20 | minor;
   // The path is the rest after the padding; it may contain spaces.

@@ -33,6 +33,11 @@ std::optional<StatFields> parse_stat(std::string_view stat);
 // nullopt on pure cgroup v1 hosts.
 std::optional<std::string> parse_cgroup_v2_path(std::string_view cgroup);
 
+// The real uid: the first number of the "Uid:" line of /proc/<pid>/status
+// (real, effective, saved, filesystem). nullopt without such a line or
+// without a number on it.
+std::optional<uint32_t> parse_real_uid(std::string_view status);
+
 // nullopt when the process is gone (a zombie too) or its stat is unreadable.
 // Every field comes from the same process, even if its pid is reused while
 // they are read. Fields that need more privilege (ns links of other users'
