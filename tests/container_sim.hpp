@@ -15,6 +15,7 @@
 #pragma once
 
 #include "docker_cgroup.hpp"
+#include "support.hpp"
 
 #include <fcntl.h>
 #include <sched.h>
@@ -92,7 +93,7 @@ public:
     int report[2], gate[2], ready[2];
     if (pipe2(report, O_CLOEXEC) || pipe2(gate, O_CLOEXEC) || pipe2(ready, O_CLOEXEC))
       return std::string("pipe: ") + std::strerror(errno);
-    shim_ = fork();
+    shim_ = ForkGuard::fork();
     if (shim_ < 0)
       return std::string("fork: ") + std::strerror(errno);
     if (shim_ == 0) {
@@ -298,7 +299,7 @@ private:
     if (pipe2(report, O_CLOEXEC) != 0)
       return -1;
     std::string base = "/proc/" + std::to_string(init_) + "/ns/";
-    pid_t helper = fork();
+    pid_t helper = ForkGuard::fork();
     if (helper < 0)
       return -1;
     if (helper == 0) {

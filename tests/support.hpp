@@ -8,12 +8,17 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 
+#include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstdlib>
 #include <fstream>
 #include <functional>
+#include <mutex>
 #include <new>
+#include <shared_mutex>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <unistd.h>
 
@@ -69,6 +74,59 @@ inline uint64_t own_cgroup_id() {
   return st.st_ino;
 }
 
+// Forks while another thread of the test allocates. glibc's malloc resets
+// its locks in the child, but the ASan runtime of clang 14 takes no lock of
+// its allocator around fork(): a child forked while another thread was
+// inside malloc inherits that lock held and hangs at its first allocation
+// (seen in the ASan layer: a child starting a thread, stuck in free() for
+// good). So the tests' own threads (the kernel tests' collector, the e2e
+// tests' output reader) start through ForkGuard::thread() and do their work
+// inside ForkGuard::busy(), and a test that has such threads forks through
+// ForkGuard::fork(), which waits until none of them is inside.
+class ForkGuard {
+public:
+  // A new thread, returned once it runs f: ASan sets a thread up with
+  // allocations of its own, which a fork must not cut in half either.
+  template <class F> static std::thread thread(F f) {
+    std::atomic<bool> running{false};
+    std::thread t([&running, f = std::move(f)]() mutable {
+      running = true; // the last use of `running`, which thread() owns
+      f();
+    });
+    while (!running)
+      std::this_thread::yield();
+    return t;
+  }
+  template <class F> static void busy(F &&f) {
+    // A fork that waits goes first: the busy threads would otherwise keep
+    // the shared lock taken between them.
+    while (waiting().load() > 0)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    std::shared_lock lk(mu());
+    f();
+  }
+  static pid_t fork() {
+    ++waiting();
+    pid_t pid;
+    {
+      std::unique_lock lk(mu());
+      pid = ::fork();
+    }
+    --waiting();
+    return pid;
+  }
+
+private:
+  static std::shared_mutex &mu() {
+    static std::shared_mutex m;
+    return m;
+  }
+  static std::atomic<int> &waiting() {
+    static std::atomic<int> n{0};
+    return n;
+  }
+};
+
 // Forks a child named comm (prctl) that waits until a byte arrives on the
 // returned gate fd, then runs fn and exits with its result; EOF on the gate
 // makes it exit 99 without running fn. Lets the parent learn the pid first.
@@ -81,7 +139,7 @@ inline GatedFork fork_gated(const std::string &comm, const std::function<int()> 
   int p[2];
   if (pipe2(p, O_CLOEXEC) != 0)
     std::abort();
-  pid_t pid = fork();
+  pid_t pid = ForkGuard::fork();
   if (pid < 0)
     std::abort();
   if (pid == 0) {

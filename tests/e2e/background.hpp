@@ -2,6 +2,8 @@
 // stdout and stderr captured as they come, bounded waits, signals.
 #pragma once
 
+#include "support.hpp"
+
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
@@ -51,7 +53,7 @@ public:
     int out[2], err[2];
     if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0)
       std::abort();
-    pid_ = fork();
+    pid_ = ForkGuard::fork();
     if (pid_ < 0)
       std::abort();
     if (pid_ == 0) {
@@ -71,7 +73,7 @@ public:
     }
     close(out[1]);
     close(err[1]);
-    reader_ = std::thread([this, o = out[0], e = err[0]] { read_loop(o, e); });
+    reader_ = ForkGuard::thread([this, o = out[0], e = err[0]] { read_loop(o, e); });
   }
 
   ~ShmbpfProcess() {
@@ -156,15 +158,17 @@ private:
         if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR)))
           continue;
         ssize_t n = read(fds[i].fd, buf, sizeof(buf));
-        std::lock_guard lk(mu_);
-        if (n > 0) {
-          (i == 0 ? out_ : err_).append(buf, static_cast<size_t>(n));
-        } else {
-          close(fds[i].fd);
-          fds[i].fd = -1;
-          open_fds--;
-        }
-        cv_.notify_all();
+        ForkGuard::busy([&] {
+          std::lock_guard lk(mu_);
+          if (n > 0) {
+            (i == 0 ? out_ : err_).append(buf, static_cast<size_t>(n));
+          } else {
+            close(fds[i].fd);
+            fds[i].fd = -1;
+            open_fds--;
+          }
+          cv_.notify_all();
+        });
       }
     }
     for (auto &f : fds)

@@ -36,12 +36,14 @@ class Collector {
 public:
   explicit Collector(ProbeOptions opts = {}) {
     session_ = std::make_unique<Session>(opts);
-    thread_ = std::thread([this] {
+    thread_ = ForkGuard::thread([this] {
       while (!stop_) {
-        session_->poll(50, [this](Event &e) {
-          std::lock_guard lk(mu_);
-          events_.push_back(e);
-          cv_.notify_all();
+        ForkGuard::busy([this] {
+          session_->poll(50, [this](Event &e) {
+            std::lock_guard lk(mu_);
+            events_.push_back(e);
+            cv_.notify_all();
+          });
         });
       }
     });
