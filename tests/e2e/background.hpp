@@ -8,7 +8,10 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -34,6 +37,28 @@ inline std::vector<std::string> lines_of(const std::string &s) {
   for (std::string line; std::getline(in, line);)
     out.push_back(line);
   return out;
+}
+
+// For a child between fork and exec: a mount namespace of its own, private,
+// with debugfs' tracing directory (which libbpf would prefer) hidden; then
+// with nothing mounted where tracefs goes (fake false), or a tmpfs with an
+// events/ directory in it that only looks like tracefs (fake true). The
+// machine's mounts are not touched. Exits 125 when it cannot.
+inline void tracefs_setup_in_own_namespace(bool fake) {
+  if (unshare(CLONE_NEWNS) != 0 || mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr))
+    _exit(125);
+  mount("tmpfs", "/sys/kernel/debug", "tmpfs", 0, nullptr);
+  if (fake) {
+    if (mount("tmpfs", "/sys/kernel/tracing", "tmpfs", 0, nullptr) != 0 ||
+        mkdir("/sys/kernel/tracing/events", 0755) != 0)
+      _exit(125);
+    return;
+  }
+  while (umount2("/sys/kernel/tracing", 0) == 0) {
+  }
+  struct stat st {};
+  if (stat("/sys/kernel/tracing/events", &st) == 0)
+    _exit(125);
 }
 
 // Asserts a wait status: exited (not killed, not timed out) with code.

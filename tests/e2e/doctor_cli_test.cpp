@@ -9,9 +9,6 @@
 #include <nlohmann/json.hpp>
 
 #include <grp.h>
-#include <sched.h>
-#include <sys/mount.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -27,17 +24,6 @@ void drop_to_nobody() {
   const uid_t nobody = 65534;
   if (setgroups(0, nullptr) != 0 || setgid(nobody) != 0 || setuid(nobody) != 0)
     _exit(126);
-}
-
-// Something that is not tracefs where libbpf looks for it, in a mount
-// namespace of the child's own.
-void fake_tracefs() {
-  if (unshare(CLONE_NEWNS) != 0 || mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr))
-    _exit(125);
-  mount("tmpfs", "/sys/kernel/debug", "tmpfs", 0, nullptr);
-  if (mount("tmpfs", "/sys/kernel/tracing", "tmpfs", 0, nullptr) != 0 ||
-      mkdir("/sys/kernel/tracing/events", 0755) != 0)
-    _exit(125);
 }
 
 TEST(DoctorCli, SaysShmbpfCanRunHere) {
@@ -116,7 +102,7 @@ TEST(DoctorCli, NotRootCannotRunAndSaysWhy) {
 
 TEST(DoctorCli, AFakeTracefsIsTheReason) {
   SHMBPF_REQUIRE_ROOT();
-  ShmbpfProcess p({"doctor"}, fake_tracefs);
+  ShmbpfProcess p({"doctor"}, [] { tracefs_setup_in_own_namespace(true); });
   expect_exit_code(p.wait(30s), 2);
   const auto lines = lines_of(p.out());
   ASSERT_FALSE(lines.empty()) << p.err();

@@ -10,10 +10,8 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <poll.h>
-#include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
-#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -265,15 +263,7 @@ INSTANTIATE_TEST_SUITE_P(Signals, TraceSignal, ::testing::Values(SIGINT, SIGTERM
 // exits 0. In a mount namespace of the child's own: the machine's tracefs
 // is not touched.
 TEST(TraceCli, RefusesAFakeTracefs) {
-  Shmbpf p({"trace", "--duration", "1"}, [] {
-    if (unshare(CLONE_NEWNS) != 0 || mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr))
-      _exit(125);
-    // Hide debugfs' tracing directory, which libbpf would prefer.
-    mount("tmpfs", "/sys/kernel/debug", "tmpfs", 0, nullptr);
-    if (mount("tmpfs", "/sys/kernel/tracing", "tmpfs", 0, nullptr) != 0 ||
-        mkdir("/sys/kernel/tracing/events", 0755) != 0)
-      _exit(125);
-  });
+  Shmbpf p({"trace", "--duration", "1"}, [] { tracefs_setup_in_own_namespace(true); });
   expect_exit_code(p.wait(load_timeout), 2);
   EXPECT_NE(p.err().find("is not tracefs"), std::string::npos) << p.err();
   EXPECT_EQ(lines_of(p.err()).size(), 1u) << p.err();
@@ -283,17 +273,7 @@ TEST(TraceCli, RefusesAFakeTracefs) {
 // attached, and tracing goes on. In a mount namespace of the child's own,
 // where nothing else mounts tracefs meanwhile.
 TEST(TraceCli, UnmountsTheTracefsItMounted) {
-  Shmbpf p({"trace", "--duration", "20"}, [] {
-    if (unshare(CLONE_NEWNS) != 0 || mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr))
-      _exit(125);
-    // Hide debugfs' tracing directory, which libbpf would prefer.
-    mount("tmpfs", "/sys/kernel/debug", "tmpfs", 0, nullptr);
-    while (umount2("/sys/kernel/tracing", 0) == 0) {
-    }
-    struct stat st {};
-    if (stat("/sys/kernel/tracing/events", &st) == 0)
-      _exit(125);
-  });
+  Shmbpf p({"trace", "--duration", "20"}, [] { tracefs_setup_in_own_namespace(false); });
   ASSERT_TRUE(wait_loaded_text(p));
   std::stringstream mountinfo;
   mountinfo << std::ifstream("/proc/" + std::to_string(p.pid()) + "/mountinfo").rdbuf();
