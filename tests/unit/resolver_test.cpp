@@ -124,6 +124,47 @@ TEST(Resolver, RenameMovesThePath) {
   EXPECT_EQ(u.ino, 55u);
 }
 
+// renameat(dfd, "../a", dfd, "b") from /dev/shm/sub: the new path starts
+// where the old one does, whatever the old one's ".." did.
+TEST(Resolver, RenameTargetFromTheSameStartDirectory) {
+  auto r = resolver();
+  auto c = create_in(25, "/a", 56);
+  r.resolve(c);
+  Event rn = unlink_of("../a");
+  rn.type = EventType::rename;
+  rn.dirfd = rn.newdirfd = 5;
+  rn.start_mnt_id = 25;
+  rn.start_dev = 26;
+  rn.start_dir = "/sub";
+  rn.newpath = "b/./c";
+  ASSERT_EQ(r.resolve(rn), PathResolver::Outcome::resolved);
+  EXPECT_EQ(rn.full_path, "/dev/shm/a");
+  EXPECT_EQ(rn.full_newpath, "/dev/shm/sub/b/c");
+  EXPECT_EQ(rn.ino, 56u);
+  auto u = unlink_of("/dev/shm/sub/b/c");
+  ASSERT_EQ(r.resolve(u), PathResolver::Outcome::resolved);
+  EXPECT_EQ(u.ino, 56u);
+
+  // Another dirfd: another directory, which the record does not describe.
+  Event other = unlink_of("x");
+  other.type = EventType::rename;
+  other.dirfd = 5;
+  other.newdirfd = 6;
+  other.start_mnt_id = 25;
+  other.start_dev = 26;
+  other.start_dir = "/";
+  other.newpath = "y";
+  ASSERT_EQ(r.resolve(other), PathResolver::Outcome::resolved);
+  EXPECT_EQ(other.full_path, "/dev/shm/x");
+  EXPECT_EQ(other.full_newpath, "");
+
+  Event abs = unlink_of("/dev/shm/sub/b/c");
+  abs.type = EventType::rename;
+  abs.newpath = "/dev/shm//d/../e";
+  ASSERT_EQ(r.resolve(abs), PathResolver::Outcome::resolved);
+  EXPECT_EQ(abs.full_newpath, "/dev/shm/e");
+}
+
 TEST(Resolver, FreeTakesKindAndPathOfKnownInode) {
   auto r = resolver();
   auto c = create_in(25, "/seg", 77);

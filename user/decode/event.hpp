@@ -92,10 +92,11 @@ struct Event {
   uint32_t nlink = 0;
   uint64_t folios = 0;
 
-  std::string path;      // as passed by the caller (memfd: the name)
-  std::string name;      // in-mount path "/dir/leaf" (memfd: "memfd:name")
-  std::string newpath;   // rename target as passed
-  std::string full_path; // resolved absolute path, filled by the resolver
+  std::string path;         // as passed by the caller (memfd: the name)
+  std::string name;         // in-mount path "/dir/leaf" (memfd: "memfd:name")
+  std::string newpath;      // rename target as passed
+  std::string full_path;    // resolved absolute path, filled by the resolver
+  std::string full_newpath; // rename target resolved, filled by the resolver
 
   // unlink/rename resolution.
   int32_t dirfd = -100; // AT_FDCWD

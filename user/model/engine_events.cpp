@@ -1,8 +1,6 @@
 // The event rules: how each decoded event changes the engine's state.
 #include "model/engine.hpp"
 
-#include "model/resolver.hpp"
-
 #include <algorithm>
 #include <cerrno>
 #include <fcntl.h>
@@ -13,29 +11,6 @@ namespace {
 constexpr uint32_t kMfdCloexec = 0x1;     // MFD_CLOEXEC
 constexpr uint32_t kRenameExchange = 0x2; // RENAME_EXCHANGE
 constexpr uint8_t kShmgetCreated = 1;     // Event::created
-
-// The path a rename gives its file, or "" when the event does not say it:
-// an absolute target, or a relative one from the same start directory as a
-// relative source (recovered by stripping the source from its resolved path).
-std::string renamed_path(const Event &e) {
-  if (e.newpath.starts_with('/'))
-    return PathResolver::normalize(e.newpath);
-  if (e.newpath.empty() || e.full_path.empty() || e.path.starts_with('/') || e.absolute ||
-      e.dirfd != e.newdirfd)
-    return {};
-  std::string_view p = e.path;
-  for (size_t i = 0; i <= p.size();) {
-    size_t j = std::min(p.find('/', i), p.size());
-    if (p.substr(i, j - i) == "..")
-      return {}; // normalisation may have eaten the start directory
-    i = j + 1;
-  }
-  std::string rel = PathResolver::normalize("/" + e.path);
-  if (rel == "/" || !std::string_view(e.full_path).ends_with(rel))
-    return {};
-  std::string start = e.full_path.substr(0, e.full_path.size() - rel.size());
-  return PathResolver::normalize(start + "/" + e.newpath);
-}
 
 // The path to show for a file event: resolved, else in-mount, else as passed.
 std::pair<std::string_view, bool> event_path(const Event &e) {
@@ -235,7 +210,7 @@ void Engine::on_rename(const Event &e) {
     ++stats_.ignored;
     return;
   }
-  std::string to = renamed_path(e);
+  const std::string &to = e.full_newpath;
   if (to.empty()) {
     // Unknown target directory: show the name as passed until a reconcile.
     set_path(it, e.newpath, false);

@@ -126,50 +126,69 @@ PathResolver::Outcome PathResolver::resolve(Event &e) {
     return Outcome::resolved;
   }
   case EventType::unlink:
-  case EventType::rename: {
-    std::string &abs = joined_;
-    if (e.absolute) {
-      normalize_into(abs, e.path);
-    } else {
-      auto m = by_id_.find(e.start_mnt_id);
-      if (m == by_id_.end() || m->second.dev != e.start_dev)
-        return Outcome::unknown_mount;
-      if (!join_mount_path_into(dir_, m->second, e.start_dir))
-        return Outcome::not_shared_mem;
-      dir_ += '/';
-      dir_ += e.path;
-      normalize_into(abs, dir_);
-    }
-    if (!knows_namespace(e.mntns))
-      return Outcome::unknown_mount;
-    const MountInfo *m = mount_for_path(e.mntns, abs);
-    if (!m || !m->is_tmpfs())
-      return Outcome::not_shared_mem;
-    e.full_path.assign(abs);
-    if (auto it = paths_.find(path_key(e.mntns, abs)); it != paths_.end()) {
-      e.dev = it->second.dev;
-      e.ino = it->second.ino;
-      paths_.erase(it);
-    } else if (e.dev != m->dev) {
-      e.dev = 0; // the kernel's hint was another file with the same leaf name
-      e.ino = 0;
-    }
-    if (e.type == EventType::unlink && e.ino != 0)
-      forget_name({e.dev, e.ino});
-    if (e.type == EventType::rename && e.ino != 0 && e.newpath.starts_with("/")) {
-      normalize_into(dir_, e.newpath);
-      if (!dir_.empty()) {
-        paths_[path_key(e.mntns, dir_)] = {e.dev, e.ino};
-        Known &k = inodes_[{e.dev, e.ino}];
-        k.path = dir_;
-        k.unlinked_seq = 0;
-      }
-    }
-    return Outcome::resolved;
-  }
+  case EventType::rename:
+    return resolve_by_name(e);
   default:
     return Outcome::resolved;
   }
+}
+
+PathResolver::Outcome PathResolver::resolve_by_name(Event &e) {
+  // The start directory of a relative path: the old one's (when the new
+  // one starts there too, it has the same dirfd).
+  const bool relative = !e.absolute;
+  if (relative) {
+    auto m = by_id_.find(e.start_mnt_id);
+    if (m == by_id_.end() || m->second.dev != e.start_dev)
+      return Outcome::unknown_mount;
+    if (!join_mount_path_into(start_, m->second, e.start_dir))
+      return Outcome::not_shared_mem;
+  }
+  std::string &abs = joined_;
+  if (relative) {
+    dir_.assign(start_);
+    dir_ += '/';
+    dir_ += e.path;
+    normalize_into(abs, dir_);
+  } else {
+    normalize_into(abs, e.path);
+  }
+  if (!knows_namespace(e.mntns))
+    return Outcome::unknown_mount;
+  const MountInfo *m = mount_for_path(e.mntns, abs);
+  if (!m || !m->is_tmpfs())
+    return Outcome::not_shared_mem;
+  e.full_path.assign(abs);
+  if (auto it = paths_.find(path_key(e.mntns, abs)); it != paths_.end()) {
+    e.dev = it->second.dev;
+    e.ino = it->second.ino;
+    paths_.erase(it);
+  } else if (e.dev != m->dev) {
+    e.dev = 0; // the kernel's hint was another file with the same leaf name
+    e.ino = 0;
+  }
+  if (e.type == EventType::unlink) {
+    if (e.ino != 0)
+      forget_name({e.dev, e.ino});
+    return Outcome::resolved;
+  }
+
+  // The new path: absolute, or from the old path's start directory.
+  if (e.newpath.starts_with('/')) {
+    normalize_into(e.full_newpath, e.newpath);
+  } else if (!e.newpath.empty() && relative && e.dirfd == e.newdirfd) {
+    dir_.assign(start_);
+    dir_ += '/';
+    dir_ += e.newpath;
+    normalize_into(e.full_newpath, dir_);
+  }
+  if (e.ino != 0 && !e.full_newpath.empty()) {
+    paths_[path_key(e.mntns, e.full_newpath)] = {e.dev, e.ino};
+    Known &k = inodes_[{e.dev, e.ino}];
+    k.path = e.full_newpath;
+    k.unlinked_seq = 0;
+  }
+  return Outcome::resolved;
 }
 
 } // namespace shmbpf
