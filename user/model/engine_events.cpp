@@ -192,11 +192,8 @@ void Engine::on_unlink(const Event &e) {
     ++stats_.ignored;
     return;
   }
-  set_state(it, SegmentState::unlinked);
   it->second.changed_ns = e.ts_ns;
-  // With bytes left, the kernel's frees (or a reconcile) finish the job.
-  if (it->second.holders.empty() && it->second.bytes == 0)
-    erase_segment(it);
+  drop_name(it, e.full_path);
 }
 
 void Engine::on_rename(const Event &e) {
@@ -211,24 +208,21 @@ void Engine::on_rename(const Event &e) {
     return;
   }
   const std::string &to = e.full_newpath;
+  // The name that changed: the one the event resolved, else the one shown.
+  const std::string from = e.full_path.empty() ? std::string(it->second.path.view()) : e.full_path;
   if (to.empty()) {
     // Unknown target directory: show the name as passed until a reconcile.
     set_path(it, e.newpath, false);
-  } else {
-    auto target = find_by_path(to, it->first.dev_or_ipcns);
+  } else if (!has_name(it, to)) { // two names of one file: rename(2) does nothing
+    auto target = find_by_name(to, it->first.dev_or_ipcns);
     if (target != segs_.end() && target != it) {
-      if (e.flags & kRenameExchange) {
-        set_path(target, std::string(it->second.path.view()), true);
-        target->second.changed_ns = e.ts_ns;
-      } else {
-        // Replaced: the old target lost its name.
-        set_state(target, SegmentState::unlinked);
-        target->second.changed_ns = e.ts_ns;
-        if (target->second.holders.empty() && target->second.bytes == 0)
-          erase_segment(target);
-      }
+      target->second.changed_ns = e.ts_ns;
+      if (e.flags & kRenameExchange)
+        rename_name(target, to, from);
+      else
+        drop_name(target, to); // replaced: the old target lost this name
     }
-    set_path(it, to, true);
+    rename_name(it, from, to);
   }
   it->second.changed_ns = e.ts_ns;
 }

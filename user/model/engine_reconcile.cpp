@@ -35,8 +35,14 @@ void Engine::add_existing_file(const TmpfsFile &f, uint32_t mnt_id_or_0, std::st
     s.changed_ns = last_ts_;
     set_path(it, f.path, f.path.starts_with('/'));
     set_state(it, f.nlink == 0 ? SegmentState::unlinked : SegmentState::linked);
+    if (f.nlink > 0)
+      s.nlink = f.nlink;
   } else if (!(it->second.flags & kPathFull) && !f.path.empty()) {
     set_path(it, f.path, f.path.starts_with('/'));
+  } else if (f.path.starts_with('/') && it->second.state == SegmentState::linked && f.nlink > 0) {
+    // The same inode under another path: a hard link, one segment.
+    it->second.nlink = f.nlink;
+    add_other_name(it, f.path);
   }
   Segment &s = it->second;
   if (!s.mnt_id)
@@ -185,28 +191,54 @@ void Engine::sample_mounts(uint64_t now_ns) {
 }
 
 void Engine::reconcile_tmpfs(uint32_t dev, const std::vector<TmpfsFile> &truth, uint64_t now_ns) {
-  std::vector<uint64_t> present; // inodes, sorted below
-  present.reserve(truth.size());
-  for (const TmpfsFile &f : truth) {
-    if (f.dev != dev)
-      continue;
+  // The files by inode, in scan order within one: a file with hard links
+  // is listed once per name and is one segment.
+  std::vector<const TmpfsFile *> files;
+  files.reserve(truth.size());
+  for (const TmpfsFile &f : truth)
+    if (f.dev == dev)
+      files.push_back(&f);
+  std::stable_sort(files.begin(), files.end(),
+                   [](const TmpfsFile *a, const TmpfsFile *b) { return a->ino < b->ino; });
+  std::vector<uint64_t> present; // inodes, sorted
+  present.reserve(files.size());
+  for (size_t i = 0, j = 0; i < files.size(); i = j) {
+    for (j = i + 1; j < files.size() && files[j]->ino == files[i]->ino;)
+      ++j;
+    const TmpfsFile &f = *files[i];
     present.push_back(f.ino);
     auto it = segs_.find(SegmentKey::file(f.dev, f.ino));
     if (it == segs_.end()) {
-      add_existing_file(f, 0, {});
+      for (size_t k = i; k < j; ++k)
+        add_existing_file(*files[k], 0, {});
       segs_.find(SegmentKey::file(f.dev, f.ino))->second.changed_ns = now_ns;
       continue;
     }
     Segment &s = it->second;
+    // The name shown stays while the file has it; else the first one found.
+    const TmpfsFile *shown = &f;
+    for (size_t k = i; k < j; ++k)
+      if ((s.flags & kPathFull) && s.path == files[k]->path)
+        shown = files[k];
     bool changed = false;
-    if (!(s.path == f.path) || !(s.flags & kPathFull)) {
-      set_path(it, f.path, f.path.starts_with('/')); // a rename we missed
+    if (!(s.path == shown->path) || !(s.flags & kPathFull)) {
+      set_path(it, shown->path, shown->path.starts_with('/')); // a rename we missed
       changed = true;
     }
     if (s.state != SegmentState::linked) {
       set_state(it, SegmentState::linked);
       changed = true;
     }
+    const uint32_t nlink = std::max<uint32_t>(f.nlink, static_cast<uint32_t>(j - i));
+    if (s.nlink != nlink) {
+      s.nlink = nlink; // links made or removed unseen
+      changed = true;
+    }
+    std::vector<std::string> others;
+    for (size_t k = i; k < j; ++k)
+      if (files[k] != shown && files[k]->path.starts_with('/'))
+        others.push_back(files[k]->path);
+    set_other_names(it, std::move(others));
     if (s.size != f.size || s.bytes != f.bytes) {
       s.size = f.size;
       set_bytes(it, f.bytes);
@@ -216,7 +248,6 @@ void Engine::reconcile_tmpfs(uint32_t dev, const std::vector<TmpfsFile> &truth, 
       s.changed_ns = now_ns;
   }
 
-  std::sort(present.begin(), present.end());
   std::vector<SegmentKey> vanished;
   for (const auto &[key, s] : segs_)
     if (!key.is_sysv() && key.dev_or_ipcns == dev && s.kind == Kind::tmpfs &&
