@@ -281,6 +281,8 @@ TEST(TraceLine, DetailsPerEventType) {
   rn.newpath = "b";
   rn.full_path = "/dev/shm/a";
   EXPECT_NE(trace_line(rn, test_clock).find("/dev/shm/a  -> b"), std::string::npos);
+  rn.full_newpath = "/dev/shm/b";
+  EXPECT_NE(trace_line(rn, test_clock).find("/dev/shm/a  -> /dev/shm/b"), std::string::npos);
 }
 
 TEST(TraceLine, HostileStringsNeverReachTheTerminal) {
@@ -392,6 +394,11 @@ TEST(TraceJson, UnlinkAndRenameFields) {
   j = json::parse(trace_json(r, test_clock));
   EXPECT_EQ(j["path"], "/dev/shm/" + escape_text(nasty));
   EXPECT_EQ(j["newpath"], "new\\nname");
+  EXPECT_EQ(j["newpath_arg"], "new\\nname");
+  r.full_newpath = "/dev/shm/new\nname";
+  j = json::parse(trace_json(r, test_clock));
+  EXPECT_EQ(j["newpath"], "/dev/shm/new\\nname"); // resolved
+  EXPECT_EQ(j["newpath_arg"], "new\\nname");      // as passed
 }
 
 TEST(TraceJson, SysvFields) {
