@@ -226,6 +226,82 @@ TEST(Links, ReconcileTakesEveryNameOfAnInode) {
   EXPECT_EQ(engine.segment_count(), 2u);
 }
 
+// The case that hid a file: create l1, link it to l2, unlink l1: it lives on
+// as l2, and its segment with it; unlinking l2 ends it.
+TEST(Links, LinkThenUnlinkOfTheFirstNameKeepsTheSegmentUnderTheSecond) {
+  Engine engine;
+  engine.apply(create(100, 7, "/dev/shm/l1", 1 * kSec));
+  engine.apply(by_name(EventType::link, "/dev/shm/l1", 2 * kSec, 7, "/dev/shm/l2"));
+  auto s = engine.segment(key_of(7));
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->nlink, 2u);
+  EXPECT_EQ(s->path, "/dev/shm/l1");
+  EXPECT_EQ(s->other_paths, Names{"/dev/shm/l2"});
+  EXPECT_EQ(s->changed_ns, 2 * kSec);
+
+  engine.apply(by_name(EventType::unlink, "/dev/shm/l1", 3 * kSec, 7));
+  s = engine.segment(key_of(7));
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->state, SegmentState::linked);
+  EXPECT_EQ(s->nlink, 1u);
+  EXPECT_EQ(s->path, "/dev/shm/l2");
+  EXPECT_TRUE(s->other_paths.empty());
+  EXPECT_EQ(s->creator.pid, 100u);
+  EXPECT_EQ(engine.file_state(key_of(7))->path, "/dev/shm/l2");
+
+  // Without an inode hint, the path finds it: no name left, its creator's
+  // fd keeps it.
+  engine.apply(by_name(EventType::unlink, "/dev/shm/l2", 4 * kSec));
+  s = engine.segment(key_of(7));
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->state, SegmentState::unlinked);
+  EXPECT_EQ(s->nlink, 0u);
+  EXPECT_EQ(engine.stats().ignored, 0u);
+}
+
+// linkat(fd, "", ..., AT_EMPTY_PATH) names an O_TMPFILE file: its first
+// name. A link whose new directory the event cannot say still counts.
+TEST(Links, LinkByFdGivesAnUnlinkedFileItsFirstName) {
+  Engine engine;
+  Event tmp = create(100, 7, "/dev/shm/#7", 1 * kSec);
+  tmp.flags = O_RDWR | O_TMPFILE;
+  tmp.unlinked = true;
+  engine.apply(tmp);
+  EXPECT_EQ(engine.segment(key_of(7))->state, SegmentState::unlinked);
+  EXPECT_EQ(engine.segment(key_of(7))->nlink, 0u);
+
+  Event byfd = by_name(EventType::link, "", 2 * kSec, 7, "/dev/shm/named");
+  byfd.absolute = false;
+  byfd.origin = Origin::linkat;
+  byfd.flags = 0x1000; // AT_EMPTY_PATH
+  engine.apply(byfd);
+  auto s = engine.segment(key_of(7));
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->state, SegmentState::linked);
+  EXPECT_EQ(s->nlink, 1u);
+  EXPECT_EQ(s->path, "/dev/shm/named");
+  EXPECT_TRUE(s->other_paths.empty());
+  EXPECT_EQ(s->holders, std::vector<uint32_t>{100});
+
+  // Into a directory the record does not describe: one more name, unknown.
+  Event elsewhere = by_name(EventType::link, "/dev/shm/named", 3 * kSec, 7, "rel");
+  elsewhere.full_newpath.clear();
+  engine.apply(elsewhere);
+  s = engine.segment(key_of(7));
+  EXPECT_EQ(s->nlink, 2u);
+  EXPECT_EQ(s->path, "/dev/shm/named");
+  EXPECT_TRUE(s->other_paths.empty());
+  engine.apply(by_name(EventType::unlink, "/dev/shm/named", 4 * kSec, 7));
+  s = engine.segment(key_of(7));
+  EXPECT_EQ(s->state, SegmentState::linked); // as "rel", wherever that is
+  EXPECT_EQ(s->nlink, 1u);
+
+  // A link of a file the engine does not know changes nothing.
+  engine.apply(by_name(EventType::link, "/dev/shm/stranger", 5 * kSec, 0, "/dev/shm/s2"));
+  EXPECT_EQ(engine.stats().ignored, 1u);
+  EXPECT_EQ(engine.segment_count(), 1u);
+}
+
 // Memfds and SysV segments have no names to count.
 TEST(Links, OnlyLinkedFilesCountNames) {
   Engine engine;

@@ -35,9 +35,10 @@ public:
 
   // Lifecycle rules: creates, opens, memfd_create, resizes and shmat make the
   // caller a holder; exit (and exec, for mappings and close-on-exec fds)
-  // drops its holds. A file is gone when it is unlinked and unheld: at once
-  // on unlink if it has no bytes left, on the free that evicts it, or on its
-  // last holder's exit. A SysV segment is gone at IPC_RMID with no
+  // drops its holds. A link gives a file one more name, an unlink takes one:
+  // a file is unlinked when it has none left, and gone when it is unlinked
+  // and unheld: at once on unlink if it has no bytes left, on the free that
+  // evicts it, or on its last holder's exit. A SysV segment is gone at IPC_RMID with no
   // attachment left, or at its last detach after IPC_RMID. Failed calls,
   // and frees or unlinks of unknown segments, change nothing.
   void apply(const Event &e);
@@ -229,6 +230,7 @@ private:
   void on_resize(const Event &e);
   void on_unlink(const Event &e);
   void on_rename(const Event &e);
+  void on_link(const Event &e);
   void on_free(const Event &e);
   void on_shmget(const Event &e);
   void on_shmat(const Event &e);

@@ -43,6 +43,9 @@ void Engine::apply(const Event &e) {
   case EventType::rename:
     on_rename(e);
     break;
+  case EventType::link:
+    on_link(e);
+    break;
   case EventType::free:
     on_free(e);
     break;
@@ -225,6 +228,38 @@ void Engine::on_rename(const Event &e) {
     rename_name(it, from, to);
   }
   it->second.changed_ns = e.ts_ns;
+}
+
+void Engine::on_link(const Event &e) {
+  if (e.ret != 0) {
+    ++stats_.ignored;
+    return;
+  }
+  touch_process(e);
+  // linkat(fd, "", ..., AT_EMPTY_PATH) names its file exactly (an
+  // O_TMPFILE file, say, unlinked until now); link(2) by its old name.
+  auto it = e.path.empty() && e.ino != 0 ? segs_.find(SegmentKey::file(e.dev, e.ino))
+                                         : find_linked_by_name(e);
+  if (it == segs_.end() || it->first.is_sysv()) {
+    ++stats_.ignored;
+    return;
+  }
+  Segment &s = it->second;
+  const bool named = s.state == SegmentState::linked;
+  if (named)
+    ++s.nlink;
+  else
+    set_state(it, SegmentState::linked); // its first name
+  const std::string &to = e.full_newpath;
+  if (to.empty()) {
+    if (!named) // a name in a directory the event does not say: as passed
+      set_path(it, e.newpath, false);
+  } else if (!named || !(s.flags & kPathFull)) {
+    set_path(it, to, true);
+  } else {
+    add_other_name(it, to);
+  }
+  s.changed_ns = e.ts_ns;
 }
 
 void Engine::on_free(const Event &e) {

@@ -83,7 +83,9 @@ bool is_sysv_event(EventType t) {
          t == EventType::shm_rmid;
 }
 
-bool is_path_event(EventType t) { return t == EventType::unlink || t == EventType::rename; }
+bool is_path_event(EventType t) {
+  return t == EventType::unlink || t == EventType::rename || t == EventType::link;
+}
 
 // The new name of a rename or link: resolved, else as passed.
 std::string_view new_path(const Event &e) {
