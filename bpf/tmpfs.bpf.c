@@ -301,7 +301,7 @@ static __always_inline int handle_path_exit(long nr, long ret, __u16 origin)
 	int dirfd = AT_FDCWD, newdirfd = AT_FDCWD;
 	int link = origin == SHMBPF_ORIG_LINK || origin == SHMBPF_ORIG_LINKAT;
 	__u32 flags = 0, start_flags = 0;
-	int slash = 0, by_fd = 0;
+	int slash = 0, by_fd = 0, absolute;
 	char new0 = 0;
 	__u64 key = 0;
 	__u8 type;
@@ -337,7 +337,9 @@ static __always_inline int handle_path_exit(long nr, long ret, __u16 origin)
 	}
 
 	n = bpf_probe_read_user_str(s->buf, SHMBPF_PATH_LEN, upath);
-	if (origin == SHMBPF_ORIG_LINKAT && (flags & AT_EMPTY_PATH) && n == 1) {
+	/* An empty string reads as 1 byte (its NUL) on 6.18, as 0 on 6.12 and
+	 * before, where nothing is copied either. */
+	if (origin == SHMBPF_ORIG_LINKAT && (flags & AT_EMPTY_PATH) && (n == 0 || n == 1)) {
 		struct file *f = fd_to_file(dirfd);
 		struct inode *inode = KREAD(f, f_inode);
 		struct super_block *sb = KREAD(inode, i_sb);
@@ -356,7 +358,8 @@ static __always_inline int handle_path_exit(long nr, long ret, __u16 origin)
 			return 0;
 	}
 
-	if (!by_fd && s->buf[0] != '/') {
+	absolute = !by_fd && s->buf[0] == '/';
+	if (!by_fd && !absolute) {
 		start_dir(dirfd, &start_d, &start_mnt);
 		if (!slash && sb_fs(KREAD(start_d, d_sb)) == SHMBPF_FS_UNKNOWN)
 			return 0;
@@ -380,15 +383,19 @@ static __always_inline int handle_path_exit(long nr, long ret, __u16 origin)
 	e->dirfd = dirfd;
 	e->newdirfd = newdirfd;
 	e->flags = flags;
-	e->flags_ev = start_flags | (s->buf[0] == '/' ? SHMBPF_F_ABSOLUTE : 0);
+	e->flags_ev = start_flags | (absolute ? SHMBPF_F_ABSOLUTE : 0);
 	if (n == SHMBPF_PATH_LEN)
 		e->flags_ev |= SHMBPF_F_TRUNCATED;
 	e->hint_dev = hint_dev;
 	e->hint_ino = hint_ino;
 	e->pad0 = 0;
 	e->origin = origin;
-	e->path_len = n > 0 ? n - 1 : 0;
-	copy_used(e->path, s->buf, n > 0 ? n : 0);
+	e->path_len = 0;
+	e->path[0] = 0;
+	if (!by_fd) {
+		e->path_len = n - 1;
+		copy_used(e->path, s->buf, n);
+	}
 	e->newpath_len = 0;
 	e->newpath[0] = 0;
 	if (unew) {
