@@ -19,6 +19,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -270,6 +271,8 @@ private:
   SegIt find_by_name(std::string_view path, uint32_t dev_or_0);
   SegIt find_linked_by_name(const Event &e);
   void upsert_sysv(uint32_t ipcns, const SysvEntry &t, uint64_t now_ns);
+  // One scanned inode of reconcile_tmpfs and every name the scan found it under.
+  void reconcile_inode(std::span<const TmpfsFile *const> names, uint64_t now_ns);
   uint64_t used_now(const MountEntry &m) const;
 
   void index_path(SegIt it);

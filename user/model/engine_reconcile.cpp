@@ -3,6 +3,7 @@
 #include "model/engine.hpp"
 
 #include <algorithm>
+#include <span>
 #include <unordered_set>
 
 namespace shmbpf {
@@ -190,63 +191,79 @@ void Engine::sample_mounts(uint64_t now_ns) {
   }
 }
 
+void Engine::reconcile_inode(std::span<const TmpfsFile *const> names, uint64_t now_ns) {
+  const TmpfsFile &f = *names.front();
+  auto it = segs_.find(SegmentKey::file(f.dev, f.ino));
+  if (it == segs_.end()) {
+    for (const TmpfsFile *name : names)
+      add_existing_file(*name, 0, {});
+    segs_.find(SegmentKey::file(f.dev, f.ino))->second.changed_ns = now_ns;
+    return;
+  }
+  Segment &s = it->second;
+  // The name shown stays while the file has it; else the first one found.
+  const TmpfsFile *shown = &f;
+  if (names.size() > 1)
+    for (const TmpfsFile *name : names)
+      if ((s.flags & kPathFull) && s.path == name->path)
+        shown = name;
+  bool changed = false;
+  if (!(s.path == shown->path) || !(s.flags & kPathFull)) {
+    set_path(it, shown->path, shown->path.starts_with('/')); // a rename we missed
+    changed = true;
+  }
+  if (s.state != SegmentState::linked) {
+    set_state(it, SegmentState::linked);
+    changed = true;
+  }
+  const uint32_t nlink = std::max<uint32_t>(f.nlink, static_cast<uint32_t>(names.size()));
+  if (s.nlink != nlink) {
+    s.nlink = nlink; // links made or removed unseen
+    changed = true;
+  }
+  std::vector<std::string> others;
+  for (const TmpfsFile *name : names)
+    if (name != shown && name->path.starts_with('/'))
+      others.push_back(name->path);
+  set_other_names(it, std::move(others));
+  if (s.size != f.size || s.bytes != f.bytes) {
+    s.size = f.size;
+    set_bytes(it, f.bytes);
+    changed = true;
+  }
+  if (changed)
+    s.changed_ns = now_ns;
+}
+
 void Engine::reconcile_tmpfs(uint32_t dev, const std::vector<TmpfsFile> &truth, uint64_t now_ns) {
-  // The files by inode, in scan order within one: a file with hard links
-  // is listed once per name and is one segment.
-  std::vector<const TmpfsFile *> files;
-  files.reserve(truth.size());
+  std::vector<uint64_t> present; // inodes, sorted
+  present.reserve(truth.size());
   for (const TmpfsFile &f : truth)
     if (f.dev == dev)
-      files.push_back(&f);
-  std::stable_sort(files.begin(), files.end(),
-                   [](const TmpfsFile *a, const TmpfsFile *b) { return a->ino < b->ino; });
-  std::vector<uint64_t> present; // inodes, sorted
-  present.reserve(files.size());
-  for (size_t i = 0, j = 0; i < files.size(); i = j) {
-    for (j = i + 1; j < files.size() && files[j]->ino == files[i]->ino;)
-      ++j;
-    const TmpfsFile &f = *files[i];
-    present.push_back(f.ino);
-    auto it = segs_.find(SegmentKey::file(f.dev, f.ino));
-    if (it == segs_.end()) {
-      for (size_t k = i; k < j; ++k)
-        add_existing_file(*files[k], 0, {});
-      segs_.find(SegmentKey::file(f.dev, f.ino))->second.changed_ns = now_ns;
+      present.push_back(f.ino);
+  std::sort(present.begin(), present.end());
+  // A file with hard links is listed once per name, and is one segment with
+  // every name: those few are gathered first, in scan order.
+  std::vector<uint64_t> linked_more;
+  for (size_t i = 1; i < present.size(); ++i)
+    if (present[i] == present[i - 1] && (linked_more.empty() || linked_more.back() != present[i]))
+      linked_more.push_back(present[i]);
+  std::vector<std::vector<const TmpfsFile *>> names(linked_more.size());
+  for (const TmpfsFile &f : truth) {
+    if (f.dev != dev)
       continue;
+    if (!linked_more.empty()) {
+      auto more = std::lower_bound(linked_more.begin(), linked_more.end(), f.ino);
+      if (more != linked_more.end() && *more == f.ino) {
+        names[more - linked_more.begin()].push_back(&f);
+        continue;
+      }
     }
-    Segment &s = it->second;
-    // The name shown stays while the file has it; else the first one found.
-    const TmpfsFile *shown = &f;
-    for (size_t k = i; k < j; ++k)
-      if ((s.flags & kPathFull) && s.path == files[k]->path)
-        shown = files[k];
-    bool changed = false;
-    if (!(s.path == shown->path) || !(s.flags & kPathFull)) {
-      set_path(it, shown->path, shown->path.starts_with('/')); // a rename we missed
-      changed = true;
-    }
-    if (s.state != SegmentState::linked) {
-      set_state(it, SegmentState::linked);
-      changed = true;
-    }
-    const uint32_t nlink = std::max<uint32_t>(f.nlink, static_cast<uint32_t>(j - i));
-    if (s.nlink != nlink) {
-      s.nlink = nlink; // links made or removed unseen
-      changed = true;
-    }
-    std::vector<std::string> others;
-    for (size_t k = i; k < j; ++k)
-      if (files[k] != shown && files[k]->path.starts_with('/'))
-        others.push_back(files[k]->path);
-    set_other_names(it, std::move(others));
-    if (s.size != f.size || s.bytes != f.bytes) {
-      s.size = f.size;
-      set_bytes(it, f.bytes);
-      changed = true;
-    }
-    if (changed)
-      s.changed_ns = now_ns;
+    const TmpfsFile *one = &f;
+    reconcile_inode({&one, 1}, now_ns);
   }
+  for (const auto &inode : names)
+    reconcile_inode(inode, now_ns);
 
   std::vector<SegmentKey> vanished;
   for (const auto &[key, s] : segs_)
