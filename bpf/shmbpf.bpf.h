@@ -26,17 +26,18 @@
 #define TMPFS_MAGIC	0x01021994
 #define HUGETLBFS_MAGIC 0x958458f6
 
-#define O_CREAT	     00000100
-#define __O_TMPFILE  020000000
-#define AT_FDCWD     -100
-#define AT_REMOVEDIR 0x200
-#define IPC_CREAT    00001000
-#define IPC_EXCL     00002000
-#define IPC_PRIVATE  0
-#define IPC_RMID     0
-#define IPC_SHM_IDS  2
-#define SIGBUS	     7
-#define NAME_MAX     255
+#define O_CREAT	      00000100
+#define __O_TMPFILE   020000000
+#define AT_FDCWD      -100
+#define AT_REMOVEDIR  0x200
+#define AT_EMPTY_PATH 0x1000
+#define IPC_CREAT     00001000
+#define IPC_EXCL      00002000
+#define IPC_PRIVATE   0
+#define IPC_RMID      0
+#define IPC_SHM_IDS   2
+#define SIGBUS	      7
+#define NAME_MAX      255
 
 /* Runtime settings, written by userspace between open and load. */
 SHMBPF_EXTERN const volatile __u32 page_size;

@@ -15,7 +15,7 @@
 #ifndef SHMBPF_EVENTS_H
 #define SHMBPF_EVENTS_H
 
-#define SHMBPF_ABI_VERSION 1
+#define SHMBPF_ABI_VERSION 2
 
 #define SHMBPF_COMM_LEN 16
 /* Paths as passed by the caller and in-mount paths: longer ones are
@@ -39,7 +39,8 @@ enum shmbpf_event_type {
 	SHMBPF_EV_SIGBUS = 12, /* SIGBUS generated for a process */
 	SHMBPF_EV_EXIT = 13,   /* last thread of a process exited */
 	SHMBPF_EV_EXEC = 14,
-	SHMBPF_EV_MAX = 15,
+	SHMBPF_EV_LINK = 15, /* link/linkat: a tracked file got one more name */
+	SHMBPF_EV_MAX = 16,
 };
 
 /* The syscall (or hook) an event came from, for display and tests. */
@@ -57,6 +58,8 @@ enum shmbpf_origin {
 	SHMBPF_ORIG_RENAMEAT = 10,
 	SHMBPF_ORIG_RENAMEAT2 = 11,
 	SHMBPF_ORIG_MEMFD_CREATE = 12,
+	SHMBPF_ORIG_LINK = 13,
+	SHMBPF_ORIG_LINKAT = 14,
 };
 
 /* Filesystem of the inode an event is about. */
@@ -72,6 +75,7 @@ enum shmbpf_fs {
 #define SHMBPF_F_UNLINKED  0x4	/* inode has no links left (i_nlink == 0) */
 #define SHMBPF_F_ABSOLUTE  0x8	/* path as passed starts with '/' */
 #define SHMBPF_F_MNT_ROOT  0x10 /* component walk reached the mount root */
+#define SHMBPF_F_NEW_START 0x20 /* path record: start_* is newpath's start directory */
 
 /* Common header: every record starts with it. 64 bytes. */
 struct shmbpf_hdr {
@@ -119,16 +123,19 @@ struct shmbpf_file_event {
 };
 
 /*
- * unlink, rename. The kernel cannot resolve the path after the call, so it
- * sends what userspace needs to do it: the path(s) as passed, the dirfd, and
- * for relative paths the start directory (its mount and in-mount components).
- * hint_dev/hint_ino: the last tracked inode created under this leaf name.
+ * unlink, rename, link. The kernel cannot resolve the path after the call,
+ * so it sends what userspace needs to do it: the path(s) as passed, the
+ * dirfds, and a start directory (its mount and in-mount components): the
+ * old path's when it is relative, else (SHMBPF_F_NEW_START) the new path's
+ * when that one is.
+ * hint_dev/hint_ino: the last tracked inode created under this leaf name;
+ * for linkat(fd, "", ..., AT_EMPTY_PATH), fd's inode itself.
  */
 struct shmbpf_path_event {
 	struct shmbpf_hdr hdr;
 	__s32 dirfd;
 	__s32 newdirfd;
-	__u32 flags;	 /* unlinkat/renameat2 flags */
+	__u32 flags;	 /* unlinkat/renameat2/linkat flags */
 	__u32 flags_ev;	 /* SHMBPF_F_* */
 	__u32 start_dev; /* start directory of a relative path */
 	__u32 start_mnt_id;

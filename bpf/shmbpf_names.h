@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * The tracked-name table: leaf-name hash -> the last inode created under
- * that name. Written by the BPF programs (create, unlink, rename) and by
+ * that name. Written by the BPF programs (create, unlink, rename, link) and by
  * userspace (the start-up scan, through an mmap of the same array), and
  * included by both, so the unit tests run the code the kernel runs.
  *

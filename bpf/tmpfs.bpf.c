@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * tmpfs and hugetlbfs files, memfds: create, open, resize, unlink, rename,
- * and pages freed.
+ * link, and pages freed.
  *
  * Every hook here is a sys_exit tracepoint: the result decides whether the
  * event matters (a new fd's superblock magic), and the arguments are still
@@ -262,28 +262,49 @@ int SHMBPF_PROG(tracepoint__syscalls__sys_exit_fallocate)(struct trace_event_raw
 
 #endif /* !SHMBPF_NO_ATOMICS */
 
+/* The directory a relative path starts from: the cwd, or dirfd's. */
+static __always_inline void start_dir(int dirfd, struct dentry **d, struct vfsmount **mnt)
+{
+	if (dirfd == AT_FDCWD) {
+		struct task_struct *t = current_task();
+
+		*d = KREAD(t, fs, pwd.dentry);
+		*mnt = KREAD(t, fs, pwd.mnt);
+	} else {
+		struct file *df = fd_to_file(dirfd);
+
+		*d = KREAD(df, f_path.dentry);
+		*mnt = KREAD(df, f_path.mnt);
+	}
+}
+
 /*
- * unlink/unlinkat/rename/renameat/renameat2 that succeeded. Reported when
- * the leaf name belongs to a tracked file; a bare name relative to a
- * directory that is not on tmpfs is dropped here, anything else is resolved
- * (and dropped if not on tmpfs) in userspace.
+ * unlink/unlinkat/rename/renameat/renameat2/link/linkat that succeeded.
+ * Reported when the (old) leaf name belongs to a tracked file; a bare name
+ * relative to a directory that is not on tmpfs is dropped here, anything
+ * else is resolved (and dropped if not on tmpfs) in userspace. A link keeps
+ * the old name; linkat(fd, "", ..., AT_EMPTY_PATH) names fd's file, which
+ * needs no name to be found (an O_TMPFILE file getting its first one).
  */
 static __always_inline int handle_path_exit(long nr, long ret, __u16 origin)
 {
 	__u32 zero = 0;
 	struct shmbpf_scratch *s = bpf_map_lookup_elem(&scratch, &zero);
 	struct shmbpf_path_event *e;
-	struct shmbpf_name_bucket *b;
-	__u32 hint_dev;
-	__u64 hint_ino;
+	struct shmbpf_name_bucket *b = NULL;
+	__u32 hint_dev = 0;
+	__u64 hint_ino = 0;
 	struct pt_regs *regs;
 	const char *upath, *unew = NULL;
 	struct dentry *start_d = NULL;
 	struct vfsmount *start_mnt = NULL;
 	int dirfd = AT_FDCWD, newdirfd = AT_FDCWD;
-	__u32 flags = 0;
-	int slash = 0;
-	__u64 key;
+	int link = origin == SHMBPF_ORIG_LINK || origin == SHMBPF_ORIG_LINKAT;
+	__u32 flags = 0, start_flags = 0;
+	int slash = 0, by_fd = 0, absolute;
+	char new0 = 0;
+	__u64 key = 0;
+	__u8 type;
 	long n;
 
 	if (ret != 0 || !s)
@@ -301,61 +322,80 @@ static __always_inline int handle_path_exit(long nr, long ret, __u16 origin)
 			return 0;
 		break;
 	case SHMBPF_ORIG_RENAME:
+	case SHMBPF_ORIG_LINK:
 		upath = (const char *)SYSCALL_ARG(regs, 1);
 		unew = (const char *)SYSCALL_ARG(regs, 2);
 		break;
-	default: /* renameat, renameat2 */
+	default: /* renameat, renameat2, linkat: the same first four arguments */
 		dirfd = SYSCALL_ARG(regs, 1);
 		upath = (const char *)SYSCALL_ARG(regs, 2);
 		newdirfd = SYSCALL_ARG(regs, 3);
 		unew = (const char *)SYSCALL_ARG(regs, 4);
-		if (origin == SHMBPF_ORIG_RENAMEAT2)
+		if (origin != SHMBPF_ORIG_RENAMEAT)
 			flags = SYSCALL_ARG(regs, 5);
 		break;
 	}
 
 	n = bpf_probe_read_user_str(s->buf, SHMBPF_PATH_LEN, upath);
-	if (n <= 1)
-		return 0;
-	key = shmbpf_name_key(leaf_hash(s->buf, &slash));
-	b = name_bucket(key);
-	if (!b || !shmbpf_name_get(b, key, &hint_dev, &hint_ino))
-		return 0;
+	/* An empty string reads as 1 byte (its NUL) on 6.18, as 0 on 6.12 and
+	 * before, where nothing is copied either. */
+	if (origin == SHMBPF_ORIG_LINKAT && (flags & AT_EMPTY_PATH) && (n == 0 || n == 1)) {
+		struct file *f = fd_to_file(dirfd);
+		struct inode *inode = KREAD(f, f_inode);
+		struct super_block *sb = KREAD(inode, i_sb);
 
-	if (s->buf[0] != '/') {
-		if (dirfd == AT_FDCWD) {
-			struct task_struct *t = current_task();
+		if (inode_fs(inode, sb) == SHMBPF_FS_UNKNOWN)
+			return 0;
+		hint_dev = KREAD(sb, s_dev);
+		hint_ino = KREAD(inode, i_ino);
+		by_fd = 1;
+	} else {
+		if (n <= 1)
+			return 0;
+		key = shmbpf_name_key(leaf_hash(s->buf, &slash));
+		b = name_bucket(key);
+		if (!b || !shmbpf_name_get(b, key, &hint_dev, &hint_ino))
+			return 0;
+	}
 
-			start_d = KREAD(t, fs, pwd.dentry);
-			start_mnt = KREAD(t, fs, pwd.mnt);
-		} else {
-			struct file *df = fd_to_file(dirfd);
-
-			start_d = KREAD(df, f_path.dentry);
-			start_mnt = KREAD(df, f_path.mnt);
-		}
+	absolute = !by_fd && s->buf[0] == '/';
+	if (!by_fd && !absolute) {
+		start_dir(dirfd, &start_d, &start_mnt);
 		if (!slash && sb_fs(KREAD(start_d, d_sb)) == SHMBPF_FS_UNKNOWN)
 			return 0;
+	} else if (unew && bpf_probe_read_user(&new0, 1, unew) == 0 && new0 && new0 != '/') {
+		/* Nothing relative in the old path: the new one's start instead. */
+		start_dir(newdirfd, &start_d, &start_mnt);
+		start_flags = SHMBPF_F_NEW_START;
 	}
 
 	flush_free_acc();
 	e = reserve(sizeof(*e));
 	if (!e)
 		return 0;
-	fill_hdr(&e->hdr, origin <= SHMBPF_ORIG_UNLINKAT ? SHMBPF_EV_UNLINK : SHMBPF_EV_RENAME,
-		 sizeof(*e), ret);
+	if (origin <= SHMBPF_ORIG_UNLINKAT)
+		type = SHMBPF_EV_UNLINK;
+	else if (link)
+		type = SHMBPF_EV_LINK;
+	else
+		type = SHMBPF_EV_RENAME;
+	fill_hdr(&e->hdr, type, sizeof(*e), ret);
 	e->dirfd = dirfd;
 	e->newdirfd = newdirfd;
 	e->flags = flags;
-	e->flags_ev = s->buf[0] == '/' ? SHMBPF_F_ABSOLUTE : 0;
+	e->flags_ev = start_flags | (absolute ? SHMBPF_F_ABSOLUTE : 0);
 	if (n == SHMBPF_PATH_LEN)
 		e->flags_ev |= SHMBPF_F_TRUNCATED;
 	e->hint_dev = hint_dev;
 	e->hint_ino = hint_ino;
 	e->pad0 = 0;
 	e->origin = origin;
-	e->path_len = n - 1;
-	copy_used(e->path, s->buf, n);
+	e->path_len = 0;
+	e->path[0] = 0;
+	if (!by_fd) {
+		e->path_len = n - 1;
+		copy_used(e->path, s->buf, n);
+	}
 	e->newpath_len = 0;
 	e->newpath[0] = 0;
 	if (unew) {
@@ -380,8 +420,10 @@ static __always_inline int handle_path_exit(long nr, long ret, __u16 origin)
 		e->start_components[0] = 0;
 	}
 
-	/* The old name is gone; a renamed file keeps being tracked under its new one. */
-	shmbpf_name_remove(b, key);
+	/* An unlinked or renamed file's old name is gone, a linked one's stays;
+	 * a renamed or linked file is followed under its new name too. */
+	if (b && !link)
+		shmbpf_name_remove(b, key);
 	if (unew && e->newpath_len > 0)
 		track_key(shmbpf_name_key(leaf_hash(e->newpath, &slash)), hint_dev, hint_ino);
 	submit(e);
@@ -416,6 +458,18 @@ SEC("tracepoint/syscalls/sys_exit_renameat2")
 int SHMBPF_PROG(tracepoint__syscalls__sys_exit_renameat2)(struct trace_event_raw_sys_exit *ctx)
 {
 	return handle_path_exit(ctx->id, ctx->ret, SHMBPF_ORIG_RENAMEAT2);
+}
+
+SEC("tracepoint/syscalls/sys_exit_link")
+int SHMBPF_PROG(tracepoint__syscalls__sys_exit_link)(struct trace_event_raw_sys_exit *ctx)
+{
+	return handle_path_exit(ctx->id, ctx->ret, SHMBPF_ORIG_LINK);
+}
+
+SEC("tracepoint/syscalls/sys_exit_linkat")
+int SHMBPF_PROG(tracepoint__syscalls__sys_exit_linkat)(struct trace_event_raw_sys_exit *ctx)
+{
+	return handle_path_exit(ctx->id, ctx->ret, SHMBPF_ORIG_LINKAT);
 }
 
 #ifndef SHMBPF_NO_ATOMICS /* the programs below write no names */

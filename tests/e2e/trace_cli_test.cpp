@@ -204,6 +204,69 @@ TEST(TraceCli, JsonStreamCarriesEveryField) {
   EXPECT_EQ(std::stoull(m[1].str()), lines.size());
 }
 
+// A hard link: trace --json shows the link with both paths and the inode,
+// and the unlink of each name, the second one too.
+TEST(TraceCli, JsonShowsAHardLinkAndEachNamesUnlink) {
+  Shmbpf p({"trace", "--json"});
+  ASSERT_TRUE(wait_loaded_json(p));
+
+  Shared<struct stat> st;
+  auto names = [](pid_t pid) {
+    const std::string base = "/dev/shm/e2e-link-" + std::to_string(pid);
+    return std::pair{base + "-1", base + "-2"};
+  };
+  GatedChild c("e2e-link", [&] {
+    const auto [l1, l2] = names(getpid());
+    int fd = open(l1.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+    if (fd < 0 || fstat(fd, st.operator->()) != 0)
+      return 1;
+    close(fd);
+    if (link(l1.c_str(), l2.c_str()) != 0)
+      return 2;
+    return unlink(l1.c_str()) == 0 && unlink(l2.c_str()) == 0 ? 0 : 3;
+  });
+  const auto [l1, l2] = names(c.pid());
+  c.release();
+  expect_exit_code(c.wait(5s), 0);
+  // The child's last event on a name: the unlink of the second one.
+  EXPECT_TRUE(p.wait_output("\"path\":\"" + l2 + "\"", 10s)) << p.out();
+  p.signal(SIGINT);
+  expect_exit_code(p.wait(10s), 0);
+
+  std::vector<json> mine;
+  for (const auto &line : lines_of(p.out())) {
+    json j;
+    ASSERT_NO_THROW(j = json::parse(line)) << line;
+    if (j.value("pid", 0u) == uint32_t(c.pid()) && j["event"] != "exit")
+      mine.push_back(j);
+  }
+  ASSERT_EQ(mine.size(), 4u) << p.out();
+  const std::string dev =
+      std::to_string(major(st->st_dev)) + ":" + std::to_string(minor(st->st_dev));
+  const std::vector<std::pair<std::string, std::string>> want = {
+      {"create", l1}, {"link", l1}, {"unlink", l1}, {"unlink", l2}};
+  for (size_t i = 0; i < want.size(); ++i) {
+    SCOPED_TRACE(mine[i].dump());
+    EXPECT_EQ(mine[i]["event"], want[i].first);
+    EXPECT_EQ(mine[i]["path"], want[i].second);
+    EXPECT_EQ(mine[i]["dev"], dev);
+    EXPECT_EQ(mine[i]["ino"], st->st_ino);
+    EXPECT_EQ(mine[i]["kind"], "tmpfs");
+    EXPECT_EQ(mine[i]["comm"], "e2e-link");
+    EXPECT_EQ(mine[i]["errno"], 0);
+  }
+  const json &ln = mine[1];
+  EXPECT_EQ(ln["path_arg"], l1);
+  EXPECT_EQ(ln["newpath"], l2);
+  EXPECT_EQ(ln["newpath_arg"], l2);
+  EXPECT_EQ(ln["dirfd"], -100);
+  EXPECT_EQ(ln["newdirfd"], -100);
+  EXPECT_EQ(ln["flags"], 0);
+  EXPECT_EQ(ln["origin"], "link");
+  EXPECT_EQ(ln["ret"], 0);
+  EXPECT_EQ(ln["truncated"], false);
+}
+
 // --stats: after the summary, the time in the BPF programs and a row per
 // hook that ran, the syscalls this test made among them.
 TEST(TraceCli, StatsReportsTheProgramsRunTime) {

@@ -12,6 +12,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <future>
@@ -315,6 +316,61 @@ TEST(Monitor, ClosedAndUnlinkedFileIsGoneWhileItsCreatorLives) {
   close(step[1]);
   EXPECT_EQ(child.wait(), 0);
   ::unlink(path.c_str());
+}
+
+// A file is an inode, not a name: one with two names before start is one
+// segment with both; one created, linked to a second name and unlinked from
+// its first lives on under the second, from the events alone (no rescan).
+TEST(Monitor, HardLinksKeepTheSegmentWhenANameGoes) {
+  ScratchDir scratch;
+  ASSERT_TRUE(scratch.make("/dev/shm/shmbpf-mon-links-" + std::to_string(getpid())));
+  const std::string dir = scratch.path();
+  const std::string pre1 = dir + "/pre1", pre2 = dir + "/pre2", l1 = dir + "/l1", l2 = dir + "/l2";
+  int fd = open(pre1.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
+  ASSERT_GE(fd, 0) << strerror(errno);
+  close(fd);
+  ASSERT_EQ(link(pre1.c_str(), pre2.c_str()), 0) << strerror(errno);
+  struct stat pre {};
+  ASSERT_EQ(stat(pre1.c_str(), &pre), 0);
+  const SegmentKey pre_key = SegmentKey::file(kdev_of(pre.st_dev), pre.st_ino);
+
+  MonitorOptions opts;
+  opts.reconcile_every = std::chrono::hours(1);
+  SHMBPF_MONITOR(m, opts);
+  auto s = m->engine().segment(pre_key);
+  ASSERT_TRUE(s) << "not bootstrapped";
+  EXPECT_EQ(s->nlink, 2u);
+  std::vector<std::string> names = {s->path};
+  names.insert(names.end(), s->other_paths.begin(), s->other_paths.end());
+  std::sort(names.begin(), names.end());
+  EXPECT_EQ(names, (std::vector<std::string>{pre1, pre2}));
+
+  Child child = run_child("mon-linker", [&] {
+    int f = open(l1.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
+    if (f < 0 || ftruncate(f, 4096) != 0 || close(f) != 0)
+      return 1;
+    if (link(l1.c_str(), l2.c_str()) != 0 || unlink(l1.c_str()) != 0)
+      return 2;
+    return unlink(pre1.c_str()) == 0 ? 0 : 3; // a name the kernel was seeded with
+  });
+  ASSERT_EQ(child.status, 0);
+  struct stat st {};
+  ASSERT_EQ(stat(l2.c_str(), &st), 0);
+  const SegmentKey key = SegmentKey::file(kdev_of(st.st_dev), st.st_ino);
+  auto named = [](const Engine &e, SegmentKey k, const std::string &path) {
+    auto seg = e.segment(k);
+    return seg && seg->state == SegmentState::linked && seg->path == path && seg->nlink == 1 &&
+           seg->other_paths.empty();
+  };
+  EXPECT_TRUE(
+      pump_until(*m, [&](const Engine &e) { return named(e, key, l2) && named(e, pre_key, pre2); }))
+      << "l2: " << (m->engine().segment(key) ? m->engine().segment(key)->path : "(none)")
+      << ", pre2: "
+      << (m->engine().segment(pre_key) ? m->engine().segment(pre_key)->path : "(none)");
+  s = m->engine().segment(key);
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->creator.pid, static_cast<uint32_t>(child.pid)); // the created segment itself
+  EXPECT_EQ(m->stats().reconciles, 1u);                        // the bootstrap only
 }
 
 TEST(Monitor, UnlinkedNamesLeaveTheKernelsNameMap) {

@@ -35,6 +35,19 @@ TEST(Cli, TraceFlags) {
   EXPECT_TRUE(o.trace.verbose);
 }
 
+// Every event type trace can print is one --event can choose.
+TEST(Cli, TraceEventFilterNamesEveryEvent) {
+  for (uint8_t t = 1; to_string(static_cast<EventType>(t)) != "unknown"; ++t) {
+    const std::string name(to_string(static_cast<EventType>(t)));
+    CliOptions o;
+    EXPECT_EQ(parse(o, {"trace", "--event", name}), 0) << name;
+    Event e;
+    e.type = static_cast<EventType>(t);
+    EXPECT_TRUE(o.trace.matches(e)) << name;
+  }
+  EXPECT_EQ(parse_event_type("link"), EventType::link);
+}
+
 TEST(Cli, RejectsBadValues) {
   CliOptions o;
   EXPECT_NE(parse(o, {"trace", "--kind", "bogus"}), 0);

@@ -227,6 +227,45 @@ TEST(Decode, PathEventStartDirectory) {
   EXPECT_EQ(res->start_mnt_id, 9u);
 }
 
+// linkat(fd, "", AT_FDCWD, "l2", AT_EMPTY_PATH): no old path, the file's
+// own inode, and the new path's start directory.
+TEST(Decode, LinkRecordByFdWithTheNewPathsStart) {
+  auto p = record<shmbpf_path_event>(SHMBPF_EV_LINK);
+  p.hdr.ret = 0;
+  p.origin = SHMBPF_ORIG_LINKAT;
+  p.dirfd = 4;
+  p.newdirfd = -100;
+  p.flags = 0x1000; // AT_EMPTY_PATH
+  set_path(p, "");
+  p.newpath_len = put(p.newpath, "l2") - 1;
+  p.hint_dev = 26;
+  p.hint_ino = 110230;
+  p.start_comp_len = put(p.start_components, "");
+  p.flags_ev = SHMBPF_F_MNT_ROOT | SHMBPF_F_NEW_START;
+  p.start_mnt_id = 31;
+  p.start_dev = 26;
+  auto res = decode_event(&p, sizeof(p));
+  ASSERT_TRUE(res.ok()) << res.error();
+  EXPECT_EQ(res->type, EventType::link);
+  EXPECT_EQ(to_string(res->type), "link");
+  EXPECT_EQ(res->kind, Kind::tmpfs);
+  EXPECT_EQ(res->origin, Origin::linkat);
+  EXPECT_EQ(to_string(res->origin), "linkat");
+  EXPECT_EQ(res->dirfd, 4);
+  EXPECT_EQ(res->newdirfd, -100);
+  EXPECT_EQ(res->flags, 0x1000u);
+  EXPECT_EQ(res->path, "");
+  EXPECT_EQ(res->newpath, "l2");
+  EXPECT_FALSE(res->absolute);
+  EXPECT_TRUE(res->new_start);
+  EXPECT_EQ(res->start_dir, "/");
+  EXPECT_EQ(res->start_mnt_id, 31u);
+  EXPECT_EQ(res->dev, 26u);
+  EXPECT_EQ(res->ino, 110230u);
+  EXPECT_EQ(parse_event_type("link"), EventType::link);
+  EXPECT_EQ(to_string(Origin::link), "link");
+}
+
 TEST(JoinComponents, Cases) {
   const char one[] = "leaf";
   EXPECT_EQ(join_components(one, sizeof(one), true), "/leaf");

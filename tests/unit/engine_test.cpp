@@ -434,6 +434,7 @@ TEST(Engine, RenameMovesPathPatternAndReplacesTarget) {
   mv.path = "/dev/shm/a";
   mv.full_path = "/dev/shm/a";
   mv.newpath = "/dev/shm/psm_1234abcd";
+  mv.full_newpath = mv.newpath;
   mv.absolute = true;
   engine.apply(mv);
   auto s = engine.segment(file_key(1));
@@ -448,6 +449,7 @@ TEST(Engine, RenameMovesPathPatternAndReplacesTarget) {
   over.path = "psm_1234abcd";
   over.full_path = "/dev/shm/psm_1234abcd";
   over.newpath = "torch_100_1_0";
+  over.full_newpath = "/dev/shm/torch_100_1_0"; // from the same start: the resolver's job
   engine.apply(over);
   s = engine.segment(file_key(1));
   ASSERT_TRUE(s);
@@ -1317,6 +1319,7 @@ TEST(Engine, TableAndIndexesFollowRandomChurn) {
         e.path = it->second;
         e.full_path = it->second;
         e.newpath = to;
+        e.full_newpath = to;
         e.absolute = true;
         engine.apply(e);
         it->second = to;

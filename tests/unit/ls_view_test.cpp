@@ -50,6 +50,8 @@ SegmentInfo tmpfs_segment() {
   s.created_ns = now - 5 * sec;
   s.holders = {100, 101, 102, 103, 104};
   s.pattern = NamePattern::torch;
+  s.nlink = 2; // a hard link, its name escaped as every name
+  s.other_paths = {"/dev/shm/l\n2"};
   return s;
 }
 
@@ -148,9 +150,12 @@ TEST(LsViewTest, SegmentsJson) {
   ASSERT_EQ(doc["segments"].size(), 2u);
 
   const json &f = doc["segments"][0];
-  for (const char *k : {"kind", "path", "dev", "ino", "shmid", "size", "bytes", "state", "mount",
-                        "age_s", "orphan", "creator", "holders", "container", "pattern"})
+  for (const char *k :
+       {"kind", "path", "dev", "ino", "shmid", "nlink", "other_paths", "size", "bytes", "state",
+        "mount", "age_s", "orphan", "creator", "holders", "container", "pattern"})
     EXPECT_TRUE(f.contains(k)) << k;
+  EXPECT_EQ(f["nlink"], 2);
+  EXPECT_EQ(f["other_paths"], json::array({"/dev/shm/l\\n2"}));
   EXPECT_EQ(f["kind"], "tmpfs");
   EXPECT_EQ(f["dev"], "0:25");
   EXPECT_EQ(f["ino"], 4242);
@@ -183,6 +188,8 @@ TEST(LsViewTest, SegmentsJson) {
   EXPECT_TRUE(v["holders"].is_array());
   EXPECT_TRUE(v["holders"].empty());
   EXPECT_TRUE(v["pattern"].is_null());
+  EXPECT_TRUE(v["nlink"].is_null());
+  EXPECT_EQ(v["other_paths"], json::array());
 
   EXPECT_EQ(json::parse(segments_json({}, now)), json::parse(R"({"segments": []})"));
 }

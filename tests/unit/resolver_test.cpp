@@ -75,6 +75,16 @@ Event unlink_of(std::string path) {
   return e;
 }
 
+Event free_of(uint32_t dev, uint64_t ino) {
+  Event f;
+  f.type = EventType::free;
+  f.kind = Kind::tmpfs;
+  f.dev = dev;
+  f.ino = ino;
+  f.unlinked = true;
+  return f;
+}
+
 TEST(Resolver, AbsoluteUnlinkGetsInodeOfCreate) {
   auto r = resolver();
   auto c = create_in(25, "/seg", 1234);
@@ -124,6 +134,101 @@ TEST(Resolver, RenameMovesThePath) {
   EXPECT_EQ(u.ino, 55u);
 }
 
+// renameat(dfd, "../a", dfd, "b") from /dev/shm/sub: the new path starts
+// where the old one does, whatever the old one's ".." did.
+TEST(Resolver, RenameTargetFromTheSameStartDirectory) {
+  auto r = resolver();
+  auto c = create_in(25, "/a", 56);
+  r.resolve(c);
+  Event rn = unlink_of("../a");
+  rn.type = EventType::rename;
+  rn.dirfd = rn.newdirfd = 5;
+  rn.start_mnt_id = 25;
+  rn.start_dev = 26;
+  rn.start_dir = "/sub";
+  rn.newpath = "b/./c";
+  ASSERT_EQ(r.resolve(rn), PathResolver::Outcome::resolved);
+  EXPECT_EQ(rn.full_path, "/dev/shm/a");
+  EXPECT_EQ(rn.full_newpath, "/dev/shm/sub/b/c");
+  EXPECT_EQ(rn.ino, 56u);
+  auto u = unlink_of("/dev/shm/sub/b/c");
+  ASSERT_EQ(r.resolve(u), PathResolver::Outcome::resolved);
+  EXPECT_EQ(u.ino, 56u);
+
+  // Another dirfd: another directory, which the record does not describe.
+  Event other = unlink_of("x");
+  other.type = EventType::rename;
+  other.dirfd = 5;
+  other.newdirfd = 6;
+  other.start_mnt_id = 25;
+  other.start_dev = 26;
+  other.start_dir = "/";
+  other.newpath = "y";
+  ASSERT_EQ(r.resolve(other), PathResolver::Outcome::resolved);
+  EXPECT_EQ(other.full_path, "/dev/shm/x");
+  EXPECT_EQ(other.full_newpath, "");
+
+  Event abs = unlink_of("/dev/shm/sub/b/c");
+  abs.type = EventType::rename;
+  abs.newpath = "/dev/shm//d/../e";
+  ASSERT_EQ(r.resolve(abs), PathResolver::Outcome::resolved);
+  EXPECT_EQ(abs.full_newpath, "/dev/shm/e");
+}
+
+// link("/dev/shm/a", "b") from the cwd /dev/shm: the old name stays the
+// file's, the new one (from the new path's own start directory) too.
+TEST(Resolver, LinkKeepsTheOldNameAndAddsTheNew) {
+  auto r = resolver();
+  auto c = create_in(25, "/a", 61);
+  r.resolve(c);
+  Event ln = unlink_of("/dev/shm/a");
+  ln.type = EventType::link;
+  ln.dev = 999; // a stale hint: the path knows better
+  ln.newpath = "b";
+  ln.new_start = true;
+  ln.start_mnt_id = 25;
+  ln.start_dev = 26;
+  ln.start_dir = "/";
+  ASSERT_EQ(r.resolve(ln), PathResolver::Outcome::resolved);
+  EXPECT_EQ(ln.full_path, "/dev/shm/a");
+  EXPECT_EQ(ln.full_newpath, "/dev/shm/b");
+  EXPECT_EQ(ln.dev, 26u);
+  EXPECT_EQ(ln.ino, 61u);
+  for (const char *name : {"/dev/shm/a", "/dev/shm/b"}) {
+    auto u = unlink_of(name);
+    ASSERT_EQ(r.resolve(u), PathResolver::Outcome::resolved);
+    EXPECT_EQ(u.ino, 61u) << name;
+  }
+
+  // linkat(fd, "", dfd, "c", AT_EMPTY_PATH): no old path; the kernel's
+  // inode is the file's own.
+  Event byfd = unlink_of("");
+  byfd.type = EventType::link;
+  byfd.dev = 26;
+  byfd.ino = 62;
+  byfd.dirfd = 4;
+  byfd.newdirfd = 5;
+  byfd.newpath = "c";
+  byfd.new_start = true;
+  byfd.start_mnt_id = 25;
+  byfd.start_dev = 26;
+  byfd.start_dir = "/sub";
+  ASSERT_EQ(r.resolve(byfd), PathResolver::Outcome::resolved);
+  EXPECT_EQ(byfd.full_path, "");
+  EXPECT_EQ(byfd.full_newpath, "/dev/shm/sub/c");
+  EXPECT_EQ(byfd.ino, 62u);
+  auto f = free_of(26, 62);
+  r.resolve(f);
+  EXPECT_EQ(f.full_path, "/dev/shm/sub/c");
+  EXPECT_EQ(f.kind, Kind::tmpfs);
+
+  // A link from ext4 is no shared memory.
+  Event ext4 = unlink_of("/home/me/a");
+  ext4.type = EventType::link;
+  ext4.newpath = "/home/me/b";
+  EXPECT_EQ(r.resolve(ext4), PathResolver::Outcome::not_shared_mem);
+}
+
 TEST(Resolver, FreeTakesKindAndPathOfKnownInode) {
   auto r = resolver();
   auto c = create_in(25, "/seg", 77);
@@ -143,16 +248,6 @@ TEST(Resolver, Normalize) {
   EXPECT_EQ(PathResolver::normalize("/../.."), "/");
   EXPECT_EQ(PathResolver::normalize("rel"), "");
   EXPECT_EQ(PathResolver::normalize("/dev/shm/"), "/dev/shm");
-}
-
-Event free_of(uint32_t dev, uint64_t ino) {
-  Event f;
-  f.type = EventType::free;
-  f.kind = Kind::tmpfs;
-  f.dev = dev;
-  f.ino = ino;
-  f.unlinked = true;
-  return f;
 }
 
 // A file unlinked without pages never sends a free: the resolver may not

@@ -1,5 +1,6 @@
 // The details screens of `shmbpf top`, opened with Enter on a row.
 #include "views/top_frame.hpp"
+#include "views/top_json.hpp"
 
 #include "top_fixture.hpp"
 
@@ -38,6 +39,37 @@ TEST(TopDetails, SegmentDetailsListCreatorEveryHolderAndFullPath) {
   EXPECT_FALSE(st.details);
   f = build_top_frame(snap, st);
   EXPECT_TRUE(line_with(f, "PATH/NAME"));
+}
+
+// A file with hard links: how many names it has, and the others known, in
+// the details and in the JSON rows.
+TEST(TopDetails, SegmentDetailsNameEveryLink) {
+  auto snap = snapshot();
+  snap.segments[0].nlink = 3;
+  snap.segments[0].other_paths = {"/dev/shm/second", "/dev/shm/third\x1b"};
+  TopState st;
+  st.width = 200;
+  st.height = 40;
+  st.view = TopView::segments;
+  build_top_frame(snap, st);
+  ASSERT_NE(top_handle_key(st, top_key::enter), TopAction::none);
+  TopFrame f = build_top_frame(snap, st);
+  const std::string text = top_text(f);
+  EXPECT_TRUE(line_with(f, "nlink:         3, also:")) << text;
+  EXPECT_TRUE(line_with(f, "  /dev/shm/second")) << text;
+  EXPECT_TRUE(line_with(f, "  /dev/shm/third\\x1b")) << text;
+
+  TopState batch = batch_state();
+  batch.view = TopView::segments;
+  const json j = json::parse(top_json(snap, batch));
+  bool found = false;
+  for (const json &row : j["rows"])
+    if (row["path"] == snap.segments[0].path) {
+      found = true;
+      EXPECT_EQ(row["nlink"], 3);
+      EXPECT_EQ(row["other_paths"], json::array({"/dev/shm/second", "/dev/shm/third\\x1b"}));
+    }
+  EXPECT_TRUE(found) << j.dump();
 }
 
 TEST(TopDetails, ProcessDetailsListItsSegments) {

@@ -82,7 +82,7 @@ const std::vector<EventType> all_types = {
     EventType::create, EventType::open,     EventType::memfd_create, EventType::resize,
     EventType::unlink, EventType::rename,   EventType::shmget,       EventType::shmat,
     EventType::shmdt,  EventType::shm_rmid, EventType::free,         EventType::sigbus,
-    EventType::exit,   EventType::exec};
+    EventType::exit,   EventType::exec,     EventType::link};
 
 // Every field set, every string hostile.
 Event hostile_event(EventType t) {
@@ -281,6 +281,30 @@ TEST(TraceLine, DetailsPerEventType) {
   rn.newpath = "b";
   rn.full_path = "/dev/shm/a";
   EXPECT_NE(trace_line(rn, test_clock).find("/dev/shm/a  -> b"), std::string::npos);
+  rn.full_newpath = "/dev/shm/b";
+  EXPECT_NE(trace_line(rn, test_clock).find("/dev/shm/a  -> /dev/shm/b"), std::string::npos);
+}
+
+TEST(TraceLine, LinkShowsBothNames) {
+  Event ln = event_of(EventType::link);
+  ln.origin = Origin::link;
+  ln.path = ln.full_path = "/dev/shm/l1";
+  ln.newpath = "l2";
+  ln.full_newpath = "/dev/shm/l2";
+  ln.dev = 26;
+  ln.ino = 7;
+  const std::string line = trace_line(ln, test_clock);
+  EXPECT_EQ(line.find("link"), header_col("EVENT")) << line;
+  EXPECT_EQ(line.find("tmpfs"), header_col("KIND")) << line;
+  EXPECT_NE(line.find("/dev/shm/l1  -> /dev/shm/l2 dev=0:26 ino=7"), std::string::npos) << line;
+
+  // linkat(fd, "", ..., AT_EMPTY_PATH): no old name, a new one as passed.
+  Event byfd = event_of(EventType::link);
+  byfd.newpath = "l3";
+  byfd.dirfd = 4;
+  byfd.ino = 8;
+  EXPECT_NE(trace_line(byfd, test_clock).find(" -  -> l3 dev=0:0 ino=8 dirfd=4"), std::string::npos)
+      << trace_line(byfd, test_clock);
 }
 
 TEST(TraceLine, HostileStringsNeverReachTheTerminal) {
@@ -392,6 +416,35 @@ TEST(TraceJson, UnlinkAndRenameFields) {
   j = json::parse(trace_json(r, test_clock));
   EXPECT_EQ(j["path"], "/dev/shm/" + escape_text(nasty));
   EXPECT_EQ(j["newpath"], "new\\nname");
+  EXPECT_EQ(j["newpath_arg"], "new\\nname");
+  r.full_newpath = "/dev/shm/new\nname";
+  j = json::parse(trace_json(r, test_clock));
+  EXPECT_EQ(j["newpath"], "/dev/shm/new\\nname"); // resolved
+  EXPECT_EQ(j["newpath_arg"], "new\\nname");      // as passed
+}
+
+TEST(TraceJson, LinkFields) {
+  Event l = hostile_event(EventType::link);
+  l.origin = Origin::linkat;
+  l.newpath = "l2";
+  l.full_newpath = "/dev/shm/l2";
+  l.newdirfd = 6;
+  l.flags = 0x400; // AT_SYMLINK_FOLLOW
+  const json j = json::parse(trace_json(l, test_clock));
+  EXPECT_EQ(j["event"], "link");
+  EXPECT_EQ(j["kind"], "tmpfs");
+  EXPECT_EQ(j["path"], "/dev/shm/" + escape_text(nasty));
+  EXPECT_EQ(j["path_arg"], escape_text(nasty));
+  EXPECT_EQ(j["dirfd"], 5);
+  EXPECT_EQ(j["newpath"], "/dev/shm/l2");
+  EXPECT_EQ(j["newpath_arg"], "l2");
+  EXPECT_EQ(j["newdirfd"], 6);
+  EXPECT_EQ(j["dev"], "0:23");
+  EXPECT_EQ(j["ino"], 123);
+  EXPECT_EQ(j["flags"], 0x400);
+  EXPECT_EQ(j["origin"], "linkat");
+  EXPECT_EQ(j["truncated"], true);
+  EXPECT_FALSE(j.contains("size"));
 }
 
 TEST(TraceJson, SysvFields) {

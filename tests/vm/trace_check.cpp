@@ -72,8 +72,15 @@ int workload(const char *facts_path) {
   facts["path"] = path;
   facts["dev"] = dev_text(st.st_dev);
   facts["ino"] = st.st_ino;
+  // A second name: unlinking the first leaves the file, the second ends it.
+  const std::string link_path = path + "-link";
+  if (link(path.c_str(), link_path.c_str()) != 0)
+    die("link");
+  facts["link_path"] = link_path;
   if (unlink(path.c_str()) != 0)
     die("unlink");
+  if (unlink(link_path.c_str()) != 0)
+    die("unlink " + link_path);
   close(fd); // the last reference: the pages leave the page cache here
 
   int mfd = memfd_create("shmbpf-vm", MFD_CLOEXEC);
@@ -357,9 +364,20 @@ int check(const std::string &shmbpf) {
         {"path", facts["path"]},
         {"ino", facts["ino"]},
         {"size", kFileBytes}}},
+      {"link",
+       "sys_exit_link",
+       {{"event", "link"},
+        {"pid", pid},
+        {"path", facts["path"]},
+        {"newpath", facts["link_path"]},
+        {"dev", facts["dev"]},
+        {"ino", facts["ino"]}}},
       {"unlink",
        "sys_exit_unlink",
        {{"event", "unlink"}, {"pid", pid}, {"path", facts["path"]}, {"ino", facts["ino"]}}},
+      {"unlink",
+       "sys_exit_unlink",
+       {{"event", "unlink"}, {"pid", pid}, {"path", facts["link_path"]}, {"ino", facts["ino"]}}},
       {"free",
        "mm_filemap_delete_from_page_cache",
        {{"event", "free"},

@@ -44,6 +44,7 @@ size_t record_size(uint8_t type) {
     return sizeof(shmbpf_file_event);
   case SHMBPF_EV_UNLINK:
   case SHMBPF_EV_RENAME:
+  case SHMBPF_EV_LINK:
     return sizeof(shmbpf_path_event);
   case SHMBPF_EV_SHMGET:
   case SHMBPF_EV_SHMAT:
@@ -126,6 +127,7 @@ void decode_path(const shmbpf_path_event &r, Event &e) {
   e.newdirfd = r.newdirfd;
   e.flags = r.flags;
   e.absolute = r.flags_ev & SHMBPF_F_ABSOLUTE;
+  e.new_start = r.flags_ev & SHMBPF_F_NEW_START;
   e.truncated = r.flags_ev & SHMBPF_F_TRUNCATED;
   e.start_dev = r.start_dev;
   e.start_mnt_id = r.start_mnt_id;
@@ -241,6 +243,7 @@ bool decode_event_into(const void *data, size_t len, Event &e, std::string *why)
     break;
   case SHMBPF_EV_UNLINK:
   case SHMBPF_EV_RENAME:
+  case SHMBPF_EV_LINK:
     decode_path(copy_record<shmbpf_path_event>(data), e);
     break;
   case SHMBPF_EV_SHMGET:

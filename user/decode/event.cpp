@@ -6,7 +6,7 @@
 namespace shmbpf {
 
 namespace {
-constexpr std::array<std::pair<EventType, std::string_view>, 14> kEventNames{{
+constexpr std::array<std::pair<EventType, std::string_view>, 15> kEventNames{{
     {EventType::create, "create"},
     {EventType::open, "open"},
     {EventType::memfd_create, "memfd_create"},
@@ -21,15 +21,17 @@ constexpr std::array<std::pair<EventType, std::string_view>, 14> kEventNames{{
     {EventType::sigbus, "sigbus"},
     {EventType::exit, "exit"},
     {EventType::exec, "exec"},
+    {EventType::link, "link"},
 }};
 constexpr std::array<std::pair<Kind, std::string_view>, 3> kKindNames{{
     {Kind::tmpfs, "tmpfs"},
     {Kind::memfd, "memfd"},
     {Kind::sysv, "sysv"},
 }};
-constexpr std::array<std::string_view, 13> kOriginNames{
-    "",       "open",     "openat", "openat2",  "creat",     "ftruncate",   "fallocate",
-    "unlink", "unlinkat", "rename", "renameat", "renameat2", "memfd_create"};
+constexpr std::array<std::string_view, 15> kOriginNames{
+    "",          "open",      "openat",       "openat2",  "creat",
+    "ftruncate", "fallocate", "unlink",       "unlinkat", "rename",
+    "renameat",  "renameat2", "memfd_create", "link",     "linkat"};
 } // namespace
 
 std::string_view to_string(EventType t) {

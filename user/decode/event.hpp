@@ -26,6 +26,7 @@ enum class EventType : uint8_t {
   sigbus = 12,
   exit = 13,
   exec = 14,
+  link = 15,
 };
 
 // The kind of shared memory an event is about; none for process events.
@@ -46,6 +47,8 @@ enum class Origin : uint8_t {
   renameat = 10,
   renameat2 = 11,
   memfd_create = 12,
+  link = 13,
+  linkat = 14,
 };
 
 std::string_view to_string(EventType t);
@@ -92,15 +95,17 @@ struct Event {
   uint32_t nlink = 0;
   uint64_t folios = 0;
 
-  std::string path;      // as passed by the caller (memfd: the name)
-  std::string name;      // in-mount path "/dir/leaf" (memfd: "memfd:name")
-  std::string newpath;   // rename target as passed
-  std::string full_path; // resolved absolute path, filled by the resolver
+  std::string path;         // as passed by the caller (memfd: the name)
+  std::string name;         // in-mount path "/dir/leaf" (memfd: "memfd:name")
+  std::string newpath;      // rename or link target as passed
+  std::string full_path;    // resolved absolute path, filled by the resolver
+  std::string full_newpath; // rename or link target resolved, filled by the resolver
 
-  // unlink/rename resolution.
+  // unlink/rename/link resolution.
   int32_t dirfd = -100; // AT_FDCWD
   int32_t newdirfd = -100;
   bool absolute = false;
+  bool new_start = false; // start_* is newpath's start directory, not path's
   uint32_t start_dev = 0;
   uint32_t start_mnt_id = 0;
   uint64_t start_ino = 0;

@@ -104,8 +104,10 @@ void Session::refresh_mounts(const Event &missed) {
   // first miss of a mount rescans at once, since an event on a new mount
   // often comes right after another rescan; later misses of a mount that
   // stays unknown (gone already) rescan at most a few times a second.
-  bool relative =
-      (missed.type == EventType::unlink || missed.type == EventType::rename) && !missed.absolute;
+  const bool by_name = missed.type == EventType::unlink || missed.type == EventType::rename ||
+                       missed.type == EventType::link;
+  // A path event's start directory is the mount that was missed.
+  bool relative = by_name && (missed.new_start || (!missed.absolute && !missed.path.empty()));
   // Mount ids are reused after an unmount: the device tells a new mount
   // under an old id apart. A collision only means a rate-limited rescan.
   uint64_t id = relative ? missed.start_mnt_id : missed.mnt_id;
@@ -130,7 +132,8 @@ void Session::handle(const void *data, size_t len, const EventFn &fn) {
     return;
   }
   // An unlink/rename reaches us because its leaf name hashed to a tracked
-  // file's (the hint), and the kernel has forgotten that name already.
+  // file's (the hint), and the kernel has forgotten that name already (a
+  // link keeps it).
   const bool by_name = e.type == EventType::unlink || e.type == EventType::rename;
   const uint32_t hint_dev = e.dev;
   const uint64_t hint_ino = e.ino;

@@ -18,7 +18,7 @@ namespace shmbpf {
 
 struct SessionStats {
   uint64_t delivered = 0;     // events handed to the caller
-  uint64_t dropped = 0;       // unlink/rename candidates not on tmpfs
+  uint64_t dropped = 0;       // unlink/rename/link candidates not on tmpfs
   uint64_t decode_errors = 0; // records the decoder rejected
 };
 

@@ -98,6 +98,8 @@ void Engine::erase_segment(SegIt it) {
     }
     std::erase_if(pit->second.attachments, [&](const Attachment &a) { return a.key == key; });
   }
+  if (!other_names_.empty())
+    other_names_.erase(key);
   segs_.erase(it);
   ++stats_.gone;
 }
@@ -142,7 +144,18 @@ void Engine::set_path(SegIt it, std::string_view path, bool full) {
 }
 
 void Engine::set_state(SegIt it, SegmentState state) {
-  if (it->second.state == state)
+  Segment &s = it->second;
+  if (!it->first.is_sysv()) {
+    // A file is linked while it has a name.
+    if (state == SegmentState::linked) {
+      s.nlink = std::max<uint32_t>(s.nlink, 1);
+    } else {
+      s.nlink = 0;
+      if (!other_names_.empty())
+        other_names_.erase(it->first);
+    }
+  }
+  if (s.state == state)
     return;
   unindex_path(it);
   it->second.state = state;
@@ -261,17 +274,102 @@ Engine::SegIt Engine::find_by_path(std::string_view path, uint32_t dev) {
   return matches == 1 ? found : segs_.end();
 }
 
+Engine::SegIt Engine::find_by_name(std::string_view path, uint32_t dev) {
+  if (auto it = find_by_path(path, dev); it != segs_.end() || other_names_.empty())
+    return it;
+  // Few files have hard links: a walk of them, with find_by_path's rule.
+  SegIt found = segs_.end();
+  int matches = 0;
+  for (const auto &[key, names] : other_names_) {
+    if ((dev != 0 && key.dev_or_ipcns != dev) ||
+        std::find(names.begin(), names.end(), path) == names.end())
+      continue;
+    found = segs_.find(key);
+    ++matches;
+  }
+  return matches == 1 ? found : segs_.end();
+}
+
 Engine::SegIt Engine::find_linked_by_name(const Event &e) {
   if (e.ino != 0) {
     auto it = segs_.find(SegmentKey::file(e.dev, e.ino));
     // The (dev, ino) of an unlink is a hint: trust it only if the path agrees.
     if (it != segs_.end() && it->second.state == SegmentState::linked &&
-        (e.full_path.empty() || !(it->second.flags & kPathFull) || it->second.path == e.full_path))
+        (e.full_path.empty() || !(it->second.flags & kPathFull) || has_name(it, e.full_path)))
       return it;
   }
   if (e.full_path.empty())
     return segs_.end();
-  return find_by_path(e.full_path, e.dev);
+  return find_by_name(e.full_path, e.dev);
+}
+
+// --- names of files with hard links --------------------------------------------
+
+bool Engine::has_name(SegIt it, std::string_view path) const {
+  if (it->second.path == path)
+    return true;
+  if (other_names_.empty())
+    return false;
+  auto n = other_names_.find(it->first);
+  return n != other_names_.end() &&
+         std::find(n->second.begin(), n->second.end(), path) != n->second.end();
+}
+
+void Engine::add_other_name(SegIt it, std::string_view path) {
+  if (it->second.state != SegmentState::linked || it->second.nlink < 2 || has_name(it, path))
+    return;
+  other_names_[it->first].emplace_back(path);
+}
+
+void Engine::set_other_names(SegIt it, std::vector<std::string> names) {
+  if (names.empty() || it->second.state != SegmentState::linked || it->second.nlink < 2) {
+    if (!other_names_.empty())
+      other_names_.erase(it->first);
+    return;
+  }
+  other_names_[it->first] = std::move(names);
+}
+
+void Engine::drop_name(SegIt it, std::string_view path) {
+  Segment &s = it->second;
+  if (s.nlink <= 1) {
+    set_state(it, SegmentState::unlinked);
+    // With bytes left, the kernel's frees (or a reconcile) finish the job.
+    if (s.holders.empty() && s.bytes == 0)
+      erase_segment(it);
+    return;
+  }
+  --s.nlink;
+  auto n = other_names_.find(it->first);
+  if (!path.empty() && !(s.path == path)) {
+    // Another name than the one shown: forget it, if it was known.
+    if (n != other_names_.end())
+      std::erase(n->second, path);
+  } else if (!path.empty() && n != other_names_.end() && !n->second.empty()) {
+    // The name shown: show another one.
+    set_path(it, n->second.back(), true);
+    n->second.pop_back();
+  } else if (!path.empty()) {
+    // The name shown, and its others are unknown (made unseen): the file is
+    // still linked, but this path no longer finds it; a rescan names it.
+    unindex_path(it);
+    s.flags = static_cast<uint8_t>(s.flags & ~kPathFull);
+  }
+  if (n != other_names_.end() && (s.nlink < 2 || n->second.empty()))
+    other_names_.erase(n);
+}
+
+void Engine::rename_name(SegIt it, std::string_view from, std::string_view to) {
+  if (!(it->second.path == from)) {
+    if (auto n = other_names_.find(it->first); n != other_names_.end()) {
+      auto name = std::find(n->second.begin(), n->second.end(), from);
+      if (name != n->second.end()) {
+        name->assign(to);
+        return;
+      }
+    }
+  }
+  set_path(it, to, true);
 }
 
 } // namespace shmbpf

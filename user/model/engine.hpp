@@ -19,6 +19,7 @@
 #include <functional>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -35,9 +36,10 @@ public:
 
   // Lifecycle rules: creates, opens, memfd_create, resizes and shmat make the
   // caller a holder; exit (and exec, for mappings and close-on-exec fds)
-  // drops its holds. A file is gone when it is unlinked and unheld: at once
-  // on unlink if it has no bytes left, on the free that evicts it, or on its
-  // last holder's exit. A SysV segment is gone at IPC_RMID with no
+  // drops its holds. A link gives a file one more name, an unlink takes one:
+  // a file is unlinked when it has none left, and gone when it is unlinked
+  // and unheld: at once on unlink if it has no bytes left, on the free that
+  // evicts it, or on its last holder's exit. A SysV segment is gone at IPC_RMID with no
   // attachment left, or at its last detach after IPC_RMID. Failed calls,
   // and frees or unlinks of unknown segments, change nothing.
   void apply(const Event &e);
@@ -161,6 +163,7 @@ private:
     uint32_t mnt_id = 0;
     uint32_t sysv_key = 0;
     uint32_t nattch = 0;
+    uint32_t nlink = 0; // a file's names: at least 1 while linked, 0 once not
     Kind kind = Kind::tmpfs;
     SegmentState state = SegmentState::linked; // gone: a free slot of the pool
     NamePattern pattern = NamePattern::none;
@@ -232,6 +235,7 @@ private:
   void on_resize(const Event &e);
   void on_unlink(const Event &e);
   void on_rename(const Event &e);
+  void on_link(const Event &e);
   void on_free(const Event &e);
   void on_shmget(const Event &e);
   void on_shmat(const Event &e);
@@ -248,7 +252,16 @@ private:
                          Process &p);
   void erase_segment(SegIt it);
   void set_path(SegIt it, std::string_view path, bool full);
+  // linked: nlink at least 1; else nlink 0 and no other names.
   void set_state(SegIt it, SegmentState state);
+  // A linked file's names besides the one shown (other_names_).
+  bool has_name(SegIt it, std::string_view path) const;
+  void add_other_name(SegIt it, std::string_view path);
+  void set_other_names(SegIt it, std::vector<std::string> names);
+  // One of a file's names is gone: it shows another, or it is unlinked.
+  void drop_name(SegIt it, std::string_view path);
+  // One of a file's names is now `to`.
+  void rename_name(SegIt it, std::string_view from, std::string_view to);
   void set_bytes(SegIt it, uint64_t bytes);
   void set_creator(Segment &s, uint32_t pid, const Process &p);
   void hold(SegIt it, uint32_t pid, Process &p, ExecHint hint);
@@ -258,8 +271,12 @@ private:
   // Destroys the segment when nothing keeps it any more.
   bool collect_if_unused(SegIt it);
   SegIt find_by_path(std::string_view path, uint32_t dev_or_0);
+  // find_by_path, else the file that has the path as another name.
+  SegIt find_by_name(std::string_view path, uint32_t dev_or_0);
   SegIt find_linked_by_name(const Event &e);
   void upsert_sysv(uint32_t ipcns, const SysvEntry &t, uint64_t now_ns);
+  // One scanned inode of reconcile_tmpfs and every name the scan found it under.
+  void reconcile_inode(std::span<const TmpfsFile *const> names, uint64_t now_ns);
   uint64_t used_now(const MountEntry &m) const;
 
   void index_path(SegIt it);
@@ -296,6 +313,10 @@ private:
   // Linked files with a resolved path by the hash of it, to find unlink and
   // rename targets whose (dev, ino) hint is missing or wrong.
   SlotIndex by_path_;
+  // The names of a linked file with hard links, besides the one its segment
+  // shows (and by_path_ files): kept only while it has more than one
+  // (nlink > 1), so that a segment without links costs nothing more.
+  std::unordered_map<SegmentKey, std::vector<std::string>> other_names_;
   std::unordered_map<uint32_t, Process> procs_;
   std::unordered_map<uint64_t, CgroupEntry> cgroups_;
   std::unordered_map<uint32_t, DevStats> devs_;

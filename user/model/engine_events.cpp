@@ -1,8 +1,6 @@
 // The event rules: how each decoded event changes the engine's state.
 #include "model/engine.hpp"
 
-#include "model/resolver.hpp"
-
 #include <algorithm>
 #include <cerrno>
 #include <fcntl.h>
@@ -13,29 +11,6 @@ namespace {
 constexpr uint32_t kMfdCloexec = 0x1;     // MFD_CLOEXEC
 constexpr uint32_t kRenameExchange = 0x2; // RENAME_EXCHANGE
 constexpr uint8_t kShmgetCreated = 1;     // Event::created
-
-// The path a rename gives its file, or "" when the event does not say it:
-// an absolute target, or a relative one from the same start directory as a
-// relative source (recovered by stripping the source from its resolved path).
-std::string renamed_path(const Event &e) {
-  if (e.newpath.starts_with('/'))
-    return PathResolver::normalize(e.newpath);
-  if (e.newpath.empty() || e.full_path.empty() || e.path.starts_with('/') || e.absolute ||
-      e.dirfd != e.newdirfd)
-    return {};
-  std::string_view p = e.path;
-  for (size_t i = 0; i <= p.size();) {
-    size_t j = std::min(p.find('/', i), p.size());
-    if (p.substr(i, j - i) == "..")
-      return {}; // normalisation may have eaten the start directory
-    i = j + 1;
-  }
-  std::string rel = PathResolver::normalize("/" + e.path);
-  if (rel == "/" || !std::string_view(e.full_path).ends_with(rel))
-    return {};
-  std::string start = e.full_path.substr(0, e.full_path.size() - rel.size());
-  return PathResolver::normalize(start + "/" + e.newpath);
-}
 
 // The path to show for a file event: resolved, else in-mount, else as passed.
 std::pair<std::string_view, bool> event_path(const Event &e) {
@@ -67,6 +42,9 @@ void Engine::apply(const Event &e) {
     break;
   case EventType::rename:
     on_rename(e);
+    break;
+  case EventType::link:
+    on_link(e);
     break;
   case EventType::free:
     on_free(e);
@@ -217,11 +195,8 @@ void Engine::on_unlink(const Event &e) {
     ++stats_.ignored;
     return;
   }
-  set_state(it, SegmentState::unlinked);
   it->second.changed_ns = e.ts_ns;
-  // With bytes left, the kernel's frees (or a reconcile) finish the job.
-  if (it->second.holders.empty() && it->second.bytes == 0)
-    erase_segment(it);
+  drop_name(it, e.full_path);
 }
 
 void Engine::on_rename(const Event &e) {
@@ -235,27 +210,56 @@ void Engine::on_rename(const Event &e) {
     ++stats_.ignored;
     return;
   }
-  std::string to = renamed_path(e);
+  const std::string &to = e.full_newpath;
+  // The name that changed: the one the event resolved, else the one shown.
+  const std::string from = e.full_path.empty() ? std::string(it->second.path.view()) : e.full_path;
   if (to.empty()) {
     // Unknown target directory: show the name as passed until a reconcile.
     set_path(it, e.newpath, false);
-  } else {
-    auto target = find_by_path(to, it->first.dev_or_ipcns);
+  } else if (!has_name(it, to)) { // two names of one file: rename(2) does nothing
+    auto target = find_by_name(to, it->first.dev_or_ipcns);
     if (target != segs_.end() && target != it) {
-      if (e.flags & kRenameExchange) {
-        set_path(target, std::string(it->second.path.view()), true);
-        target->second.changed_ns = e.ts_ns;
-      } else {
-        // Replaced: the old target lost its name.
-        set_state(target, SegmentState::unlinked);
-        target->second.changed_ns = e.ts_ns;
-        if (target->second.holders.empty() && target->second.bytes == 0)
-          erase_segment(target);
-      }
+      target->second.changed_ns = e.ts_ns;
+      if (e.flags & kRenameExchange)
+        rename_name(target, to, from);
+      else
+        drop_name(target, to); // replaced: the old target lost this name
     }
-    set_path(it, to, true);
+    rename_name(it, from, to);
   }
   it->second.changed_ns = e.ts_ns;
+}
+
+void Engine::on_link(const Event &e) {
+  if (e.ret != 0) {
+    ++stats_.ignored;
+    return;
+  }
+  touch_process(e);
+  // linkat(fd, "", ..., AT_EMPTY_PATH) names its file exactly (an
+  // O_TMPFILE file, say, unlinked until now); link(2) by its old name.
+  auto it = e.path.empty() && e.ino != 0 ? segs_.find(SegmentKey::file(e.dev, e.ino))
+                                         : find_linked_by_name(e);
+  if (it == segs_.end() || it->first.is_sysv()) {
+    ++stats_.ignored;
+    return;
+  }
+  Segment &s = it->second;
+  const bool named = s.state == SegmentState::linked;
+  if (named)
+    ++s.nlink;
+  else
+    set_state(it, SegmentState::linked); // its first name
+  const std::string &to = e.full_newpath;
+  if (to.empty()) {
+    if (!named) // a name in a directory the event does not say: as passed
+      set_path(it, e.newpath, false);
+  } else if (!named || !(s.flags & kPathFull)) {
+    set_path(it, to, true);
+  } else {
+    add_other_name(it, to);
+  }
+  s.changed_ns = e.ts_ns;
 }
 
 void Engine::on_free(const Event &e) {

@@ -162,6 +162,10 @@ SegmentInfo Engine::info(const SegmentKey &key, const Segment &s, const NsContai
   i.holders.assign(s.holders.begin(), s.holders.end());
   std::sort(i.holders.begin(), i.holders.end());
   i.nattch = s.nattch;
+  i.nlink = s.nlink;
+  if (!other_names_.empty())
+    if (auto n = other_names_.find(key); n != other_names_.end())
+      i.other_paths = n->second;
   i.sysv_key = s.sysv_key;
   i.changed_ns = s.changed_ns;
   i.pattern = s.pattern;

@@ -3,6 +3,7 @@
 #include "model/engine.hpp"
 
 #include <algorithm>
+#include <span>
 #include <unordered_set>
 
 namespace shmbpf {
@@ -35,8 +36,14 @@ void Engine::add_existing_file(const TmpfsFile &f, uint32_t mnt_id_or_0, std::st
     s.changed_ns = last_ts_;
     set_path(it, f.path, f.path.starts_with('/'));
     set_state(it, f.nlink == 0 ? SegmentState::unlinked : SegmentState::linked);
+    if (f.nlink > 0)
+      s.nlink = f.nlink;
   } else if (!(it->second.flags & kPathFull) && !f.path.empty()) {
     set_path(it, f.path, f.path.starts_with('/'));
+  } else if (f.path.starts_with('/') && it->second.state == SegmentState::linked && f.nlink > 0) {
+    // The same inode under another path: a hard link, one segment.
+    it->second.nlink = f.nlink;
+    add_other_name(it, f.path);
   }
   Segment &s = it->second;
   if (!s.mnt_id)
@@ -184,39 +191,80 @@ void Engine::sample_mounts(uint64_t now_ns) {
   }
 }
 
+void Engine::reconcile_inode(std::span<const TmpfsFile *const> names, uint64_t now_ns) {
+  const TmpfsFile &f = *names.front();
+  auto it = segs_.find(SegmentKey::file(f.dev, f.ino));
+  if (it == segs_.end()) {
+    for (const TmpfsFile *name : names)
+      add_existing_file(*name, 0, {});
+    segs_.find(SegmentKey::file(f.dev, f.ino))->second.changed_ns = now_ns;
+    return;
+  }
+  Segment &s = it->second;
+  // The name shown stays while the file has it; else the first one found.
+  const TmpfsFile *shown = &f;
+  if (names.size() > 1)
+    for (const TmpfsFile *name : names)
+      if ((s.flags & kPathFull) && s.path == name->path)
+        shown = name;
+  bool changed = false;
+  if (!(s.path == shown->path) || !(s.flags & kPathFull)) {
+    set_path(it, shown->path, shown->path.starts_with('/')); // a rename we missed
+    changed = true;
+  }
+  if (s.state != SegmentState::linked) {
+    set_state(it, SegmentState::linked);
+    changed = true;
+  }
+  const uint32_t nlink = std::max<uint32_t>(f.nlink, static_cast<uint32_t>(names.size()));
+  if (s.nlink != nlink) {
+    s.nlink = nlink; // links made or removed unseen
+    changed = true;
+  }
+  std::vector<std::string> others;
+  for (const TmpfsFile *name : names)
+    if (name != shown && name->path.starts_with('/'))
+      others.push_back(name->path);
+  set_other_names(it, std::move(others));
+  if (s.size != f.size || s.bytes != f.bytes) {
+    s.size = f.size;
+    set_bytes(it, f.bytes);
+    changed = true;
+  }
+  if (changed)
+    s.changed_ns = now_ns;
+}
+
 void Engine::reconcile_tmpfs(uint32_t dev, const std::vector<TmpfsFile> &truth, uint64_t now_ns) {
-  std::vector<uint64_t> present; // inodes, sorted below
+  std::vector<uint64_t> present; // inodes, sorted
   present.reserve(truth.size());
+  for (const TmpfsFile &f : truth)
+    if (f.dev == dev)
+      present.push_back(f.ino);
+  std::sort(present.begin(), present.end());
+  // A file with hard links is listed once per name, and is one segment with
+  // every name: those few are gathered first, in scan order.
+  std::vector<uint64_t> linked_more;
+  for (size_t i = 1; i < present.size(); ++i)
+    if (present[i] == present[i - 1] && (linked_more.empty() || linked_more.back() != present[i]))
+      linked_more.push_back(present[i]);
+  std::vector<std::vector<const TmpfsFile *>> names(linked_more.size());
   for (const TmpfsFile &f : truth) {
     if (f.dev != dev)
       continue;
-    present.push_back(f.ino);
-    auto it = segs_.find(SegmentKey::file(f.dev, f.ino));
-    if (it == segs_.end()) {
-      add_existing_file(f, 0, {});
-      segs_.find(SegmentKey::file(f.dev, f.ino))->second.changed_ns = now_ns;
-      continue;
+    if (!linked_more.empty()) {
+      auto more = std::lower_bound(linked_more.begin(), linked_more.end(), f.ino);
+      if (more != linked_more.end() && *more == f.ino) {
+        names[more - linked_more.begin()].push_back(&f);
+        continue;
+      }
     }
-    Segment &s = it->second;
-    bool changed = false;
-    if (!(s.path == f.path) || !(s.flags & kPathFull)) {
-      set_path(it, f.path, f.path.starts_with('/')); // a rename we missed
-      changed = true;
-    }
-    if (s.state != SegmentState::linked) {
-      set_state(it, SegmentState::linked);
-      changed = true;
-    }
-    if (s.size != f.size || s.bytes != f.bytes) {
-      s.size = f.size;
-      set_bytes(it, f.bytes);
-      changed = true;
-    }
-    if (changed)
-      s.changed_ns = now_ns;
+    const TmpfsFile *one = &f;
+    reconcile_inode({&one, 1}, now_ns);
   }
+  for (const auto &inode : names)
+    reconcile_inode(inode, now_ns);
 
-  std::sort(present.begin(), present.end());
   std::vector<SegmentKey> vanished;
   for (const auto &[key, s] : segs_)
     if (!key.is_sysv() && key.dev_or_ipcns == dev && s.kind == Kind::tmpfs &&

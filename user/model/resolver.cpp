@@ -126,22 +126,40 @@ PathResolver::Outcome PathResolver::resolve(Event &e) {
     return Outcome::resolved;
   }
   case EventType::unlink:
-  case EventType::rename: {
+  case EventType::rename:
+  case EventType::link:
+    return resolve_by_name(e);
+  default:
+    return Outcome::resolved;
+  }
+}
+
+PathResolver::Outcome PathResolver::resolve_by_name(Event &e) {
+  // The start directory the record carries: the old path's when it is
+  // relative, else the new path's (new_start). linkat(fd, "", ...,
+  // AT_EMPTY_PATH) has no old path: the kernel gave its inode exactly.
+  const bool old_relative = !e.absolute && !e.path.empty();
+  bool have_start = false;
+  if (old_relative || e.new_start) {
+    auto m = by_id_.find(e.start_mnt_id);
+    if (m == by_id_.end() || m->second.dev != e.start_dev)
+      return Outcome::unknown_mount;
+    have_start = join_mount_path_into(start_, m->second, e.start_dir);
+    if (!have_start && old_relative)
+      return Outcome::not_shared_mem;
+  }
+  if (!knows_namespace(e.mntns))
+    return Outcome::unknown_mount;
+  if (!e.path.empty()) {
     std::string &abs = joined_;
-    if (e.absolute) {
-      normalize_into(abs, e.path);
-    } else {
-      auto m = by_id_.find(e.start_mnt_id);
-      if (m == by_id_.end() || m->second.dev != e.start_dev)
-        return Outcome::unknown_mount;
-      if (!join_mount_path_into(dir_, m->second, e.start_dir))
-        return Outcome::not_shared_mem;
+    if (old_relative) {
+      dir_.assign(start_);
       dir_ += '/';
       dir_ += e.path;
       normalize_into(abs, dir_);
+    } else {
+      normalize_into(abs, e.path);
     }
-    if (!knows_namespace(e.mntns))
-      return Outcome::unknown_mount;
     const MountInfo *m = mount_for_path(e.mntns, abs);
     if (!m || !m->is_tmpfs())
       return Outcome::not_shared_mem;
@@ -149,27 +167,42 @@ PathResolver::Outcome PathResolver::resolve(Event &e) {
     if (auto it = paths_.find(path_key(e.mntns, abs)); it != paths_.end()) {
       e.dev = it->second.dev;
       e.ino = it->second.ino;
-      paths_.erase(it);
+      if (e.type != EventType::link) // a link leaves the old name
+        paths_.erase(it);
     } else if (e.dev != m->dev) {
       e.dev = 0; // the kernel's hint was another file with the same leaf name
       e.ino = 0;
     }
-    if (e.type == EventType::unlink && e.ino != 0)
+  }
+  if (e.type == EventType::unlink) {
+    if (e.ino != 0)
       forget_name({e.dev, e.ino});
-    if (e.type == EventType::rename && e.ino != 0 && e.newpath.starts_with("/")) {
-      normalize_into(dir_, e.newpath);
-      if (!dir_.empty()) {
-        paths_[path_key(e.mntns, dir_)] = {e.dev, e.ino};
-        Known &k = inodes_[{e.dev, e.ino}];
-        k.path = dir_;
-        k.unlinked_seq = 0;
-      }
+    return Outcome::resolved;
+  }
+
+  // The new path: absolute, or from the start directory when it is the
+  // new path's own, or the old path's and the new one has the same dirfd.
+  if (e.newpath.starts_with('/')) {
+    normalize_into(e.full_newpath, e.newpath);
+  } else if (!e.newpath.empty() && have_start &&
+             (e.new_start || (old_relative && e.dirfd == e.newdirfd))) {
+    dir_.assign(start_);
+    dir_ += '/';
+    dir_ += e.newpath;
+    normalize_into(e.full_newpath, dir_);
+  }
+  if (e.ino != 0 && !e.full_newpath.empty()) {
+    paths_[path_key(e.mntns, e.full_newpath)] = {e.dev, e.ino};
+    // A free names the file by the path it keeps: a link adds one.
+    Known &k = inodes_[{e.dev, e.ino}];
+    if (e.type == EventType::rename || k.path.empty() || k.unlinked_seq != 0) {
+      k.path = e.full_newpath;
+      k.unlinked_seq = 0;
     }
-    return Outcome::resolved;
+    if (k.kind == Kind::none)
+      k.kind = Kind::tmpfs;
   }
-  default:
-    return Outcome::resolved;
-  }
+  return Outcome::resolved;
 }
 
 } // namespace shmbpf

@@ -1,6 +1,6 @@
 // Turns the kernel's partial view of a path (mount id + in-mount path, or a
 // path as passed plus its start directory) into the absolute path a user
-// knows, and decides whether an unlink/rename candidate really concerns a
+// knows, and decides whether an unlink/rename/link candidate really concerns a
 // tmpfs file. Pure: fed with mount tables by the caller.
 #pragma once
 
@@ -23,7 +23,7 @@ public:
   enum class Outcome {
     resolved,       // full_path filled in (or nothing to resolve)
     unknown_mount,  // a mount id or namespace is not known: refresh and retry
-    not_shared_mem, // an unlink/rename candidate that is not on tmpfs: drop it
+    not_shared_mem, // an unlink/rename/link candidate that is not on tmpfs: drop it
   };
 
   // Inodes remembered after their name was unlinked, for the path of a
@@ -35,6 +35,7 @@ public:
   bool knows_namespace(uint32_t mntns) const { return by_ns_.count(mntns) != 0; }
   bool knows_mount(uint32_t mnt_id) const { return by_id_.count(mnt_id) != 0; }
 
+  // Fills in full_path (and a rename's or link's full_newpath) where it can.
   Outcome resolve(Event &e);
 
   // "/a/./b//../c" -> "/a/c"; "" for a relative input.
@@ -61,6 +62,8 @@ private:
   };
 
   const MountInfo *mount_for_path(uint32_t mntns, const std::string &abs) const;
+  // unlink, rename and link: the kernel's path(s) as passed, made absolute.
+  Outcome resolve_by_name(Event &e);
   // paths_ key "<mntns>:<abs path>" in key_ (a reused buffer).
   const std::string &path_key(uint32_t mntns, std::string_view abs);
   void remember(const Event &e, std::string_view path, Kind kind);
@@ -75,7 +78,7 @@ private:
   std::deque<std::pair<InodeKey, uint64_t>> unlinked_;
   uint64_t unlink_seq_ = 0;
   std::unordered_map<std::string, InodeKey> paths_; // "<mntns>:<abs path>"
-  std::string key_, dir_, joined_;                  // reused buffers
+  std::string key_, dir_, joined_, start_;          // reused buffers
 };
 
 } // namespace shmbpf

@@ -96,6 +96,11 @@ struct SegmentInfo {
   int64_t mtime_s = 0;           // pre-existing files: mtime from the scan, else 0
   std::vector<uint32_t> holders; // pids with an fd or mapping, sorted
   uint32_t nattch = 0;           // SysV attach count
+  // A tmpfs file's names (st_nlink, as far as shmbpf saw them made and
+  // removed): 0 once unlinked, and for memfds and SysV segments.
+  uint32_t nlink = 0;
+  // A linked file's other names besides path (hard links), as far as known.
+  std::vector<std::string> other_paths;
   uint32_t sysv_key = 0;
   uint64_t changed_ns = 0;
   NamePattern pattern = NamePattern::none;

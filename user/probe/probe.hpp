@@ -38,7 +38,7 @@ struct ProbeOptions {
   // tells the user to run ("sudo shmbpf <command>").
   std::string command = "trace";
   size_t ring_buffer_bytes = RingBufferSetting::kDefault;
-  // Names the kernel's leaf-name table (unlink/rename matching) holds: a
+  // Names the kernel's leaf-name table (unlink/rename/link matching) holds: a
   // power of two, at least SHMBPF_NAME_WAYS (rounded up); 0: the least
   // name_map_capacity gives. The live session sizes it from the files on
   // tmpfs (name_map_capacity of tmpfs_files_in_use()).
@@ -126,7 +126,7 @@ public:
   // Attaches the programs (once): from here on the kernel fills its maps.
   void attach();
   bool attached() const { return attached_; }
-  // Follow unlinks and renames of files that existed before start: their
+  // Follow unlinks, renames and links of files that existed before start: their
   // leaf names go into the kernel's name table. A name already known is
   // kept (the first file wins). Written straight into the mmap'ed table,
   // without syscalls, before attach() or after.

@@ -35,6 +35,8 @@ constexpr std::array kMeanings = {
     HookMeaning{"sys_exit_renameat", "rename", "renames with renameat(2) found by reconciliation"},
     HookMeaning{"sys_exit_renameat2", "rename",
                 "renames with renameat2(2) found by reconciliation"},
+    HookMeaning{"sys_exit_link", "link", "hard links made with link(2) found by rescans"},
+    HookMeaning{"sys_exit_linkat", "link", "hard links made with linkat(2) found by rescans"},
     HookMeaning{"sys_enter_shmget", "shmget",
                 "shmget with IPC_CREAT cannot tell a new segment from an existing one"},
     HookMeaning{"sys_exit_shmget", "shmget", "SysV segments found by rescans"},

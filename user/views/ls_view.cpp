@@ -81,6 +81,15 @@ void write_segment(JsonWriter &w, const SegmentInfo &s, uint64_t now_ns) {
   } else {
     w.str("dev", dev_string(s.key.dev_or_ipcns)).num("ino", s.key.ino_or_shmid).null("shmid");
   }
+  // A file's names (hard links): how many, and the others known.
+  if (s.key.is_sysv())
+    w.null("nlink");
+  else
+    w.num("nlink", s.nlink);
+  w.key("other_paths").begin_array();
+  for (const std::string &p : s.other_paths)
+    w.str(p);
+  w.end_array();
   w.num("size", s.size).num("bytes", s.bytes).str("state", to_string(s.state));
   w.key("mount").str_or_null(s.mountpoint);
   if (const auto age = segment_age_s(s, now_ns))

@@ -77,6 +77,11 @@ bool Details::segment(const std::string &id) {
                       std::to_string(s.key.dev_or_ipcns) + ", key 0x" + hex8(s.sysv_key) + ")");
     else
       kv("inode", dev_string(s.key.dev_or_ipcns) + " " + std::to_string(s.key.ino_or_shmid));
+    if (!s.key.is_sysv()) {
+      kv("nlink", std::to_string(s.nlink) + (s.other_paths.empty() ? "" : ", also:"));
+      for (const std::string &p : s.other_paths)
+        line("  " + escape_text(p));
+    }
     kv("mount", or_dash(s.mountpoint));
     kv("size", human_bytes(s.size) + " (" + std::to_string(s.size) + " bytes)");
     kv("resident", human_bytes(s.bytes) + " (" + std::to_string(s.bytes) + " bytes)");

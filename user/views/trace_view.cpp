@@ -83,7 +83,14 @@ bool is_sysv_event(EventType t) {
          t == EventType::shm_rmid;
 }
 
-bool is_path_event(EventType t) { return t == EventType::unlink || t == EventType::rename; }
+bool is_path_event(EventType t) {
+  return t == EventType::unlink || t == EventType::rename || t == EventType::link;
+}
+
+// The new name of a rename or link: resolved, else as passed.
+std::string_view new_path(const Event &e) {
+  return e.full_newpath.empty() ? std::string_view(e.newpath) : e.full_newpath;
+}
 
 // The best name we have for the object: resolved path, in-mount name, or
 // the argument as passed.
@@ -213,12 +220,12 @@ void details_column(Details &d, const Event &e) {
       d.text("origin", to_string(e.origin));
     }
   } else if (is_path_event(e.type)) {
-    if (e.type == EventType::rename) {
+    if (e.type != EventType::unlink) {
       d.word("->");
-      if (e.newpath.empty())
+      if (new_path(e).empty())
         d.word("-");
       else
-        append_escaped_text(d.word(), e.newpath);
+        append_escaped_text(d.word(), new_path(e));
     }
     inode_details(d, e);
     // An unresolved relative path means nothing without its directory.
@@ -427,8 +434,8 @@ void TraceFormatter::append_json(std::string &out, const Event &e) {
     j.str("path", e.full_path.empty() ? std::string_view(e.path) : e.full_path)
         .str("path_arg", e.path)
         .num("dirfd", e.dirfd);
-    if (e.type == EventType::rename)
-      j.str("newpath", e.newpath).num("newdirfd", e.newdirfd);
+    if (e.type != EventType::unlink)
+      j.str("newpath", new_path(e)).str("newpath_arg", e.newpath).num("newdirfd", e.newdirfd);
     if (e.ino != 0) {
       append_json_dev(j.key("dev").raw_value(), e.dev);
       j.num("ino", e.ino);
