@@ -11,6 +11,8 @@ pkgs=(
   libgtest-dev nlohmann-json3-dev          # tests (JSON only to parse our NDJSON in tests)
   clang-format                             # style check
   libncurses-dev                           # shmbpf top's terminal UI
+  libcpp-httplib-dev                       # shmbpf serve's HTTP (/metrics, /healthz, /readyz)
+  prometheus                               # tests: promtool checks what /metrics serves
   tmux                                     # tests: drives shmbpf top in a real terminal
   python3-torch                            # tests: the PyTorch workloads shmbpf exists for
   qemu-system-x86 busybox-static cpio      # tests/vm: Debian's kernels in guests, their initramfs
