@@ -148,6 +148,22 @@ TEST(ServeCli, LeakRisesInMetricsPromtoolAgreesAndSigtermStops) {
   const double before = metric(first->body, "shmbpf_orphaned_segments", where).value_or(0);
   EXPECT_EQ(before, 0);
 
+  // A client stuck halfway through its request holds one of the server's
+  // threads until the read timeout, and nothing else: the leak below must
+  // still reach /metrics.
+  const int stuck = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(static_cast<uint16_t>(port));
+  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(connect(stuck, reinterpret_cast<sockaddr *>(&to), sizeof to), 0);
+  const std::string half = "GET /metrics HTTP/1.1\r\nHost: x\r\n";
+  ASSERT_EQ(write(stuck, half.data(), half.size()), static_cast<ssize_t>(half.size()));
+  struct Close {
+    int fd;
+    ~Close() { close(fd); }
+  } close_stuck{stuck};
+
   // The leak: three 1 MiB files in /dev/shm, written, closed, their creator
   // (in the container's cgroup) gone.
   const std::string prefix = "/dev/shm/shmbpf-e2e-serve-" + std::to_string(getpid()) + "-";
