@@ -12,6 +12,8 @@ pkgs=(
   clang-format                             # style check
   libclang-rt-dev                          # clang's sanitizer runtimes and libFuzzer
   libncurses-dev                           # shmbpf top's terminal UI
+  libcpp-httplib-dev                       # shmbpf serve's HTTP (/metrics, /healthz, /readyz)
+  prometheus                               # tests: promtool checks what /metrics serves
   tmux                                     # tests: drives shmbpf top in a real terminal
   python3-torch                            # tests: the PyTorch workloads shmbpf exists for
   qemu-system-x86 busybox-static cpio      # tests/vm: Debian's kernels in guests, their initramfs

@@ -215,6 +215,23 @@ std::unique_ptr<CLI::App> make_app(CliOptions &opts) {
   doctor->add_flag("--json", d.json, "Print JSON");
   add_ring_buffer_option(doctor, d.ring_buffer_bytes);
   add_verbose_flag(doctor, d.verbose);
+
+  auto *serve = app->add_subcommand(
+      "serve", "Run as the host's agent, in the foreground: the live model behind top, its "
+               "numbers for Prometheus over HTTP (/metrics, /healthz, /readyz), a log on "
+               "stderr. Stops on SIGTERM or SIGINT (needs root).");
+  auto &s = opts.serve;
+  const CLI::Validator listen(
+      [](std::string &text) -> std::string {
+        auto a = ListenSetting::parse(text);
+        return a ? std::string() : a.error();
+      },
+      "ADDRESS:PORT");
+  serve->add_option(ListenSetting::kFlag, s.listen, ListenSetting::kHelp)
+      ->check(listen)
+      ->capture_default_str();
+  add_ring_buffer_option(serve, s.ring_buffer_bytes);
+  add_verbose_flag(serve, s.verbose);
   return app;
 }
 
@@ -257,6 +274,8 @@ int run_cli(int argc, char **argv) {
       return run_top(opts.top);
     if (app->got_subcommand("doctor"))
       return run_doctor(opts.doctor);
+    if (app->got_subcommand("serve"))
+      return run_serve(opts.serve);
   } catch (const FatalError &e) {
     std::fprintf(stderr, "shmbpf: %s\n", e.what());
     return std::max(e.exit_code(), error_status);

@@ -2,6 +2,7 @@
 // Each subcommand is a thin function over the pipeline stages.
 #pragma once
 
+#include "daemon/listen.hpp"
 #include "decode/event.hpp"
 #include "model/leaks.hpp"
 #include "probe/probe.hpp"
@@ -67,12 +68,19 @@ struct DoctorCliOptions {
   bool verbose = false;
 };
 
+struct ServeOptions {
+  std::string listen = ListenSetting::kDefault; // --listen ADDR:PORT
+  size_t ring_buffer_bytes = RingBufferSetting::kDefault;
+  bool verbose = false;
+};
+
 struct CliOptions {
   TraceOptions trace;
   LsOptions ls;
   LeaksOptions leaks;
   TopOptions top;
   DoctorCliOptions doctor;
+  ServeOptions serve;
 };
 
 // Builds the app; parsed values land in opts. Subcommands are named "trace".
@@ -95,5 +103,9 @@ int run_top(const TopOptions &opts);
 
 // `shmbpf doctor`: 0 when shmbpf can run here, 2 when it cannot.
 int run_doctor(const DoctorCliOptions &opts);
+
+// `shmbpf serve`: runs until SIGTERM or SIGINT, then 0; 2 when it cannot
+// start (the port is taken, BPF cannot load).
+int run_serve(const ServeOptions &opts);
 
 } // namespace shmbpf

@@ -1,26 +1,32 @@
 #include "cli/kernel_notes.hpp"
 
 #include <cstdio>
-#include <string>
 
 namespace shmbpf {
 
-void tell_kernel_notes(const Probe &probe, bool verbose) {
+std::vector<std::string> kernel_notes(const Probe &probe, bool verbose) {
+  std::vector<std::string> out;
   // "hook not available: " is what scripts (tests/vm) look for.
   for (const auto &m : probe.missing_hooks())
-    std::fprintf(stderr, "shmbpf: warning: hook not available: %s\n", m.c_str());
+    out.push_back("warning: hook not available: " + m);
   const std::string kernel =
       probe.features().release.empty() ? "this kernel" : "kernel " + probe.features().release;
   for (const Fallback &f : probe.fallbacks())
     if (f.lossy || verbose)
-      std::fprintf(stderr, "shmbpf: %s: %s has no %s: %s\n", f.lossy ? "note" : "info",
-                   kernel.c_str(), f.feature.c_str(), f.instead.c_str());
+      out.push_back(std::string(f.lossy ? "note" : "info") + ": " + kernel + " has no " +
+                    f.feature + ": " + f.instead);
   if (!verbose)
-    return;
+    return out;
   for (const HookStatus &h : probe.hooks())
     if (!h.program.empty())
-      std::fprintf(stderr, "shmbpf: info: hook %s: program %s (%s build)\n", h.hook.c_str(),
-                   h.program.c_str(), std::string(build_name(h.build)).c_str());
+      out.push_back("info: hook " + h.hook + ": program " + h.program + " (" +
+                    std::string(build_name(h.build)) + " build)");
+  return out;
+}
+
+void tell_kernel_notes(const Probe &probe, bool verbose) {
+  for (const std::string &line : kernel_notes(probe, verbose))
+    std::fprintf(stderr, "shmbpf: %s\n", line.c_str());
 }
 
 } // namespace shmbpf

@@ -5,8 +5,15 @@
 
 #include "probe/probe.hpp"
 
+#include <string>
+#include <vector>
+
 namespace shmbpf {
 
+// The notes, one line each, without the "shmbpf: " that starts them on stderr.
+std::vector<std::string> kernel_notes(const Probe &probe, bool verbose);
+
+// Each note on stderr, as "shmbpf: <note>".
 void tell_kernel_notes(const Probe &probe, bool verbose);
 
 } // namespace shmbpf

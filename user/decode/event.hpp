@@ -4,6 +4,7 @@
 
 #include "facts/dev.hpp"
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -50,6 +51,9 @@ enum class Origin : uint8_t {
   link = 13,
   linkat = 14,
 };
+
+// Arrays indexed by an EventType's value have this many slots.
+inline constexpr size_t kEventTypeSlots = static_cast<size_t>(EventType::exec) + 1;
 
 std::string_view to_string(EventType t);
 std::string_view to_string(Kind k);

@@ -151,6 +151,8 @@ void Monitor::apply(Event &e) {
       new_cgroups_.push_back(e.cgroup_id);
   }
   stats_.events++;
+  if (const auto t = static_cast<size_t>(e.type); t < stats_.by_type.size())
+    stats_.by_type[t]++;
   if (observer_)
     observer_(e);
 }
@@ -205,10 +207,14 @@ void Monitor::note_stall(std::chrono::steady_clock::time_point since) {
 }
 
 int Monitor::poll(int timeout_ms) {
+  // Only this thread changes what busy reads: no lock needed to wait.
+  const bool busy = gather_.valid() || has_held();
+  if (const int w = session_.wait(busy ? std::min(timeout_ms, kGatherPollMs) : timeout_ms); w < 0)
+    return w;
+  std::lock_guard lock(mu_);
   const uint64_t before = stats_.events;
   const auto cb = [this](Event &e) { on_event(e); };
-  const bool busy = gather_.valid() || has_held();
-  int n = session_.poll(busy ? std::min(timeout_ms, kGatherPollMs) : timeout_ms, cb);
+  int n = session_.poll(0, cb);
   if (n < 0)
     return n;
   const auto now = std::chrono::steady_clock::now();
@@ -274,6 +280,11 @@ int Monitor::poll(int timeout_ms) {
 }
 
 void Monitor::drain() {
+  std::lock_guard lock(mu_);
+  drain_locked();
+}
+
+void Monitor::drain_locked() {
   const auto cb = [this](Event &e) { on_event(e); };
   // Keep reading while the gather runs; on_event applies its result.
   while (gather_.valid() && !gather_done_.load(std::memory_order_acquire) &&
@@ -287,7 +298,8 @@ void Monitor::drain() {
 }
 
 void Monitor::reconcile() {
-  drain();
+  std::lock_guard lock(mu_);
+  drain_locked();
   Gather g;
   g.rescan = true;
   g.started = std::chrono::steady_clock::now();

@@ -4,15 +4,18 @@
 // What `shmbpf top` (and any long-running consumer) reads.
 #pragma once
 
+#include "decode/event.hpp"
 #include "live/session.hpp"
 #include "model/engine.hpp"
 
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
 #include <future>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 #include <unordered_set>
@@ -38,7 +41,9 @@ struct MonitorOptions {
 };
 
 struct MonitorStats {
-  uint64_t events = 0;        // events applied to the engine
+  uint64_t events = 0; // events applied to the engine
+  // The same by type, indexed by EventType's value.
+  std::array<uint64_t, kEventTypeSlots> by_type{};
   uint64_t lost = 0;          // records the kernel could not deliver
   uint64_t decode_errors = 0; // records the decoder rejected
   uint64_t reconciles = 0;    // full rescans, the bootstrap included
@@ -77,8 +82,18 @@ public:
   // Called for each event after the engine applied it (optional).
   void set_observer(EventFn fn) { observer_ = std::move(fn); }
 
+  // The engine and the counters, for the thread that calls poll() (top's
+  // loops). Other threads use read().
   const Engine &engine() const { return engine_; }
   MonitorStats stats() const;
+  // Runs fn(engine, stats) under the monitor's lock, from any thread, and
+  // returns what fn returns. poll(), drain() and reconcile() hold that lock
+  // while they change the engine, never while poll() waits for records: fn
+  // should copy what it needs and return, and format it after.
+  template <class Fn> auto read(Fn &&fn) const {
+    std::lock_guard lock(mu_);
+    return fn(static_cast<const Engine &>(engine_), stats());
+  }
   const Session &session() const { return session_; }
   // CLOCK_BOOTTIME now, in the engine's time base.
   static uint64_t now_ns();
@@ -125,6 +140,7 @@ private:
     std::chrono::steady_clock::time_point started;
   };
   static Gather run_gather(Gather g);
+  void drain_locked();
 
   // Every event read goes through here: applied, or held back in order
   // while a gather runs and until the ones held before it are applied.
@@ -149,6 +165,9 @@ private:
   void watch(const Event &e);
   void recheck_holders_of(SegmentKey key);
 
+  // Held by the consumer while it reads records and changes the engine,
+  // and by read().
+  mutable std::mutex mu_;
   Session session_;
   Engine engine_;
   EventFn observer_;

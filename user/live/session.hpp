@@ -43,6 +43,8 @@ public:
   // Polls once (up to timeout_ms) and flushes per-CPU free aggregates at
   // most every 200 ms. Returns records consumed or -errno (-EINTR on signal).
   int poll(int timeout_ms, const EventFn &fn);
+  // Waits up to timeout_ms for records without reading them (Probe::wait).
+  int wait(int timeout_ms) { return probe_.wait(timeout_ms); }
   // Pushes out everything pending in the kernel and delivers it.
   void drain(const EventFn &fn);
 

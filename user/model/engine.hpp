@@ -127,11 +127,17 @@ public:
   // cgroup ids in use that set_cgroup_path has not described yet.
   std::vector<uint64_t> unknown_cgroups() const;
   EngineStats stats() const;
+  // Every live segment in one group per (container, kind, state, mount,
+  // orphan), sorted by container id, mountpoint, kind, state, orphan: one
+  // pass, no SegmentInfo.
+  std::vector<SegmentGroup> segment_groups(uint64_t now_ns, uint64_t orphan_min_age_ns) const;
   EngineTotals totals(uint64_t now_ns, uint64_t orphan_min_age_ns) const;
   // What the last full scan could not cover (apply_scan sets it): files
   // there are missing from every table until a scan reaches them.
   void set_scan_gaps(std::vector<ScanGap> gaps) { scan_gaps_ = std::move(gaps); }
   const std::vector<ScanGap> &scan_gaps() const { return scan_gaps_; }
+  // totals().sigbus without a walk over the segments.
+  uint64_t sigbus() const { return sigbus_; }
   size_t segment_count() const { return segs_.size(); }
 
 private:
@@ -298,6 +304,7 @@ private:
   uint64_t age_ns(const Segment &s, uint64_t now_ns) const;
   const ContainerRef *container_of(uint64_t cgroup_id) const;
   std::string mountpoint_of(const SegmentKey &key, const Segment &s) const;
+  std::string mountpoint_of(bool sysv, uint32_t mnt_id, uint32_t dev) const;
   SegmentInfo info(const SegmentKey &key, const Segment &s, const NsContainers *ns = nullptr) const;
   bool matches(const SegmentKey &key, const Segment &s, const SegmentFilter &f,
                const NsContainers &ns) const;

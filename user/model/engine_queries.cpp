@@ -7,6 +7,9 @@
 #include <cstring>
 #include <deque>
 #include <fnmatch.h>
+#include <map>
+#include <optional>
+#include <tuple>
 #include <unordered_set>
 
 namespace shmbpf {
@@ -127,12 +130,16 @@ const ContainerRef *Engine::container_of(uint64_t cgroup_id) const {
 }
 
 std::string Engine::mountpoint_of(const SegmentKey &key, const Segment &s) const {
-  if (key.is_sysv())
+  return mountpoint_of(key.is_sysv(), s.mnt_id, key.dev_or_ipcns);
+}
+
+std::string Engine::mountpoint_of(bool sysv, uint32_t mnt_id, uint32_t dev) const {
+  if (sysv)
     return {};
-  if (s.mnt_id)
-    if (auto it = mnt_names_.find(s.mnt_id); it != mnt_names_.end())
+  if (mnt_id)
+    if (auto it = mnt_names_.find(mnt_id); it != mnt_names_.end())
       return it->second;
-  if (auto it = dev_names_.find(key.dev_or_ipcns); it != dev_names_.end())
+  if (auto it = dev_names_.find(dev); it != dev_names_.end())
     return it->second;
   return {};
 }
@@ -456,10 +463,13 @@ std::vector<ContainerInfo> Engine::containers(uint64_t now_ns) const {
 
 std::vector<MountUsage> Engine::mounts() const {
   std::vector<MountUsage> out;
+  const NsContainers ns = ns_containers();
   for (const auto &[id, m] : mounts_) {
     MountUsage u;
     u.mount = m.state;
     u.mount.used_bytes = used_now(m);
+    if (auto c = ns.mnt.find(m.state.mntns); c != ns.mnt.end() && c->second)
+      u.container = *c->second;
     if (auto d = devs_.find(m.state.dev); d != devs_.end()) {
       u.tracked_bytes = d->second.bytes;
       u.segments = d->second.segments;
@@ -539,6 +549,79 @@ EngineTotals Engine::totals(uint64_t now_ns, uint64_t orphan_min_age_ns) const {
   t.unlink_rate = unlinks_.rate(now_ns);
   t.sigbus = sigbus_;
   return t;
+}
+
+std::vector<SegmentGroup> Engine::segment_groups(uint64_t now_ns,
+                                                 uint64_t orphan_min_age_ns) const {
+  now_ns = now_or_last(now_ns);
+  // Grouped first by what is cheap to compare (the container's entry, the
+  // mount id, the device), then by the labels those resolve to: two
+  // cgroups of one container, or two mounts of one mountpoint, are one group.
+  struct Key {
+    const ContainerRef *container;
+    Kind kind;
+    SegmentState state;
+    uint32_t mnt_id;
+    uint32_t dev;
+    bool orphan;
+    auto tie() const { return std::tie(container, kind, state, mnt_id, dev, orphan); }
+    bool operator<(const Key &o) const { return tie() < o.tie(); }
+    bool operator==(const Key &o) const { return tie() == o.tie(); }
+  };
+  struct Sum {
+    uint64_t segments = 0;
+    uint64_t bytes = 0;
+  };
+  std::map<Key, Sum> sums;
+  const NsContainers ns = ns_containers();
+  // Neighbouring segments mostly fall in one group: skip the map then.
+  std::optional<Key> last;
+  Sum *last_sum = nullptr;
+  for (const auto &[key, s] : segs_) {
+    const bool sysv = key.is_sysv();
+    const Key k{segment_container(key, s, ns),
+                s.kind,
+                s.state,
+                sysv ? 0 : s.mnt_id,
+                sysv ? 0 : key.dev_or_ipcns,
+                is_orphan(s, sysv, now_ns, orphan_min_age_ns)};
+    if (!last || !(*last == k)) {
+      last = k;
+      last_sum = &sums[k];
+    }
+    ++last_sum->segments;
+    last_sum->bytes += s.bytes;
+  }
+  std::vector<SegmentGroup> out;
+  out.reserve(sums.size());
+  for (const auto &[k, sum] : sums) {
+    SegmentGroup g;
+    if (k.container)
+      g.container = *k.container;
+    g.kind = k.kind;
+    g.state = k.state;
+    g.mountpoint = mountpoint_of(k.kind == Kind::sysv, k.mnt_id, k.dev);
+    g.orphan = k.orphan;
+    g.segments = sum.segments;
+    g.bytes = sum.bytes;
+    out.push_back(std::move(g));
+  }
+  auto labels = [](const SegmentGroup &g) {
+    return std::tie(g.container.id, g.mountpoint, g.kind, g.state, g.orphan);
+  };
+  std::sort(out.begin(), out.end(),
+            [&](const SegmentGroup &a, const SegmentGroup &b) { return labels(a) < labels(b); });
+  // Merge the groups that resolved to the same labels.
+  std::vector<SegmentGroup> merged;
+  for (SegmentGroup &g : out) {
+    if (!merged.empty() && labels(merged.back()) == labels(g)) {
+      merged.back().segments += g.segments;
+      merged.back().bytes += g.bytes;
+    } else {
+      merged.push_back(std::move(g));
+    }
+  }
+  return merged;
 }
 
 std::vector<uint64_t> Engine::unknown_cgroups() const {

@@ -178,6 +178,24 @@ struct MountUsage {
   double growth_bytes_per_s = 0;         // least-squares slope over the sample window
   std::optional<double> seconds_to_full; // nullopt unless growing towards a limit
   uint64_t enospc = 0;                   // failed resizes with ENOSPC
+  // The container whose processes own the mount's namespace (a container's
+  // own /dev/shm), by the rule that gives a segment of unknown creator its
+  // container; id "" for the host or a namespace no one container owns.
+  ContainerRef container;
+};
+
+// Live segments counted by what an exporter may label them with: their
+// container, kind, state and mount, orphans apart. Never a pid, a path or a
+// name, so the number of groups is bounded by containers and mounts
+// whatever the number of segments.
+struct SegmentGroup {
+  ContainerRef container; // as SegmentInfo::container; id "" = host
+  Kind kind = Kind::tmpfs;
+  SegmentState state = SegmentState::linked;
+  std::string mountpoint; // as SegmentInfo::mountpoint; "" for SysV and unknown mounts
+  bool orphan = false;    // as orphans(now_ns, min_age_ns)
+  uint64_t segments = 0;
+  uint64_t bytes = 0; // resident
 };
 
 struct KindTotals {

@@ -16,6 +16,7 @@
 
 #include <linux/capability.h>
 #include <sched.h>
+#include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/resource.h>
@@ -457,6 +458,12 @@ int Probe::poll(int timeout_ms, const RecordFn &fn) {
     n = ring_buffer__consume(ring_.get());
   current_ = nullptr;
   return n;
+}
+
+int Probe::wait(int timeout_ms) {
+  epoll_event ev{};
+  const int n = epoll_wait(ring_buffer__epoll_fd(ring_.get()), &ev, 1, timeout_ms);
+  return n < 0 ? -errno : n;
 }
 
 void Probe::flush_frees() {

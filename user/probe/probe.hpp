@@ -116,6 +116,10 @@ public:
   // Delivers records to fn; returns the number consumed (-errno on error,
   // -EINTR when interrupted by a signal).
   int poll(int timeout_ms, const RecordFn &fn);
+  // Waits up to timeout_ms for records without reading them: > 0 when some
+  // are ready, 0 on timeout, -errno on error (-EINTR on a signal). A caller
+  // that must not hold a lock while it waits calls this, then poll(0, ...).
+  int wait(int timeout_ms);
   // Emits per-CPU free aggregates that no later event would push out.
   void flush_frees();
   // Records the kernel could not deliver (ring buffer full).

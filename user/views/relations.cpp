@@ -15,28 +15,31 @@ bool container_matches(std::string_view id, const std::string &want) {
   return !id.empty() && id.starts_with(want);
 }
 
-Relations::Relations(const std::vector<ProcessInfo> &processes,
-                     const std::vector<MountUsage> &mounts, uint32_t host_mntns)
-    : host_mntns_(host_mntns) {
-  for (const ProcessInfo &p : processes) {
-    by_pid_[p.pid] = &p;
-    container_ns_[p.container_id].insert(p.mntns);
-    if (!p.container_id.empty())
-      ns_container_.emplace(p.mntns, p.container_id);
-  }
-  // Of a filesystem's mounts keep the one named /dev/shm, the host's copy
-  // first, so each container's /dev/shm shows as such and the host's as the
-  // host's.
+std::vector<const MountUsage *> one_mount_per_filesystem(const std::vector<MountUsage> &mounts,
+                                                         uint32_t host_mntns) {
+  std::vector<const MountUsage *> out;
   std::unordered_map<uint32_t, std::size_t> best;
   auto score = [&](const MountUsage &m) {
     return (m.mount.mountpoint == "/dev/shm" ? 2 : 0) + (m.mount.mntns == host_mntns ? 1 : 0);
   };
   for (const MountUsage &m : mounts) {
-    auto [it, fresh] = best.emplace(m.mount.dev, fs_.size());
+    auto [it, fresh] = best.emplace(m.mount.dev, out.size());
     if (fresh)
-      fs_.push_back(&m);
-    else if (score(m) > score(*fs_[it->second]))
-      fs_[it->second] = &m;
+      out.push_back(&m);
+    else if (score(m) > score(*out[it->second]))
+      out[it->second] = &m;
+  }
+  return out;
+}
+
+Relations::Relations(const std::vector<ProcessInfo> &processes,
+                     const std::vector<MountUsage> &mounts, uint32_t host_mntns)
+    : host_mntns_(host_mntns), fs_(one_mount_per_filesystem(mounts, host_mntns)) {
+  for (const ProcessInfo &p : processes) {
+    by_pid_[p.pid] = &p;
+    container_ns_[p.container_id].insert(p.mntns);
+    if (!p.container_id.empty())
+      ns_container_.emplace(p.mntns, p.container_id);
   }
 }
 

@@ -24,6 +24,13 @@ std::string_view segment_container(const SegmentInfo &s);
 // of one; "" for the host)?
 bool container_matches(std::string_view id, const std::string &want);
 
+// One mount per filesystem, in the order first seen (a filesystem is often
+// mounted in many namespaces): of a filesystem's mounts the one named
+// /dev/shm, the host's copy first, so that each container's /dev/shm shows
+// as such and the host's as the host's. Points into mounts.
+std::vector<const MountUsage *> one_mount_per_filesystem(const std::vector<MountUsage> &mounts,
+                                                         uint32_t host_mntns);
+
 // Refers into the processes and mounts it was built from: they must outlive
 // it and stay unchanged.
 class Relations {
@@ -38,8 +45,7 @@ public:
   const std::map<std::string, std::set<uint32_t>> &container_namespaces() const {
     return container_ns_;
   }
-  // One mount per filesystem, in the order first seen: a filesystem is often
-  // mounted in many namespaces.
+  // one_mount_per_filesystem of the mounts.
   const std::vector<const MountUsage *> &filesystems() const { return fs_; }
 
   // "host", a container's short id, or "mntns:N" when nothing known runs there.

@@ -1,0 +1,302 @@
+// `shmbpf serve` end to end: the daemon on a free loopback port, ready once
+// BPF is attached and the first scan applied; a /dev/shm leak (its creator,
+// in a docker-named cgroup, exits and nobody holds the files) seen rising in
+// /metrics under that container's labels; promtool's verdict on what is
+// served; SIGHUP survived, SIGTERM obeyed; a taken port and bad flags
+// refused with one line and status 2.
+#include "background.hpp"
+#include "docker_cgroup.hpp"
+#include "run_cli.hpp"
+#include "support.hpp"
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <optional>
+#include <regex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+namespace shmbpf::test {
+namespace {
+
+using namespace std::chrono_literals;
+using Clock = std::chrono::steady_clock;
+
+constexpr auto kStartTimeout = 60s; // loading BPF and the first scan, on a busy machine
+constexpr uint64_t kMiB = 1 << 20;
+
+// A socket on 127.0.0.1 bound to a port the kernel picked, and listening
+// when asked; closed by the destructor.
+struct PortHolder {
+  int fd = -1;
+  int port = 0;
+  explicit PortHolder(bool listening, bool reuseport = false) {
+    fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int yes = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    if (reuseport)
+      setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &yes, sizeof yes);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    if (bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof a) != 0 ||
+        getsockname(fd, reinterpret_cast<sockaddr *>(&a), &len) != 0 ||
+        (listening && listen(fd, 4) != 0))
+      std::abort();
+    port = ntohs(a.sin_port);
+  }
+  ~PortHolder() { close(fd); }
+};
+
+// A port nothing listens on now (the kernel's pick, let go).
+int free_port() { return PortHolder(false).port; }
+
+struct Reply {
+  int status = 0;
+  std::string body;
+  std::string content_type;
+};
+
+std::optional<Reply> get(int port, const std::string &path) {
+  httplib::Client c("127.0.0.1", port);
+  c.set_connection_timeout(2, 0);
+  c.set_read_timeout(10, 0);
+  auto r = c.Get(path.c_str());
+  if (!r)
+    return std::nullopt;
+  return Reply{r->status, r->body, r->get_header_value("Content-Type")};
+}
+
+// The sum of a family's samples whose label block contains every part.
+std::optional<double> metric(const std::string &text, const std::string &name,
+                             const std::vector<std::string> &parts) {
+  std::optional<double> sum;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) {
+    if (!line.starts_with(name + "{") && !line.starts_with(name + " "))
+      continue;
+    const size_t close = line.rfind('}');
+    const std::string labels = close == std::string::npos ? "" : line.substr(0, close + 1);
+    bool all = true;
+    for (const auto &p : parts)
+      all = all && labels.find(p) != std::string::npos;
+    if (all)
+      sum = sum.value_or(0) + std::stod(line.substr(line.rfind(' ') + 1));
+  }
+  return sum;
+}
+
+// Waits for /readyz to answer 200. A machine where BPF cannot load (serve
+// exits with 2, the "cannot run here" status) skips, except under CI=true
+// where it fails.
+#define SHMBPF_SERVE_READY(serve, port)                                                            \
+  do {                                                                                             \
+    const auto deadline_ = Clock::now() + kStartTimeout;                                           \
+    bool ready_ = false;                                                                           \
+    while (!ready_ && !(serve).exited() && Clock::now() < deadline_) {                             \
+      auto r_ = get(port, "/readyz");                                                              \
+      ready_ = r_ && r_->status == 200;                                                            \
+      if (!ready_)                                                                                 \
+        std::this_thread::sleep_for(100ms);                                                        \
+    }                                                                                              \
+    if (!ready_) {                                                                                 \
+      (serve).wait(2s);                                                                            \
+      const auto st_ = (serve).status();                                                           \
+      if (!in_ci() && st_ && WIFEXITED(*st_) && WEXITSTATUS(*st_) == 2)                            \
+        GTEST_SKIP() << "shmbpf serve cannot run here: " << (serve).err();                         \
+      FAIL() << "shmbpf serve never got ready; stderr: " << (serve).err();                         \
+    }                                                                                              \
+  } while (0)
+
+TEST(ServeCli, LeakRisesInMetricsPromtoolAgreesAndSigtermStops) {
+  SHMBPF_REQUIRE_ROOT();
+  DockerCgroup cgroup("shmbpf-e2e-serve.slice");
+  ASSERT_EQ(cgroup.create(), "") << "cannot create a cgroup v2 directory";
+  const int port = free_port();
+  ShmbpfProcess serve({"serve", "--listen", "127.0.0.1:" + std::to_string(port)});
+  SHMBPF_SERVE_READY(serve, port);
+
+  auto health = get(port, "/healthz");
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 200);
+  auto landing = get(port, "/");
+  ASSERT_TRUE(landing);
+  EXPECT_NE(landing->body.find("href=\"/metrics\""), std::string::npos);
+  auto missing = get(port, "/nothing-here");
+  EXPECT_TRUE(missing && missing->status == 404);
+
+  const std::string ctr = "container=\"" + cgroup.id() + "\"";
+  const std::vector<std::string> where = {ctr, "mountpoint=\"/dev/shm\"", "kind=\"tmpfs\""};
+  auto first = get(port, "/metrics");
+  ASSERT_TRUE(first);
+  ASSERT_EQ(first->status, 200);
+  EXPECT_EQ(first->content_type, "text/plain; version=0.0.4; charset=utf-8");
+  const double before = metric(first->body, "shmbpf_orphaned_segments", where).value_or(0);
+  EXPECT_EQ(before, 0);
+
+  // A client stuck halfway through its request holds one of the server's
+  // threads until the read timeout, and nothing else: the leak below must
+  // still reach /metrics.
+  const int stuck = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = htons(static_cast<uint16_t>(port));
+  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(connect(stuck, reinterpret_cast<sockaddr *>(&to), sizeof to), 0);
+  const std::string half = "GET /metrics HTTP/1.1\r\nHost: x\r\n";
+  ASSERT_EQ(write(stuck, half.data(), half.size()), static_cast<ssize_t>(half.size()));
+  struct Close {
+    int fd;
+    ~Close() { close(fd); }
+  } close_stuck{stuck};
+
+  // The leak: three 1 MiB files in /dev/shm, written, closed, their creator
+  // (in the container's cgroup) gone.
+  const std::string prefix = "/dev/shm/shmbpf-e2e-serve-" + std::to_string(getpid()) + "-";
+  struct Unlink {
+    std::string prefix;
+    ~Unlink() {
+      for (int i = 0; i < 3; ++i)
+        unlink((prefix + std::to_string(i)).c_str());
+    }
+  } unlink_after{prefix};
+  const std::string data(kMiB, 'l');
+  const std::vector<std::string> paths = {prefix + "0", prefix + "1", prefix + "2"};
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    if (!cgroup.enter())
+      _exit(3);
+    for (const std::string &path : paths) {
+      int fd = open(path.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+      if (fd < 0 || write(fd, data.data(), data.size()) != static_cast<ssize_t>(data.size()))
+        _exit(4);
+      close(fd);
+    }
+    _exit(0);
+  }
+  int st = 0;
+  ASSERT_EQ(waitpid(child, &st, 0), child);
+  ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << "leaking child: status " << st;
+
+  // Sizes come from the re-stat of touched files (writes send no event),
+  // the container from resolving its cgroup: both within a few seconds.
+  std::string text;
+  double orphans = 0, bytes = 0;
+  const auto deadline = Clock::now() + 20s;
+  while (Clock::now() < deadline) {
+    auto r = get(port, "/metrics");
+    ASSERT_TRUE(r);
+    text = r->body;
+    orphans = metric(text, "shmbpf_orphaned_segments", where).value_or(0);
+    bytes = metric(text, "shmbpf_orphaned_bytes", where).value_or(0);
+    if (orphans == before + 3 && bytes == 3.0 * kMiB)
+      break;
+    std::this_thread::sleep_for(250ms);
+  }
+  EXPECT_EQ(orphans, before + 3) << text;
+  EXPECT_EQ(bytes, 3.0 * kMiB) << text;
+  EXPECT_EQ(metric(text, "shmbpf_segments", where), 3) << text;
+  // Host-wide sums contain them too.
+  EXPECT_GE(metric(text, "shmbpf_orphaned_segments", {}).value_or(0), 3);
+  // Never a path or a pid.
+  EXPECT_EQ(text.find("shmbpf-e2e-serve-"), std::string::npos);
+  EXPECT_EQ(text.find("pid=\""), std::string::npos);
+  EXPECT_EQ(text.find("path=\""), std::string::npos);
+  EXPECT_EQ(metric(text, "shmbpf_build_info", {"version=\""}), 1);
+  EXPECT_GE(metric(text, "shmbpf_events_total", {"event=\"create\""}).value_or(0), 3);
+  EXPECT_GE(metric(text, "shmbpf_bpf_program_attached", {}).value_or(0), 1);
+
+  // promtool, Prometheus' own linter, on exactly what was served.
+  if (system("command -v promtool >/dev/null 2>&1") != 0) {
+    if (in_ci())
+      ADD_FAILURE() << "promtool is missing (Debian package prometheus)";
+  } else {
+    char path[] = "/tmp/shmbpf-e2e-metrics-XXXXXX";
+    int fd = mkstemp(path);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
+    close(fd);
+    const std::string cmd = std::string("promtool check metrics < ") + path + " 2>&1";
+    FILE *p = popen(cmd.c_str(), "r");
+    ASSERT_TRUE(p);
+    std::string out;
+    char buf[4096];
+    for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;)
+      out.append(buf, n);
+    const int status = pclose(p);
+    unlink(path);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0 && out.empty())
+        << "promtool check metrics: " << out;
+  }
+
+  // SIGHUP is for reopening files, not for stopping.
+  serve.signal(SIGHUP);
+  std::this_thread::sleep_for(500ms);
+  EXPECT_FALSE(serve.exited()) << serve.err();
+  auto alive = get(port, "/healthz");
+  EXPECT_TRUE(alive && alive->status == 200);
+
+  serve.signal(SIGTERM);
+  expect_exit_code(serve.wait(10s), 0);
+  // Every line of the log is stamped; the notable things are there.
+  const std::regex stamped(R"(^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z shmbpf: .+)");
+  const std::string log = serve.err();
+  for (const std::string &line : lines_of(log))
+    EXPECT_TRUE(std::regex_match(line, stamped)) << line;
+  for (const std::string &want :
+       {"listening on http://127.0.0.1:" + std::to_string(port), std::string("ready: "),
+        std::string("SIGHUP: "), std::string("SIGTERM: stopping")})
+    EXPECT_NE(log.find(want), std::string::npos) << want << " not in\n" << log;
+  // Nothing listens any more.
+  EXPECT_FALSE(get(port, "/healthz"));
+}
+
+TEST(ServeCli, PortInUseIsOneLineAndStatusTwo) {
+  SHMBPF_REQUIRE_ROOT();
+  // SO_REUSEPORT on the taken socket: a daemon that set it too would share
+  // the port instead of failing.
+  PortHolder taken(true, true);
+  // Bounded: a daemon that bound the port anyway would run until killed.
+  ShmbpfProcess serve({"serve", "--listen", "127.0.0.1:" + std::to_string(taken.port)});
+  expect_exit_code(serve.wait(30s), 2);
+  EXPECT_EQ(serve.out(), "");
+  const auto lines = lines_of(serve.err());
+  ASSERT_EQ(lines.size(), 1u) << serve.err();
+  EXPECT_NE(lines[0].find("127.0.0.1:" + std::to_string(taken.port)), std::string::npos)
+      << lines[0];
+  EXPECT_NE(lines[0].find("in use"), std::string::npos) << lines[0];
+  EXPECT_TRUE(lines[0].starts_with("shmbpf: ")) << lines[0];
+}
+
+TEST(ServeCli, BadFlagsAreOneLineAndStatusTwo) {
+  for (const char *args :
+       {"serve --listen nonsense", "serve --listen 127.0.0.1:0", "serve --listen 127.0.0.1:70000",
+        "serve --listen localhost:19746", "serve --bogus", "serve --ring-buffer-size 1000"}) {
+    auto r = run_shmbpf(args);
+    EXPECT_EQ(r.code, 2) << args << ": " << r.err;
+    EXPECT_EQ(lines_of(r.err).size(), 1u) << args << ": " << r.err;
+    EXPECT_TRUE(r.err.starts_with("shmbpf: ")) << r.err;
+  }
+  auto help = run_shmbpf("serve --help");
+  EXPECT_EQ(help.code, 0);
+  EXPECT_NE(help.out.find("--listen"), std::string::npos);
+  EXPECT_NE(help.out.find("127.0.0.1:19746"), std::string::npos) << help.out;
+}
+
+} // namespace
+} // namespace shmbpf::test

@@ -1,0 +1,350 @@
+// /metrics from a synthetic engine: the families and their series, the
+// labels Kubernetes users join on, orphans counted whatever their age, one
+// series per filesystem, escaping, and never a pid, a path or a name.
+#include "views/metrics.hpp"
+
+#include "synthetic_events.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace shmbpf::test {
+namespace {
+
+constexpr uint64_t kSec = 1'000'000'000;
+constexpr uint64_t kMiB = 1 << 20;
+constexpr uint32_t kHostNs = 7000;
+constexpr uint32_t kCtrNs = 7001;
+constexpr uint32_t kIpcNs = 4026531839u;
+constexpr FileAt kHostShm{26, 25};
+constexpr FileAt kCtrShm{50, 40};
+const std::string kDockerId(64, 'd');
+const std::string kPodCtrId(64, 'c');
+const std::string kPodUid = "1234abcd-5678-90ab-cdef-1234567890ab";
+const std::string kWeird = "/mnt/we\"ird\\dir\nx";
+
+MountState mount(uint32_t mnt_id, uint32_t mntns, std::string mountpoint, uint32_t dev,
+                 uint64_t limit, uint64_t used) {
+  return {mnt_id, mntns, std::move(mountpoint), dev, limit, used, true};
+}
+
+// A host, a docker container with its own /dev/shm, a Kubernetes pod's
+// container, orphans and live segments of every kind.
+Engine synthetic_engine() {
+  Engine engine;
+  engine.set_cgroup_path(11, "/system.slice/docker-" + kDockerId + ".scope");
+  engine.set_cgroup_path(12, "/kubepods.slice/kubepods-burstable.slice/"
+                             "kubepods-burstable-pod1234abcd_5678_90ab_cdef_1234567890ab.slice/"
+                             "cri-containerd-" +
+                                 kPodCtrId + ".scope");
+  engine.set_cgroup_path(13, "/user.slice/user-1000.slice/session-2.scope");
+  engine.set_mount(mount(25, kHostNs, "/dev/shm", 26, 64 * kMiB, 0));
+  engine.set_mount(mount(40, kCtrNs, "/dev/shm", 50, 64 * kMiB, 0));
+  // The container's /dev/shm as docker mounts it on the host too.
+  engine.set_mount(mount(41, kHostNs, "/var/lib/docker/containers/x/mounts/shm", 50, 64 * kMiB, 0));
+  engine.set_mount(mount(42, kHostNs, "/run", 27, 0, 4096));
+  engine.set_mount(mount(43, kHostNs, kWeird, 28, 8 * kMiB, 0));
+  engine.add_process(1, 0, 0, "systemd", 13, kHostNs, kIpcNs);
+  engine.add_process(500, 1, 0, "app", 11, kCtrNs);
+
+  auto in = [](Event e, uint64_t cgroup) {
+    e.cgroup_id = cgroup;
+    return e;
+  };
+  uint64_t ts = 10 * kSec;
+  // Host: torch_100 leaks two files (its creator exits holding nothing).
+  engine.apply(in(created_file(kHostShm, 100, 1, "/dev/shm/torch_100_a_0", kMiB, ts++), 13));
+  engine.apply(in(created_file(kHostShm, 100, 2, "/dev/shm/torch_100_a_1", 2 * kMiB, ts++), 13));
+  engine.apply(in(process_event(EventType::exit, 100, ts++), 13));
+  // A live holder: a file, a memfd, a SysV segment.
+  engine.apply(in(created_file(kHostShm, 200, 3, "/dev/shm/model.bin", 4096, ts++), 13));
+  engine.apply(in(created_memfd(200, 4, "pool", ts++), 13));
+  engine.apply(in(created_sysv(200, kIpcNs, 7, 0x5000, 8192, ts++), 13));
+  // The docker container: one file its creator still holds, one orphan.
+  engine.apply(in(created_file(kCtrShm, 500, 5, "/dev/shm/psm_live", 8192, ts++), 11));
+  engine.apply(in(created_file(kCtrShm, 501, 6, "/dev/shm/psm_gone", 16384, ts++), 11));
+  engine.apply(in(process_event(EventType::exit, 501, ts++), 11));
+  // The pod's container, on the host's /dev/shm.
+  engine.apply(in(created_file(kHostShm, 600, 7, "/dev/shm/kube_seg", 4096, ts++), 12));
+  // A file on the mount with a hostile name.
+  engine.apply(in(created_file({28, 43}, 200, 8, kWeird + "/f", 4096, ts++), 13));
+  engine.apply(in(sigbus_fault(200, ts++), 13));
+  // The host's /dev/shm grows a MiB a second for a minute.
+  for (int i = 0; i <= 60; ++i) {
+    engine.reconcile_mounts(
+        {mount(25, kHostNs, "/dev/shm", 26, 64 * kMiB, i * kMiB),
+         mount(40, kCtrNs, "/dev/shm", 50, 64 * kMiB, 24576),
+         mount(41, kHostNs, "/var/lib/docker/containers/x/mounts/shm", 50, 64 * kMiB, 24576),
+         mount(42, kHostNs, "/run", 27, 0, 4096), mount(43, kHostNs, kWeird, 28, 8 * kMiB, 4096)});
+    engine.sample_mounts((100 + static_cast<uint64_t>(i)) * kSec);
+  }
+  return engine;
+}
+
+MetricsCounters counters() {
+  MetricsCounters c;
+  c.now_ns = 200 * kSec;
+  c.host_mntns = kHostNs;
+  c.events[static_cast<size_t>(EventType::create)] = 9;
+  c.events[static_cast<size_t>(EventType::exit)] = 2;
+  c.lost = 5;
+  c.hooks = {{"syscalls/sys_exit_openat", "tracepoint__syscalls__sys_exit_openat", Build::fast, "",
+              "create, open", ""},
+             {"mm_filemap_delete_from_page_cache", "", Build::fast, "no such tracepoint", "free",
+              "frees not seen"}};
+  c.attached = true;
+  c.version = "0.1.0";
+  c.kernel = "6.1.0-test";
+  return c;
+}
+
+// One sample line, parsed back as Prometheus would (label values unescaped
+// by the format's rule only).
+struct Sample {
+  std::string name;
+  std::map<std::string, std::string> labels;
+  std::string value;
+};
+
+struct Exposition {
+  std::vector<Sample> samples;
+  std::map<std::string, std::string> help, type;
+  std::vector<std::string> order; // family names as their TYPE lines come
+  std::vector<std::string> errors;
+
+  std::vector<Sample> of(const std::string &name) const {
+    std::vector<Sample> out;
+    for (const Sample &s : samples)
+      if (s.name == name)
+        out.push_back(s);
+    return out;
+  }
+  // The value of the one sample of name whose labels include these.
+  std::string value(const std::string &name, const std::map<std::string, std::string> &want) const {
+    std::string found = "(none)";
+    int n = 0;
+    for (const Sample &s : of(name)) {
+      bool all = true;
+      for (const auto &[k, v] : want)
+        all = all && s.labels.count(k) && s.labels.at(k) == v;
+      if (all) {
+        found = s.value;
+        ++n;
+      }
+    }
+    return n > 1 ? "(several)" : found;
+  }
+};
+
+Exposition parse(const std::string &text) {
+  Exposition x;
+  std::istringstream in(text);
+  std::string family;
+  for (std::string line; std::getline(in, line);) {
+    if (line.starts_with("# HELP ") || line.starts_with("# TYPE ")) {
+      const size_t sp = line.find(' ', 7);
+      const std::string name = line.substr(7, sp - 7);
+      (line[2] == 'H' ? x.help : x.type)[name] = line.substr(sp + 1);
+      if (line[2] == 'T') {
+        if (std::find(x.order.begin(), x.order.end(), name) != x.order.end())
+          x.errors.push_back("family twice: " + name);
+        x.order.push_back(name);
+        family = name;
+      }
+      continue;
+    }
+    Sample s;
+    size_t i = line.find_first_of("{ ");
+    s.name = line.substr(0, i);
+    if (s.name != family)
+      x.errors.push_back("sample outside its family: " + line);
+    if (line[i] == '{') {
+      ++i;
+      while (line[i] != '}') {
+        const size_t eq = line.find("=\"", i);
+        const std::string key = line.substr(i, eq - i);
+        std::string v;
+        for (i = eq + 2; line[i] != '"'; ++i) {
+          if (line[i] == '\\') {
+            ++i;
+            v += line[i] == 'n' ? '\n' : line[i];
+          } else {
+            v += line[i];
+          }
+        }
+        ++i; // the closing quote
+        if (line[i] == ',')
+          ++i;
+        s.labels[key] = v;
+      }
+      ++i;
+    }
+    s.value = line.substr(i + 1);
+    x.samples.push_back(std::move(s));
+  }
+  return x;
+}
+
+class Metrics : public ::testing::Test {
+protected:
+  Engine engine = synthetic_engine();
+  std::string text = metrics_text(take_metrics_snapshot(engine, counters()));
+  Exposition x = parse(text);
+};
+
+TEST_F(Metrics, EveryFamilyOnceWithHelpAndTypeAndItsSamplesTogether) {
+  EXPECT_TRUE(x.errors.empty()) << ::testing::PrintToString(x.errors) << text;
+  const std::vector<std::string> families = {
+      "shmbpf_build_info",       "shmbpf_segments",
+      "shmbpf_segment_bytes",    "shmbpf_orphaned_segments",
+      "shmbpf_orphaned_bytes",   "shmbpf_mount_size_bytes",
+      "shmbpf_mount_used_bytes", "shmbpf_mount_seconds_to_full",
+      "shmbpf_events_total",     "shmbpf_events_lost_total",
+      "shmbpf_sigbus_total",     "shmbpf_bpf_program_attached"};
+  EXPECT_EQ(x.order, families);
+  for (const auto &f : families) {
+    EXPECT_FALSE(x.help[f].empty()) << f;
+    EXPECT_EQ(x.type[f], f.ends_with("_total") ? "counter" : "gauge") << f;
+  }
+  EXPECT_EQ(text.back(), '\n');
+}
+
+TEST_F(Metrics, SegmentsByContainerMountKindAndState) {
+  const std::map<std::string, std::string> host_shm = {
+      {"container", ""}, {"pod_uid", ""}, {"mountpoint", "/dev/shm"}, {"kind", "tmpfs"}};
+  auto with = [](std::map<std::string, std::string> m, const std::string &state) {
+    m["state"] = state;
+    return m;
+  };
+  // torch_100_a_0, torch_100_a_1 and model.bin.
+  EXPECT_EQ(x.value("shmbpf_segments", with(host_shm, "linked")), "3");
+  EXPECT_EQ(x.value("shmbpf_segment_bytes", with(host_shm, "linked")),
+            std::to_string(3 * kMiB + 4096));
+  EXPECT_EQ(x.value("shmbpf_segments", {{"kind", "memfd"}, {"state", "unlinked"}}), "1");
+  EXPECT_EQ(x.value("shmbpf_segments", {{"kind", "sysv"}, {"mountpoint", ""}}), "1");
+  // The docker container's /dev/shm, named as its processes see it.
+  EXPECT_EQ(x.value("shmbpf_segments", {{"container", kDockerId}, {"mountpoint", "/dev/shm"}}),
+            "2");
+  EXPECT_EQ(x.value("shmbpf_segment_bytes", {{"container", kDockerId}, {"mountpoint", "/dev/shm"}}),
+            "24576");
+  // The pod's container: its uid known, its name and namespace not (yet).
+  const std::map<std::string, std::string> pod = {{"container", kPodCtrId}, {"pod_uid", kPodUid}};
+  EXPECT_EQ(x.value("shmbpf_segments", pod), "1");
+  for (const Sample &s : x.of("shmbpf_segments")) {
+    EXPECT_EQ(s.labels.at("namespace"), "");
+    EXPECT_EQ(s.labels.at("pod"), "");
+  }
+}
+
+TEST_F(Metrics, OrphansWhateverTheirAgeAndZeroWhereNone) {
+  EXPECT_EQ(x.value("shmbpf_orphaned_segments",
+                    {{"container", ""}, {"mountpoint", "/dev/shm"}, {"kind", "tmpfs"}}),
+            "2");
+  EXPECT_EQ(x.value("shmbpf_orphaned_bytes",
+                    {{"container", ""}, {"mountpoint", "/dev/shm"}, {"kind", "tmpfs"}}),
+            std::to_string(3 * kMiB));
+  EXPECT_EQ(x.value("shmbpf_orphaned_segments", {{"container", kDockerId}}), "1");
+  EXPECT_EQ(x.value("shmbpf_orphaned_bytes", {{"container", kDockerId}}), "16384");
+  EXPECT_EQ(x.value("shmbpf_orphaned_segments", {{"kind", "memfd"}}), "0");
+  EXPECT_EQ(x.value("shmbpf_orphaned_segments", {{"container", kPodCtrId}}), "0");
+  EXPECT_EQ(x.of("shmbpf_orphaned_segments").size(), x.of("shmbpf_orphaned_bytes").size());
+}
+
+TEST_F(Metrics, OneSeriesPerFilesystemWithItsContainer) {
+  // The container's /dev/shm is one filesystem mounted twice: one series,
+  // under the name its processes see, labelled with the container.
+  const auto used = x.of("shmbpf_mount_used_bytes");
+  ASSERT_EQ(used.size(), 4u) << text;
+  EXPECT_EQ(x.value("shmbpf_mount_used_bytes", {{"device", "0:50"}}), "24576");
+  EXPECT_EQ(x.value("shmbpf_mount_used_bytes", {{"device", "0:50"}, {"container", kDockerId}}),
+            "24576");
+  EXPECT_EQ(x.value("shmbpf_mount_used_bytes", {{"device", "0:50"}, {"mountpoint", "/dev/shm"}}),
+            "24576");
+  EXPECT_EQ(x.value("shmbpf_mount_size_bytes", {{"device", "0:26"}, {"container", ""}}),
+            std::to_string(64 * kMiB));
+  // /run has no size limit: no size, no time to full.
+  EXPECT_EQ(x.value("shmbpf_mount_used_bytes", {{"mountpoint", "/run"}}), "4096");
+  EXPECT_EQ(x.value("shmbpf_mount_size_bytes", {{"mountpoint", "/run"}}), "(none)");
+  EXPECT_EQ(x.value("shmbpf_mount_seconds_to_full", {{"mountpoint", "/run"}}), "(none)");
+  // A MiB a second with 4 MiB left; the container's does not grow.
+  const double to_full = std::stod(x.value("shmbpf_mount_seconds_to_full", {{"device", "0:26"}}));
+  EXPECT_NEAR(to_full, 4.0, 0.5);
+  EXPECT_EQ(x.value("shmbpf_mount_seconds_to_full", {{"device", "0:50"}}), "+Inf");
+}
+
+TEST_F(Metrics, CountersProgramsAndBuild) {
+  EXPECT_EQ(x.value("shmbpf_events_total", {{"event", "create"}}), "9");
+  EXPECT_EQ(x.value("shmbpf_events_total", {{"event", "exit"}}), "2");
+  EXPECT_EQ(x.value("shmbpf_events_total", {{"event", "shmget"}}), "0");
+  EXPECT_EQ(x.of("shmbpf_events_total").size(), 14u);
+  EXPECT_EQ(x.value("shmbpf_events_lost_total", {}), "5");
+  EXPECT_EQ(x.value("shmbpf_sigbus_total", {}), "1");
+  EXPECT_EQ(x.value("shmbpf_bpf_program_attached",
+                    {{"hook", "syscalls/sys_exit_openat"},
+                     {"program", "tracepoint__syscalls__sys_exit_openat"}}),
+            "1");
+  EXPECT_EQ(x.value("shmbpf_bpf_program_attached", {{"hook", "mm_filemap_delete_from_page_cache"}}),
+            "0");
+  EXPECT_EQ(x.value("shmbpf_build_info", {{"version", "0.1.0"}, {"kernel", "6.1.0-test"}}), "1");
+}
+
+TEST_F(Metrics, NoPidPathOrNameEverALabel) {
+  const std::set<std::string> allowed = {
+      "namespace", "pod",   "pod_uid", "container", "mountpoint", "kind",  "state",
+      "device",    "event", "hook",    "program",   "version",    "kernel"};
+  for (const Sample &s : x.samples)
+    for (const auto &[k, v] : s.labels)
+      EXPECT_TRUE(allowed.count(k)) << "label " << k << " in " << s.name;
+  for (const char *name : {"torch_100", "model.bin", "psm_", "kube_seg", "pool", "SYSV", "/f\""})
+    EXPECT_EQ(text.find(name), std::string::npos) << name << " in\n" << text;
+  // Pids of the processes above, as a label value or anywhere.
+  for (const char *pid : {"\"100\"", "\"200\"", "\"500\"", "\"501\"", "\"600\""})
+    EXPECT_EQ(text.find(pid), std::string::npos) << pid;
+}
+
+TEST_F(Metrics, MountpointsEscapedOnOneLine) {
+  // The hostile mountpoint reads back (format escaping undone) as
+  // escape_text wrote it: quote kept, backslash doubled, newline as \n.
+  const std::string as_shown = "/mnt/we\"ird\\\\dir\\nx";
+  EXPECT_EQ(x.value("shmbpf_mount_size_bytes", {{"mountpoint", as_shown}}),
+            std::to_string(8 * kMiB));
+  EXPECT_EQ(x.value("shmbpf_segments", {{"mountpoint", as_shown}}), "1");
+  for (const Sample &s : x.samples)
+    for (const auto &[k, v] : s.labels)
+      EXPECT_EQ(v.find('\n'), std::string::npos) << k;
+  // Every line is a comment or a sample of a known family.
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);)
+    EXPECT_TRUE(line.starts_with("# ") || line.starts_with("shmbpf_")) << line;
+}
+
+TEST(MetricsGroups, EngineGroupsMergeCgroupsOfOneContainer) {
+  Engine engine;
+  const std::string id(64, 'e');
+  // Two cgroups of one container (a scope and a nested one).
+  engine.set_cgroup_path(21, "/system.slice/docker-" + id + ".scope");
+  engine.set_cgroup_path(22, "/system.slice/docker-" + id + ".scope/init");
+  engine.set_mount(mount(25, kHostNs, "/dev/shm", 26, 0, 0));
+  Event a = created_file(kHostShm, 300, 1, "/dev/shm/a", 4096, kSec);
+  a.cgroup_id = 21;
+  Event b = created_file(kHostShm, 301, 2, "/dev/shm/b", 8192, kSec);
+  b.cgroup_id = 22;
+  engine.apply(a);
+  engine.apply(b);
+  auto groups = engine.segment_groups(2 * kSec, 0);
+  ASSERT_EQ(groups.size(), 1u);
+  EXPECT_EQ(groups[0].container.id, id);
+  EXPECT_EQ(groups[0].mountpoint, "/dev/shm");
+  EXPECT_EQ(groups[0].segments, 2u);
+  EXPECT_EQ(groups[0].bytes, 12288u);
+  EXPECT_FALSE(groups[0].orphan);
+}
+
+} // namespace
+} // namespace shmbpf::test

@@ -1,0 +1,54 @@
+// `shmbpf serve`: the port bound first (a port in use costs nothing), then
+// the live model loaded while HTTP already answers /healthz, then the
+// daemon's loop (daemon/serve_loop) until SIGTERM or SIGINT.
+#include "cli/app.hpp"
+#include "cli/kernel_notes.hpp"
+#include "cli/signals.hpp"
+
+#include "daemon/endpoints.hpp"
+#include "daemon/http_server.hpp"
+#include "daemon/log.hpp"
+#include "daemon/serve_loop.hpp"
+#include "live/monitor.hpp"
+#include "probe/probe.hpp"
+#include "sources/namespaces.hpp"
+
+#include <unistd.h>
+
+#include <string>
+
+namespace shmbpf {
+
+int run_serve(const ServeOptions &opts) {
+  // Checked by the option already; the refusals below come before anything
+  // is bound or loaded.
+  const ListenAddress addr = ListenSetting::parse(opts.listen).value();
+  require_bpf_privileges("serve");
+
+  Log log;
+  Endpoints endpoints(SHMBPF_VERSION);
+  HttpServer http(addr, [&endpoints](std::string_view path) { return endpoints.get(path); });
+  install_daemon_signals();
+  log.line("version " + std::string(SHMBPF_VERSION) + ", listening on http://" + addr.text() +
+           " (/metrics, /healthz, /readyz); loading BPF and scanning");
+
+  MonitorOptions mopts;
+  mopts.probe.command = "serve";
+  mopts.probe.ring_buffer_bytes = opts.ring_buffer_bytes;
+  mopts.probe.verbose = opts.verbose;
+  Monitor mon(mopts);
+  for (const std::string &note : kernel_notes(mon.session().probe(), opts.verbose))
+    log.line(note);
+
+  ServeLoopOptions lopts;
+  lopts.stop_requested = stop_requested;
+  lopts.take_hangup = take_hangup;
+  lopts.host_mntns = mount_namespace_of(static_cast<int>(getpid()));
+  const int status = run_serve_loop(mon, endpoints, log, lopts);
+  const MonitorStats stats = mon.stats();
+  log.line(std::string(stop_signal_name()) + ": stopping after " + std::to_string(stats.events) +
+           " events, " + std::to_string(stats.lost) + " lost");
+  return status;
+}
+
+} // namespace shmbpf

@@ -1,0 +1,72 @@
+#include "daemon/serve_loop.hpp"
+
+#include "facts/result.hpp"
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <string>
+
+namespace shmbpf {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Lost records and rejected ones are logged at most this often, summed.
+constexpr auto kLossLogEvery = std::chrono::seconds(10);
+
+std::string ready_line(const Monitor &mon) {
+  const Engine &engine = mon.engine();
+  const Probe &probe = mon.session().probe();
+  size_t on = 0;
+  for (const HookStatus &h : probe.hooks())
+    on += !h.program.empty();
+  const EngineTotals t = engine.totals(Monitor::now_ns(), 0);
+  return "ready: " + std::to_string(on) + " of " + std::to_string(probe.hooks().size()) +
+         " hooks attached; " + std::to_string(engine.segment_count()) + " segments (" +
+         std::to_string(t.orphans) + " orphaned), " + std::to_string(engine.mounts().size()) +
+         " tmpfs mounts, " + std::to_string(engine.stats().processes) + " processes";
+}
+
+} // namespace
+
+int run_serve_loop(Monitor &mon, Endpoints &endpoints, Log &log, const ServeLoopOptions &opts) {
+  endpoints.attach(mon, opts.host_mntns);
+  struct Detach {
+    Endpoints &e;
+    ~Detach() { e.detach(); }
+  } detach{endpoints};
+
+  mon.drain();
+  endpoints.heartbeat();
+  endpoints.set_ready();
+  log.line(ready_line(mon));
+
+  MonitorStats logged = mon.stats();
+  auto last_log = Clock::now();
+  while (!opts.stop_requested()) {
+    const int n = mon.poll(100);
+    if (n < 0 && n != -EINTR)
+      throw FatalError("reading the ring buffer", std::strerror(-n));
+    endpoints.heartbeat();
+    if (opts.take_hangup && opts.take_hangup())
+      log.line("SIGHUP: nothing to reopen (no export file); still running");
+    if (Clock::now() - last_log < kLossLogEvery)
+      continue;
+    const MonitorStats s = mon.stats();
+    if (s.lost != logged.lost)
+      log.line("the kernel lost " + std::to_string(s.lost - logged.lost) +
+               " records (ring buffer full; " + std::to_string(s.lost) +
+               " since start): rescanning to catch up; a larger --ring-buffer-size helps");
+    if (s.decode_errors != logged.decode_errors)
+      log.line(std::to_string(s.decode_errors - logged.decode_errors) +
+               " records rejected by the decoder (" + std::to_string(s.decode_errors) +
+               " since start)");
+    logged = s;
+    last_log = Clock::now();
+  }
+  return 0;
+}
+
+} // namespace shmbpf

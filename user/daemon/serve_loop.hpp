@@ -1,0 +1,26 @@
+// `shmbpf serve`'s loop: the live monitor kept running, its readiness and
+// the consumer's heartbeat handed to the HTTP endpoints, notable things
+// logged, until a signal asks to stop.
+#pragma once
+
+#include "daemon/endpoints.hpp"
+#include "daemon/log.hpp"
+#include "live/monitor.hpp"
+
+#include <functional>
+
+namespace shmbpf {
+
+struct ServeLoopOptions {
+  std::function<bool()> stop_requested;
+  // True once per SIGHUP received (nothing is reopened yet: it is logged).
+  std::function<bool()> take_hangup;
+  uint32_t host_mntns = 0; // shmbpf's own mount namespace: its mounts are the host's
+};
+
+// Drains what the kernel has, marks the endpoints ready, then polls until
+// stop_requested(). The endpoints are detached from mon before it returns.
+// Returns the exit status; throws FatalError when the ring buffer fails.
+int run_serve_loop(Monitor &mon, Endpoints &endpoints, Log &log, const ServeLoopOptions &opts);
+
+} // namespace shmbpf

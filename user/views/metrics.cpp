@@ -1,0 +1,188 @@
+#include "views/metrics.hpp"
+
+#include "facts/dev.hpp"
+#include "views/prometheus.hpp"
+#include "views/relations.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <map>
+#include <string_view>
+#include <tuple>
+#include <utility>
+
+namespace shmbpf {
+
+namespace {
+
+using Type = PrometheusWriter::Type;
+
+// The labels Kubernetes users join on. Pod names and namespaces are not
+// known yet (only the pod's uid, from the cgroup path): empty, as on the host.
+struct Owner {
+  std::string_view container;
+  std::string_view pod_uid;
+  auto tie() const { return std::tie(container, pod_uid); }
+  bool operator<(const Owner &o) const { return tie() < o.tie(); }
+};
+
+struct Sum {
+  uint64_t segments = 0;
+  uint64_t bytes = 0;
+};
+
+void build_info(PrometheusWriter &w, const MetricsCounters &c) {
+  w.family("shmbpf_build_info", Type::gauge,
+           "shmbpf's version and the release of the kernel it runs on; always 1.");
+  w.sample({{"version", c.version}, {"kernel", c.kernel}}, uint64_t{1});
+}
+
+// Where segments are, as labels say it.
+struct Place {
+  Owner owner;
+  std::string_view mountpoint;
+  Kind kind;
+  auto tie() const { return std::tie(owner, mountpoint, kind); }
+  bool operator<(const Place &o) const { return tie() < o.tie(); }
+};
+
+void segments(PrometheusWriter &w, const std::vector<SegmentGroup> &groups) {
+  // The engine's groups tell orphans apart; shmbpf_segments does not.
+  std::map<std::pair<Place, SegmentState>, Sum> live;
+  std::map<Place, Sum> orphaned;
+  for (const SegmentGroup &g : groups) {
+    const Place place{{g.container.id, g.container.pod_uid}, g.mountpoint, g.kind};
+    Sum &s = live[{place, g.state}];
+    s.segments += g.segments;
+    s.bytes += g.bytes;
+    // Every place that has segments has an orphan count, 0 included.
+    Sum &o = orphaned[place];
+    if (g.orphan) {
+      o.segments += g.segments;
+      o.bytes += g.bytes;
+    }
+  }
+  auto write_live = [&](const char *name, const char *help, bool bytes) {
+    w.family(name, Type::gauge, help);
+    for (const auto &[key, sum] : live) {
+      const auto &[place, state] = key;
+      w.sample({{"namespace", ""},
+                {"pod", ""},
+                {"pod_uid", place.owner.pod_uid},
+                {"container", place.owner.container},
+                {"mountpoint", place.mountpoint},
+                {"kind", to_string(place.kind)},
+                {"state", to_string(state)}},
+               bytes ? sum.bytes : sum.segments);
+    }
+  };
+  auto write_orphaned = [&](const char *name, const char *help, bool bytes) {
+    w.family(name, Type::gauge, help);
+    for (const auto &[place, sum] : orphaned)
+      w.sample({{"namespace", ""},
+                {"pod", ""},
+                {"pod_uid", place.owner.pod_uid},
+                {"container", place.owner.container},
+                {"mountpoint", place.mountpoint},
+                {"kind", to_string(place.kind)}},
+               bytes ? sum.bytes : sum.segments);
+  };
+  write_live("shmbpf_segments",
+             "Live shared-memory segments: files on tmpfs (/dev/shm and others), memfds and "
+             "System V segments. state linked: it has a name; unlinked: nameless, alive while "
+             "held or paged.",
+             false);
+  write_live("shmbpf_segment_bytes",
+             "Resident bytes of the live segments (pages in memory, not the logical size).", true);
+  write_orphaned("shmbpf_orphaned_segments",
+                 "Segments that pin memory or a name while no live process holds them and their "
+                 "creator is gone, whatever their age.",
+                 false);
+  write_orphaned("shmbpf_orphaned_bytes", "Resident bytes of the orphaned segments.", true);
+}
+
+void mounts(PrometheusWriter &w, const std::vector<MountUsage> &all, uint32_t host_mntns) {
+  // One series per filesystem: the device keeps two filesystems on one
+  // mountpoint (one over the other, or in two namespaces) apart.
+  std::vector<const MountUsage *> fs = one_mount_per_filesystem(all, host_mntns);
+  std::sort(fs.begin(), fs.end(), [](const MountUsage *a, const MountUsage *b) {
+    return std::tie(a->container.id, a->mount.mountpoint, a->mount.dev) <
+           std::tie(b->container.id, b->mount.mountpoint, b->mount.dev);
+  });
+  std::vector<std::string> devices;
+  devices.reserve(fs.size());
+  for (const MountUsage *m : fs)
+    devices.push_back(dev_string(m->mount.dev));
+  auto each = [&](const char *name, const char *help, bool limited_only, auto value) {
+    w.family(name, Type::gauge, help);
+    for (size_t i = 0; i < fs.size(); ++i) {
+      const MountUsage &m = *fs[i];
+      if (limited_only && m.mount.size_limit == 0)
+        continue;
+      w.sample({{"namespace", ""},
+                {"pod", ""},
+                {"pod_uid", m.container.pod_uid},
+                {"container", m.container.id},
+                {"mountpoint", m.mount.mountpoint},
+                {"device", devices[i]}},
+               value(m));
+    }
+  };
+  each("shmbpf_mount_size_bytes",
+       "Size limit of a tmpfs or hugetlbfs filesystem; absent when it has none.", true,
+       [](const MountUsage &m) { return static_cast<double>(m.mount.size_limit); });
+  each("shmbpf_mount_used_bytes",
+       "Bytes used on a tmpfs or hugetlbfs filesystem (statfs each second, moved by events "
+       "in between).",
+       false, [](const MountUsage &m) { return static_cast<double>(m.mount.used_bytes); });
+  each("shmbpf_mount_seconds_to_full",
+       "Seconds until a size-limited filesystem is full at its growth over the last minute; "
+       "+Inf when it is not growing.",
+       true, [](const MountUsage &m) {
+         return m.seconds_to_full.value_or(std::numeric_limits<double>::infinity());
+       });
+}
+
+void counters(PrometheusWriter &w, const MetricsSnapshot &s) {
+  const MetricsCounters &c = s.counters;
+  w.family("shmbpf_events_total", Type::counter, "Events applied to the model since start.");
+  for (size_t t = 1; t < c.events.size(); ++t)
+    w.sample({{"event", to_string(static_cast<EventType>(t))}}, c.events[t]);
+  w.family("shmbpf_events_lost_total", Type::counter,
+           "Records the kernel could not deliver since start (ring buffer full); the model "
+           "rescans to recover.");
+  w.sample({}, c.lost);
+  w.family("shmbpf_sigbus_total", Type::counter,
+           "SIGBUS faults the kernel generated since start: what touching a page of a full "
+           "/dev/shm causes.");
+  w.sample({}, s.sigbus);
+  w.family("shmbpf_bpf_program_attached", Type::gauge,
+           "1 when the hook's program is attached; 0 when the hook is off on this kernel (what "
+           "is lost: shmbpf doctor).");
+  for (const HookStatus &h : c.hooks)
+    w.sample({{"hook", h.hook}, {"program", h.program}},
+             uint64_t{c.attached && !h.program.empty()});
+}
+
+} // namespace
+
+MetricsSnapshot take_metrics_snapshot(const Engine &engine, MetricsCounters counters) {
+  MetricsSnapshot s;
+  // Orphans as soon as they are orphans: an alert's `for:` does the waiting.
+  s.segments = engine.segment_groups(counters.now_ns, 0);
+  s.mounts = engine.mounts();
+  s.sigbus = engine.sigbus();
+  s.counters = std::move(counters);
+  return s;
+}
+
+std::string metrics_text(const MetricsSnapshot &snapshot) {
+  PrometheusWriter w;
+  build_info(w, snapshot.counters);
+  segments(w, snapshot.segments);
+  mounts(w, snapshot.mounts, snapshot.counters.host_mntns);
+  counters(w, snapshot);
+  return w.take();
+}
+
+} // namespace shmbpf

@@ -1,0 +1,45 @@
+// `shmbpf serve`'s /metrics: the engine's segments, orphans and mounts, the
+// live loop's counters and the probe's programs in Prometheus' text format
+// (docs/METRICS.md). Labels are containers, mounts, kinds and states,
+// never a pid, a path or a segment name: the number of series is bounded by
+// containers and mounts, whatever the number of segments.
+#pragma once
+
+#include "decode/event.hpp"
+#include "facts/hooks.hpp"
+#include "model/engine.hpp"
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace shmbpf {
+
+// What the live loop knows that the engine does not.
+struct MetricsCounters {
+  uint64_t now_ns = 0;     // CLOCK_BOOTTIME
+  uint32_t host_mntns = 0; // shmbpf's own mount namespace: its mounts are the host's
+  std::array<uint64_t, kEventTypeSlots> events{}; // applied, by EventType value
+  uint64_t lost = 0;                              // records the kernel could not deliver
+  std::vector<HookStatus> hooks;                  // every hook and its program, or why it is off
+  bool attached = false;                          // the programs are attached
+  std::string version;                            // shmbpf's
+  std::string kernel;                             // the running kernel's release
+};
+
+// Everything one scrape shows, taken from the engine under the live loop's
+// lock; formatting it needs no engine.
+struct MetricsSnapshot {
+  MetricsCounters counters;
+  std::vector<SegmentGroup> segments; // every orphan counts, whatever its age
+  std::vector<MountUsage> mounts;
+  uint64_t sigbus = 0; // kernel-generated SIGBUS since start
+};
+
+MetricsSnapshot take_metrics_snapshot(const Engine &engine, MetricsCounters counters);
+
+// The exposition text (PrometheusWriter's format, kPrometheusContentType).
+std::string metrics_text(const MetricsSnapshot &snapshot);
+
+} // namespace shmbpf
