@@ -1,29 +1,59 @@
 #!/usr/bin/env bash
-# Installs everything shmbpf needs to build and test on Debian 12 (as root).
+# Installs what shmbpf needs on Debian 12 (as root): to build and run it,
+# and with --tests also what its tests use (scripts/test.sh passes it).
+#   bash scripts/deps.sh [--tests]
 set -euo pipefail
 export DEBIAN_FRONTEND=noninteractive
+tests=false
+case "${1:-}" in
+"") ;;
+--tests) tests=true ;;
+*)
+  echo "usage: $0 [--tests]" >&2
+  exit 2
+  ;;
+esac
 pkgs=(
   build-essential cmake pkg-config git     # toolchain
   clang llvm libbpf-dev bpftool            # BPF compiler, libbpf, skeleton generator
   libelf-dev zlib1g-dev                    # libbpf's own link dependencies
   libcli11-dev                             # command line parsing
   libjemalloc-dev                          # allocator with huge pages (user/alloc)
+  libncurses-dev                           # shmbpf top's terminal UI
+  libcpp-httplib-dev                       # shmbpf serve's HTTP (/metrics, /healthz, /readyz)
+)
+test_pkgs=(
   libgtest-dev nlohmann-json3-dev          # tests (JSON only to parse our NDJSON in tests)
   clang-format                             # style check
   libclang-rt-dev                          # clang's sanitizer runtimes and libFuzzer
-  libncurses-dev                           # shmbpf top's terminal UI
-  libcpp-httplib-dev                       # shmbpf serve's HTTP (/metrics, /healthz, /readyz)
-  prometheus                               # tests: promtool checks what /metrics serves
-  tmux                                     # tests: drives shmbpf top in a real terminal
-  python3-torch                            # tests: the PyTorch workloads shmbpf exists for
+  prometheus                               # promtool checks what /metrics serves
+  tmux                                     # drives shmbpf top in a real terminal
+  python3-torch                            # the PyTorch workloads shmbpf exists for
   qemu-system-x86 busybox-static cpio      # tests/vm: Debian's kernels in guests, their initramfs
   xz-utils zstd                            # tests/vm: unpacking those kernels
 )
+$tests && pkgs+=("${test_pkgs[@]}")
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-if ((${#missing[@]})); then
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${missing[@]}"
+((${#missing[@]})) || exit 0
+
+# The prometheus package starts its server and enables it at boot; the tests
+# want only its tools (and start a server of their own when they need one).
+# While installing, a policy of ours tells the package scripts to start no
+# service (unless the machine has a policy of its own); a server this
+# installed is then disabled.
+policy=/usr/sbin/policy-rc.d
+ours=false
+if [ ! -e "$policy" ]; then
+  printf '#!/bin/sh\nexit 101\n' >"$policy"
+  chmod 755 "$policy"
+  ours=true
+fi
+trap '$ours && rm -f "$policy"' EXIT
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}"
+if [[ " ${missing[*]} " == *" prometheus "* ]] && command -v systemctl >/dev/null; then
+  systemctl disable --now prometheus.service >/dev/null 2>&1 || true
 fi

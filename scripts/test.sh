@@ -4,10 +4,10 @@
 # Tests). Kernel and e2e tests load real BPF programs: run as root.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/deps.sh
+bash scripts/deps.sh --tests
 bash scripts/check-format.sh
 cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSHMBPF_WERROR=ON
 cmake --build build -j"$(nproc)"
-(cd build && ctest --output-on-failure --timeout 300 -j2)
+(cd build && ctest --no-tests=error --output-on-failure --timeout 300 -j2)
 # ASan + UBSan, TSan and fuzz layers, each in a build of its own.
 bash scripts/test-sanitizers.sh
