@@ -59,6 +59,43 @@ TEST(Resolver, ReusedMountIdIsNotTrusted) {
   EXPECT_EQ(e.full_path, "/mnt/new/x");
 }
 
+// A tmpfs unmounted and another mounted can get both its mount id and its
+// device: the absolute path as passed shows that the table is stale.
+TEST(Resolver, ReusedMountIdAndDeviceAreToldByThePathAsPassed) {
+  auto r = resolver();
+  auto e = create_in(25, "/x");
+  e.path = "/mnt/other/x";
+  EXPECT_EQ(r.resolve(e), PathResolver::Outcome::unknown_mount);
+  r.set_namespace(kNs, parse_mountinfo("25 1 0:26 / /mnt/other rw - tmpfs tmpfs rw\n"));
+  EXPECT_EQ(r.resolve(e), PathResolver::Outcome::resolved);
+  EXPECT_EQ(e.full_path, "/mnt/other/x");
+}
+
+// A path through a symlink (/run/shm -> /dev/shm) disagrees with a table
+// that is right: after one new read of the tables the mount is trusted, and
+// the next event on it asks for none.
+TEST(Resolver, PathThroughASymlinkIsTrustedAfterOneRead) {
+  auto r = resolver();
+  auto e = create_in(25, "/x");
+  e.path = "/run/shm/x";
+  EXPECT_EQ(r.resolve(e), PathResolver::Outcome::unknown_mount);
+  r.set_namespace(kNs, host_mounts());
+  EXPECT_EQ(r.resolve(e), PathResolver::Outcome::resolved);
+  EXPECT_EQ(e.full_path, "/dev/shm/x");
+  auto again = create_in(25, "/y", 8);
+  again.path = "/run/shm/y";
+  EXPECT_EQ(r.resolve(again), PathResolver::Outcome::resolved);
+  EXPECT_EQ(again.full_path, "/dev/shm/y");
+  // Relative paths and paths that agree are never questioned.
+  auto rel = create_in(25, "/z", 9);
+  rel.path = "z";
+  EXPECT_EQ(r.resolve(rel), PathResolver::Outcome::resolved);
+  EXPECT_EQ(rel.full_path, "/dev/shm/z");
+  auto same = create_in(25, "/w", 10);
+  same.path = "/dev/shm//./w";
+  EXPECT_EQ(r.resolve(same), PathResolver::Outcome::resolved);
+}
+
 TEST(Resolver, UnknownMountAsksForRefresh) {
   auto r = resolver();
   auto e = create_in(99, "/x");

@@ -13,6 +13,30 @@ void PathResolver::set_namespace(uint32_t mntns, std::vector<MountInfo> mounts) 
   for (const auto &m : mounts)
     by_id_[m.mnt_id] = m;
   by_ns_[mntns] = std::move(mounts);
+  trusted_.clear();
+}
+
+bool PathResolver::agrees_with_path(const Event &e, const MountInfo &m) {
+  if (e.truncated || e.path.empty() || e.path[0] != '/')
+    return true; // relative, or cut: nothing to compare
+  normalize_into(dir_, e.path);
+  if (dir_ == joined_)
+    return true;
+  const uint64_t key = static_cast<uint64_t>(m.mnt_id) << 32 | m.dev;
+  if (trusted_.count(key))
+    return true;
+  if (suspect_.size() >= 4096 || trusted_.size() >= 4096) {
+    suspect_.clear();
+    trusted_.clear();
+  }
+  // A mount that disagreed before the tables were read again, and still
+  // does: the path went through a symlink, and the mount is right.
+  if (suspect_.erase(key)) {
+    trusted_.insert(key);
+    return true;
+  }
+  suspect_.insert(key);
+  return false;
 }
 
 void PathResolver::normalize_into(std::string &out, std::string_view p) {
@@ -105,7 +129,13 @@ PathResolver::Outcome PathResolver::resolve(Event &e) {
     // A different device under a known id means the id was reused.
     if (m == by_id_.end() || m->second.dev != e.dev)
       return Outcome::unknown_mount;
-    if (join_mount_path_into(joined_, m->second, e.name))
+    const bool joined = join_mount_path_into(joined_, m->second, e.name);
+    // An id and a device can both be reused, by a mount made after
+    // another's unmount (containers come and go): the path as passed, when
+    // absolute, tells the stale table.
+    if (joined && !agrees_with_path(e, m->second))
+      return Outcome::unknown_mount;
+    if (joined)
       e.full_path.assign(joined_);
     remember(e, e.full_path, e.kind);
     if (!e.full_path.empty())

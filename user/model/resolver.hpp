@@ -13,6 +13,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -64,6 +65,9 @@ private:
   const MountInfo *mount_for_path(uint32_t mntns, const std::string &abs) const;
   // unlink, rename and link: the kernel's path(s) as passed, made absolute.
   Outcome resolve_by_name(Event &e);
+  // False when e's absolute path as passed says that mount m, found by
+  // e's mount id and device, is not the mount e was on (both reused).
+  bool agrees_with_path(const Event &e, const MountInfo &m);
   // paths_ key "<mntns>:<abs path>" in key_ (a reused buffer).
   const std::string &path_key(uint32_t mntns, std::string_view abs);
   void remember(const Event &e, std::string_view path, Kind kind);
@@ -77,6 +81,10 @@ private:
   // pages), so they are kept, but only the last kMaxUnlinked of them.
   std::deque<std::pair<InodeKey, uint64_t>> unlinked_;
   uint64_t unlink_seq_ = 0;
+  // Mounts (id << 32 | dev) whose path disagreed with an absolute path as
+  // passed: suspect until the mount tables are read again, then trusted
+  // until the next read if they still disagree (a symlink on the way).
+  std::unordered_set<uint64_t> suspect_, trusted_;
   std::unordered_map<std::string, InodeKey> paths_; // "<mntns>:<abs path>"
   std::string key_, dir_, joined_, start_;          // reused buffers
 };
