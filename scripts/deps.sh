@@ -26,7 +26,11 @@ test_pkgs=(
   libgtest-dev nlohmann-json3-dev          # tests (JSON only to parse our NDJSON in tests)
   clang-format                             # style check
   libclang-rt-dev                          # clang's sanitizer runtimes and libFuzzer
-  prometheus                               # promtool checks what /metrics serves
+  prometheus                               # promtool: what /metrics serves, deploy/'s rules
+  systemd                                  # systemd-analyze verify: deploy/'s unit
+  python3-yaml                             # deploy/'s Kubernetes manifest, parsed
+  man-db groff-base                        # the man pages, rendered without a warning
+  dpkg-dev                                 # the .deb: cpack's dpkg-shlibdeps, dpkg-deb
   tmux                                     # drives shmbpf top in a real terminal
   python3-torch                            # the PyTorch workloads shmbpf exists for
   qemu-system-x86 busybox-static cpio      # tests/vm: Debian's kernels in guests, their initramfs

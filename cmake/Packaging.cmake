@@ -1,0 +1,55 @@
+# What `cmake --install` puts where, and the .deb CPack builds from it:
+#   cd build && cpack -G DEB      -> shmbpf_<version>_<arch>.deb
+# The binary in sbin, the systemd unit, the Prometheus rules and one man
+# page per command (docs/man, gzipped as Debian wants them).
+
+# Man pages: the version filled in, then compressed (-n: no name or time
+# in the header, so that two builds of one page are the same bytes).
+file(GLOB shmbpf_man_sources CONFIGURE_DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/docs/man/*.8)
+set(shmbpf_man_pages "")
+foreach(src ${shmbpf_man_sources})
+  get_filename_component(page ${src} NAME)
+  set(configured ${CMAKE_BINARY_DIR}/man/${page})
+  configure_file(${src} ${configured} @ONLY)
+  add_custom_command(OUTPUT ${configured}.gz
+    COMMAND gzip -9 -n -c ${configured} > ${configured}.gz
+    DEPENDS ${configured}
+    COMMENT "gzip ${page}")
+  list(APPEND shmbpf_man_pages ${configured}.gz)
+endforeach()
+add_custom_target(shmbpf_man ALL DEPENDS ${shmbpf_man_pages})
+
+install(TARGETS shmbpf RUNTIME DESTINATION sbin)
+install(FILES ${shmbpf_man_pages} DESTINATION share/man/man8)
+install(FILES deploy/prometheus/shmbpf-rules.yml DESTINATION share/shmbpf/prometheus)
+# Where Debian 12's packages put their units (its /lib is /usr/lib); the
+# unit starts /usr/sbin/shmbpf, the .deb's path.
+install(FILES deploy/systemd/shmbpf.service DESTINATION /lib/systemd/system)
+
+# cpack and `make install` package what is built and build nothing
+# themselves: the .deb's test runs beside the other tests of this tree,
+# which must not be relinked under them (cmake --build first).
+set(CMAKE_SKIP_INSTALL_ALL_DEPENDENCY ON)
+
+set(CPACK_PACKAGE_NAME shmbpf)
+set(CPACK_PACKAGE_VERSION ${PROJECT_VERSION})
+set(CPACK_PACKAGE_CONTACT "shmbpf maintainers <maintainers@users.noreply.a-seed-8c460627.example>")
+set(CPACK_PACKAGE_DESCRIPTION_SUMMARY
+    "see who creates, holds and leaks shared memory (tmpfs, memfd, System V)")
+set(CPACK_PACKAGING_INSTALL_PREFIX /usr)
+set(CPACK_STRIP_FILES ON)
+set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
+set(CPACK_DEBIAN_PACKAGE_SECTION admin)
+set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
+# The libraries the binary links, as dpkg-shlibdeps finds them (libbpf,
+# libelf, ncurses, cpp-httplib, the C and C++ runtimes).
+set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+# After the summary line, which CPack writes first.
+set(CPACK_DEBIAN_PACKAGE_DESCRIPTION
+    "shmbpf observes shared memory on Linux with BPF programs on tracepoints: files on
+tmpfs and hugetlbfs (/dev/shm and the /dev/shm of containers), memfds and System V
+segments. It says who created each segment, who holds it, how many bytes it pins,
+and which ones nobody holds after their creator is gone. shmbpf serve, the host's
+agent, serves this to Prometheus; the package has its systemd unit (not enabled)
+and alerting rules.")
+include(CPack)
