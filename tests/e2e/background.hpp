@@ -68,13 +68,13 @@ inline void expect_exit_code(const std::optional<int> &st, int code) {
   EXPECT_EQ(WEXITSTATUS(*st), code);
 }
 
-// The shmbpf binary running in a child, stdout and stderr captured by a
-// reader thread.
-class ShmbpfProcess {
+// A program running in a child, stdout and stderr captured by a reader
+// thread.
+class ChildProcess {
 public:
   // before_exec runs in the child between fork and exec (e.g. to drop root).
-  explicit ShmbpfProcess(const std::vector<std::string> &args,
-                         const std::function<void()> &before_exec = {}) {
+  ChildProcess(const std::string &program, const std::vector<std::string> &args,
+               const std::function<void()> &before_exec = {}) {
     int out[2], err[2];
     if (pipe2(out, O_CLOEXEC) != 0 || pipe2(err, O_CLOEXEC) != 0)
       std::abort();
@@ -89,11 +89,11 @@ public:
       if (before_exec)
         before_exec();
       std::vector<char *> argv;
-      argv.push_back(const_cast<char *>(SHMBPF_BINARY));
+      argv.push_back(const_cast<char *>(program.c_str()));
       for (const auto &a : args)
         argv.push_back(const_cast<char *>(a.c_str()));
       argv.push_back(nullptr);
-      execv(SHMBPF_BINARY, argv.data());
+      execv(program.c_str(), argv.data());
       _exit(127);
     }
     close(out[1]);
@@ -101,7 +101,7 @@ public:
     reader_ = ForkGuard::thread([this, o = out[0], e = err[0]] { read_loop(o, e); });
   }
 
-  ~ShmbpfProcess() {
+  ~ChildProcess() {
     if (!status_) {
       kill(pid_, SIGKILL);
       int st = 0;
@@ -111,8 +111,8 @@ public:
     reader_.join();
   }
 
-  ShmbpfProcess(const ShmbpfProcess &) = delete;
-  ShmbpfProcess &operator=(const ShmbpfProcess &) = delete;
+  ChildProcess(const ChildProcess &) = delete;
+  ChildProcess &operator=(const ChildProcess &) = delete;
 
   pid_t pid() const { return pid_; }
 
@@ -212,6 +212,14 @@ private:
   std::condition_variable cv_;
   std::string out_, err_;
   bool eof_ = false;
+};
+
+// The shmbpf binary under test, running in a child.
+class ShmbpfProcess : public ChildProcess {
+public:
+  explicit ShmbpfProcess(const std::vector<std::string> &args,
+                         const std::function<void()> &before_exec = {})
+      : ChildProcess(SHMBPF_BINARY, args, before_exec) {}
 };
 
 } // namespace shmbpf::test
