@@ -2,6 +2,7 @@
 // Each subcommand is a thin function over the pipeline stages.
 #pragma once
 
+#include "daemon/export_file.hpp"
 #include "daemon/listen.hpp"
 #include "decode/event.hpp"
 #include "model/leaks.hpp"
@@ -70,6 +71,9 @@ struct DoctorCliOptions {
 
 struct ServeOptions {
   std::string listen = ListenSetting::kDefault; // --listen ADDR:PORT
+  std::string export_file;                      // "": no export
+  double export_max_size_mb = ExportFileSetting::kDefaultMaxSizeMb;
+  unsigned export_max_backups = ExportFileSetting::kDefaultMaxBackups;
   size_t ring_buffer_bytes = RingBufferSetting::kDefault;
   bool verbose = false;
 };
