@@ -3,7 +3,8 @@
 // pid, path and inode; a real leak reported as an orphan and as gone once
 // removed; mode 0600; logrotate's move and SIGHUP losing nothing; rotation
 // by size keeping N backups of valid JSON lines; SIGTERM leaving the last
-// events in the file; paths that cannot be written refused at start.
+// events in the file; a ring buffer too small for a burst, its losses told
+// in lost records; paths that cannot be written refused at start.
 #include "background.hpp"
 #include "run_cli.hpp"
 #include "serve_http.hpp"
@@ -318,6 +319,58 @@ TEST(ServeExport, RotationKeepsTheNewestBackupsOfWholeLines) {
     EXPECT_LE(older.back(), old.front());
   }
   EXPECT_EQ(newest.back(), 199);
+}
+
+TEST(ServeExport, WhatTheKernelLostIsCountedInLostRecords) {
+  SHMBPF_REQUIRE_ROOT();
+  TempDir dir;
+  const std::string file = (dir.path / "l.ndjson").string();
+  const int port = free_port();
+  // The smallest ring buffer: a page, a dozen records.
+  ShmbpfProcess serve({"serve", "--listen", "127.0.0.1:" + std::to_string(port), "--export-file",
+                       file, "--ring-buffer-size", "4096"});
+  SHMBPF_SERVE_READY(serve, port);
+  const std::string prefix = "/dev/shm/shmbpf-e2e-lost-" + std::to_string(getpid()) + "-";
+  bool ok = false;
+  run_child(
+      [&] {
+        for (int i = 0; i < 3000; ++i) {
+          const std::string p = prefix + std::to_string(i);
+          const int fd = open(p.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+          if (fd < 0)
+            return 1;
+          close(fd);
+          unlink(p.c_str());
+        }
+        return 0;
+      },
+      ok);
+  ASSERT_TRUE(ok);
+  // The lost records add up to what /metrics says the kernel lost.
+  double lost = 0;
+  uint64_t told = 0;
+  size_t records = 0;
+  const auto deadline = Clock::now() + 20s;
+  do {
+    std::this_thread::sleep_for(300ms);
+    auto m = get(port, "/metrics");
+    ASSERT_TRUE(m && m->status == 200);
+    lost = metric(m->body, "shmbpf_events_lost_total", {}).value_or(0);
+    told = 0;
+    records = 0;
+    for (const json &j : records_of(file))
+      if (j.value("event", "") == "lost") {
+        ++records;
+        told += j["count"].get<uint64_t>();
+        EXPECT_EQ(j["total"].get<uint64_t>(), told);
+        EXPECT_GT(j["count"].get<uint64_t>(), 0u);
+      }
+  } while ((lost == 0 || static_cast<double>(told) != lost) && Clock::now() < deadline);
+  EXPECT_GT(lost, 0) << "no loss with a 4 KiB ring buffer";
+  EXPECT_EQ(static_cast<double>(told), lost);
+  EXPECT_GE(records, 1u);
+  serve.signal(SIGTERM);
+  expect_exit_code(serve.wait(20s), 0);
 }
 
 TEST(ServeExport, APathThatCannotBeWrittenIsRefusedAtStart) {
