@@ -26,14 +26,19 @@ void Exporter::event(const Event &e, const Engine &engine) {
     hand_over();
 }
 
-void Exporter::after_poll(const Monitor &mon) {
-  const uint64_t lost = mon.stats().lost;
-  if (lost > lost_seen_) {
-    fmt_.append_lost(pending_, Monitor::now_ns(), lost - lost_seen_, lost);
-    ++pending_records_;
-    lost_seen_ = lost;
+void Exporter::after_poll(const Monitor &mon, bool last) {
+  const auto now = Clock::now();
+  // The kernel's loss counter is a map read (a syscall): not on every turn.
+  if (now >= next_lost_ || last) {
+    next_lost_ = now + kLostEvery;
+    const uint64_t lost = mon.stats().lost;
+    if (lost > lost_seen_) {
+      fmt_.append_lost(pending_, Monitor::now_ns(), lost - lost_seen_, lost);
+      ++pending_records_;
+      lost_seen_ = lost;
+    }
   }
-  if (const auto now = Clock::now(); now >= next_orphans_) {
+  if (now >= next_orphans_) {
     check_orphans(mon.engine(), Monitor::now_ns());
     const auto cost = Clock::now() - now;
     next_orphans_ = now + std::max<Clock::duration>(kOrphanEvery, cost * 20);

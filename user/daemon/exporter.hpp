@@ -33,6 +33,8 @@ public:
   // Orphans are compared at most this often (a walk over every segment);
   // the gap grows with what the walk costs, as the monitor's loss rescans do.
   static constexpr std::chrono::seconds kOrphanEvery{1};
+  // The kernel's losses are looked at this often.
+  static constexpr std::chrono::milliseconds kLostEvery{100};
   // Write errors are logged at most this often, summed.
   static constexpr std::chrono::seconds kLogEvery{10};
 
@@ -46,8 +48,9 @@ public:
   // An event just applied to engine (the monitor's observer).
   void event(const Event &e, const Engine &engine);
   // After each poll: a lost record if the kernel lost any since the last
-  // turn, orphans when due, then what was formatted goes to the writer.
-  void after_poll(const Monitor &mon);
+  // look, orphans when due, then what was formatted goes to the writer.
+  // last: the loop ends; the losses are looked at however recently they were.
+  void after_poll(const Monitor &mon, bool last = false);
   // What was formatted goes to the writer now (or is dropped, counted).
   void hand_over();
   // Writes every record handed over, then stops the writer and closes the
@@ -76,6 +79,7 @@ private:
   size_t pending_records_ = 0;
   uint64_t lost_seen_ = 0;
   std::chrono::steady_clock::time_point next_orphans_{};
+  std::chrono::steady_clock::time_point next_lost_{};
 
   // Shared with the writer, under mu_.
   mutable std::mutex mu_;

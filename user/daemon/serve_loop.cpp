@@ -84,7 +84,7 @@ int run_serve_loop(Monitor &mon, Endpoints &endpoints, Log &log, const ServeLoop
   // What the kernel holds now, for the export's last records.
   mon.drain();
   if (exporter)
-    exporter->after_poll(mon);
+    exporter->after_poll(mon, /*last=*/true);
   return 0;
 }
 
