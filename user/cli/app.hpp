@@ -108,8 +108,9 @@ int run_top(const TopOptions &opts);
 // `shmbpf doctor`: 0 when shmbpf can run here, 2 when it cannot.
 int run_doctor(const DoctorCliOptions &opts);
 
-// `shmbpf serve`: runs until SIGTERM or SIGINT, then 0; 2 when it cannot
-// start (the port is taken, BPF cannot load).
+// `shmbpf serve`: runs until SIGTERM or SIGINT, then 0 (1 when the export
+// file took nothing for 10 s by then); 2 when it cannot start (the port is
+// taken, the export file cannot be opened, BPF cannot load).
 int run_serve(const ServeOptions &opts);
 
 } // namespace shmbpf

@@ -18,10 +18,19 @@
 
 #include <unistd.h>
 
+#include <chrono>
+#include <cstdlib>
 #include <memory>
 #include <string>
 
 namespace shmbpf {
+
+namespace {
+
+// How long SIGTERM waits for the export file to take the last records.
+constexpr std::chrono::seconds kExportFlushLimit{10};
+
+} // namespace
 
 int run_serve(const ServeOptions &opts) {
   // Checked by the option already; the refusals below come before anything
@@ -69,10 +78,21 @@ int run_serve(const ServeOptions &opts) {
                         std::to_string(stats.events) + " events, " + std::to_string(stats.lost) +
                         " lost";
   if (exporter) {
-    exporter->close(); // everything handed over is in the file now
+    // Everything handed over goes to the file first, unless the disk takes
+    // nothing (a hung NFS mount): then stopping is worth more than waiting.
+    const bool flushed = exporter->close_within(kExportFlushLimit);
     const ExportCounters c = exporter->counters();
     summary += "; " + std::to_string(c.records) + " records exported, " +
                std::to_string(c.dropped) + " dropped";
+    if (!flushed) {
+      log.line(summary + "; the export file took nothing for " +
+               std::to_string(kExportFlushLimit.count()) +
+               " s: the records still waiting are lost");
+      // Its writer is blocked in write(2) and uses the exporter, and the
+      // log, if it ever returns: nothing may be destroyed under it. The
+      // kernel lets go of the programs, the port and the files.
+      std::_Exit(1);
+    }
   }
   log.line(summary);
   return status;

@@ -95,6 +95,20 @@ void Exporter::close() {
   writer_.join();
 }
 
+bool Exporter::close_within(std::chrono::milliseconds limit) {
+  if (!writer_.joinable())
+    return true;
+  hand_over();
+  std::unique_lock lock(mu_);
+  stopping_ = true;
+  wake_.notify_one();
+  if (!done_.wait_for(lock, limit, [this] { return finished_; }))
+    return false;
+  lock.unlock();
+  writer_.join();
+  return true;
+}
+
 ExportCounters Exporter::counters() const {
   return {records_.load(std::memory_order_relaxed), dropped_.load(std::memory_order_relaxed),
           errors_.load(std::memory_order_relaxed), rotations_.load(std::memory_order_relaxed)};
@@ -151,6 +165,9 @@ void Exporter::write_loop() {
   if (unlogged_problems_ > 0)
     log_.line("export file " + path_ + ": " + std::to_string(unlogged_problems_) +
               " more errors since the last report");
+  lock.lock();
+  finished_ = true;
+  done_.notify_all();
 }
 
 void Exporter::note_problem(const std::string &what, size_t problems) {

@@ -56,6 +56,10 @@ public:
   // Writes every record handed over, then stops the writer and closes the
   // file (SIGTERM).
   void close();
+  // The same, waiting at most limit. False when the writer has not finished
+  // by then (a disk that takes nothing): it is left blocked, and this
+  // exporter (and the log) must not be destroyed: the caller exits.
+  bool close_within(std::chrono::milliseconds limit);
 
   // --- any thread ----------------------------------------------------------
   // The writer closes and opens the file again before its next write
@@ -88,6 +92,8 @@ private:
   uint64_t unreported_drops_ = 0; // not yet told in an export_dropped record
   bool reopen_ = false;
   bool stopping_ = false;
+  bool finished_ = false; // the writer has written its last record
+  std::condition_variable done_;
 
   // Writer thread only.
   RotatingFile file_;
