@@ -7,7 +7,7 @@
 // alert must fire for them.
 #include "background.hpp"
 #include "docker_cgroup.hpp"
-#include "serve_client.hpp"
+#include "serve_http.hpp"
 #include "support.hpp"
 #include "torch_job.hpp"
 

@@ -7,7 +7,7 @@
 #include "background.hpp"
 #include "docker_cgroup.hpp"
 #include "run_cli.hpp"
-#include "serve_client.hpp"
+#include "serve_http.hpp"
 #include "support.hpp"
 
 #include <gtest/gtest.h>
@@ -34,7 +34,6 @@ namespace shmbpf::test {
 namespace {
 
 using namespace std::chrono_literals;
-using Clock = std::chrono::steady_clock;
 
 constexpr uint64_t kMiB = 1 << 20;
 
@@ -138,27 +137,7 @@ TEST(ServeCli, LeakRisesInMetricsPromtoolAgreesAndSigtermStops) {
   EXPECT_GE(metric(text, "shmbpf_bpf_program_attached", {}).value_or(0), 1);
 
   // promtool, Prometheus' own linter, on exactly what was served.
-  if (system("command -v promtool >/dev/null 2>&1") != 0) {
-    if (in_ci())
-      ADD_FAILURE() << "promtool is missing (Debian package prometheus)";
-  } else {
-    char path[] = "/tmp/shmbpf-e2e-metrics-XXXXXX";
-    int fd = mkstemp(path);
-    ASSERT_GE(fd, 0);
-    ASSERT_EQ(write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
-    close(fd);
-    const std::string cmd = std::string("promtool check metrics < ") + path + " 2>&1";
-    FILE *p = popen(cmd.c_str(), "r");
-    ASSERT_TRUE(p);
-    std::string out;
-    char buf[4096];
-    for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;)
-      out.append(buf, n);
-    const int status = pclose(p);
-    unlink(path);
-    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0 && out.empty())
-        << "promtool check metrics: " << out;
-  }
+  expect_promtool_accepts(text);
 
   // SIGHUP is for reopening files, not for stopping.
   serve.signal(SIGHUP);

@@ -294,6 +294,26 @@ TEST_F(Metrics, CountersProgramsAndBuild) {
   EXPECT_EQ(x.value("shmbpf_build_info", {{"version", "0.1.0"}, {"kernel", "6.1.0-test"}}), "1");
 }
 
+TEST_F(Metrics, ExportCountersOnlyWithAnExportFile) {
+  for (const char *f : {"shmbpf_export_records_total", "shmbpf_export_dropped_records_total",
+                        "shmbpf_export_errors_total", "shmbpf_export_rotations_total"})
+    EXPECT_TRUE(x.of(f).empty()) << f;
+  MetricsCounters c = counters();
+  c.export_file = ExportCounters{120, 7, 2, 3};
+  const std::string with = metrics_text(take_metrics_snapshot(engine, c));
+  const Exposition e = parse(with);
+  EXPECT_TRUE(e.errors.empty()) << ::testing::PrintToString(e.errors) << with;
+  EXPECT_EQ(e.value("shmbpf_export_records_total", {}), "120");
+  EXPECT_EQ(e.value("shmbpf_export_dropped_records_total", {}), "7");
+  EXPECT_EQ(e.value("shmbpf_export_errors_total", {}), "2");
+  EXPECT_EQ(e.value("shmbpf_export_rotations_total", {}), "3");
+  for (const char *f : {"shmbpf_export_records_total", "shmbpf_export_dropped_records_total",
+                        "shmbpf_export_errors_total", "shmbpf_export_rotations_total"}) {
+    EXPECT_EQ(e.type.at(f), "counter") << f;
+    EXPECT_FALSE(e.help.at(f).empty()) << f;
+  }
+}
+
 TEST_F(Metrics, NoPidPathOrNameEverALabel) {
   const std::set<std::string> allowed = {
       "namespace", "pod",   "pod_uid", "container", "mountpoint", "kind",  "state",

@@ -219,7 +219,8 @@ std::unique_ptr<CLI::App> make_app(CliOptions &opts) {
   auto *serve = app->add_subcommand(
       "serve", "Run as the host's agent, in the foreground: the live model behind top, its "
                "numbers for Prometheus over HTTP (/metrics, /healthz, /readyz), a log on "
-               "stderr. Stops on SIGTERM or SIGINT (needs root).");
+               "stderr and, with --export-file, an NDJSON audit trail. Stops on SIGTERM or "
+               "SIGINT; SIGHUP reopens the export file (needs root).");
   auto &s = opts.serve;
   const CLI::Validator listen(
       [](std::string &text) -> std::string {
@@ -229,6 +230,35 @@ std::unique_ptr<CLI::App> make_app(CliOptions &opts) {
       "ADDRESS:PORT");
   serve->add_option(ListenSetting::kFlag, s.listen, ListenSetting::kHelp)
       ->check(listen)
+      ->capture_default_str();
+  auto *export_file =
+      serve->add_option(ExportFileSetting::kFlag, s.export_file, ExportFileSetting::kHelp);
+  export_file->check(CLI::Validator(
+      [](std::string &path) -> std::string {
+        return path.empty() ? "must name a file" : std::string();
+      },
+      "PATH"));
+  const CLI::Validator max_size(
+      [](std::string &text) -> std::string {
+        char *end = nullptr;
+        const double v = std::strtod(text.c_str(), &end);
+        if (end == text.c_str() || *end != '\0')
+          return {}; // not a number: the conversion says so
+        auto bytes = ExportFileSetting::max_bytes(v);
+        return bytes ? std::string() : bytes.error() + ", not " + escape_text(text);
+      },
+      "MIB");
+  serve
+      ->add_option(ExportFileSetting::kMaxSizeFlag, s.export_max_size_mb,
+                   ExportFileSetting::kMaxSizeHelp)
+      ->check(max_size)
+      ->needs(export_file)
+      ->capture_default_str();
+  serve
+      ->add_option(ExportFileSetting::kMaxBackupsFlag, s.export_max_backups,
+                   ExportFileSetting::kMaxBackupsHelp)
+      ->check(CLI::Range(0u, ExportFileSetting::kMaxMaxBackups))
+      ->needs(export_file)
       ->capture_default_str();
   add_ring_buffer_option(serve, s.ring_buffer_bytes);
   add_verbose_flag(serve, s.verbose);

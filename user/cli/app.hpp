@@ -2,6 +2,7 @@
 // Each subcommand is a thin function over the pipeline stages.
 #pragma once
 
+#include "daemon/export_file.hpp"
 #include "daemon/listen.hpp"
 #include "decode/event.hpp"
 #include "model/leaks.hpp"
@@ -70,6 +71,9 @@ struct DoctorCliOptions {
 
 struct ServeOptions {
   std::string listen = ListenSetting::kDefault; // --listen ADDR:PORT
+  std::string export_file;                      // "": no export
+  double export_max_size_mb = ExportFileSetting::kDefaultMaxSizeMb;
+  unsigned export_max_backups = ExportFileSetting::kDefaultMaxBackups;
   size_t ring_buffer_bytes = RingBufferSetting::kDefault;
   bool verbose = false;
 };
@@ -104,8 +108,9 @@ int run_top(const TopOptions &opts);
 // `shmbpf doctor`: 0 when shmbpf can run here, 2 when it cannot.
 int run_doctor(const DoctorCliOptions &opts);
 
-// `shmbpf serve`: runs until SIGTERM or SIGINT, then 0; 2 when it cannot
-// start (the port is taken, BPF cannot load).
+// `shmbpf serve`: runs until SIGTERM or SIGINT, then 0 (1 when the export
+// file took nothing for 10 s by then); 2 when it cannot start (the port is
+// taken, the export file cannot be opened, BPF cannot load).
 int run_serve(const ServeOptions &opts);
 
 } // namespace shmbpf

@@ -6,18 +6,31 @@
 #include "cli/signals.hpp"
 
 #include "daemon/endpoints.hpp"
+#include "daemon/exporter.hpp"
 #include "daemon/http_server.hpp"
 #include "daemon/log.hpp"
 #include "daemon/serve_loop.hpp"
+#include "facts/result.hpp"
 #include "live/monitor.hpp"
 #include "probe/probe.hpp"
+#include "sources/clock.hpp"
 #include "sources/namespaces.hpp"
 
 #include <unistd.h>
 
+#include <chrono>
+#include <cstdlib>
+#include <memory>
 #include <string>
 
 namespace shmbpf {
+
+namespace {
+
+// How long SIGTERM waits for the export file to take the last records.
+constexpr std::chrono::seconds kExportFlushLimit{10};
+
+} // namespace
 
 int run_serve(const ServeOptions &opts) {
   // Checked by the option already; the refusals below come before anything
@@ -26,11 +39,25 @@ int run_serve(const ServeOptions &opts) {
   require_bpf_privileges("serve");
 
   Log log;
+  // The export file before anything else starts: a path that cannot be
+  // written is refused with nothing bound or loaded.
+  std::unique_ptr<Exporter> exporter;
+  if (!opts.export_file.empty()) {
+    const ExportLimits limits{ExportFileSetting::max_bytes(opts.export_max_size_mb).value(),
+                              opts.export_max_backups};
+    auto file = RotatingFile::open(opts.export_file, limits);
+    if (!file)
+      throw FatalError("--export-file", file.error(), 2);
+    exporter = std::make_unique<Exporter>(std::move(*file), TraceClock{boot_to_realtime_ns()}, log);
+  }
   Endpoints endpoints(SHMBPF_VERSION);
+  endpoints.set_exporter(exporter.get());
   HttpServer http(addr, [&endpoints](std::string_view path) { return endpoints.get(path); });
   install_daemon_signals();
   log.line("version " + std::string(SHMBPF_VERSION) + ", listening on http://" + addr.text() +
            " (/metrics, /healthz, /readyz); loading BPF and scanning");
+  if (exporter)
+    log.line("exporting events to " + exporter->path());
 
   MonitorOptions mopts;
   mopts.probe.command = "serve";
@@ -44,10 +71,30 @@ int run_serve(const ServeOptions &opts) {
   lopts.stop_requested = stop_requested;
   lopts.take_hangup = take_hangup;
   lopts.host_mntns = mount_namespace_of(static_cast<int>(getpid()));
+  lopts.exporter = exporter.get();
   const int status = run_serve_loop(mon, endpoints, log, lopts);
   const MonitorStats stats = mon.stats();
-  log.line(std::string(stop_signal_name()) + ": stopping after " + std::to_string(stats.events) +
-           " events, " + std::to_string(stats.lost) + " lost");
+  std::string summary = std::string(stop_signal_name()) + ": stopping after " +
+                        std::to_string(stats.events) + " events, " + std::to_string(stats.lost) +
+                        " lost";
+  if (exporter) {
+    // Everything handed over goes to the file first, unless the disk takes
+    // nothing (a hung NFS mount): then stopping is worth more than waiting.
+    const bool flushed = exporter->close_within(kExportFlushLimit);
+    const ExportCounters c = exporter->counters();
+    summary += "; " + std::to_string(c.records) + " records exported, " +
+               std::to_string(c.dropped) + " dropped";
+    if (!flushed) {
+      log.line(summary + "; the export file took nothing for " +
+               std::to_string(kExportFlushLimit.count()) +
+               " s: the records still waiting are lost");
+      // Its writer is blocked in write(2) and uses the exporter, and the
+      // log, if it ever returns: nothing may be destroyed under it. The
+      // kernel lets go of the programs, the port and the files.
+      std::_Exit(1);
+    }
+  }
+  log.line(summary);
   return status;
 }
 

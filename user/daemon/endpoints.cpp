@@ -83,6 +83,8 @@ HttpReply Endpoints::metrics() const {
     if (!mon_ || !ready_.load())
       return {503, std::string(kText), "not ready: loading BPF and scanning\n"};
     MetricsCounters c = counters_;
+    if (exporter_)
+      c.export_file = exporter_->counters();
     // Only the copy is made under the monitor's lock; the text after.
     snap = mon_->read([&](const Engine &engine, const MonitorStats &stats) {
       c.now_ns = Monitor::now_ns();

@@ -3,6 +3,7 @@
 // live monitor. Safe from the server's threads while the consumer runs.
 #pragma once
 
+#include "daemon/exporter.hpp"
 #include "live/monitor.hpp"
 #include "views/metrics.hpp"
 
@@ -35,6 +36,9 @@ public:
   // From attach() on, /metrics reads mon (under its lock); detach() before
   // mon goes. Ready: the programs are attached and the first scan applied.
   void attach(const Monitor &mon, uint32_t host_mntns);
+  // /metrics shows the exporter's counters too (set before the server
+  // starts; the exporter outlives it).
+  void set_exporter(const Exporter *exporter) { exporter_ = exporter; }
   void set_ready() { ready_.store(true); }
   void detach();
   // The consumer loop is alive (called every turn).
@@ -49,6 +53,7 @@ private:
   std::string version_;
   mutable std::mutex mu_; // guards mon_ and counters_
   const Monitor *mon_ = nullptr;
+  const Exporter *exporter_ = nullptr;
   MetricsCounters counters_; // the parts that do not change
   std::atomic<bool> ready_{false};
   std::atomic<int64_t> beat_ns_{0}; // steady clock; 0: the loop has not started

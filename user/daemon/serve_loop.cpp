@@ -35,8 +35,15 @@ int run_serve_loop(Monitor &mon, Endpoints &endpoints, Log &log, const ServeLoop
   endpoints.attach(mon, opts.host_mntns);
   struct Detach {
     Endpoints &e;
-    ~Detach() { e.detach(); }
-  } detach{endpoints};
+    Monitor &mon;
+    ~Detach() {
+      e.detach();
+      mon.set_observer({});
+    }
+  } detach{endpoints, mon};
+  Exporter *exporter = opts.exporter;
+  if (exporter)
+    mon.set_observer([exporter, &mon](const Event &e) { exporter->event(e, mon.engine()); });
 
   mon.drain();
   endpoints.heartbeat();
@@ -50,8 +57,16 @@ int run_serve_loop(Monitor &mon, Endpoints &endpoints, Log &log, const ServeLoop
     if (n < 0 && n != -EINTR)
       throw FatalError("reading the ring buffer", std::strerror(-n));
     endpoints.heartbeat();
-    if (opts.take_hangup && opts.take_hangup())
-      log.line("SIGHUP: nothing to reopen (no export file); still running");
+    if (exporter)
+      exporter->after_poll(mon);
+    if (opts.take_hangup && opts.take_hangup()) {
+      if (exporter) {
+        log.line("SIGHUP: reopening the export file " + exporter->path());
+        exporter->request_reopen();
+      } else {
+        log.line("SIGHUP: nothing to reopen (no export file); still running");
+      }
+    }
     if (Clock::now() - last_log < kLossLogEvery)
       continue;
     const MonitorStats s = mon.stats();
@@ -66,6 +81,10 @@ int run_serve_loop(Monitor &mon, Endpoints &endpoints, Log &log, const ServeLoop
     logged = s;
     last_log = Clock::now();
   }
+  // What the kernel holds now, for the export's last records.
+  mon.drain();
+  if (exporter)
+    exporter->after_poll(mon, /*last=*/true);
   return 0;
 }
 

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "daemon/endpoints.hpp"
+#include "daemon/exporter.hpp"
 #include "daemon/log.hpp"
 #include "live/monitor.hpp"
 
@@ -13,13 +14,18 @@ namespace shmbpf {
 
 struct ServeLoopOptions {
   std::function<bool()> stop_requested;
-  // True once per SIGHUP received (nothing is reopened yet: it is logged).
+  // True once per SIGHUP received: the export file is reopened.
   std::function<bool()> take_hangup;
   uint32_t host_mntns = 0; // shmbpf's own mount namespace: its mounts are the host's
+  // --export-file: every event, loss and orphan change goes to it (and
+  // what is pending when the loop stops). Null: no export.
+  Exporter *exporter = nullptr;
 };
 
 // Drains what the kernel has, marks the endpoints ready, then polls until
-// stop_requested(). The endpoints are detached from mon before it returns.
+// stop_requested(), and drains again. The endpoints are detached from mon,
+// and the exporter from its events, before it returns; the exporter has
+// been handed everything (its close() writes it).
 // Returns the exit status; throws FatalError when the ring buffer fails.
 int run_serve_loop(Monitor &mon, Endpoints &endpoints, Log &log, const ServeLoopOptions &opts);
 

@@ -124,6 +124,15 @@ public:
   // Segments pinning memory or a name with no live holder whose creator is
   // gone or unknown, at least min_age_ns old; largest first.
   std::vector<Orphan> orphans(uint64_t now_ns, uint64_t min_age_ns) const;
+  // What a cgroup id is known to be: nullopt while set_cgroup_path has not
+  // described it (a new cgroup is resolved soon after its first event),
+  // else its container, nullptr for the host. One lookup.
+  std::optional<const ContainerRef *> cgroup_container(uint64_t cgroup_id) const {
+    auto it = cgroups_.find(cgroup_id);
+    if (it == cgroups_.end())
+      return std::nullopt;
+    return it->second.container ? &*it->second.container : nullptr;
+  }
   // cgroup ids in use that set_cgroup_path has not described yet.
   std::vector<uint64_t> unknown_cgroups() const;
   EngineStats stats() const;

@@ -164,6 +164,22 @@ void counters(PrometheusWriter &w, const MetricsSnapshot &s) {
              uint64_t{c.attached && !h.program.empty()});
 }
 
+void export_counters(PrometheusWriter &w, const ExportCounters &e) {
+  w.family("shmbpf_export_records_total", Type::counter,
+           "Records written to the export file since start (events, lost and orphan records).");
+  w.sample({}, e.records);
+  w.family("shmbpf_export_dropped_records_total", Type::counter,
+           "Records never written to the export file: its writer fell too far behind, or a "
+           "write failed.");
+  w.sample({}, e.dropped);
+  w.family("shmbpf_export_errors_total", Type::counter,
+           "Failed writes, rotations and reopens of the export file (a full disk, say).");
+  w.sample({}, e.errors);
+  w.family("shmbpf_export_rotations_total", Type::counter,
+           "Times the export file reached its size limit and was rotated.");
+  w.sample({}, e.rotations);
+}
+
 } // namespace
 
 MetricsSnapshot take_metrics_snapshot(const Engine &engine, MetricsCounters counters) {
@@ -182,6 +198,8 @@ std::string metrics_text(const MetricsSnapshot &snapshot) {
   segments(w, snapshot.segments);
   mounts(w, snapshot.mounts, snapshot.counters.host_mntns);
   counters(w, snapshot);
+  if (snapshot.counters.export_file)
+    export_counters(w, *snapshot.counters.export_file);
   return w.take();
 }
 

@@ -11,10 +11,19 @@
 
 #include <array>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
 namespace shmbpf {
+
+// serve --export-file's writer, since start.
+struct ExportCounters {
+  uint64_t records = 0;   // records written to the file
+  uint64_t dropped = 0;   // records never written: the writer fell behind, or a write failed
+  uint64_t errors = 0;    // failed writes, rotations and reopens
+  uint64_t rotations = 0; // size rotations
+};
 
 // What the live loop knows that the engine does not.
 struct MetricsCounters {
@@ -26,6 +35,7 @@ struct MetricsCounters {
   bool attached = false;                          // the programs are attached
   std::string version;                            // shmbpf's
   std::string kernel;                             // the running kernel's release
+  std::optional<ExportCounters> export_file;      // with --export-file only
 };
 
 // Everything one scrape shows, taken from the engine under the live loop's

@@ -34,8 +34,8 @@ struct WallTime {
   long nsec = 0;
 };
 
-WallTime wall_time(const Event &e, const TraceClock &clock) {
-  const int64_t ns = static_cast<int64_t>(e.ts_ns) + clock.boot_to_realtime_ns;
+WallTime wall_time(uint64_t ts_ns, const TraceClock &clock) {
+  const int64_t ns = static_cast<int64_t>(ts_ns) + clock.boot_to_realtime_ns;
   int64_t sec = ns / ns_per_sec;
   int64_t rem = ns % ns_per_sec;
   if (rem < 0) {
@@ -349,7 +349,7 @@ void TraceFormatter::append_utc_time(std::string &out, int64_t sec, long nsec) {
 
 void TraceFormatter::append_line(std::string &out, const Event &e) {
   std::size_t from = out.size();
-  const WallTime w = wall_time(e, clock_);
+  const WallTime w = wall_time(e.ts_ns, clock_);
   append_local_time(out, w.sec, w.nsec);
   end_column(out, from, w_time);
 
@@ -389,16 +389,25 @@ void TraceFormatter::append_line(std::string &out, const Event &e) {
 void TraceFormatter::append_json(std::string &out, const Event &e) {
   JsonWriter j(out, /*compact=*/true);
   j.begin_object();
+  write_json_fields(j, out, e);
+  j.end_object();
+}
+
+void TraceFormatter::write_time_fields(JsonWriter &j, std::string &out, uint64_t ts_ns) {
+  j.num("ts_ns", ts_ns);
+  const WallTime w = wall_time(ts_ns, clock_);
+  j.key("time").raw_value() += '"';
+  append_utc_time(out, w.sec, w.nsec);
+  out += '"';
+}
+
+void TraceFormatter::write_json_fields(JsonWriter &j, std::string &out, const Event &e) {
   j.str("event", to_string(e.type));
   if (e.kind == Kind::none)
     j.null("kind");
   else
     j.str("kind", to_string(e.kind));
-  j.num("ts_ns", e.ts_ns);
-  const WallTime w = wall_time(e, clock_);
-  j.key("time").raw_value() += '"';
-  append_utc_time(out, w.sec, w.nsec);
-  out += '"';
+  write_time_fields(j, out, e.ts_ns);
   j.num("pid", e.pid)
       .num("tid", e.tid)
       .num("ppid", e.ppid)
@@ -463,7 +472,6 @@ void TraceFormatter::append_json(std::string &out, const Event &e) {
   } else if (e.type == EventType::exec) {
     j.str("filename", e.filename).num("old_pid", e.old_pid);
   }
-  j.end_object();
 }
 
 std::string trace_line(const Event &e, const TraceClock &clock) {

@@ -12,6 +12,8 @@
 
 namespace shmbpf {
 
+class JsonWriter;
+
 // Offset from CLOCK_BOOTTIME (event timestamps) to CLOCK_REALTIME. Read
 // once at start-up (sources/clock.hpp) and passed to the formatters, so
 // that they stay deterministic under test.
@@ -55,6 +57,12 @@ public:
   // One line or JSON object, without the trailing newline.
   void append_line(std::string &out, const Event &e);
   void append_json(std::string &out, const Event &e);
+  // append_json()'s fields, into an object that j (writing to out) has
+  // open: for writers that add fields of their own to the same schema
+  // (serve's export file).
+  void write_json_fields(JsonWriter &j, std::string &out, const Event &e);
+  // "ts_ns" and "time" as an event's, for records that are not events.
+  void write_time_fields(JsonWriter &j, std::string &out, uint64_t ts_ns);
 
 private:
   // Formatted wall-clock seconds; valid while sec equals the event's.

@@ -1,6 +1,5 @@
-// A client of `shmbpf serve` for the end-to-end tests: a free loopback
-// port, GETs with timeouts, a metric's value from the text format, and the
-// wait until the daemon is ready.
+// `shmbpf serve` from end-to-end tests: a free loopback port, HTTP GETs,
+// a metric's value from /metrics, waiting for /readyz, promtool's verdict.
 #pragma once
 
 #include "background.hpp"
@@ -16,6 +15,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <optional>
 #include <sstream>
@@ -25,8 +25,9 @@
 
 namespace shmbpf::test {
 
-// Loading BPF and the first scan, on a busy machine.
-inline constexpr auto kServeStartTimeout = std::chrono::seconds(60);
+using Clock = std::chrono::steady_clock;
+
+constexpr auto kStartTimeout = 60s; // loading BPF and the first scan, on a busy machine
 
 // A socket on 127.0.0.1 bound to a port the kernel picked, and listening
 // when asked; closed by the destructor.
@@ -95,21 +96,47 @@ inline std::optional<double> metric(const std::string &text, const std::string &
 // where it fails.
 #define SHMBPF_SERVE_READY(serve, port)                                                            \
   do {                                                                                             \
-    const auto deadline_ = std::chrono::steady_clock::now() + kServeStartTimeout;                  \
+    const auto deadline_ = Clock::now() + kStartTimeout;                                           \
     bool ready_ = false;                                                                           \
-    while (!ready_ && !(serve).exited() && std::chrono::steady_clock::now() < deadline_) {         \
+    while (!ready_ && !(serve).exited() && Clock::now() < deadline_) {                             \
       auto r_ = get(port, "/readyz");                                                              \
       ready_ = r_ && r_->status == 200;                                                            \
       if (!ready_)                                                                                 \
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));                               \
+        std::this_thread::sleep_for(100ms);                                                        \
     }                                                                                              \
     if (!ready_) {                                                                                 \
-      (serve).wait(std::chrono::seconds(2));                                                       \
+      (serve).wait(2s);                                                                            \
       const auto st_ = (serve).status();                                                           \
       if (!in_ci() && st_ && WIFEXITED(*st_) && WEXITSTATUS(*st_) == 2)                            \
         GTEST_SKIP() << "shmbpf serve cannot run here: " << (serve).err();                         \
       FAIL() << "shmbpf serve never got ready; stderr: " << (serve).err();                         \
     }                                                                                              \
   } while (0)
+
+// promtool, Prometheus' own linter, on exposition text: no complaint. A
+// machine without it passes, except under CI=true.
+inline void expect_promtool_accepts(const std::string &text) {
+  if (system("command -v promtool >/dev/null 2>&1") != 0) {
+    if (in_ci())
+      ADD_FAILURE() << "promtool is missing (Debian package prometheus)";
+    return;
+  }
+  char path[] = "/tmp/shmbpf-e2e-metrics-XXXXXX";
+  int fd = mkstemp(path);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
+  close(fd);
+  const std::string cmd = std::string("promtool check metrics < ") + path + " 2>&1";
+  FILE *p = popen(cmd.c_str(), "r");
+  ASSERT_TRUE(p);
+  std::string out;
+  char buf[4096];
+  for (size_t n; (n = fread(buf, 1, sizeof buf, p)) > 0;)
+    out.append(buf, n);
+  const int status = pclose(p);
+  unlink(path);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0 && out.empty())
+      << "promtool check metrics: " << out;
+}
 
 } // namespace shmbpf::test

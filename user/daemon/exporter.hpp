@@ -1,0 +1,108 @@
+// `shmbpf serve --export-file`: the audit trail. The consumer thread formats
+// records (views/export_view) into a buffer of its own and hands them over
+// once per loop turn; a writer thread of the exporter's writes them to a
+// RotatingFile. The consumer never waits for the disk: when the writer is
+// more than kMaxQueued bytes behind, what the consumer hands over is dropped
+// and counted (shmbpf_export_dropped_records_total), and once the writer
+// writes again an export_dropped record says how many are missing.
+#pragma once
+
+#include "daemon/export_file.hpp"
+#include "daemon/log.hpp"
+#include "live/monitor.hpp"
+#include "views/export_view.hpp"
+#include "views/metrics.hpp"
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <thread>
+
+namespace shmbpf {
+
+class Exporter {
+public:
+  // Records waiting for the writer, at most (a few seconds of a busy host's
+  // events: a slow disk is ridden out, a stuck one costs bounded memory).
+  static constexpr size_t kMaxQueued = size_t{32} << 20;
+  // The consumer hands over early when it has this much formatted.
+  static constexpr size_t kHandOverAt = size_t{256} << 10;
+  // Orphans are compared at most this often (a walk over every segment);
+  // the gap grows with what the walk costs, as the monitor's loss rescans do.
+  static constexpr std::chrono::seconds kOrphanEvery{1};
+  // The kernel's losses are looked at this often.
+  static constexpr std::chrono::milliseconds kLostEvery{100};
+  // Write errors are logged at most this often, summed.
+  static constexpr std::chrono::seconds kLogEvery{10};
+
+  // Starts the writer thread on an opened file.
+  Exporter(RotatingFile file, const TraceClock &clock, Log &log);
+  ~Exporter();
+  Exporter(const Exporter &) = delete;
+  Exporter &operator=(const Exporter &) = delete;
+
+  // --- the consumer thread -------------------------------------------------
+  // An event just applied to engine (the monitor's observer).
+  void event(const Event &e, const Engine &engine);
+  // After each poll: a lost record if the kernel lost any since the last
+  // look, orphans when due, then what was formatted goes to the writer.
+  // last: the loop ends; the losses are looked at however recently they were.
+  void after_poll(const Monitor &mon, bool last = false);
+  // What was formatted goes to the writer now (or is dropped, counted).
+  void hand_over();
+  // Writes every record handed over, then stops the writer and closes the
+  // file (SIGTERM).
+  void close();
+  // The same, waiting at most limit. False when the writer has not finished
+  // by then (a disk that takes nothing): it is left blocked, and this
+  // exporter (and the log) must not be destroyed: the caller exits.
+  bool close_within(std::chrono::milliseconds limit);
+
+  // --- any thread ----------------------------------------------------------
+  // The writer closes and opens the file again before its next write
+  // (SIGHUP: logrotate moved it); records handed over go to the new file.
+  void request_reopen();
+  ExportCounters counters() const;
+  const std::string &path() const { return path_; }
+
+private:
+  void write_loop();
+  void check_orphans(const Engine &engine, uint64_t now_ns);
+  // A line in the log, at most once per kLogEvery (the writer thread).
+  void note_problem(const std::string &what, size_t problems);
+
+  const std::string path_;
+  Log &log_;
+  // Consumer thread only.
+  ExportFormatter fmt_;
+  OrphanWatch orphans_;
+  std::string pending_;
+  size_t pending_records_ = 0;
+  uint64_t lost_seen_ = 0;
+  std::chrono::steady_clock::time_point next_orphans_{};
+  std::chrono::steady_clock::time_point next_lost_{};
+
+  // Shared with the writer, under mu_.
+  mutable std::mutex mu_;
+  std::condition_variable wake_;
+  std::string queue_;
+  uint64_t unreported_drops_ = 0; // not yet told in an export_dropped record
+  bool reopen_ = false;
+  bool stopping_ = false;
+  bool finished_ = false; // the writer has written its last record
+  std::condition_variable done_;
+
+  // Writer thread only.
+  RotatingFile file_;
+  ExportFormatter writer_fmt_;
+  std::chrono::steady_clock::time_point last_log_{};
+  size_t unlogged_problems_ = 0;
+
+  std::atomic<uint64_t> records_{0}, dropped_{0}, errors_{0}, rotations_{0};
+  std::thread writer_;
+};
+
+} // namespace shmbpf

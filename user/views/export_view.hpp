@@ -1,0 +1,62 @@
+// The records of `shmbpf serve --export-file` (docs/EVENTS.md, "The export
+// file"): every event in trace --json's schema plus its container, the
+// kernel's losses, and orphans as they appear and go. NDJSON lines; pure.
+#pragma once
+
+#include "decode/event.hpp"
+#include "model/engine.hpp"
+#include "views/trace_view.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace shmbpf {
+
+class ExportFormatter {
+public:
+  explicit ExportFormatter(const TraceClock &clock) : trace_(clock) {}
+
+  // Each appends one line, '\n' included.
+  // An event as trace --json writes it, plus the container of its cgroup:
+  // container is nullopt while the engine has not resolved that cgroup
+  // (container_known false), nullptr on the host.
+  void append_event(std::string &out, const Event &e,
+                    std::optional<const ContainerRef *> container);
+  // count records the kernel could not deliver since the last such record
+  // (total since start); at ts_ns, CLOCK_BOOTTIME.
+  void append_lost(std::string &out, uint64_t ts_ns, uint64_t count, uint64_t total);
+  // Records the export itself could not write (its queue was full or the
+  // file could not be written), noted once it writes again.
+  void append_dropped(std::string &out, uint64_t ts_ns, uint64_t count);
+  // A segment that has just become an orphan (as Engine::orphans), or one
+  // that no longer is: exists says whether it is still there (held again)
+  // or was removed.
+  void append_orphan(std::string &out, uint64_t ts_ns, const SegmentInfo &s);
+  void append_orphan_gone(std::string &out, uint64_t ts_ns, const SegmentInfo &s, bool exists);
+
+private:
+  TraceFormatter trace_;
+};
+
+// Which orphans are new and which are gone since the last look. Only
+// shared memory counts (is_shared_memory: leaks' default), so that the
+// ordinary files of /run and /tmp do not flood the export.
+class OrphanWatch {
+public:
+  struct Changes {
+    std::vector<SegmentInfo> appeared; // largest first, as Engine::orphans
+    std::vector<SegmentInfo> gone;     // as last seen, by key
+  };
+  // orphans: Engine::orphans() now. The first call reports every orphan
+  // that exists.
+  Changes update(const std::vector<Orphan> &orphans);
+  size_t size() const { return seen_.size(); }
+
+private:
+  std::unordered_map<SegmentKey, SegmentInfo, SegmentKeyHash> seen_;
+};
+
+} // namespace shmbpf
