@@ -70,7 +70,7 @@ int run_serve(const ServeOptions &opts) {
   ServeLoopOptions lopts;
   lopts.stop_requested = stop_requested;
   lopts.take_hangup = take_hangup;
-  lopts.host_mntns = mount_namespace_of(static_cast<int>(getpid()));
+  lopts.host_mntns = host_mount_namespace();
   lopts.exporter = exporter.get();
   const int status = run_serve_loop(mon, endpoints, log, lopts);
   const MonitorStats stats = mon.stats();

@@ -4,6 +4,7 @@
 
 #include <dirent.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <string>
@@ -17,6 +18,12 @@ uint32_t mount_namespace_of(int pid) {
   if (stat(p.c_str(), &st) != 0)
     return 0;
   return static_cast<uint32_t>(st.st_ino);
+}
+
+uint32_t host_mount_namespace() {
+  if (uint32_t init = mount_namespace_of(1))
+    return init;
+  return mount_namespace_of(static_cast<int>(getpid()));
 }
 
 std::vector<MountNamespace> scan_mount_namespaces() {

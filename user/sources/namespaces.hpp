@@ -15,4 +15,10 @@ std::vector<MountNamespace> scan_mount_namespaces();
 // The mount namespace inode of a process, 0 if it is gone.
 uint32_t mount_namespace_of(int pid);
 
+// The mount namespace whose mounts are the host's: init's (pid 1 of the PID
+// namespace shmbpf sees, the machine's with hostPID in a pod), since
+// shmbpf's own may be a private copy (systemd's ProtectSystem, a pod's);
+// shmbpf's own when init's cannot be read.
+uint32_t host_mount_namespace();
+
 } // namespace shmbpf

@@ -45,7 +45,7 @@ void poll_or_throw(Monitor &mon, int timeout_ms) {
 class Snapshots {
 public:
   explicit Snapshots(const Monitor &mon)
-      : mon_(mon), host_mntns_(mount_namespace_of(static_cast<int>(getpid()))) {}
+      : mon_(mon), host_mntns_(host_mount_namespace()) {}
 
   TopSnapshot take(const TopState &st) {
     const MonitorStats stats = mon_.stats();

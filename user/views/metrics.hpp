@@ -28,7 +28,7 @@ struct ExportCounters {
 // What the live loop knows that the engine does not.
 struct MetricsCounters {
   uint64_t now_ns = 0;     // CLOCK_BOOTTIME
-  uint32_t host_mntns = 0; // shmbpf's own mount namespace: its mounts are the host's
+  uint32_t host_mntns = 0; // the host's mount namespace (host_mount_namespace())
   std::array<uint64_t, kEventTypeSlots> events{}; // applied, by EventType value
   uint64_t lost = 0;                              // records the kernel could not deliver
   std::vector<HookStatus> hooks;                  // every hook and its program, or why it is off
