@@ -27,8 +27,10 @@ out=build-asan/tests/fuzz
 run() {
   local n=$1
   mkdir -p "$out/corpus/$n"
+  local seeds=()
+  [ -d "tests/fuzz/corpus/$n" ] && seeds=("tests/fuzz/corpus/$n") # decode's are made at build time
   "$out/${n}_fuzz" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
-    -print_final_stats=1 -artifact_prefix="$out/$n-" "$out/corpus/$n" "tests/fuzz/corpus/$n" \
+    -print_final_stats=1 -artifact_prefix="$out/$n-" "$out/corpus/$n" "${seeds[@]}" \
     >"$out/$n.log" 2>&1 && echo "$n: ok" || { echo "$n: FAILED, see $out/$n.log"; return 1; }
 }
 export -f run
