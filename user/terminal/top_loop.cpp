@@ -44,8 +44,7 @@ void poll_or_throw(Monitor &mon, int timeout_ms) {
 // Takes snapshots of the monitor's engine for a state.
 class Snapshots {
 public:
-  explicit Snapshots(const Monitor &mon)
-      : mon_(mon), host_mntns_(host_mount_namespace()) {}
+  explicit Snapshots(const Monitor &mon) : mon_(mon), host_mntns_(host_mount_namespace()) {}
 
   TopSnapshot take(const TopState &st) {
     const MonitorStats stats = mon_.stats();
