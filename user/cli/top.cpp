@@ -51,7 +51,8 @@ int run_top(const TopOptions &opts) {
   // where the default action is still in place, so ours win and the loop
   // ends through the screen's destructor, which restores the terminal.
   install_stop_signals();
-  return run_top_loop(mon, initial_state(opts),
+  const auto feed = monitor_feed(mon);
+  return run_top_loop(*feed, initial_state(opts),
                       {batch, opts.json, opts.iterations, stop_requested});
 }
 
