@@ -99,6 +99,19 @@ void add_match_option(CLI::App *cmd, std::optional<std::string> &glob) {
       ->check(kGlob);
 }
 
+// A path that can name a unix socket (SocketSetting::problem); empty
+// passes when allow_empty (serve's --socket '' turns the socket off).
+CLI::Validator socket_path(bool allow_empty) {
+  return CLI::Validator(
+      [allow_empty](std::string &text) -> std::string {
+        if (text.empty() && allow_empty)
+          return {};
+        const std::string why = SocketSetting::problem(text);
+        return why.empty() ? why : "the path " + why;
+      },
+      "PATH");
+}
+
 } // namespace
 
 bool TraceOptions::matches(const Event &e) const {
@@ -218,8 +231,9 @@ std::unique_ptr<CLI::App> make_app(CliOptions &opts) {
 
   auto *serve = app->add_subcommand(
       "serve", "Run as the host's agent, in the foreground: the live model behind top, its "
-               "numbers for Prometheus over HTTP (/metrics, /healthz, /readyz), a log on "
-               "stderr. Stops on SIGTERM or SIGINT (needs root).");
+               "numbers for Prometheus over HTTP (/metrics, /healthz, /readyz), the model itself "
+               "as JSON on a unix socket (--socket; read by ls, leaks and top --server), a log "
+               "on stderr. Stops on SIGTERM or SIGINT (needs root).");
   auto &s = opts.serve;
   const CLI::Validator listen(
       [](std::string &text) -> std::string {
@@ -230,6 +244,22 @@ std::unique_ptr<CLI::App> make_app(CliOptions &opts) {
   serve->add_option(ListenSetting::kFlag, s.listen, ListenSetting::kHelp)
       ->check(listen)
       ->capture_default_str();
+  CLI::Option *socket = serve->add_option(SocketSetting::kFlag, s.socket, SocketSetting::kHelp)
+                            ->check(socket_path(true))
+                            ->capture_default_str();
+  serve->add_flag("--no-socket", s.no_socket, "No unix socket: the same as --socket ''")
+      ->excludes(socket);
+  const CLI::Validator group(
+      [](std::string &text) -> std::string {
+        auto g = socket_group(text);
+        return g ? std::string() : g.error();
+      },
+      "GROUP");
+  serve
+      ->add_option("--socket-group", s.socket_group,
+                   "Group given the socket: its members may connect (ls, leaks, top --server); "
+                   "by default only root")
+      ->check(group);
   add_ring_buffer_option(serve, s.ring_buffer_bytes);
   add_verbose_flag(serve, s.verbose);
   return app;

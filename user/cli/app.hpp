@@ -3,6 +3,7 @@
 #pragma once
 
 #include "daemon/listen.hpp"
+#include "daemon/unix_socket.hpp"
 #include "decode/event.hpp"
 #include "model/leaks.hpp"
 #include "probe/probe.hpp"
@@ -70,6 +71,9 @@ struct DoctorCliOptions {
 
 struct ServeOptions {
   std::string listen = ListenSetting::kDefault; // --listen ADDR:PORT
+  std::string socket = SocketSetting::kDefault; // --socket PATH, "" for none
+  bool no_socket = false;                       // --no-socket
+  std::optional<std::string> socket_group;      // --socket-group NAME
   size_t ring_buffer_bytes = RingBufferSetting::kDefault;
   bool verbose = false;
 };

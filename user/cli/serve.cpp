@@ -1,20 +1,24 @@
-// `shmbpf serve`: the port bound first (a port in use costs nothing), then
-// the live model loaded while HTTP already answers /healthz, then the
-// daemon's loop (daemon/serve_loop) until SIGTERM or SIGINT.
+// `shmbpf serve`: the port and the unix socket bound first (a port in use
+// or a socket taken costs nothing), then the live model loaded while HTTP
+// already answers /healthz, then the daemon's loop (daemon/serve_loop)
+// until SIGTERM or SIGINT.
 #include "cli/app.hpp"
 #include "cli/kernel_notes.hpp"
 #include "cli/signals.hpp"
 
 #include "daemon/endpoints.hpp"
 #include "daemon/http_server.hpp"
+#include "daemon/local_api.hpp"
 #include "daemon/log.hpp"
 #include "daemon/serve_loop.hpp"
 #include "live/monitor.hpp"
 #include "probe/probe.hpp"
 #include "sources/namespaces.hpp"
+#include "views/escape.hpp"
 
 #include <unistd.h>
 
+#include <memory>
 #include <string>
 
 namespace shmbpf {
@@ -27,10 +31,26 @@ int run_serve(const ServeOptions &opts) {
 
   Log log;
   Endpoints endpoints(SHMBPF_VERSION);
-  HttpServer http(addr, [&endpoints](std::string_view path) { return endpoints.get(path); });
+  // TCP knows only the paths without segment names; the socket's API adds
+  // the rest. Both are destroyed (the socket removed) however this ends.
+  HttpServer http(
+      addr, [&endpoints](std::string_view path, const HttpQuery &) { return endpoints.get(path); });
+  const LocalApi api(endpoints);
+  std::unique_ptr<HttpServer> local;
+  const std::string socket = opts.no_socket ? std::string() : opts.socket;
+  if (!socket.empty()) {
+    UnixSocketAddress where{socket, std::nullopt};
+    if (opts.socket_group)
+      where.group = socket_group(*opts.socket_group).value(); // checked by the option
+    local = std::make_unique<HttpServer>(
+        where, [&api](std::string_view path, const HttpQuery &q) { return api.get(path, q); });
+  }
   install_daemon_signals();
   log.line("version " + std::string(SHMBPF_VERSION) + ", listening on http://" + addr.text() +
-           " (/metrics, /healthz, /readyz); loading BPF and scanning");
+           " (/metrics, /healthz, /readyz)" +
+           (socket.empty() ? std::string(", no unix socket")
+                           : " and " + escape_text(socket) + " (the JSON API, /v1/)") +
+           "; loading BPF and scanning");
 
   MonitorOptions mopts;
   mopts.probe.command = "serve";
