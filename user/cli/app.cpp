@@ -112,6 +112,20 @@ CLI::Validator socket_path(bool allow_empty) {
       "PATH");
 }
 
+// --server [SOCKET]: read a running `shmbpf serve`'s model instead of
+// scanning or loading BPF; without a value, the daemon's default socket.
+CLI::Option *add_server_option(CLI::App *cmd, std::optional<std::string> &socket,
+                               const std::string &what) {
+  return cmd
+      ->add_option("--server", socket,
+                   what + " from a running shmbpf serve, through its unix socket (default " +
+                       SocketSetting::kDefault +
+                       "): no scan, no BPF, no root; only access to the socket")
+      ->expected(0, 1)
+      ->default_str(SocketSetting::kDefault)
+      ->check(socket_path(false));
+}
+
 } // namespace
 
 bool TraceOptions::matches(const Event &e) const {
@@ -181,6 +195,7 @@ std::unique_ptr<CLI::App> make_app(CliOptions &opts) {
   ls->add_option("--kind", l.kind, "Only this kind of shared memory")->check(CLI::IsMember(kKinds));
   add_match_option(ls, l.match);
   ls->add_flag("--json", l.json, "Print JSON");
+  add_server_option(ls, l.server, "The list");
 
   auto *leaks = app->add_subcommand(
       "leaks", "Report leaked shared memory: orphaned segments (nobody holds them, their creator "
@@ -191,16 +206,20 @@ std::unique_ptr<CLI::App> make_app(CliOptions &opts) {
       ->check(kFinite & CLI::NonNegativeNumber)
       ->capture_default_str();
   add_match_option(leaks, k.match);
-  leaks
-      ->add_option("--window", k.window_s,
-                   "Watch this many seconds for growing processes, containers and mounts "
-                   "(default 0: no growth check)")
-      ->check(kFinite & CLI::NonNegativeNumber);
+  CLI::Option *window =
+      leaks
+          ->add_option("--window", k.window_s,
+                       "Watch this many seconds for growing processes, containers and mounts "
+                       "(default 0: no growth check)")
+          ->check(kFinite & CLI::NonNegativeNumber);
   leaks->add_flag("--all-mounts", k.all_mounts,
                   "Also judge files on tmpfs mounts that are not shared memory (/run, /tmp); "
                   "by default only /dev/shm mounts, memfds, SysV, hugetlbfs and known "
                   "shared-memory names");
   leaks->add_flag("--json", k.json, "Print JSON");
+  // The daemon keeps no usage samples to judge growth by: orphans only.
+  add_server_option(leaks, k.server, "Orphans (no growth check: not with --window)")
+      ->excludes(window);
 
   auto *top = app->add_subcommand(
       "top", "Live view of shared memory by process, container, mount or segment (needs root).");
@@ -218,6 +237,9 @@ std::unique_ptr<CLI::App> make_app(CliOptions &opts) {
   top->add_flag("--json", o.json, "With -b: one JSON object per frame");
   add_ring_buffer_option(top, o.ring_buffer_bytes);
   add_verbose_flag(top, o.verbose);
+  add_server_option(top, o.server, "Frames")
+      ->excludes(RingBufferSetting::kFlag)
+      ->excludes("--verbose");
 
   auto *doctor = app->add_subcommand(
       "doctor", "Check what this machine gives shmbpf: kernel, BTF, privileges, tracefs, which "

@@ -41,6 +41,7 @@ struct LsOptions {
   std::optional<std::string> kind;
   std::optional<std::string> match; // glob on the path
   bool json = false;
+  std::optional<std::string> server; // --server: read a daemon's model at this socket
 };
 
 struct LeaksOptions {
@@ -49,6 +50,7 @@ struct LeaksOptions {
   double window_s = 0;              // > 0: watch this long for growth findings
   bool all_mounts = false;          // also /run, /tmp and other non-shm tmpfs mounts
   bool json = false;
+  std::optional<std::string> server; // --server: read a daemon's model at this socket
 };
 
 struct TopOptions {
@@ -61,6 +63,7 @@ struct TopOptions {
   bool json = false;          // with -b: one JSON object per frame
   size_t ring_buffer_bytes = RingBufferSetting::kDefault;
   bool verbose = false;
+  std::optional<std::string> server; // --server: frames from a daemon at this socket
 };
 
 struct DoctorCliOptions {
