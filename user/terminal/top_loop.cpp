@@ -111,6 +111,7 @@ int run_interactive(TopFeed &feed, TopState st, const TopLoopOptions &opts) {
   auto next = Clock::now() + delay;
   int frames = 1;
   bool dirty = true;
+  bool keys_waiting = false; // keys may be left to read after the next frame
   while (!stopping(opts) && !st.quit) {
     if (dirty) {
       st.width = screen.width();
@@ -119,13 +120,24 @@ int run_interactive(TopFeed &feed, TopState st, const TopLoopOptions &opts) {
       dirty = false;
     }
     // Short waits keep keys responsive; events are applied as they come.
-    feed.wait(50);
+    if (!keys_waiting)
+      feed.wait(50);
+    keys_waiting = false;
     TopAction action = TopAction::none;
     while (const auto key = screen.next_key()) {
       if (*key != 0)
         action = std::max(action, top_handle_key(st, *key));
       if (st.quit)
         break;
+      // A key that changed the state is drawn before the next one is read:
+      // the next acts on the screen this one made (Enter after the filter's
+      // Enter opens the row the filter left selected, which only the frame
+      // knows). Typed ahead of a slow frame (top --server), keys would
+      // otherwise act on a selection the frame has not set yet.
+      if (action != TopAction::none) {
+        keys_waiting = true;
+        break;
+      }
     }
     if (screen.take_resized())
       action = std::max(action, TopAction::redraw);
