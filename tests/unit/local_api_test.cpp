@@ -189,6 +189,9 @@ TEST(LocalApi, BadRequestsAreNamedAndNothingIsReadBeforeReady) {
            {"/v1/leaks", {{"all_mounts", "maybe"}}, "all_mounts"},
            {"/v1/top", {{"view", "files"}}, "view"},
            {"/v1/top", {{"format", "html"}}, "format"},
+           {"/v1/top", {{"height", "1000000000000"}}, "height"},
+           {"/v1/top", {{"width", "10001"}}, "width"},
+           {"/v1/top", {{"page_rows", "99999"}}, "page_rows"},
        }) {
     const HttpReply r = api.get(b.path, b.query);
     EXPECT_EQ(r.status, 400) << b.path << " " << b.named;

@@ -23,6 +23,8 @@ namespace shmbpf {
 namespace {
 
 constexpr std::string_view kJson = "application/json";
+// The largest screen /v1/top draws, in either direction.
+constexpr std::size_t kMaxScreenCells = 10000;
 constexpr std::string_view kText = "text/plain; charset=utf-8";
 
 // A request the API cannot answer as asked: 400 and why.
@@ -284,6 +286,13 @@ HttpReply LocalApi::top(const HttpQuery &q) const {
   if (!parsed)
     throw BadRequest{parsed.error()};
   TopState st = std::move(*parsed);
+  // The frame is padded to the screen's height and cut to its width: a
+  // screen no terminal has would have the daemon fill its memory.
+  for (const auto &[name, v] : {std::pair{"width", st.width}, std::pair{"height", st.height},
+                                std::pair{"page_rows", st.page_rows}})
+    if (v > kMaxScreenCells)
+      throw BadRequest{std::string(name) + " must be at most " + std::to_string(kMaxScreenCells) +
+                       ", not " + std::to_string(v)};
   auto snap = endpoints_.read(
       [&](const Engine &engine, const MonitorStats &stats, const MetricsCounters &c) {
         TopCounters counters{Monitor::now_ns(), clock, stats.events, stats.lost, c.host_mntns};
