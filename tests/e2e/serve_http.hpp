@@ -25,9 +25,11 @@
 
 namespace shmbpf::test {
 
+using namespace std::chrono_literals;
 using Clock = std::chrono::steady_clock;
 
-constexpr auto kStartTimeout = 60s; // loading BPF and the first scan, on a busy machine
+inline constexpr auto kStartTimeout = 60s; // loading BPF and the first scan, on a busy machine
+inline constexpr uint64_t kMiB = 1 << 20;
 
 // A socket on 127.0.0.1 bound to a port the kernel picked, and listening
 // when asked; closed by the destructor.

@@ -4,6 +4,8 @@
 // wait is bounded; a hung binary is killed and the test fails.
 #include "background.hpp"
 #include "container_sim.hpp"
+#include "run_cli.hpp"
+#include "serve_http.hpp"
 #include "support.hpp"
 #include "unit/text_checks.hpp"
 
@@ -25,6 +27,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <dirent.h>
+#include <filesystem>
 #include <fstream>
 #include <functional>
 #include <optional>
@@ -593,6 +596,54 @@ TEST_F(TopInteractive, ResizeRedrawsToTheNewWidth) {
   })) << tmux_.screen();
   tmux_.keys("q");
   EXPECT_TRUE(tmux_.wait_text(Tmux::prompt)) << tmux_.screen();
+}
+
+// top --server: the same screen and keys, each frame built by a running
+// shmbpf serve from its model (which saw the files created), no BPF here.
+TEST_F(TopInteractive, ServerFramesComeFromTheDaemonsModel) {
+  SHMBPF_REQUIRE_ROOT();
+  char tmpl[] = "/tmp/shmbpf-e2e-topsock-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  struct RemoveDir {
+    std::string path;
+    ~RemoveDir() { std::filesystem::remove_all(path); }
+  } dir{tmpl};
+  const std::string sock = dir.path + "/shmbpf.sock";
+  const int port = free_port();
+  ShmbpfProcess serve({"serve", "--listen", "127.0.0.1:" + std::to_string(port), "--socket", sock});
+  SHMBPF_SERVE_READY(serve, port);
+  const std::string tag = "e2e-top-server-" + std::to_string(getpid());
+  Holder h("e2e-top-served", "/dev/shm/" + tag, 2, 8192);
+  start_top("--server " + sock + " -d 0.3");
+  if (HasFatalFailure() || IsSkipped())
+    return;
+  ASSERT_TRUE(h.release()); // created while the daemon watches: the creator is known
+  EXPECT_NE(tmux_.screen().find("view: processes"), std::string::npos) << tmux_.screen();
+
+  tmux_.keys("s");
+  EXPECT_TRUE(tmux_.wait_text("/dev/shm/" + tag + "-0")) << tmux_.screen();
+  tmux_.keys("/");
+  EXPECT_TRUE(tmux_.wait_text("Filter: _")) << tmux_.screen();
+  tmux_.keys(tag + "-1", true);
+  tmux_.keys("Enter");
+  EXPECT_TRUE(tmux_.wait_screen([&](const std::string &sc) {
+    return sc.find("/dev/shm/" + tag + "-1") != std::string::npos &&
+           sc.find("/dev/shm/" + tag + "-0") == std::string::npos;
+  })) << tmux_.screen();
+  tmux_.keys("Enter");
+  EXPECT_TRUE(tmux_.wait_text("Details (Esc: back)")) << tmux_.screen();
+  EXPECT_TRUE(tmux_.wait_text("creator:       " + std::to_string(h.fork.pid) + "/e2e-top-served"))
+      << tmux_.screen();
+
+  tmux_.keys("q");
+  EXPECT_TRUE(tmux_.wait_screen([](const std::string &sc) {
+    return sc.find("PATH/NAME") == std::string::npos && sc.find(Tmux::prompt) != std::string::npos;
+  })) << tmux_.screen();
+  tmux_.keys("echo \"top exited $?\"", true);
+  tmux_.keys("Enter");
+  EXPECT_TRUE(tmux_.wait_text("top exited 0")) << tmux_.screen();
+  serve.signal(SIGTERM);
+  expect_exit_code(serve.wait(30s), 0);
 }
 
 } // namespace

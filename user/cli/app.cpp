@@ -99,6 +99,33 @@ void add_match_option(CLI::App *cmd, std::optional<std::string> &glob) {
       ->check(kGlob);
 }
 
+// A path that can name a unix socket (SocketSetting::problem); empty
+// passes when allow_empty (serve's --socket '' turns the socket off).
+CLI::Validator socket_path(bool allow_empty) {
+  return CLI::Validator(
+      [allow_empty](std::string &text) -> std::string {
+        if (text.empty() && allow_empty)
+          return {};
+        const std::string why = SocketSetting::problem(text);
+        return why.empty() ? why : "the path " + why;
+      },
+      "PATH");
+}
+
+// --server [SOCKET]: read a running `shmbpf serve`'s model instead of
+// scanning or loading BPF; without a value, the daemon's default socket.
+CLI::Option *add_server_option(CLI::App *cmd, std::optional<std::string> &socket,
+                               const std::string &what) {
+  return cmd
+      ->add_option("--server", socket,
+                   what + " from a running shmbpf serve, through its unix socket (default " +
+                       SocketSetting::kDefault +
+                       "): no scan, no BPF, no root; only access to the socket")
+      ->expected(0, 1)
+      ->default_str(SocketSetting::kDefault)
+      ->check(socket_path(false));
+}
+
 } // namespace
 
 bool TraceOptions::matches(const Event &e) const {
@@ -168,6 +195,7 @@ std::unique_ptr<CLI::App> make_app(CliOptions &opts) {
   ls->add_option("--kind", l.kind, "Only this kind of shared memory")->check(CLI::IsMember(kKinds));
   add_match_option(ls, l.match);
   ls->add_flag("--json", l.json, "Print JSON");
+  add_server_option(ls, l.server, "The list");
 
   auto *leaks = app->add_subcommand(
       "leaks", "Report leaked shared memory: orphaned segments (nobody holds them, their creator "
@@ -178,16 +206,20 @@ std::unique_ptr<CLI::App> make_app(CliOptions &opts) {
       ->check(kFinite & CLI::NonNegativeNumber)
       ->capture_default_str();
   add_match_option(leaks, k.match);
-  leaks
-      ->add_option("--window", k.window_s,
-                   "Watch this many seconds for growing processes, containers and mounts "
-                   "(default 0: no growth check)")
-      ->check(kFinite & CLI::NonNegativeNumber);
+  CLI::Option *window =
+      leaks
+          ->add_option("--window", k.window_s,
+                       "Watch this many seconds for growing processes, containers and mounts "
+                       "(default 0: no growth check)")
+          ->check(kFinite & CLI::NonNegativeNumber);
   leaks->add_flag("--all-mounts", k.all_mounts,
                   "Also judge files on tmpfs mounts that are not shared memory (/run, /tmp); "
                   "by default only /dev/shm mounts, memfds, SysV, hugetlbfs and known "
                   "shared-memory names");
   leaks->add_flag("--json", k.json, "Print JSON");
+  // The daemon keeps no usage samples to judge growth by: orphans only.
+  add_server_option(leaks, k.server, "Orphans (no growth check: not with --window)")
+      ->excludes(window);
 
   auto *top = app->add_subcommand(
       "top", "Live view of shared memory by process, container, mount or segment (needs root).");
@@ -205,6 +237,9 @@ std::unique_ptr<CLI::App> make_app(CliOptions &opts) {
   top->add_flag("--json", o.json, "With -b: one JSON object per frame");
   add_ring_buffer_option(top, o.ring_buffer_bytes);
   add_verbose_flag(top, o.verbose);
+  add_server_option(top, o.server, "Frames")
+      ->excludes(RingBufferSetting::kFlag)
+      ->excludes("--verbose");
 
   auto *doctor = app->add_subcommand(
       "doctor", "Check what this machine gives shmbpf: kernel, BTF, privileges, tracefs, which "
@@ -218,8 +253,9 @@ std::unique_ptr<CLI::App> make_app(CliOptions &opts) {
 
   auto *serve = app->add_subcommand(
       "serve", "Run as the host's agent, in the foreground: the live model behind top, its "
-               "numbers for Prometheus over HTTP (/metrics, /healthz, /readyz), a log on "
-               "stderr and, with --export-file, an NDJSON audit trail. Stops on SIGTERM or "
+               "numbers for Prometheus over HTTP (/metrics, /healthz, /readyz), the model itself "
+               "as JSON on a unix socket (--socket; read by ls, leaks and top --server), a log "
+               "on stderr and, with --export-file, an NDJSON audit trail. Stops on SIGTERM or "
                "SIGINT; SIGHUP reopens the export file (needs root).");
   auto &s = opts.serve;
   const CLI::Validator listen(
@@ -260,6 +296,22 @@ std::unique_ptr<CLI::App> make_app(CliOptions &opts) {
       ->check(CLI::Range(0u, ExportFileSetting::kMaxMaxBackups))
       ->needs(export_file)
       ->capture_default_str();
+  CLI::Option *socket = serve->add_option(SocketSetting::kFlag, s.socket, SocketSetting::kHelp)
+                            ->check(socket_path(true))
+                            ->capture_default_str();
+  serve->add_flag("--no-socket", s.no_socket, "No unix socket: the same as --socket ''")
+      ->excludes(socket);
+  const CLI::Validator group(
+      [](std::string &text) -> std::string {
+        auto g = socket_group(text);
+        return g ? std::string() : g.error();
+      },
+      "GROUP");
+  serve
+      ->add_option("--socket-group", s.socket_group,
+                   "Group given the socket: its members may connect (ls, leaks, top --server); "
+                   "by default only root")
+      ->check(group);
   add_ring_buffer_option(serve, s.ring_buffer_bytes);
   add_verbose_flag(serve, s.verbose);
   return app;

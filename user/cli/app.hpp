@@ -4,6 +4,7 @@
 
 #include "daemon/export_file.hpp"
 #include "daemon/listen.hpp"
+#include "daemon/unix_socket.hpp"
 #include "decode/event.hpp"
 #include "model/leaks.hpp"
 #include "probe/probe.hpp"
@@ -41,6 +42,7 @@ struct LsOptions {
   std::optional<std::string> kind;
   std::optional<std::string> match; // glob on the path
   bool json = false;
+  std::optional<std::string> server; // --server: read a daemon's model at this socket
 };
 
 struct LeaksOptions {
@@ -49,6 +51,7 @@ struct LeaksOptions {
   double window_s = 0;              // > 0: watch this long for growth findings
   bool all_mounts = false;          // also /run, /tmp and other non-shm tmpfs mounts
   bool json = false;
+  std::optional<std::string> server; // --server: read a daemon's model at this socket
 };
 
 struct TopOptions {
@@ -61,6 +64,7 @@ struct TopOptions {
   bool json = false;          // with -b: one JSON object per frame
   size_t ring_buffer_bytes = RingBufferSetting::kDefault;
   bool verbose = false;
+  std::optional<std::string> server; // --server: frames from a daemon at this socket
 };
 
 struct DoctorCliOptions {
@@ -74,6 +78,9 @@ struct ServeOptions {
   std::string export_file;                      // "": no export
   double export_max_size_mb = ExportFileSetting::kDefaultMaxSizeMb;
   unsigned export_max_backups = ExportFileSetting::kDefaultMaxBackups;
+  std::string socket = SocketSetting::kDefault; // --socket PATH, "" for none
+  bool no_socket = false;                       // --no-socket
+  std::optional<std::string> socket_group;      // --socket-group NAME
   size_t ring_buffer_bytes = RingBufferSetting::kDefault;
   bool verbose = false;
 };

@@ -2,6 +2,8 @@
 // and every tmpfs mount; exit status 0 (none), 1 (leaks), 2 (error).
 #include "cli/app.hpp"
 
+#include "daemon/api_client.hpp"
+
 #include "live/clock.hpp"
 #include "model/apply_scan.hpp"
 #include "model/leaks.hpp"
@@ -13,6 +15,7 @@
 
 #include <unistd.h>
 
+#include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -20,7 +23,33 @@
 
 namespace shmbpf {
 
+namespace {
+
+// Orphans in a running daemon's model, reported by the same views; the
+// exit status as the report says.
+int run_leaks_remote(const LeaksOptions &opts, const std::string &socket) {
+  QueryFields q;
+  if (!opts.json)
+    q.emplace("format", "text");
+  char min_age[32];
+  auto [end, ec] = std::to_chars(min_age, min_age + sizeof min_age, opts.min_age_s);
+  q.emplace("min_age", ec == std::errc{} ? std::string(min_age, end) : "60");
+  if (opts.match)
+    q.emplace("match", *opts.match);
+  if (opts.all_mounts)
+    q.emplace("all_mounts", "1");
+  const ApiReply reply = api_get(socket, "/v1/leaks", q);
+  Output output;
+  output.write(reply.body);
+  output.check();
+  return reply.leaking ? 1 : 0;
+}
+
+} // namespace
+
 int run_leaks(const LeaksOptions &opts) {
+  if (opts.server)
+    return run_leaks_remote(opts, *opts.server);
   if (geteuid() != 0)
     std::fprintf(stderr, "shmbpf: note: not root: holders in other users' processes are not "
                          "visible, so their segments may look orphaned (use sudo)\n");

@@ -1,6 +1,8 @@
 // `shmbpf ls`: what exists now, from a scan of /proc and every tmpfs mount.
 #include "cli/app.hpp"
 
+#include "daemon/api_client.hpp"
+
 #include "live/clock.hpp"
 #include "model/apply_scan.hpp"
 #include "model/engine.hpp"
@@ -47,9 +49,38 @@ template <typename T, typename... Args> T &kept_until_exit(Args &&...args) {
   return *kept;
 }
 
+// The same list from a running daemon's model, made by the same views.
+int run_ls_remote(const LsOptions &opts, const std::string &socket) {
+  QueryFields q;
+  if (!opts.json)
+    q.emplace("format", "text");
+  const std::string path = opts.by == "segments"    ? "/v1/segments"
+                           : opts.by == "process"   ? "/v1/processes"
+                           : opts.by == "container" ? "/v1/containers"
+                                                    : "/v1/mounts";
+  if (opts.by == "segments") {
+    if (opts.pid)
+      q.emplace("pid", std::to_string(*opts.pid));
+    if (opts.container)
+      q.emplace("container", *opts.container);
+    if (opts.mount)
+      q.emplace("mount", *opts.mount);
+    if (opts.kind)
+      q.emplace("kind", *opts.kind);
+    if (opts.match)
+      q.emplace("match", *opts.match);
+  }
+  Output output;
+  output.write(api_get(socket, path, q).body);
+  output.check();
+  return 0;
+}
+
 } // namespace
 
 int run_ls(const LsOptions &opts) {
+  if (opts.server)
+    return run_ls_remote(opts, *opts.server);
   if (geteuid() != 0)
     std::fprintf(stderr, "shmbpf: note: not root: other users' processes and other "
                          "namespaces may be missing (sudo shmbpf ls sees everything)\n");

@@ -1,6 +1,7 @@
-// `shmbpf serve`: the port bound first (a port in use costs nothing), then
-// the live model loaded while HTTP already answers /healthz, then the
-// daemon's loop (daemon/serve_loop) until SIGTERM or SIGINT.
+// `shmbpf serve`: the port and the unix socket bound first (a port in use
+// or a socket taken costs nothing), then the live model loaded while HTTP
+// already answers /healthz, then the daemon's loop (daemon/serve_loop)
+// until SIGTERM or SIGINT.
 #include "cli/app.hpp"
 #include "cli/kernel_notes.hpp"
 #include "cli/signals.hpp"
@@ -8,6 +9,7 @@
 #include "daemon/endpoints.hpp"
 #include "daemon/exporter.hpp"
 #include "daemon/http_server.hpp"
+#include "daemon/local_api.hpp"
 #include "daemon/log.hpp"
 #include "daemon/serve_loop.hpp"
 #include "facts/result.hpp"
@@ -15,6 +17,7 @@
 #include "probe/probe.hpp"
 #include "sources/clock.hpp"
 #include "sources/namespaces.hpp"
+#include "views/escape.hpp"
 
 #include <unistd.h>
 
@@ -51,11 +54,27 @@ int run_serve(const ServeOptions &opts) {
     exporter = std::make_unique<Exporter>(std::move(*file), TraceClock{boot_to_realtime_ns()}, log);
   }
   Endpoints endpoints(SHMBPF_VERSION);
+  // TCP knows only the paths without segment names; the socket's API adds
+  // the rest. Both are destroyed (the socket removed) however this ends.
   endpoints.set_exporter(exporter.get());
-  HttpServer http(addr, [&endpoints](std::string_view path) { return endpoints.get(path); });
+  HttpServer http(
+      addr, [&endpoints](std::string_view path, const HttpQuery &) { return endpoints.get(path); });
+  const LocalApi api(endpoints);
+  std::unique_ptr<HttpServer> local;
+  const std::string socket = opts.no_socket ? std::string() : opts.socket;
+  if (!socket.empty()) {
+    UnixSocketAddress where{socket, std::nullopt};
+    if (opts.socket_group)
+      where.group = socket_group(*opts.socket_group).value(); // checked by the option
+    local = std::make_unique<HttpServer>(
+        where, [&api](std::string_view path, const HttpQuery &q) { return api.get(path, q); });
+  }
   install_daemon_signals();
   log.line("version " + std::string(SHMBPF_VERSION) + ", listening on http://" + addr.text() +
-           " (/metrics, /healthz, /readyz); loading BPF and scanning");
+           " (/metrics, /healthz, /readyz)" +
+           (socket.empty() ? std::string(", no unix socket")
+                           : " and " + escape_text(socket) + " (the JSON API, /v1/)") +
+           "; loading BPF and scanning");
   if (exporter)
     log.line("exporting events to " + exporter->path());
 

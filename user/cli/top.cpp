@@ -4,15 +4,20 @@
 #include "cli/kernel_notes.hpp"
 #include "cli/signals.hpp"
 
+#include "daemon/api_client.hpp"
 #include "facts/result.hpp"
 #include "live/monitor.hpp"
 #include "probe/probe.hpp"
 #include "terminal/top_loop.hpp"
+#include "views/escape.hpp"
 #include "views/top_state.hpp"
+#include "views/top_wire.hpp"
 
 #include <unistd.h>
 
+#include <chrono>
 #include <cstdio>
+#include <thread>
 
 namespace shmbpf {
 
@@ -29,6 +34,50 @@ TopState initial_state(const TopOptions &opts) {
   return st;
 }
 
+// Frames built by a running daemon from its model, for the state kept
+// here: every frame is one request (/v1/top), so a key that moves the
+// selection asks again too.
+class ServerFeed : public TopFeed {
+public:
+  explicit ServerFeed(std::string socket) : socket_(std::move(socket)) {}
+
+  void start() override {}
+  void wait(int timeout_ms) override {
+    std::this_thread::sleep_for(std::chrono::milliseconds(timeout_ms));
+  }
+  void take(const TopState &) override {}
+
+  TopFrame frame(TopState &st) override {
+    auto reply = parse_top_frame_reply(get(st, "frame").body);
+    if (!reply)
+      throw FatalError("shmbpf serve at " + escape_text(socket_),
+                       "a frame not understood: " + reply.error(), 2);
+    // The daemon kept the selection and scroll in range; what the user is
+    // typing stays this side's.
+    const bool editing = st.editing_filter;
+    st = std::move(reply->state);
+    st.editing_filter = editing;
+    return std::move(reply->frame);
+  }
+
+  std::string json(const TopState &st) override {
+    std::string body = get(st, "json").body;
+    while (!body.empty() && body.back() == '\n')
+      body.pop_back();
+    return body;
+  }
+
+private:
+  ApiReply get(const TopState &st, const char *format) {
+    QueryFields q = top_state_fields(st);
+    q.emplace("format", format);
+    q.emplace("clock", top_wall_clock());
+    return api_get(socket_, "/v1/top", q);
+  }
+
+  std::string socket_;
+};
+
 } // namespace
 
 int run_top(const TopOptions &opts) {
@@ -38,6 +87,15 @@ int run_top(const TopOptions &opts) {
                      "standard output is not a terminal; use -b for batch mode "
                      "(plain-text frames) or -b --json (one JSON object per frame)",
                      2);
+  if (opts.server) {
+    // Asked before the screen starts: no daemon there (or none ready) is an
+    // error on a terminal left as it was.
+    api_get(*opts.server, "/readyz");
+    ServerFeed feed(*opts.server);
+    install_stop_signals();
+    return run_top_loop(feed, initial_state(opts),
+                        {batch, opts.json, opts.iterations, stop_requested});
+  }
   // Before the Monitor starts its first scan: a refusal then costs nothing.
   require_bpf_privileges("top");
 
@@ -51,7 +109,8 @@ int run_top(const TopOptions &opts) {
   // where the default action is still in place, so ours win and the loop
   // ends through the screen's destructor, which restores the terminal.
   install_stop_signals();
-  return run_top_loop(mon, initial_state(opts),
+  const auto feed = monitor_feed(mon);
+  return run_top_loop(*feed, initial_state(opts),
                       {batch, opts.json, opts.iterations, stop_requested});
 }
 

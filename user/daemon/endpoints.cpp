@@ -25,7 +25,7 @@ HttpReply Endpoints::get(std::string_view path) const {
     return readiness();
   if (path == "/metrics")
     return metrics();
-  return {404, std::string(kText), "not found; see /\n"};
+  return {404, std::string(kText), "not found; see /\n", {}};
 }
 
 void Endpoints::attach(const Monitor &mon, uint32_t host_mntns) {
@@ -48,7 +48,8 @@ void Endpoints::detach() {
 void Endpoints::heartbeat() { beat_ns_.store(steady_ns(), std::memory_order_relaxed); }
 
 HttpReply Endpoints::landing() const {
-  return {200, "text/html; charset=utf-8",
+  return {200,
+          "text/html; charset=utf-8",
           "<!DOCTYPE html>\n<html><head><title>shmbpf</title></head><body>\n"
           "<h1>shmbpf serve</h1>\n<p>shmbpf " +
               version_ +
@@ -57,23 +58,30 @@ HttpReply Endpoints::landing() const {
               "<li><a href=\"/healthz\">/healthz</a>: alive</li>\n"
               "<li><a href=\"/readyz\">/readyz</a>: BPF attached and the first scan "
               "applied</li>\n"
-              "</ul>\n</body></html>\n"};
+              "</ul>\n</body></html>\n",
+          {}};
 }
 
 HttpReply Endpoints::health() const {
   const int64_t beat = beat_ns_.load(std::memory_order_relaxed);
   const int64_t since = beat ? steady_ns() - beat : 0;
   if (since > std::chrono::nanoseconds(kStallLimit).count())
-    return {503, std::string(kText),
+    return {503,
+            std::string(kText),
             "stalled: the event loop has not run for " + std::to_string(since / 1'000'000'000) +
-                " s\n"};
-  return {200, std::string(kText), "ok\n"};
+                " s\n",
+            {}};
+  return {200, std::string(kText), "ok\n", {}};
+}
+
+HttpReply Endpoints::not_ready() {
+  return {503, std::string(kText), "not ready: loading BPF and scanning\n", {}};
 }
 
 HttpReply Endpoints::readiness() const {
   if (!ready_.load())
-    return {503, std::string(kText), "not ready: loading BPF and scanning\n"};
-  return {200, std::string(kText), "ready\n"};
+    return not_ready();
+  return {200, std::string(kText), "ready\n", {}};
 }
 
 HttpReply Endpoints::metrics() const {
@@ -81,7 +89,7 @@ HttpReply Endpoints::metrics() const {
   {
     std::lock_guard lock(mu_);
     if (!mon_ || !ready_.load())
-      return {503, std::string(kText), "not ready: loading BPF and scanning\n"};
+      return not_ready();
     MetricsCounters c = counters_;
     if (exporter_)
       c.export_file = exporter_->counters();
@@ -93,7 +101,7 @@ HttpReply Endpoints::metrics() const {
       return take_metrics_snapshot(engine, std::move(c));
     });
   }
-  return {200, std::string(kPrometheusContentType), metrics_text(snap)};
+  return {200, std::string(kPrometheusContentType), metrics_text(snap), {}};
 }
 
 } // namespace shmbpf

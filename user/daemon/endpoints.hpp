@@ -10,9 +10,13 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
+#include <vector>
 
 namespace shmbpf {
 
@@ -20,7 +24,11 @@ struct HttpReply {
   int status = 200;
   std::string content_type;
   std::string body;
+  std::vector<std::pair<std::string, std::string>> headers; // besides Content-Type
 };
+
+// A request's query parameters, decoded; a name may repeat.
+using HttpQuery = std::multimap<std::string, std::string>;
 
 class Endpoints {
 public:
@@ -43,6 +51,22 @@ public:
   void detach();
   // The consumer loop is alive (called every turn).
   void heartbeat();
+
+  // Once ready: fn(engine, stats, counters) under the monitor's lock, and
+  // what it returns; nullopt before. fn should copy and return (read()).
+  template <class Fn>
+  auto read(Fn &&fn) const -> std::optional<decltype(fn(std::declval<const Engine &>(),
+                                                        std::declval<const MonitorStats &>(),
+                                                        std::declval<const MetricsCounters &>()))> {
+    std::lock_guard lock(mu_);
+    if (!mon_ || !ready_.load())
+      return std::nullopt;
+    return mon_->read([&](const Engine &engine, const MonitorStats &stats) {
+      return fn(engine, stats, counters_);
+    });
+  }
+  // The reply to a request that came before ready.
+  static HttpReply not_ready();
 
 private:
   HttpReply landing() const;

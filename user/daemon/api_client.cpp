@@ -1,0 +1,71 @@
+#include "daemon/api_client.hpp"
+
+#include "daemon/local_api.hpp"
+#include "daemon/unix_socket.hpp"
+#include "facts/result.hpp"
+#include "views/escape.hpp"
+
+#include <httplib.h>
+
+#include <sys/socket.h>
+
+#include <cerrno>
+#include <cstring>
+
+namespace shmbpf {
+
+namespace {
+
+// Connecting to a local socket is immediate; a reply is built from a copy
+// of the model, which takes longer the more segments there are.
+constexpr time_t kConnectTimeoutS = 2;
+constexpr time_t kReadTimeoutS = 30;
+constexpr time_t kWriteTimeoutS = 5;
+
+} // namespace
+
+ApiReply api_get(const std::string &socket, const std::string &path, const QueryFields &query) {
+  const std::string where = escape_text(socket);
+  if (const std::string why = SocketSetting::problem(socket); !why.empty())
+    throw FatalError("--server " + where, "the path " + why, 2);
+  // The library says only that it could not connect: ask the kernel why.
+  if (const int err = probe_socket(socket); err != 0) {
+    if (err == ECONNREFUSED || err == ENOENT)
+      throw FatalError("no shmbpf serve at " + where,
+                       std::string(std::strerror(err)) + "; start it with sudo shmbpf serve", 2);
+    if (err == EACCES || err == EPERM)
+      throw FatalError("cannot connect to " + where,
+                       std::string(std::strerror(err)) +
+                           " (the socket admits its owner and its group: see shmbpf serve "
+                           "--socket-group)",
+                       2);
+    throw FatalError("cannot connect to " + where, std::strerror(err), 2);
+  }
+  httplib::Client client(socket);
+  client.set_address_family(AF_UNIX);
+  client.set_connection_timeout(kConnectTimeoutS, 0);
+  client.set_read_timeout(kReadTimeoutS, 0);
+  client.set_write_timeout(kWriteTimeoutS, 0);
+  const std::string target = query.empty() ? path : path + "?" + query_string(query);
+  const httplib::Result res = client.Get(target.c_str());
+  if (!res)
+    throw FatalError("shmbpf serve at " + where,
+                     "no answer to " + escape_text(target) + ": " + httplib::to_string(res.error()),
+                     2);
+  std::string body = res->body;
+  while (!body.empty() && body.back() == '\n')
+    body.pop_back();
+  if (res->status == 503)
+    throw FatalError("shmbpf serve at " + where,
+                     "not ready yet (" + escape_text(body) + "); try again in a moment", 2);
+  if (res->status != 200)
+    throw FatalError("shmbpf serve at " + where,
+                     "HTTP " + std::to_string(res->status) + ": " + escape_text(body), 2);
+  ApiReply r;
+  r.body = res->body;
+  r.content_type = res->get_header_value("Content-Type");
+  r.leaking = res->get_header_value(kLeakingHeader) == "yes";
+  return r;
+}
+
+} // namespace shmbpf

@@ -1,0 +1,311 @@
+#include "daemon/local_api.hpp"
+
+#include "model/leaks.hpp"
+#include "sources/users.hpp"
+#include "views/escape.hpp"
+#include "views/leaks_view.hpp"
+#include "views/ls_view.hpp"
+#include "views/relations.hpp"
+#include "views/top_frame.hpp"
+#include "views/top_json.hpp"
+#include "views/top_snapshot.hpp"
+#include "views/top_wire.hpp"
+
+#include <charconv>
+#include <cmath>
+#include <cstdlib>
+#include <initializer_list>
+#include <optional>
+#include <set>
+
+namespace shmbpf {
+
+namespace {
+
+constexpr std::string_view kJson = "application/json";
+// The largest screen /v1/top draws, in either direction.
+constexpr std::size_t kMaxScreenCells = 10000;
+constexpr std::string_view kText = "text/plain; charset=utf-8";
+
+// A request the API cannot answer as asked: 400 and why.
+struct BadRequest {
+  std::string why;
+};
+
+// A request's parameters, each named at most once and every one known.
+class Params {
+public:
+  Params(const HttpQuery &q, std::initializer_list<std::string_view> known) : q_(q) {
+    const std::set<std::string_view> names(known);
+    for (auto it = q.begin(); it != q.end(); it = q.upper_bound(it->first)) {
+      if (!names.contains(it->first))
+        throw BadRequest{"unknown parameter '" + escape_text(it->first) + "'"};
+      if (q.count(it->first) > 1)
+        throw BadRequest{"parameter '" + escape_text(it->first) + "' given more than once"};
+    }
+  }
+
+  std::optional<std::string> text(const std::string &name) const {
+    auto it = q_.find(name);
+    return it == q_.end() ? std::nullopt : std::optional<std::string>(it->second);
+  }
+
+  std::optional<uint32_t> id(const std::string &name) const {
+    const auto v = text(name);
+    if (!v)
+      return std::nullopt;
+    uint32_t out = 0;
+    auto [end, ec] = std::from_chars(v->data(), v->data() + v->size(), out);
+    if (v->empty() || ec != std::errc{} || end != v->data() + v->size() || out == 0 ||
+        out > INT32_MAX)
+      throw BadRequest{name + " must be a whole number from 1 to 2147483647, not '" +
+                       escape_text(*v) + "'"};
+    return out;
+  }
+
+  double seconds(const std::string &name, double fallback) const {
+    const auto v = text(name);
+    if (!v)
+      return fallback;
+    char *end = nullptr;
+    const double out = std::strtod(v->c_str(), &end);
+    if (v->empty() || end != v->c_str() + v->size() || !std::isfinite(out) || out < 0)
+      throw BadRequest{name + " must be a number of seconds, 0 or more, not '" + escape_text(*v) +
+                       "'"};
+    return out;
+  }
+
+  bool flag(const std::string &name) const {
+    const auto v = text(name);
+    if (!v || *v == "0" || *v == "false")
+      return false;
+    if (v->empty() || *v == "1" || *v == "true")
+      return true;
+    throw BadRequest{name + " must be 1, true, 0 or false, not '" + escape_text(*v) + "'"};
+  }
+
+  // json (the default) or text: the document of --json or the table.
+  bool as_text() const {
+    const auto v = text("format");
+    if (!v || *v == "json")
+      return false;
+    if (*v == "text")
+      return true;
+    throw BadRequest{"format must be json or text, not '" + escape_text(*v) + "'"};
+  }
+
+private:
+  const HttpQuery &q_;
+};
+
+HttpReply ok(bool text, std::string body) {
+  return {200, std::string(text ? kText : kJson), std::move(body), {}};
+}
+
+// Login names of the processes' uids, looked up after the monitor's lock
+// is released (NSS may be slow).
+UserNames names_of(const std::vector<ProcessInfo> &procs) {
+  LoginNames names;
+  return user_names(procs, [&](uint32_t uid) { return names.name_of(uid); });
+}
+
+// Processes with shared memory only, as `ls --by process` lists them.
+void keep_sharing(std::vector<ProcessInfo> &v) {
+  std::erase_if(v, [](const ProcessInfo &p) {
+    return p.segments_created == 0 && p.segments_held == 0 && p.sysv_attachments == 0;
+  });
+}
+
+// What the container and mount tables' columns need, read in one go.
+struct Listing {
+  uint64_t now_ns = 0;
+  uint32_t host_mntns = 0;
+  std::vector<ProcessInfo> processes;
+  std::vector<ContainerInfo> containers;
+  std::vector<MountUsage> mounts;
+};
+
+} // namespace
+
+HttpReply LocalApi::get(std::string_view path, const HttpQuery &query) const {
+  if (!path.starts_with("/v1/"))
+    return endpoints_.get(path);
+  try {
+    if (path == "/v1/segments")
+      return segments(query);
+    if (path == "/v1/processes")
+      return processes(query);
+    if (path == "/v1/containers")
+      return containers(query);
+    if (path == "/v1/mounts")
+      return mounts(query);
+    if (path == "/v1/leaks")
+      return leaks(query);
+    if (path == "/v1/top")
+      return top(query);
+  } catch (const BadRequest &e) {
+    return {400, std::string(kText), e.why + "\n", {}};
+  }
+  return {404,
+          std::string(kText),
+          "not found; the API answers /v1/segments, /v1/processes, /v1/containers, /v1/mounts, "
+          "/v1/leaks and /v1/top\n",
+          {}};
+}
+
+HttpReply LocalApi::segments(const HttpQuery &q) const {
+  const Params p(q, {"format", "pid", "container", "mount", "kind", "match"});
+  SegmentFilter f;
+  f.pid = p.id("pid");
+  if (auto c = p.text("container"))
+    f.container = *c == "host" ? std::string() : *c;
+  f.mount = p.text("mount");
+  if (auto k = p.text("kind")) {
+    if (*k != "tmpfs" && *k != "memfd" && *k != "sysv")
+      throw BadRequest{"kind must be tmpfs, memfd or sysv, not '" + escape_text(*k) + "'"};
+    f.kind = parse_kind(*k);
+  }
+  f.path_glob = p.text("match");
+  const bool text = p.as_text();
+  // As ls: the orphan verdict uses leaks' default --min-age.
+  constexpr auto kOrphanMinAge = static_cast<uint64_t>(kLeakMinAgeS * 1e9);
+  struct Copy {
+    uint64_t now_ns;
+    std::vector<SegmentInfo> segments;
+  };
+  auto copy =
+      endpoints_.read([&](const Engine &engine, const MonitorStats &, const MetricsCounters &) {
+        const uint64_t now = Monitor::now_ns();
+        return Copy{now, engine.segments(f, now, kOrphanMinAge)};
+      });
+  if (!copy)
+    return Endpoints::not_ready();
+  return ok(text, text ? segments_table(copy->segments, copy->now_ns)
+                       : segments_json(copy->segments, copy->now_ns));
+}
+
+HttpReply LocalApi::processes(const HttpQuery &q) const {
+  const Params p(q, {"format"});
+  const bool text = p.as_text();
+  auto procs =
+      endpoints_.read([](const Engine &engine, const MonitorStats &, const MetricsCounters &) {
+        return engine.processes(Monitor::now_ns());
+      });
+  if (!procs)
+    return Endpoints::not_ready();
+  keep_sharing(*procs);
+  return ok(text, text ? processes_table(*procs, names_of(*procs)) : processes_json(*procs));
+}
+
+HttpReply LocalApi::containers(const HttpQuery &q) const {
+  const Params p(q, {"format"});
+  const bool text = p.as_text();
+  auto l =
+      endpoints_.read([&](const Engine &engine, const MonitorStats &, const MetricsCounters &c) {
+        Listing out;
+        out.now_ns = Monitor::now_ns();
+        out.host_mntns = c.host_mntns;
+        out.containers = engine.containers(out.now_ns);
+        if (text) { // the table's columns relate containers to processes and mounts
+          out.processes = engine.processes(out.now_ns);
+          out.mounts = engine.mounts();
+        }
+        return out;
+      });
+  if (!l)
+    return Endpoints::not_ready();
+  if (!text)
+    return ok(false, containers_json(l->containers));
+  return ok(true,
+            containers_table(l->containers, Relations(l->processes, l->mounts, l->host_mntns)));
+}
+
+HttpReply LocalApi::mounts(const HttpQuery &q) const {
+  const Params p(q, {"format"});
+  const bool text = p.as_text();
+  auto l =
+      endpoints_.read([&](const Engine &engine, const MonitorStats &, const MetricsCounters &c) {
+        Listing out;
+        out.now_ns = Monitor::now_ns();
+        out.host_mntns = c.host_mntns;
+        out.mounts = engine.mounts();
+        if (text)
+          out.processes = engine.processes(out.now_ns);
+        return out;
+      });
+  if (!l)
+    return Endpoints::not_ready();
+  if (!text)
+    return ok(false, mounts_json(l->mounts));
+  return ok(true, mounts_table(l->mounts, Relations(l->processes, l->mounts, l->host_mntns)));
+}
+
+HttpReply LocalApi::leaks(const HttpQuery &q) const {
+  const Params p(q, {"format", "min_age", "match", "all_mounts"});
+  const double min_age_s = p.seconds("min_age", kLeakMinAgeS);
+  const auto min_age_ns = static_cast<uint64_t>(std::llround(min_age_s * 1e9));
+  const std::string glob = p.text("match").value_or("");
+  const bool all_mounts = p.flag("all_mounts");
+  const bool text = p.as_text();
+  struct Copy {
+    uint64_t now_ns;
+    std::vector<Orphan> orphans;
+  };
+  auto copy =
+      endpoints_.read([&](const Engine &engine, const MonitorStats &, const MetricsCounters &) {
+        const uint64_t now = Monitor::now_ns();
+        return Copy{now, engine.orphans(now, min_age_ns)};
+      });
+  if (!copy)
+    return Endpoints::not_ready();
+  // Orphans only: growth needs samples over a window (leaks --window),
+  // which the daemon does not keep.
+  const LeakReport report = summarize_orphans(copy->orphans, glob, all_mounts);
+  HttpReply r = ok(text, text ? leaks_text(report, copy->now_ns, static_cast<uint64_t>(min_age_s))
+                              : leaks_json(report, copy->now_ns));
+  r.headers.emplace_back(kLeakingHeader, report.leaking() ? "yes" : "no");
+  return r;
+}
+
+HttpReply LocalApi::top(const HttpQuery &q) const {
+  QueryFields fields = q;
+  auto take = [&](const char *name) {
+    std::optional<std::string> v;
+    if (auto it = fields.find(name); it != fields.end()) {
+      v = it->second;
+      fields.erase(name);
+    }
+    return v;
+  };
+  const std::string format = take("format").value_or("json");
+  if (format != "json" && format != "text" && format != "frame")
+    throw BadRequest{"format must be json, text or frame, not '" + escape_text(format) + "'"};
+  // The client's wall clock for the title line: its time zone, not ours.
+  const std::string clock = take("clock").value_or("");
+  auto parsed = top_state_from_fields(fields);
+  if (!parsed)
+    throw BadRequest{parsed.error()};
+  TopState st = std::move(*parsed);
+  // The frame is padded to the screen's height and cut to its width: a
+  // screen no terminal has would have the daemon fill its memory.
+  for (const auto &[name, v] : {std::pair{"width", st.width}, std::pair{"height", st.height},
+                                std::pair{"page_rows", st.page_rows}})
+    if (v > kMaxScreenCells)
+      throw BadRequest{std::string(name) + " must be at most " + std::to_string(kMaxScreenCells) +
+                       ", not " + std::to_string(v)};
+  auto snap = endpoints_.read(
+      [&](const Engine &engine, const MonitorStats &stats, const MetricsCounters &c) {
+        TopCounters counters{Monitor::now_ns(), clock, stats.events, stats.lost, c.host_mntns};
+        // Names after the lock: none looked up here.
+        return take_top_snapshot(engine, std::move(counters), st, [](uint32_t) { return ""; });
+      });
+  if (!snap)
+    return Endpoints::not_ready();
+  snap->users = names_of(snap->processes);
+  if (format == "json")
+    return ok(false, top_json(*snap, st) + "\n");
+  const TopFrame frame = build_top_frame(*snap, st);
+  return ok(true, format == "text" ? top_text(frame) : top_frame_reply(frame, st));
+}
+
+} // namespace shmbpf

@@ -1,0 +1,40 @@
+// The local JSON API of `shmbpf serve`, on its unix socket only: the live
+// model's segments, processes, containers, mounts and leaks as `ls --json`
+// and `leaks --json` write them (the same views), their tables as `ls` and
+// `leaks` print them (?format=text), and top's screens (/v1/top) for
+// `shmbpf top --server`. Segment names and paths are answered here and
+// never over TCP: the TCP server is given Endpoints::get, which knows
+// none of these paths. docs/API.md describes every path and parameter.
+#pragma once
+
+#include "daemon/endpoints.hpp"
+
+#include <string_view>
+
+namespace shmbpf {
+
+// The header of /v1/leaks whose value says whether the report found a leak
+// ("yes" or "no"), which `leaks --server` turns into its exit status.
+inline constexpr const char *kLeakingHeader = "Shmbpf-Leaking";
+
+class LocalApi {
+public:
+  // Reads the monitor through endpoints (its lock, its readiness).
+  explicit LocalApi(const Endpoints &endpoints) : endpoints_(endpoints) {}
+
+  // The answer to a GET of path with query; what is not under /v1/ is
+  // answered as over TCP (/healthz, /readyz, /metrics).
+  HttpReply get(std::string_view path, const HttpQuery &query) const;
+
+private:
+  HttpReply segments(const HttpQuery &q) const;
+  HttpReply processes(const HttpQuery &q) const;
+  HttpReply containers(const HttpQuery &q) const;
+  HttpReply mounts(const HttpQuery &q) const;
+  HttpReply leaks(const HttpQuery &q) const;
+  HttpReply top(const HttpQuery &q) const;
+
+  const Endpoints &endpoints_;
+};
+
+} // namespace shmbpf
