@@ -3,6 +3,7 @@
 // an OOM kill ends a job, and its /dev/shm files measured as du does.
 #pragma once
 
+#include "run_cli.hpp"
 #include "support.hpp"
 
 #include <gtest/gtest.h>
