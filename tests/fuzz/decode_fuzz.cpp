@@ -28,7 +28,13 @@ size_t size_of_type(uint8_t type) {
     return sizeof(shmbpf_file_event);
   case SHMBPF_EV_UNLINK:
   case SHMBPF_EV_RENAME:
+  case SHMBPF_EV_LINK:
     return sizeof(shmbpf_path_event);
+  case SHMBPF_EV_SHMGET:
+  case SHMBPF_EV_SHMAT:
+  case SHMBPF_EV_SHMDT:
+  case SHMBPF_EV_SHM_RMID:
+    return sizeof(shmbpf_sysv_event);
   case SHMBPF_EV_FREE:
     return sizeof(shmbpf_free_event);
   case SHMBPF_EV_SIGBUS:
@@ -37,8 +43,9 @@ size_t size_of_type(uint8_t type) {
     return sizeof(shmbpf_exit_event);
   case SHMBPF_EV_EXEC:
     return sizeof(shmbpf_exec_event);
-  default:
-    return sizeof(shmbpf_sysv_event);
+  default: // a type added to the ABI and not here
+    FUZZ_CHECK(false);
+    return 0;
   }
 }
 

@@ -103,6 +103,10 @@ int main(int argc, char **argv) {
   rename.path_len = put(rename.path, "/dev/shm/a", false);
   rename.newpath_len = put(rename.newpath, "/dev/shm/b c", false);
   ok &= save(dir, "rename.bin", rename);
+  auto link = rename;
+  link.hdr.type = SHMBPF_EV_LINK;
+  link.origin = SHMBPF_ORIG_LINKAT;
+  ok &= save(dir, "link.bin", link);
 
   for (auto [type, name] : {std::pair{SHMBPF_EV_SHMGET, "shmget.bin"},
                             {SHMBPF_EV_SHMAT, "shmat.bin"},
