@@ -19,36 +19,6 @@
 namespace shmbpf {
 namespace {
 
-size_t size_of_type(uint8_t type) {
-  switch (type) {
-  case SHMBPF_EV_CREATE:
-  case SHMBPF_EV_OPEN:
-  case SHMBPF_EV_MEMFD_CREATE:
-  case SHMBPF_EV_RESIZE:
-    return sizeof(shmbpf_file_event);
-  case SHMBPF_EV_UNLINK:
-  case SHMBPF_EV_RENAME:
-  case SHMBPF_EV_LINK:
-    return sizeof(shmbpf_path_event);
-  case SHMBPF_EV_SHMGET:
-  case SHMBPF_EV_SHMAT:
-  case SHMBPF_EV_SHMDT:
-  case SHMBPF_EV_SHM_RMID:
-    return sizeof(shmbpf_sysv_event);
-  case SHMBPF_EV_FREE:
-    return sizeof(shmbpf_free_event);
-  case SHMBPF_EV_SIGBUS:
-    return sizeof(shmbpf_sigbus_event);
-  case SHMBPF_EV_EXIT:
-    return sizeof(shmbpf_exit_event);
-  case SHMBPF_EV_EXEC:
-    return sizeof(shmbpf_exec_event);
-  default: // a type added to the ABI and not here
-    FUZZ_CHECK(false);
-    return 0;
-  }
-}
-
 // An event whose every field differs from a fresh one, as the reused event
 // of a consumer is after some other record.
 Event used_event() {
@@ -106,7 +76,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size == 0)
     return 0;
   const auto type = static_cast<uint8_t>(SHMBPF_EV_CREATE + data[0] % (SHMBPF_EV_MAX - 1));
-  const size_t want = size_of_type(type);
+  const size_t want = record_size(type);
+  FUZZ_CHECK(want != 0); // every type below SHMBPF_EV_MAX has records
   std::vector<unsigned char> record(want);
   std::memcpy(record.data(), data + 1, std::min(size - 1, want));
   shmbpf_hdr hdr;

@@ -35,35 +35,6 @@ void reset_keeping_buffers(Event &e) {
   e = defaults;
 }
 
-size_t record_size(uint8_t type) {
-  switch (type) {
-  case SHMBPF_EV_CREATE:
-  case SHMBPF_EV_OPEN:
-  case SHMBPF_EV_MEMFD_CREATE:
-  case SHMBPF_EV_RESIZE:
-    return sizeof(shmbpf_file_event);
-  case SHMBPF_EV_UNLINK:
-  case SHMBPF_EV_RENAME:
-  case SHMBPF_EV_LINK:
-    return sizeof(shmbpf_path_event);
-  case SHMBPF_EV_SHMGET:
-  case SHMBPF_EV_SHMAT:
-  case SHMBPF_EV_SHMDT:
-  case SHMBPF_EV_SHM_RMID:
-    return sizeof(shmbpf_sysv_event);
-  case SHMBPF_EV_FREE:
-    return sizeof(shmbpf_free_event);
-  case SHMBPF_EV_SIGBUS:
-    return sizeof(shmbpf_sigbus_event);
-  case SHMBPF_EV_EXIT:
-    return sizeof(shmbpf_exit_event);
-  case SHMBPF_EV_EXEC:
-    return sizeof(shmbpf_exec_event);
-  default:
-    return 0;
-  }
-}
-
 void decode_hdr(const shmbpf_hdr &h, Event &e) {
   e.type = static_cast<EventType>(h.type);
   e.ts_ns = h.ts_ns;
@@ -171,6 +142,35 @@ template <class T> T copy_record(const void *data) {
 }
 
 } // namespace
+
+size_t record_size(uint8_t type) {
+  switch (type) {
+  case SHMBPF_EV_CREATE:
+  case SHMBPF_EV_OPEN:
+  case SHMBPF_EV_MEMFD_CREATE:
+  case SHMBPF_EV_RESIZE:
+    return sizeof(shmbpf_file_event);
+  case SHMBPF_EV_UNLINK:
+  case SHMBPF_EV_RENAME:
+  case SHMBPF_EV_LINK:
+    return sizeof(shmbpf_path_event);
+  case SHMBPF_EV_SHMGET:
+  case SHMBPF_EV_SHMAT:
+  case SHMBPF_EV_SHMDT:
+  case SHMBPF_EV_SHM_RMID:
+    return sizeof(shmbpf_sysv_event);
+  case SHMBPF_EV_FREE:
+    return sizeof(shmbpf_free_event);
+  case SHMBPF_EV_SIGBUS:
+    return sizeof(shmbpf_sigbus_event);
+  case SHMBPF_EV_EXIT:
+    return sizeof(shmbpf_exit_event);
+  case SHMBPF_EV_EXEC:
+    return sizeof(shmbpf_exec_event);
+  default:
+    return 0;
+  }
+}
 
 void join_components_into(std::string &out, const char *buf, size_t len, bool reached_root) {
   out.clear();

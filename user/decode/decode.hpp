@@ -7,6 +7,7 @@
 #include "facts/result.hpp"
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -19,6 +20,10 @@ Result<Event> decode_event(const void *data, size_t len);
 // nothing. Every field is reset first. On failure (false) e is unspecified
 // and *why, when given, says what was wrong.
 bool decode_event_into(const void *data, size_t len, Event &e, std::string *why = nullptr);
+
+// The size of a record of this type as the kernel writes it; 0 for a type
+// the ABI does not have.
+size_t record_size(uint8_t type);
 
 // "name\0dir\0" (leaf first, as the kernel collects them) -> "/dir/name".
 // reached_root false means the walk stopped early: the path is marked with
