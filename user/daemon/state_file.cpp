@@ -83,7 +83,9 @@ std::optional<SavedState> StateFile::load(std::string *why) const {
 }
 
 Result<bool> StateFile::save(const std::string &text) const {
-  const std::string tmp = path_ + ".tmp";
+  // Named after the process: two daemons given one directory never write
+  // into the same temporary file.
+  const std::string tmp = path_ + ".tmp." + std::to_string(::getpid());
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0)
     return Error{errno_text(tmp, errno)};
