@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 namespace shmbpf::test {
@@ -170,6 +171,29 @@ TEST(ServeState, AStateDirThatCannotBeMadeIsOneLineAndStatusTwo) {
   // Nothing was bound: no socket left, and the port is free.
   EXPECT_FALSE(std::filesystem::exists(dir.path + "/s.sock"));
   EXPECT_FALSE(get(port, "/healthz"));
+}
+
+TEST(ServeState, AStateFileOfAnotherVersionIsLoggedAndIgnored) {
+  SHMBPF_REQUIRE_ROOT();
+  TempDir dir;
+  ASSERT_EQ(mkdir((dir.path + "/state").c_str(), 0700), 0);
+  {
+    std::ofstream f(dir.path + "/state/state");
+    f << "shmbpf-state 99 =x\nfile 1 2 3\n";
+  }
+  const int port = free_port();
+  ShmbpfProcess serve(serve_args(port, dir.path));
+  SHMBPF_SERVE_READY(serve, port);
+  serve.signal(SIGTERM);
+  expect_exit_code(serve.wait(30s), 0);
+  EXPECT_NE(serve.err().find("ignoring the saved state: " + dir.path + "/state/state: version 99"),
+            std::string::npos)
+      << serve.err();
+  // Replaced by this run's state, which the next run can read.
+  std::ifstream in(dir.path + "/state/state");
+  std::string header;
+  std::getline(in, header);
+  EXPECT_TRUE(header.starts_with("shmbpf-state 1 =")) << header;
 }
 
 TEST(ServeState, NoStateAndStateDirExcludeEachOther) {

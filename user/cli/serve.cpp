@@ -91,6 +91,8 @@ int run_serve(const ServeOptions &opts) {
            "; loading BPF and scanning");
   if (exporter)
     log.line("exporting events to " + exporter->path());
+  if (state)
+    log.line("keeping state in " + escape_text(state->path()));
   if (!state_note.empty())
     log.line("ignoring the saved state: " + escape_text(state_note));
 
