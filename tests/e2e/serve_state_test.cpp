@@ -1,6 +1,6 @@
-// `serve --state-dir` end to end: a /dev/shm file made by a process of a
-// docker-named cgroup that then exits keeps its creator, its age and its
-// container across a restart of the daemon (the cgroup gone meanwhile);
+// `serve --state-dir` end to end: a /dev/shm file and a SysV segment made
+// by a process of a docker-named cgroup that then exits keep their creator,
+// age and container across a restart of the daemon (the cgroup gone meanwhile);
 // SIGTERM saves the state; a state directory that cannot be made is one
 // line and status 2.
 #include "background.hpp"
@@ -14,12 +14,15 @@
 #include <nlohmann/json.hpp>
 
 #include <fcntl.h>
+#include <sys/ipc.h>
 #include <sys/prctl.h>
+#include <sys/shm.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -83,6 +86,18 @@ TEST(ServeState, ACreatorSurvivesARestart) {
     std::string p;
     ~Unlink() { unlink(p.c_str()); }
   } unlink_after{path};
+  // And a SysV segment under a key of this test's own.
+  const key_t key = static_cast<key_t>(0x5e000000u | (static_cast<unsigned>(getpid()) & 0xffffu));
+  char sysv_name[16];
+  snprintf(sysv_name, sizeof sysv_name, "SYSV%08x", static_cast<unsigned>(key));
+  struct Rmid {
+    key_t key;
+    ~Rmid() {
+      const int id = shmget(key, 0, 0);
+      if (id >= 0)
+        shmctl(id, IPC_RMID, nullptr);
+    }
+  } rmid_after{key};
 
   int port = free_port();
   auto first = std::make_unique<ShmbpfProcess>(serve_args(port, dir.path));
@@ -96,6 +111,8 @@ TEST(ServeState, ACreatorSurvivesARestart) {
     int fd = open(path.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
     if (fd < 0 || write(fd, "state", 5) != 5)
       _exit(4);
+    if (shmget(key, 4096, IPC_CREAT | IPC_EXCL | 0600) < 0)
+      _exit(5);
     _exit(0);
   }
   int st = 0;
@@ -108,6 +125,9 @@ TEST(ServeState, ACreatorSurvivesARestart) {
   EXPECT_EQ(before["creator"]["comm"], "e2e-stater");
   EXPECT_EQ(before["container"]["id"], id);
   EXPECT_EQ(before["existed_before"], false);
+  const json sysv_before = wait_for_creator(dir.path + "/s.sock", sysv_name);
+  ASSERT_TRUE(sysv_before.is_object() && sysv_before["creator"].is_object()) << sysv_before.dump();
+  EXPECT_EQ(sysv_before["creator"]["comm"], "e2e-stater");
 
   first->signal(SIGTERM);
   expect_exit_code(first->wait(30s), 0);
@@ -135,6 +155,15 @@ TEST(ServeState, ACreatorSurvivesARestart) {
   EXPECT_EQ(after["container"]["id"], id);
   // Its age still counts from its creation.
   EXPECT_GE(after["age_s"].get<double>(), before["age_s"].get<double>());
+  // The SysV segment's creator pid is in /proc/sysvipc/shm; its comm and
+  // container only in the saved state.
+  const json sysv_after = segment_at(dir.path + "/s.sock", sysv_name);
+  ASSERT_TRUE(sysv_after.is_object() && sysv_after["creator"].is_object()) << sysv_after.dump();
+  EXPECT_EQ(sysv_after["creator"]["pid"], child);
+  EXPECT_EQ(sysv_after["creator"]["comm"], "e2e-stater");
+  EXPECT_EQ(sysv_after["existed_before"], false);
+  ASSERT_TRUE(sysv_after["container"].is_object()) << sysv_after.dump();
+  EXPECT_EQ(sysv_after["container"]["id"], id);
 
   // A new file at the path is another segment: nothing saved applies.
   ASSERT_EQ(unlink(path.c_str()), 0);
