@@ -181,7 +181,9 @@ TEST(ProcScanParse, SysvipcShm) {
   EXPECT_EQ(v[1].shmid, 32769);
   EXPECT_EQ(v[1].size, 4096u);
   EXPECT_EQ(v[1].nattch, 1u);
-  EXPECT_TRUE(v[1].removed); // 1600 octal includes SHM_DEST
+  EXPECT_TRUE(v[1].removed);           // 1600 octal includes SHM_DEST
+  EXPECT_EQ(v[0].ctime_s, 1700000002); // what tells a reused shmid apart
+  EXPECT_EQ(v[1].ctime_s, 1700000003);
 
   EXPECT_TRUE(parse_sysvipc_shm("").empty());
 }

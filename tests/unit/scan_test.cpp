@@ -123,6 +123,14 @@ TEST_F(TmpfsScan, MatchesFstat) {
     EXPECT_EQ(f.uid, st.st_uid) << rel;
     EXPECT_EQ(f.nlink, st.st_nlink) << rel;
     EXPECT_EQ(f.mtime_s, st.st_mtim.tv_sec) << rel;
+    // The birth time where the filesystem gives one, else 0.
+    struct statx sx {};
+    ASSERT_EQ(::statx(AT_FDCWD, abs.c_str(), AT_SYMLINK_NOFOLLOW, STATX_BTIME, &sx), 0);
+    const uint64_t btime =
+        (sx.stx_mask & STATX_BTIME)
+            ? static_cast<uint64_t>(sx.stx_btime.tv_sec) * 1'000'000'000 + sx.stx_btime.tv_nsec
+            : 0;
+    EXPECT_EQ(f.btime_ns, btime) << rel;
     EXPECT_EQ(f.leaf, rel.substr(rel.rfind('/') + 1)) << rel;
   }
 

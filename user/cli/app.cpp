@@ -312,6 +312,11 @@ std::unique_ptr<CLI::App> make_app(CliOptions &opts) {
                    "Group given the socket: its members may connect (ls, leaks, top --server); "
                    "by default only root")
       ->check(group);
+  CLI::Option *state_dir =
+      serve->add_option(StateDirSetting::kFlag, s.state_dir, StateDirSetting::kHelp)
+          ->capture_default_str();
+  serve->add_flag("--no-state", s.no_state, "Keep nothing across restarts: --state-dir ''")
+      ->excludes(state_dir);
   add_ring_buffer_option(serve, s.ring_buffer_bytes);
   add_verbose_flag(serve, s.verbose);
   return app;

@@ -4,6 +4,7 @@
 
 #include "daemon/export_file.hpp"
 #include "daemon/listen.hpp"
+#include "daemon/state_file.hpp"
 #include "daemon/unix_socket.hpp"
 #include "decode/event.hpp"
 #include "model/leaks.hpp"
@@ -78,9 +79,11 @@ struct ServeOptions {
   std::string export_file;                      // "": no export
   double export_max_size_mb = ExportFileSetting::kDefaultMaxSizeMb;
   unsigned export_max_backups = ExportFileSetting::kDefaultMaxBackups;
-  std::string socket = SocketSetting::kDefault; // --socket PATH, "" for none
-  bool no_socket = false;                       // --no-socket
-  std::optional<std::string> socket_group;      // --socket-group NAME
+  std::string socket = SocketSetting::kDefault;      // --socket PATH, "" for none
+  bool no_socket = false;                            // --no-socket
+  std::optional<std::string> socket_group;           // --socket-group NAME
+  std::string state_dir = StateDirSetting::kDefault; // --state-dir DIR, "" for none
+  bool no_state = false;                             // --no-state
   size_t ring_buffer_bytes = RingBufferSetting::kDefault;
   bool verbose = false;
 };

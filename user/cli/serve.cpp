@@ -12,8 +12,10 @@
 #include "daemon/local_api.hpp"
 #include "daemon/log.hpp"
 #include "daemon/serve_loop.hpp"
+#include "daemon/state_file.hpp"
 #include "facts/result.hpp"
 #include "live/monitor.hpp"
+#include "model/state.hpp"
 #include "probe/probe.hpp"
 #include "sources/clock.hpp"
 #include "sources/namespaces.hpp"
@@ -53,6 +55,18 @@ int run_serve(const ServeOptions &opts) {
       throw FatalError("--export-file", file.error(), 2);
     exporter = std::make_unique<Exporter>(std::move(*file), TraceClock{boot_to_realtime_ns()}, log);
   }
+  // The state directory too, and the state read now: restored into the
+  // engine once its first scan is applied.
+  std::unique_ptr<StateFile> state;
+  std::optional<SavedState> saved;
+  std::string state_note;
+  if (!opts.no_state && !opts.state_dir.empty()) {
+    auto file = StateFile::open(opts.state_dir);
+    if (!file)
+      throw FatalError("--state-dir", file.error(), 2);
+    state = std::make_unique<StateFile>(std::move(*file));
+    saved = state->load(&state_note);
+  }
   Endpoints endpoints(SHMBPF_VERSION);
   // TCP knows only the paths without segment names; the socket's API adds
   // the rest. Both are destroyed (the socket removed) however this ends.
@@ -77,12 +91,26 @@ int run_serve(const ServeOptions &opts) {
            "; loading BPF and scanning");
   if (exporter)
     log.line("exporting events to " + exporter->path());
+  if (state)
+    log.line("keeping state in " + escape_text(state->path()));
+  if (!state_note.empty())
+    log.line("ignoring the saved state: " + escape_text(state_note));
 
   MonitorOptions mopts;
   mopts.probe.command = "serve";
   mopts.probe.ring_buffer_bytes = opts.ring_buffer_bytes;
   mopts.probe.verbose = opts.verbose;
+  const std::string boot_id = current_boot_id();
+  RestoreStats restored;
+  if (saved)
+    mopts.after_bootstrap = [&](Engine &engine, const SystemScan &scan) {
+      restored = restore_state(engine, scan, *saved, boot_id);
+    };
   Monitor mon(mopts);
+  if (saved)
+    log.line("state: " + std::to_string(restored.applied) +
+             " segments keep the creator a previous run saw, " +
+             std::to_string(restored.unmatched) + " saved ones are gone or not the same");
   for (const std::string &note : kernel_notes(mon.session().probe(), opts.verbose))
     log.line(note);
 
@@ -91,6 +119,8 @@ int run_serve(const ServeOptions &opts) {
   lopts.take_hangup = take_hangup;
   lopts.host_mntns = host_mount_namespace();
   lopts.exporter = exporter.get();
+  lopts.state = state.get();
+  lopts.boot_id = boot_id;
   const int status = run_serve_loop(mon, endpoints, log, lopts);
   const MonitorStats stats = mon.stats();
   std::string summary = std::string(stop_signal_name()) + ": stopping after " +

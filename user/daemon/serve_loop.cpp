@@ -15,6 +15,27 @@ using Clock = std::chrono::steady_clock;
 
 // Lost records and rejected ones are logged at most this often, summed.
 constexpr auto kLossLogEvery = std::chrono::seconds(10);
+// The state is saved at most this often while running (and at the end).
+constexpr auto kStateSaveEvery = std::chrono::seconds(60);
+
+// Saves the engine's observed creations unless they are what was saved
+// last; logs a failure (the next save tries again).
+void save_state(const Monitor &mon, const ServeLoopOptions &opts, Log &log, std::string &last,
+                bool final) {
+  const SavedState st = collect_state(mon.engine(), opts.boot_id);
+  std::string text = format_state(st);
+  if (text == last && !final)
+    return;
+  Result<bool> saved = opts.state->save(text);
+  if (!saved) {
+    log.line("could not save the state: " + saved.error());
+    return;
+  }
+  if (final)
+    log.line("state saved: " + std::to_string(st.segments.size()) + " segments in " +
+             opts.state->path());
+  last = std::move(text);
+}
 
 std::string ready_line(const Monitor &mon) {
   const Engine &engine = mon.engine();
@@ -52,6 +73,8 @@ int run_serve_loop(Monitor &mon, Endpoints &endpoints, Log &log, const ServeLoop
 
   MonitorStats logged = mon.stats();
   auto last_log = Clock::now();
+  auto last_save = Clock::now();
+  std::string saved_text;
   while (!opts.stop_requested()) {
     const int n = mon.poll(100);
     if (n < 0 && n != -EINTR)
@@ -66,6 +89,10 @@ int run_serve_loop(Monitor &mon, Endpoints &endpoints, Log &log, const ServeLoop
       } else {
         log.line("SIGHUP: nothing to reopen (no export file); still running");
       }
+    }
+    if (opts.state && Clock::now() - last_save >= kStateSaveEvery) {
+      save_state(mon, opts, log, saved_text, false);
+      last_save = Clock::now();
     }
     if (Clock::now() - last_log < kLossLogEvery)
       continue;
@@ -85,6 +112,12 @@ int run_serve_loop(Monitor &mon, Endpoints &endpoints, Log &log, const ServeLoop
   mon.drain();
   if (exporter)
     exporter->after_poll(mon, /*last=*/true);
+  if (opts.state) {
+    // Files created since the last rescan have no birth yet: one more
+    // rescan gives it to them.
+    mon.reconcile();
+    save_state(mon, opts, log, saved_text, true);
+  }
   return 0;
 }
 

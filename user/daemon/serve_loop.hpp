@@ -6,9 +6,11 @@
 #include "daemon/endpoints.hpp"
 #include "daemon/exporter.hpp"
 #include "daemon/log.hpp"
+#include "daemon/state_file.hpp"
 #include "live/monitor.hpp"
 
 #include <functional>
+#include <string>
 
 namespace shmbpf {
 
@@ -20,6 +22,10 @@ struct ServeLoopOptions {
   // --export-file: every event, loss and orphan change goes to it (and
   // what is pending when the loop stops). Null: no export.
   Exporter *exporter = nullptr;
+  // --state-dir: the observed creations saved every minute when they
+  // changed, and at the end after a last rescan. Null: nothing saved.
+  const StateFile *state = nullptr;
+  std::string boot_id;
 };
 
 // Drains what the kernel has, marks the endpoints ready, then polls until

@@ -24,6 +24,10 @@ struct TmpfsFile {
   uint32_t uid = 0;
   uint32_t nlink = 0;
   int64_t mtime_s = 0;
+  // Birth time (statx STATX_BTIME), ns since the epoch; 0 where the kernel
+  // does not give one for tmpfs. Tells the file from a later one that
+  // reuses its inode number.
+  uint64_t btime_ns = 0;
   bool memfd = false; // a memfd (path "memfd:<name>"), found through a holder
 };
 
@@ -75,6 +79,7 @@ struct SysvEntry {
   uint64_t rss_bytes = 0;
   uint32_t cpid = 0;
   uint32_t nattch = 0;
+  int64_t ctime_s = 0;  // shm_ctim: creation, or the last IPC_SET; 0 unknown
   bool removed = false; // SHM_DEST set: IPC_RMID done, waiting for the last detach
 };
 

@@ -100,6 +100,8 @@ Monitor::Monitor(const MonitorOptions &opts, std::shared_ptr<TimedScan> first,
   }
   session_.seed(namespaces, std::move(listed));
   bootstrap(engine_, first->scan);
+  if (opts.after_bootstrap)
+    opts.after_bootstrap(engine_, first->scan);
   engine_.sample_mounts(now_ns());
   stats_.reconciles = 1;
   last_reconcile_ = last_sample_ = std::chrono::steady_clock::now();

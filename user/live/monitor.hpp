@@ -36,6 +36,9 @@ struct MonitorOptions {
   std::chrono::milliseconds loss_reconcile_gap{2'000};
   // Mount usage samples for growth rates and time-to-full.
   std::chrono::milliseconds sample_every{1'000};
+  // Called once the engine is bootstrapped from the first scan, before any
+  // event is applied (serve's saved state is restored there).
+  std::function<void(Engine &, const SystemScan &)> after_bootstrap;
   // Called on the worker thread before each gather reads anything (tests).
   std::function<void()> before_gather;
 };

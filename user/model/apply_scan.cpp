@@ -88,10 +88,20 @@ void reconcile(Engine &engine, const SystemScan &scan, uint64_t now_ns) {
     pids.push_back(p.id.pid);
   }
   engine.reconcile_processes(pids);
-  for (const auto &fs : scan.filesystems)
+  // Births (what a restart matches segments by) of the segments whose
+  // creation was seen: the engine keeps only those.
+  for (const auto &fs : scan.filesystems) {
     engine.reconcile_tmpfs(fs.dev, fs.files, now_ns);
-  for (const auto &ipc : scan.ipc)
+    for (const TmpfsFile &f : fs.files)
+      if (f.btime_ns)
+        engine.note_birth(SegmentKey::file(f.dev, f.ino), f.btime_ns);
+  }
+  for (const auto &ipc : scan.ipc) {
     engine.reconcile_sysv(ipc.ipcns, ipc.segments, now_ns);
+    for (const SysvEntry &e : ipc.segments)
+      if (e.ctime_s > 0)
+        engine.note_birth(SegmentKey::sysv(ipc.ipcns, e.shmid), static_cast<uint64_t>(e.ctime_s));
+  }
 
   // Holders last, so that unlinked-but-held files survive the tmpfs
   // reconcile only when someone really holds them.

@@ -79,6 +79,7 @@ void Engine::erase_segment(SegIt it) {
   const SegmentKey key = it->first;
   Segment &s = it->second;
   unindex_path(it);
+  births_.erase(key);
   if (!key.is_sysv()) {
     DevStats &d = devs_[key.dev_or_ipcns];
     d.bytes = sat_sub(d.bytes, s.bytes);

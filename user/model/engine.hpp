@@ -90,6 +90,35 @@ public:
         fn(pid);
   }
 
+  // --- what a restart keeps (model/state) -----------------------------------
+  // A segment's birth as the kernel stamps it, which tells it from a later
+  // one that reuses its key: a tmpfs file's btime (ns since the epoch), a
+  // SysV segment's ctime (s). Kept only for segments whose creation was
+  // observed or restored; ignored for others and unknown keys.
+  void note_birth(const SegmentKey &key, uint64_t birth);
+  std::optional<uint64_t> birth(const SegmentKey &key) const;
+  // fn(key, birth) for every segment note_birth kept.
+  template <class Fn> void for_each_birth(Fn &&fn) const {
+    for (const auto &[key, b] : births_)
+      fn(key, b);
+  }
+  // What a previous run observed of a segment's creation.
+  struct Creation {
+    uint32_t pid = 0;
+    uint32_t uid = 0;
+    std::string comm;
+    uint64_t cgroup_id = 0;
+    std::string cgroup_path; // to name its container once the cgroup is gone
+    uint64_t created_ns = 0;
+  };
+  // Gives a segment whose creation this run did not see (a pre-existing
+  // one) that creation, and keeps its birth. The creator counts as alive
+  // only if a known process has its pid, comm and cgroup. False when the
+  // segment is unknown or its creation was observed.
+  bool restore_creation(const SegmentKey &key, const Creation &c, uint64_t birth);
+  // The cgroup path set_cgroup_path gave an id ("" if none).
+  std::string cgroup_path(uint64_t cgroup_id) const;
+
   // --- queries (sorted, deterministic) -------------------------------------
   std::optional<SegmentInfo> segment(const SegmentKey &key) const;
   bool contains(const SegmentKey &key) const { return segs_.count(key) != 0; }
@@ -334,6 +363,7 @@ private:
   // (nlink > 1), so that a segment without links costs nothing more.
   std::unordered_map<SegmentKey, std::vector<std::string>> other_names_;
   std::unordered_map<uint32_t, Process> procs_;
+  std::unordered_map<SegmentKey, uint64_t> births_; // note_birth
   std::unordered_map<uint64_t, CgroupEntry> cgroups_;
   std::unordered_map<uint32_t, DevStats> devs_;
   std::map<uint32_t, MountEntry> mounts_; // by mnt_id

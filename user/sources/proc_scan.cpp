@@ -466,6 +466,8 @@ std::vector<SysvEntry> parse_sysvipc_shm(std::string_view text) {
     // rss (already in bytes) appeared in later kernels; absent means unknown.
     if (n >= 15 && !parse_num(f[14], e.rss_bytes))
       e.rss_bytes = 0;
+    if (n >= 14 && !parse_num(f[13], e.ctime_s))
+      e.ctime_s = 0;
     out.push_back(e);
   });
   return out;

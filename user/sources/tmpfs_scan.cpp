@@ -31,6 +31,28 @@ DirPtr open_dir_fd(int fd) {
   return DirPtr(d);
 }
 
+// A file's stat and its birth time in one call (statx); btime_ns stays 0
+// where the filesystem gives none.
+bool stat_file(int dfd, const char *name, struct stat &st, uint64_t &btime_ns) {
+  struct statx sx;
+  if (::statx(dfd, name, AT_SYMLINK_NOFOLLOW, STATX_BASIC_STATS | STATX_BTIME, &sx) != 0)
+    return false;
+  st = {};
+  st.st_dev = makedev(sx.stx_dev_major, sx.stx_dev_minor);
+  st.st_ino = sx.stx_ino;
+  st.st_mode = sx.stx_mode;
+  st.st_nlink = sx.stx_nlink;
+  st.st_uid = sx.stx_uid;
+  st.st_size = static_cast<off_t>(sx.stx_size);
+  st.st_blocks = static_cast<blkcnt_t>(sx.stx_blocks);
+  st.st_mtim.tv_sec = sx.stx_mtime.tv_sec;
+  st.st_mtim.tv_nsec = sx.stx_mtime.tv_nsec;
+  btime_ns = (sx.stx_mask & STATX_BTIME)
+                 ? static_cast<uint64_t>(sx.stx_btime.tv_sec) * 1'000'000'000 + sx.stx_btime.tv_nsec
+                 : 0;
+  return true;
+}
+
 bool is_dot_or_dotdot(const char *name) {
   return name[0] == '.' && (name[1] == '\0' || (name[1] == '.' && name[2] == '\0'));
 }
@@ -122,13 +144,15 @@ public:
       if (e.type != DT_UNKNOWN)
         continue;
       struct stat st;
-      if (::fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || st.st_dev != dev_)
+      uint64_t btime_ns = 0;
+      if (!stat_file(dfd, name, st, btime_ns) || st.st_dev != dev_)
         continue; // gone, or a mountpoint of another filesystem
       if (S_ISREG(st.st_mode) && keys_) {
         keys_->push_back({shm_name_hash(name), kernel_dev(st.st_dev), st.st_ino});
       } else if (S_ISREG(st.st_mode)) {
         out_.emplace_back();
         set_file(out_.back(), st, path, name);
+        out_.back().btime_ns = btime_ns;
       } else if (S_ISDIR(st.st_mode) && depth < max_depth_) {
         descend(dfd, path, name, depth + 1);
       } else if (S_ISDIR(st.st_mode)) {
@@ -150,10 +174,11 @@ private:
 
   void fill_slot(TmpfsFile &f, int dfd, const std::string &dir_path, const char *name) const {
     struct stat st;
-    if (::fstatat(dfd, name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
-        st.st_dev != dev_)
+    uint64_t btime_ns = 0;
+    if (!stat_file(dfd, name, st, btime_ns) || !S_ISREG(st.st_mode) || st.st_dev != dev_)
       return; // gone, replaced, or a file bind-mounted from elsewhere
     set_file(f, st, dir_path, name);
+    f.btime_ns = btime_ns;
   }
 
   static void set_names(TmpfsFile &f, const std::string &dir_path, std::string_view name) {

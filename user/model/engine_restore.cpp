@@ -1,0 +1,60 @@
+// What a restart keeps: the births that tell a segment from a later one at
+// the same key, and a previous run's observed creations given back to the
+// segments that are still the same.
+#include "model/engine.hpp"
+
+#include <algorithm>
+
+namespace shmbpf {
+
+void Engine::note_birth(const SegmentKey &key, uint64_t birth) {
+  auto it = segs_.find(key);
+  if (it == segs_.end() || (it->second.flags & kExistedBefore) || it->second.creator_pid == 0 ||
+      birth == 0)
+    return;
+  births_[key] = birth;
+}
+
+std::optional<uint64_t> Engine::birth(const SegmentKey &key) const {
+  auto it = births_.find(key);
+  if (it == births_.end())
+    return std::nullopt;
+  return it->second;
+}
+
+bool Engine::restore_creation(const SegmentKey &key, const Creation &c, uint64_t birth) {
+  auto it = segs_.find(key);
+  if (it == segs_.end() || !(it->second.flags & kExistedBefore) || c.pid == 0)
+    return false;
+  Segment &s = it->second;
+  s.flags &= static_cast<uint8_t>(~kExistedBefore);
+  s.born = static_cast<int64_t>(c.created_ns);
+  s.creator_pid = c.pid;
+  s.creator_uid = c.uid;
+  s.creator_cgroup = c.cgroup_id;
+  s.creator_comm.fill('\0');
+  std::copy_n(c.comm.begin(), std::min(c.comm.size(), s.creator_comm.size() - 1),
+              s.creator_comm.begin());
+  // No start time identifies the incarnation: a process with the same pid,
+  // comm and cgroup is taken for the creator; any other gets a serial no
+  // process has, so that a reused pid never passes for it.
+  auto pit = procs_.find(c.pid);
+  if (pit != procs_.end() && pit->second.comm == c.comm && pit->second.cgroup_id == c.cgroup_id) {
+    s.creator_serial = pit->second.serial;
+  } else {
+    if (++next_serial_ == 0)
+      ++next_serial_;
+    s.creator_serial = next_serial_;
+  }
+  if (c.cgroup_id != 0 && !c.cgroup_path.empty() && !cgroups_.contains(c.cgroup_id))
+    set_cgroup_path(c.cgroup_id, c.cgroup_path);
+  births_[key] = birth;
+  return true;
+}
+
+std::string Engine::cgroup_path(uint64_t cgroup_id) const {
+  auto it = cgroups_.find(cgroup_id);
+  return it == cgroups_.end() ? std::string() : it->second.path;
+}
+
+} // namespace shmbpf

@@ -1,0 +1,61 @@
+// What `serve` keeps across a restart: the creations it observed (creator,
+// time, cgroup) of segments that still exist, each with the identity that
+// lasts only as long as the segment does, so that a later segment at the
+// same inode number or shmid is never given them. Pure: the daemon reads
+// and writes the file (daemon/state_file).
+#pragma once
+
+#include "facts/result.hpp"
+#include "facts/scan.hpp"
+#include "model/engine.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace shmbpf {
+
+inline constexpr int kStateVersion = 1;
+// At most this many segments are saved (the most recent creations first);
+// a file is read only up to the size they take.
+inline constexpr size_t kStateMaxSegments = 200'000;
+inline constexpr size_t kStateMaxBytes = 64u << 20;
+
+struct SavedSegment {
+  SegmentKey key;        // kind tmpfs for files (memfds are not saved), sysv
+  uint64_t birth = 0;    // Engine::birth: a file's btime (ns), a SysV ctime (s)
+  uint32_t sysv_key = 0; // SysV only, checked as well
+  Engine::Creation creation;
+};
+
+struct SavedState {
+  std::string boot_id; // a state from another boot names other segments
+  std::vector<SavedSegment> segments;
+};
+
+// Every segment with an observed creation and a known birth, files and
+// SysV segments; memfds die with their holders and are left out. The
+// newest kStateMaxSegments creations when there are more.
+SavedState collect_state(const Engine &engine, std::string boot_id);
+
+// Text, one record a line: a header "shmbpf-state <version> <boot id>",
+// then "file DEV INO BTIME ..." and "sysv IPCNS SHMID KEY CTIME ..." lines;
+// comm and cgroup path percent-encoded.
+std::string format_state(const SavedState &state);
+// Fails (a reason) on another version, a missing header or a malformed
+// line; the caller logs it and starts without.
+Result<SavedState> parse_state(std::string_view text);
+
+struct RestoreStats {
+  size_t applied = 0;
+  size_t unmatched = 0; // gone, reused (another birth), or seen created by this run
+};
+// Gives each saved creation back to the segment of the scan that is still
+// the same one: same key and same birth (btime, or SysV key and ctime).
+// A state of another boot is ignored whole (returns all unmatched).
+RestoreStats restore_state(Engine &engine, const SystemScan &scan, const SavedState &state,
+                           std::string_view boot_id);
+
+} // namespace shmbpf
