@@ -910,8 +910,9 @@ def main():
     ap.add_argument("--files", type=int, default=100000, help="files for the start-up test")
     ap.add_argument("--segments", type=int, default=100000, help="segments for the top frame")
     ap.add_argument("--scrapes", type=int, default=50, help="scrapes of /metrics per serve round")
-    # Two periods of the live loop's 30 s rescan: a window of one could hold none.
-    ap.add_argument("--idle-seconds", type=float, default=60.0, help="serve's idle CPU measurement")
+    # Long enough to hold a rescan: with 100,000 files the live loop rescans
+    # every 2-3 minutes (its period grows with a rescan's cost), not 30 s.
+    ap.add_argument("--idle-seconds", type=float, default=240.0, help="serve's idle CPU measurement")
     ap.add_argument("--quick", action="store_true", help="2 rounds, smaller runs (development)")
     ap.add_argument("--output", help="write all results as JSON here")
     ap.add_argument("--selfcheck", action="store_true", help=argparse.SUPPRESS)
