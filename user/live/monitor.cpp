@@ -85,8 +85,10 @@ uint64_t Monitor::now_ns() { return boottime_ns(); }
 Monitor::Monitor(const MonitorOptions &opts)
     : Monitor(opts, std::make_shared<TimedScan>(), std::async(std::launch::async, [] {
                 TimedScan t;
+                const auto cpu0 = thread_cpu();
                 t.started_s = realtime_s();
                 t.scan = scan_system();
+                t.cpu = thread_cpu() - cpu0;
                 return t;
               })) {}
 
@@ -106,6 +108,7 @@ Monitor::Monitor(const MonitorOptions &opts, std::shared_ptr<TimedScan> first,
   // What the listing cannot tell (a file resized or opened in those few
   // hundred milliseconds, a process that exited) is set right by the
   // periodic rescans, like anything else no event shows.
+  const auto cpu0 = thread_cpu();
   auto namespaces = scan_mount_namespaces();
   std::vector<SeedKey> listed = list_filesystems(namespaces);
   last_scan_start_s_ = first->started_s;
@@ -120,6 +123,8 @@ Monitor::Monitor(const MonitorOptions &opts, std::shared_ptr<TimedScan> first,
   engine_.sample_mounts(now_ns());
   stats_.reconciles = 1;
   last_reconcile_ = last_sample_ = std::chrono::steady_clock::now();
+  // The first scan spaces the first periodic rescan, as a rescan would.
+  last_rescan_cpu_ = first->cpu + (thread_cpu() - cpu0);
 }
 
 bool Monitor::catch_up(SystemScan &scan, const std::vector<SeedKey> &listed) {

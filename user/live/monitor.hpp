@@ -111,6 +111,7 @@ private:
   struct TimedScan {
     int64_t started_s = 0;
     SystemScan scan;
+    std::chrono::nanoseconds cpu{}; // the scan's thread's CPU time
   };
   Monitor(const MonitorOptions &opts, std::shared_ptr<TimedScan> first,
           std::future<TimedScan> scanning);
