@@ -20,7 +20,7 @@ TEST(RescanGap, CheapRescansKeepTheConfiguredPeriod) {
 }
 
 TEST(RescanGap, CostlyRescansAreSpacedToTheirShare) {
-  // 100,000 files: about 0.4 s a rescan, so one every 160 s at 1/400.
+  // A rescan of 0.4 s: one every 160 s at 1/400.
   EXPECT_EQ(rescan_gap(30s, 400ms, 400), Duration(160s));
   EXPECT_EQ(rescan_gap(2s, 400ms, 10), Duration(4s));
   // Twice the cost, twice the gap: the share stays the same.

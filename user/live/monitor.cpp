@@ -25,8 +25,8 @@ namespace {
 // A rescan after lost records may take at most this share of the time.
 constexpr int kLossRescanShare = 10; // 1/10
 // Periodic rescans may take at most this share of one CPU (0.25%): with
-// 100,000 files one costs about 0.4 s of CPU (docs/BENCHMARKS.md, finding
-// 25), which every 30 s was 1.4% of an idle daemon.
+// very many files, a stat of each every 30 s was most of an idle daemon's
+// CPU (docs/BENCHMARKS.md, finding 25).
 constexpr int kIdleRescanShare = 400;
 // While a gather runs, the ring buffer is read in slices this long, so
 // that its end is noticed soon.
