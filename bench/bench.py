@@ -531,6 +531,192 @@ def bench_top(cfg, n):
     return res
 
 
+# --- serve with many segments ---------------------------------------------
+
+
+def vm_rss_bytes(pid):
+    with open(f"/proc/{pid}/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) * 1024
+    return None
+
+
+def thread_cpu_s(pid):
+    """utime + stime of each of a process's threads, by thread name."""
+    out = {}
+    for tid in os.listdir(f"/proc/{pid}/task"):
+        try:
+            with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                head, rest = f.read().rsplit(")", 1)
+            name = head.split("(", 1)[1]
+            fields = rest.split()
+            cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+        except (OSError, IndexError, ValueError):
+            continue
+        out[f"{name}/{tid}"] = cpu
+    return out
+
+
+def free_port():
+    import socket
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def http_get(port, path, timeout=30):
+    import http.client
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=timeout)
+    try:
+        c.request("GET", path)
+        r = c.getresponse()
+        return r.status, r.read()
+    finally:
+        c.close()
+
+
+def segments_in_metrics(text, mountpoint=None):
+    """Sum of shmbpf_segments (on one mountpoint, or all)."""
+    n = 0
+    for line in text.splitlines():
+        if not line.startswith("shmbpf_segments{"):
+            continue
+        if mountpoint and f'mountpoint="{mountpoint}"' not in line:
+            continue
+        n += int(float(line.rsplit(" ", 1)[1]))
+    return n
+
+
+class Serve:
+    """shmbpf serve on a free loopback port, without the unix socket."""
+
+    def __init__(self, cfg):
+        self.port = free_port()
+        self.errf = tempfile.TemporaryFile(mode="w+")
+        self.t0 = time.monotonic()
+        self.p = subprocess.Popen([cfg.shmbpf, "serve", "--no-socket", "--listen", f"127.0.0.1:{self.port}"],
+                                  stdout=subprocess.DEVNULL, stderr=self.errf)
+
+    def wait_ready(self, timeout=300):
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.p.poll() is not None:
+                self.errf.seek(0)
+                raise RuntimeError(f"shmbpf serve exited: {self.errf.read()}")
+            try:
+                if http_get(self.port, "/readyz", timeout=5)[0] == 200:
+                    self.ready_s = time.monotonic() - self.t0
+                    return
+            except OSError:
+                pass
+            time.sleep(0.05)
+        raise RuntimeError(f"shmbpf serve not ready after {timeout}s")
+
+    def stop(self):
+        self.p.send_signal(signal.SIGTERM)
+        try:
+            self.p.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            self.p.kill()
+            self.p.wait()
+
+
+def serve_round(cfg, scrapes, idle_s, mountpoint):
+    """One daemon: time to ready, scrape latencies, idle CPU, RSS."""
+    d = Serve(cfg)
+    try:
+        d.wait_ready()
+        # The first scan's leftovers (jemalloc's dirty pages, the first statfs
+        # round) settle before anything is measured.
+        time.sleep(2)
+        lat = []
+        body = b""
+        for _ in range(scrapes):
+            t0 = time.monotonic()
+            status, body = http_get(d.port, "/metrics")
+            lat.append((time.monotonic() - t0) * 1000)
+            if status != 200:
+                raise RuntimeError(f"/metrics answered {status}")
+        text = body.decode()
+        # Idle: nothing scrapes, nothing changes shared memory on purpose.
+        threads0, cpu0, t0 = thread_cpu_s(d.p.pid), proc_cpu_s(d.p.pid), time.monotonic()
+        time.sleep(idle_s)
+        threads1, cpu1, wall = thread_cpu_s(d.p.pid), proc_cpu_s(d.p.pid), time.monotonic() - t0
+        lat.sort()
+        return {"ready_s": d.ready_s, "scrape_ms_median": median(lat),
+                "scrape_ms_p95": lat[min(len(lat) - 1, int(len(lat) * 0.95))],
+                "scrape_bytes": len(body), "segments": segments_in_metrics(text),
+                "segments_on_mount": segments_in_metrics(text, mountpoint),
+                "idle_cpu_pct": 100 * (cpu1 - cpu0) / wall,
+                "idle_cpu_pct_by_thread": {k: 100 * (v - threads0.get(k, 0)) / wall for k, v in threads1.items()},
+                "rss_bytes": vm_rss_bytes(d.p.pid)}
+    finally:
+        d.stop()
+
+
+def make_files(where, n):
+    page = b"\0" * 4096
+    for i in range(n):
+        fd = os.open(f"{where}/seg-{i:07d}", os.O_CREAT | os.O_WRONLY, 0o600)
+        if i % 2:
+            os.write(fd, page)
+        os.close(fd)
+
+
+def bench_serve(cfg, nfiles, scrapes, idle_s):
+    where = tempfile.mkdtemp(prefix="shmbpf-bench-serve-")
+    # Room for the files' pages and inodes, and nothing else on it.
+    size_mb = 64 + nfiles * 4096 // (1 << 20)
+    subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size_mb}m,nr_inodes={nfiles + 1000}",
+                    "shmbpf-bench", where], check=True)
+    try:
+        # The baseline: the same daemon with the mount empty (the host's own
+        # segments are in both).
+        empty = []
+        for r in range(min(cfg.rounds, 2)):
+            empty.append(serve_round(cfg, max(3, scrapes // 10), min(idle_s, 5), where))
+        log(f"  empty mount: RSS {median([e['rss_bytes'] for e in empty]) / 1e6:.1f} MB, "
+            f"{median([e['segments'] for e in empty])} segments on the host")
+        log(f"  creating {nfiles} files in {where}")
+        t0 = time.monotonic()
+        make_files(where, nfiles)
+        log(f"  created in {time.monotonic() - t0:.1f} s")
+        rounds = []
+        for r in range(cfg.rounds):
+            x = serve_round(cfg, scrapes, idle_s, where)
+            rounds.append(x)
+            busiest = sorted(x["idle_cpu_pct_by_thread"].items(), key=lambda kv: -kv[1])[:2]
+            log(f"  round {r + 1}: ready {x['ready_s']:.1f} s, scrape median {x['scrape_ms_median']:.1f} ms "
+                f"p95 {x['scrape_ms_p95']:.1f} ms, idle CPU {x['idle_cpu_pct']:.2f}% "
+                f"({', '.join(f'{k} {v:.2f}%' for k, v in busiest)}), RSS {x['rss_bytes'] / 1e6:.1f} MB, "
+                f"{x['segments_on_mount']} segments on the mount")
+        rss_empty = median([e["rss_bytes"] for e in empty])
+        seg_empty = median([e["segments"] for e in empty])
+        res = {"files": nfiles, "rounds": rounds, "empty": empty, "rss_empty_bytes": rss_empty}
+        for k in ("ready_s", "scrape_ms_median", "scrape_ms_p95", "idle_cpu_pct", "rss_bytes", "segments",
+                  "segments_on_mount", "scrape_bytes"):
+            res[k] = median([x[k] for x in rounds])
+        res["bytes_per_segment"] = (res["rss_bytes"] - rss_empty) / max(1, res["segments"] - seg_empty)
+        log(f"  serve: scrape {res['scrape_ms_median']:.1f} ms (p95 {res['scrape_ms_p95']:.1f}), idle CPU "
+            f"{res['idle_cpu_pct']:.2f}%, {res['bytes_per_segment']:.0f} B/segment")
+        return res
+    finally:
+        subprocess.run(["umount", "-l", where], check=False)
+        os.rmdir(where)
+
+
+def bench_serve_render(cfg, n):
+    r = subprocess.run([cfg.bin("serve_render"), str(n)], capture_output=True, text=True, check=True)
+    res = {}
+    for line in r.stdout.splitlines():
+        kv = parse_kv(line)
+        if "request" in kv:
+            res[kv["request"]] = kv
+            log(f"  {kv['request']:12s} under the lock {kv['lock_ms']:.1f} ms + formatting {kv['format_ms']:.1f} ms")
+    return res
+
+
 # --- start-up with many files ----------------------------------------------
 
 
@@ -666,6 +852,20 @@ def report(res):
         lines += md_table(["top view (100,000 segments)", "snapshot ms", "frame ms", "total ms"], "lrrr",
                           [[v, f"{r['snapshot_ms']:.1f}", f"{r['frame_ms']:.1f}", f"{r['total_ms']:.1f}"]
                            for v, r in top.items()])
+    sr = res.get("serve_render")
+    if sr:
+        lines += md_table(["serve request (engine, 100,000 segments)", "under the lock ms", "formatting ms",
+                           "bytes"], "lrrr",
+                          [[k, f"{r['lock_ms']:.1f}", f"{r['format_ms']:.1f}", r["bytes"]] for k, r in sr.items()])
+    sv = res.get("serve")
+    if sv:
+        lines += md_table(["shmbpf serve", "measured", "target"], "lrl", [
+            ["segments on the bench mount", sv["segments_on_mount"], ""],
+            ["/metrics scrape, median (p95) ms", f"{sv['scrape_ms_median']:.1f} ({sv['scrape_ms_p95']:.1f})", "≤ 50"],
+            ["idle CPU, % of one CPU", f"{sv['idle_cpu_pct']:.2f}", "≤ 0.5"],
+            ["RSS MB (empty mount)", f"{sv['rss_bytes'] / 1e6:.1f} ({sv['rss_empty_bytes'] / 1e6:.1f})", ""],
+            ["bytes per segment", f"{sv['bytes_per_segment']:.0f}", "≤ 300"],
+            ["start to /readyz, s", f"{sv['ready_s']:.1f}", ""]])
     ec = res.get("engine_cpu")
     if ec:
         lines += md_table(["engine benchmark", "ns/event"], "lr",
@@ -680,10 +880,19 @@ def selfcheck():
     floor = report({"floor": {"shm": {"untraced": {"median_ns_per_op": 8000.0, "ratio": 1.0},
                                       "floor_record": {"median_ns_per_op": 9360.0, "ratio": 1.17}}}})
     assert "| POSIX shm cycle | 8000 | 1.17 |" in floor, floor
+    text = ('shmbpf_segments{mountpoint="/a",state="linked"} 3\n'
+            'shmbpf_segment_bytes{mountpoint="/a",state="linked"} 4096\n'
+            'shmbpf_segments{mountpoint="/dev/shm",state="unlinked"} 2\n')
+    assert segments_in_metrics(text) == 5 and segments_in_metrics(text, "/a") == 3
+    serve = report({"serve": {"segments_on_mount": 100000, "scrape_ms_median": 12.34, "scrape_ms_p95": 20.0,
+                              "idle_cpu_pct": 0.1, "rss_bytes": 50e6, "rss_empty_bytes": 20e6,
+                              "bytes_per_segment": 300.0, "ready_s": 3.0}})
+    assert "| /metrics scrape, median (p95) ms | 12.3 (20.0) | ≤ 50 |" in serve, serve
     print("bench.py selfcheck ok")
 
 
-SECTIONS = ["overhead", "floor", "throughput", "loss", "bpf_cost", "memory", "engine_cpu", "startup", "top"]
+SECTIONS = ["overhead", "floor", "throughput", "loss", "bpf_cost", "memory", "engine_cpu", "startup", "top",
+            "serve"]
 
 
 def main():
@@ -700,6 +909,10 @@ def main():
     ap.add_argument("--seconds", type=float, default=5.0, help="throughput run length")
     ap.add_argument("--files", type=int, default=100000, help="files for the start-up test")
     ap.add_argument("--segments", type=int, default=100000, help="segments for the top frame")
+    ap.add_argument("--scrapes", type=int, default=50, help="scrapes of /metrics per serve round")
+    # Long enough to hold a rescan: with 100,000 files the live loop rescans
+    # every 2-3 minutes (its period grows with a rescan's cost), not 30 s.
+    ap.add_argument("--idle-seconds", type=float, default=240.0, help="serve's idle CPU measurement")
     ap.add_argument("--quick", action="store_true", help="2 rounds, smaller runs (development)")
     ap.add_argument("--output", help="write all results as JSON here")
     ap.add_argument("--selfcheck", action="store_true", help=argparse.SUPPRESS)
@@ -749,6 +962,10 @@ def main():
     if "top" in sections:
         log(f"top frame with {args.segments} segments:")
         res["top"] = bench_top(cfg, args.segments)
+    if "serve" in sections:
+        log(f"serve with {args.segments} segments: one request in the engine, then the daemon:")
+        res["serve_render"] = bench_serve_render(cfg, args.segments)
+        res["serve"] = bench_serve(cfg, args.segments, args.scrapes, args.idle_seconds)
     res["meta"]["load_at_end"] = loadavg()
     out = args.output or os.path.join(cfg.build, "bench", "results.json")
     with open(out, "w") as f:

@@ -24,6 +24,10 @@ namespace {
 
 // A rescan after lost records may take at most this share of the time.
 constexpr int kLossRescanShare = 10; // 1/10
+// Periodic rescans may take at most this share of one CPU (0.25%): with
+// very many files, a stat of each every 30 s was most of an idle daemon's
+// CPU (docs/BENCHMARKS.md, finding 25).
+constexpr int kIdleRescanShare = 400;
 // While a gather runs, the ring buffer is read in slices this long, so
 // that its end is noticed soon.
 constexpr int kGatherPollMs = 5;
@@ -43,6 +47,13 @@ constexpr size_t kUnlinkedBatch = 4096;
 // rescanned while it holds tmpfs files and for a minute after its last event.
 constexpr uint64_t kLinger = 60'000'000'000;
 
+// CPU time of the calling thread.
+std::chrono::nanoseconds thread_cpu() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec);
+}
+
 int64_t realtime_s() {
   timespec ts{};
   clock_gettime(CLOCK_REALTIME, &ts);
@@ -60,6 +71,12 @@ template <class T> void take_in_turn(std::vector<T> &v, size_t n, size_t &cursor
 
 } // namespace
 
+std::chrono::steady_clock::duration rescan_gap(std::chrono::steady_clock::duration least,
+                                               std::chrono::steady_clock::duration cost,
+                                               int share) {
+  return std::max(least, cost * share);
+}
+
 uint64_t Monitor::now_ns() { return boottime_ns(); }
 
 // The first full scan (a stat per file, /proc) runs while the probe loads,
@@ -68,8 +85,10 @@ uint64_t Monitor::now_ns() { return boottime_ns(); }
 Monitor::Monitor(const MonitorOptions &opts)
     : Monitor(opts, std::make_shared<TimedScan>(), std::async(std::launch::async, [] {
                 TimedScan t;
+                const auto cpu0 = thread_cpu();
                 t.started_s = realtime_s();
                 t.scan = scan_system();
+                t.cpu = thread_cpu() - cpu0;
                 return t;
               })) {}
 
@@ -89,6 +108,7 @@ Monitor::Monitor(const MonitorOptions &opts, std::shared_ptr<TimedScan> first,
   // What the listing cannot tell (a file resized or opened in those few
   // hundred milliseconds, a process that exited) is set right by the
   // periodic rescans, like anything else no event shows.
+  const auto cpu0 = thread_cpu();
   auto namespaces = scan_mount_namespaces();
   std::vector<SeedKey> listed = list_filesystems(namespaces);
   last_scan_start_s_ = first->started_s;
@@ -105,6 +125,8 @@ Monitor::Monitor(const MonitorOptions &opts, std::shared_ptr<TimedScan> first,
   engine_.sample_mounts(now_ns());
   stats_.reconciles = 1;
   last_reconcile_ = last_sample_ = std::chrono::steady_clock::now();
+  // The first scan spaces the first periodic rescan, as a rescan would.
+  last_rescan_cpu_ = first->cpu + (thread_cpu() - cpu0);
 }
 
 bool Monitor::catch_up(SystemScan &scan, const std::vector<SeedKey> &listed) {
@@ -248,10 +270,10 @@ int Monitor::poll(int timeout_ms) {
     }
   }
   const uint64_t lost = session_.lost();
-  const auto loss_gap = std::max<std::chrono::steady_clock::duration>(
-      opts_.loss_reconcile_gap, last_rescan_cost_ * kLossRescanShare);
+  const auto loss_gap = rescan_gap(opts_.loss_reconcile_gap, last_rescan_cost_, kLossRescanShare);
   const bool loss_due = lost != lost_seen_ && now - last_reconcile_ >= loss_gap;
-  if (loss_due || now - last_reconcile_ >= opts_.reconcile_every) {
+  const auto period = rescan_gap(opts_.reconcile_every, last_rescan_cpu_, kIdleRescanShare);
+  if (loss_due || now - last_reconcile_ >= period) {
     // Lost records mean the tables may be wrong in any way: rescan now, but
     // not on every poll of a storm, or rescans would feed the loss. What is
     // pending goes in first, as the scan will see it.
@@ -324,6 +346,7 @@ void Monitor::start_gather(Gather g) {
 
 // On the worker thread: reads only, into g.
 Monitor::Gather Monitor::run_gather(Gather g) {
+  const auto cpu0 = thread_cpu();
   if (g.before)
     g.before();
   if (g.rescan) {
@@ -357,6 +380,7 @@ Monitor::Gather Monitor::run_gather(Gather g) {
     g.mount_usage = scan_mount_usage(scan_mount_namespaces());
   if (!g.cgroup_ids.empty())
     g.cgroup_paths = find_cgroup_paths(g.cgroup_ids);
+  g.cpu = thread_cpu() - cpu0;
   return g;
 }
 
@@ -373,6 +397,7 @@ void Monitor::finish_gather() {
 }
 
 void Monitor::apply_rescan(Gather &g) {
+  const auto apply_cpu0 = thread_cpu();
   SystemScan &scan = g.scan;
   // Files whose name the kernel does not know must be seeded, or their
   // unlinks would go unseen: made without an open (mknod, link), created
@@ -394,6 +419,7 @@ void Monitor::apply_rescan(Gather &g) {
   stats_.reconciles++;
   last_reconcile_ = std::chrono::steady_clock::now();
   last_rescan_cost_ = last_reconcile_ - g.started;
+  last_rescan_cpu_ = g.cpu + (thread_cpu() - apply_cpu0);
 }
 
 Monitor::Gather Monitor::sample_request() {

@@ -27,7 +27,10 @@ namespace shmbpf {
 struct MonitorOptions {
   ProbeOptions probe;
   // Full rescans of /proc, every tmpfs and /proc/sysvipc/shm. A rescan also
-  // happens at the first poll after the kernel reports lost records.
+  // happens at the first poll after the kernel reports lost records. The
+  // period grows with what a rescan costs (kIdleRescanShare): with hundreds
+  // of thousands of files, a rescan every 30 s would be most of an idle
+  // daemon's CPU.
   std::chrono::milliseconds reconcile_every{30'000};
   // The least time between two rescans caused by lost records. The gap
   // also grows with what a rescan costs (kLossRescanShare), so that with
@@ -42,6 +45,11 @@ struct MonitorOptions {
   // Called on the worker thread before each gather reads anything (tests).
   std::function<void()> before_gather;
 };
+
+// The time from one rescan to the next: at least `least`, and long enough
+// that rescans costing `cost` each take at most 1/share of the time.
+std::chrono::steady_clock::duration rescan_gap(std::chrono::steady_clock::duration least,
+                                               std::chrono::steady_clock::duration cost, int share);
 
 struct MonitorStats {
   uint64_t events = 0; // events applied to the engine
@@ -106,6 +114,7 @@ private:
   struct TimedScan {
     int64_t started_s = 0;
     SystemScan scan;
+    std::chrono::nanoseconds cpu{}; // the scan's thread's CPU time
   };
   Monitor(const MonitorOptions &opts, std::shared_ptr<TimedScan> first,
           std::future<TimedScan> scanning);
@@ -141,6 +150,7 @@ private:
     std::function<void()> before;
     uint64_t now_ns = 0; // when the reads began
     std::chrono::steady_clock::time_point started;
+    std::chrono::nanoseconds cpu{}; // the worker's CPU time for the reads
   };
   static Gather run_gather(Gather g);
   void drain_locked();
@@ -182,6 +192,9 @@ private:
   int64_t last_scan_start_s_ = 0;
   // Wall time the last rescan took; spaces out loss rescans.
   std::chrono::steady_clock::duration last_rescan_cost_{};
+  // CPU time it took (the worker's reads, then applying them); spaces out
+  // the periodic rescans. Wall time on a busy machine would overstate it.
+  std::chrono::steady_clock::duration last_rescan_cpu_{};
   // cgroup ids events carried; a new one gets resolved within 100 ms.
   std::unordered_set<uint64_t> seen_cgroups_;
   std::vector<uint64_t> new_cgroups_;
