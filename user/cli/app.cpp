@@ -67,6 +67,32 @@ void add_container_option(CLI::App *cmd, std::optional<std::string> &container, 
                       " of this container (id or id prefix; \"host\" for the host)");
 }
 
+// --runtime-root RUNTIME=DIR, repeatable: where a runtime keeps the files
+// that name its containers, on hosts that moved them.
+void add_runtime_root_option(CLI::App *cmd, RuntimeRoots &roots) {
+  const CLI::Validator valid(
+      [](std::string &spec) -> std::string {
+        RuntimeRoots scratch;
+        auto r = set_runtime_root(scratch, spec);
+        return r ? std::string() : escape_text(r.error());
+      },
+      "RUNTIME=DIR");
+  cmd->add_option_function<std::vector<std::string>>(
+         "--runtime-root",
+         [&roots](const std::vector<std::string> &specs) {
+           for (const std::string &spec : specs)
+             (void)set_runtime_root(roots, spec);
+         },
+         "Where a container runtime keeps the files that name its containers (repeatable; "
+         "RUNTIME is one of " +
+             std::string(kRuntimeRootNames) +
+             "; defaults: docker=/var/lib/docker, containerd=/run/containerd, "
+             "cri-o=/run/containers/storage, podman=/var/lib/containers/storage, "
+             "pod-logs=/var/log/pods)")
+      ->check(valid)
+      ->type_name("RUNTIME=DIR");
+}
+
 // fnmatch(3) takes a '[' with no ']' for one that matches nothing, so a
 // typo would filter out every segment and look like a clean report.
 const CLI::Validator kGlob(
@@ -195,6 +221,7 @@ std::unique_ptr<CLI::App> make_app(CliOptions &opts) {
   ls->add_option("--kind", l.kind, "Only this kind of shared memory")->check(CLI::IsMember(kKinds));
   add_match_option(ls, l.match);
   ls->add_flag("--json", l.json, "Print JSON");
+  add_runtime_root_option(ls, l.runtime_roots);
   add_server_option(ls, l.server, "The list");
 
   auto *leaks = app->add_subcommand(
@@ -217,6 +244,7 @@ std::unique_ptr<CLI::App> make_app(CliOptions &opts) {
                   "by default only /dev/shm mounts, memfds, SysV, hugetlbfs and known "
                   "shared-memory names");
   leaks->add_flag("--json", k.json, "Print JSON");
+  add_runtime_root_option(leaks, k.runtime_roots);
   // The daemon keeps no usage samples to judge growth by: orphans only.
   add_server_option(leaks, k.server, "Orphans (no growth check: not with --window)")
       ->excludes(window);
@@ -235,6 +263,7 @@ std::unique_ptr<CLI::App> make_app(CliOptions &opts) {
   top->add_option("-n,--iterations", o.iterations, "Frames to print in batch mode, then exit")
       ->check(positive_integer("a count of frames"));
   top->add_flag("--json", o.json, "With -b: one JSON object per frame");
+  add_runtime_root_option(top, o.runtime_roots);
   add_ring_buffer_option(top, o.ring_buffer_bytes);
   add_verbose_flag(top, o.verbose);
   add_server_option(top, o.server, "Frames")
@@ -312,6 +341,7 @@ std::unique_ptr<CLI::App> make_app(CliOptions &opts) {
                    "Group given the socket: its members may connect (ls, leaks, top --server); "
                    "by default only root")
       ->check(group);
+  add_runtime_root_option(serve, s.runtime_roots);
   add_ring_buffer_option(serve, s.ring_buffer_bytes);
   add_verbose_flag(serve, s.verbose);
   return app;

@@ -82,6 +82,7 @@ int run_serve(const ServeOptions &opts) {
   mopts.probe.command = "serve";
   mopts.probe.ring_buffer_bytes = opts.ring_buffer_bytes;
   mopts.probe.verbose = opts.verbose;
+  mopts.runtime_roots = opts.runtime_roots;
   Monitor mon(mopts);
   for (const std::string &note : kernel_notes(mon.session().probe(), opts.verbose))
     log.line(note);

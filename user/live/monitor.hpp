@@ -7,6 +7,7 @@
 #include "decode/event.hpp"
 #include "live/session.hpp"
 #include "model/engine.hpp"
+#include "sources/runtime_names.hpp"
 
 #include <array>
 #include <atomic>
@@ -36,6 +37,8 @@ struct MonitorOptions {
   std::chrono::milliseconds loss_reconcile_gap{2'000};
   // Mount usage samples for growth rates and time-to-full.
   std::chrono::milliseconds sample_every{1'000};
+  // Where the container runtimes keep the files that name containers.
+  RuntimeRoots runtime_roots;
   // Called on the worker thread before each gather reads anything (tests).
   std::function<void()> before_gather;
 };
@@ -135,6 +138,11 @@ private:
     std::vector<MountState> mount_usage;
     std::vector<uint64_t> cgroup_ids; // to find in the cgroup2 tree
     std::vector<std::pair<uint64_t, std::string>> cgroup_paths;
+    // Containers to name (the engine's unnamed ones and those of the
+    // cgroup paths just found) and what their runtimes' files say.
+    RuntimeRoots roots;
+    std::vector<ContainerRef> to_name;
+    std::vector<std::pair<std::string, ContainerName>> names;
     std::function<void()> before;
     uint64_t now_ns = 0; // when the reads began
     std::chrono::steady_clock::time_point started;

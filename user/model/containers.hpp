@@ -12,6 +12,10 @@ struct ContainerRef {
   std::string id;      // full container id (views shorten); a bare pod's uid for "kubernetes"
   std::string runtime; // "docker", "containerd", "cri-o", "podman" or "kubernetes"
   std::string pod_uid; // Kubernetes pod uid with dashes, "" outside Kubernetes
+  // From the runtime's files (Engine::set_container_name), "" until found.
+  std::string name = {};          // the runtime's name for it (Kubernetes: the container's name)
+  std::string pod = {};           // Kubernetes pod name
+  std::string pod_namespace = {}; // Kubernetes namespace
   bool operator==(const ContainerRef &) const = default;
 };
 
