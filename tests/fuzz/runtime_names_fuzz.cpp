@@ -11,18 +11,10 @@
 
 namespace {
 
-// A string the parsers return is a JSON string of the document: its bytes
-// other than escapes appear in the text, so a name without a backslash,
-// quote or control byte is in it verbatim.
-bool plain(const std::string &s) {
-  for (unsigned char c : s)
-    if (c < 0x20 || c == '"' || c == '\\' || c == '/' || c >= 0x80)
-      return false;
-  return true;
-}
-
+// A string the parsers return is a JSON string of the document: in a text
+// without escapes it is there verbatim.
 void check_from_text(std::string_view text, const std::string &s) {
-  if (plain(s))
+  if (text.find('\\') == std::string_view::npos)
     FUZZ_CHECK(text.find(s) != std::string_view::npos);
 }
 

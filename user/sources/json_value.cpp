@@ -6,9 +6,9 @@ namespace shmbpf {
 
 const JsonValue *JsonValue::get(std::string_view key) const {
   const JsonValue *found = nullptr;
-  for (const auto &[k, v] : members)
-    if (k == key)
-      found = &v;
+  for (const JsonMember &m : members)
+    if (m.key == key)
+      found = &m.value;
   return found;
 }
 
@@ -98,7 +98,7 @@ private:
       JsonValue v;
       if (!value(v, depth + 1))
         return false;
-      out.members.emplace_back(std::move(key), std::move(v));
+      out.members.push_back(JsonMember{std::move(key), std::move(v)});
     } while (eat(','));
     return eat('}');
   }
