@@ -295,8 +295,8 @@ TEST(LsViewTest, ContainersTableAndJson) {
   EXPECT_TRUE(doc["containers"][1]["runtime"].is_null());
 }
 
-// A container's owner chooses its name, pod and namespace: escaped in
-// every table, intact in JSON.
+// A container's owner chooses its name, pod and namespace: escaped by the
+// one rule in every table and every JSON string.
 TEST(LsViewTest, ContainerNamesInTablesAndJsonEscaped) {
   ContainerInfo c;
   c.id = "abcdef0123456789abcdef";
@@ -316,9 +316,9 @@ TEST(LsViewTest, ContainerNamesInTablesAndJsonEscaped) {
   EXPECT_EQ(f[3], "api-6b9c"); // the pod's name over its uid
   EXPECT_EQ(f[4], escape_text(c.pod_namespace));
   const json row = json::parse(containers_json({c}))["containers"][0];
-  EXPECT_EQ(row["name"], c.name);
+  EXPECT_EQ(row["name"], escape_text(c.name));
   EXPECT_EQ(row["pod"], "api-6b9c");
-  EXPECT_EQ(row["namespace"], c.pod_namespace);
+  EXPECT_EQ(row["namespace"], escape_text(c.pod_namespace));
   EXPECT_EQ(row["pod_uid"], c.pod_uid);
 
   SegmentInfo s = tmpfs_segment();

@@ -142,10 +142,12 @@ bool plain_name(std::string_view c) {
 // each directory of rel without following symlinks.
 int open_dir_below(const std::string &root, std::string_view rel) {
   int fd = ::open(root.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  while (fd >= 0 && !rel.empty()) {
+  bool more = !rel.empty();
+  while (fd >= 0 && more) {
     const size_t slash = rel.find('/');
     const std::string c(rel.substr(0, slash));
-    rel = slash == std::string_view::npos ? std::string_view() : rel.substr(slash + 1);
+    more = slash != std::string_view::npos; // "a/" has an empty last name: refused
+    rel = more ? rel.substr(slash + 1) : std::string_view();
     if (!plain_name(c)) {
       ::close(fd);
       return -1;
