@@ -205,8 +205,10 @@ TEST(DockerNames, LsShowsDockersName) {
   EXPECT_NE(table.out.find("web-1"), std::string::npos) << table.out;
   auto elsewhere =
       run_shmbpf("ls --by container --json --runtime-root docker=" + d.dir() + "/nowhere");
-  const json *unnamed = find_by(elsewhere.json()["containers"], "id", id);
-  ASSERT_NE(unnamed, nullptr);
+  ASSERT_EQ(elsewhere.code, 0) << elsewhere.err;
+  const json others = elsewhere.json()["containers"];
+  const json *unnamed = find_by(others, "id", id);
+  ASSERT_NE(unnamed, nullptr) << others.dump(2);
   EXPECT_TRUE((*unnamed)["name"].is_null());
 }
 
