@@ -200,6 +200,15 @@ TEST(DockerNames, LsShowsDockersName) {
   EXPECT_EQ((*seg)["container"]["id"], id);
   EXPECT_EQ((*seg)["container"]["name"], "web-1");
 
+  // top's live model names it as well (Monitor's bootstrap and gathers).
+  auto top = run_shmbpf("top -b -n 2 -d 0.3 --by container " + roots);
+  ASSERT_EQ(top.code, 0) << top.err;
+  bool named_row = false;
+  for (const std::string &line : lines_of(top.out))
+    named_row = named_row ||
+                (line.starts_with(id.substr(0, 12)) && line.find(" web-1 ") != std::string::npos);
+  EXPECT_TRUE(named_row) << top.out;
+
   // The table names it too; without the data root, only the id is known.
   auto table = run_shmbpf("ls --by container " + roots);
   EXPECT_NE(table.out.find("web-1"), std::string::npos) << table.out;
