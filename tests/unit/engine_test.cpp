@@ -1218,6 +1218,32 @@ TEST(Engine, ContainerNamesOncePerIdAndOnEveryView) {
   EXPECT_EQ(segs[0].path, "/dev/shm/k1");
 }
 
+TEST(Engine, EmptyDirVolumeBelongsToItsPod) {
+  const std::string pod = "1234abcd-5678-90ab-cdef-1234567890ab";
+  const std::string volume =
+      "/var/lib/kubelet/pods/" + pod + "/volumes/kubernetes.io~empty-dir/cache";
+  Engine engine;
+  engine.set_mount(tmpfs_mount(50, volume, 77));
+  engine.set_mount(tmpfs_mount(51, "/run/user/1000", 78));
+  auto owner = [&](const std::string &mountpoint) {
+    for (const MountUsage &m : engine.mounts())
+      if (m.mount.mountpoint == mountpoint)
+        return m.container;
+    return ContainerRef{"missing", "", ""};
+  };
+  EXPECT_EQ(owner(volume), (ContainerRef{pod, "kubernetes", pod}));
+  EXPECT_EQ(owner("/run/user/1000"), ContainerRef{});
+  // Once one of its containers is named, the volume carries the pod's name.
+  const std::string ctr(64, 'c');
+  engine.set_cgroup_path(12, "/kubepods/burstable/pod" + pod + "/" + ctr);
+  engine.set_container_name(ctr, ContainerName{"api", "api-6b9c", "shop", pod});
+  const ContainerRef named = owner(volume);
+  EXPECT_EQ(named.id, pod);
+  EXPECT_EQ(named.pod, "api-6b9c");
+  EXPECT_EQ(named.pod_namespace, "shop");
+  EXPECT_EQ(named.name, ""); // the pod's volume, not one container's
+}
+
 TEST(EngineQueries, SegmentOfUnknownCreatorBelongsToItsMountsContainer) {
   const std::string id(64, 'a');
   Engine engine;

@@ -31,4 +31,9 @@ struct ContainerRef {
 // the pod uid as id. Anything else is the host: nullopt.
 std::optional<ContainerRef> container_from_cgroup_path(std::string_view path);
 
+// The pod uid of a Kubernetes emptyDir volume as the host mounts it:
+// <kubelet root>/pods/<uid>/volumes/kubernetes.io~empty-dir/<name> (a
+// memory-backed one is a tmpfs). nullopt for any other path.
+std::optional<std::string> pod_uid_of_volume(std::string_view mountpoint);
+
 } // namespace shmbpf

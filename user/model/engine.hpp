@@ -320,6 +320,7 @@ private:
                                         const NsContainers &ns) const;
   uint64_t age_ns(const Segment &s, uint64_t now_ns) const;
   const ContainerRef *container_of(uint64_t cgroup_id) const;
+  ContainerRef pod_of(const std::string &uid) const;
   std::string mountpoint_of(const SegmentKey &key, const Segment &s) const;
   std::string mountpoint_of(bool sysv, uint32_t mnt_id, uint32_t dev) const;
   SegmentInfo info(const SegmentKey &key, const Segment &s, const NsContainers *ns = nullptr) const;

@@ -469,6 +469,19 @@ std::vector<ContainerInfo> Engine::containers(uint64_t now_ns) const {
   return out;
 }
 
+// A pod as the owner of its emptyDir volumes: its uid, and its name and
+// namespace if one of its containers has been named.
+ContainerRef Engine::pod_of(const std::string &uid) const {
+  ContainerRef pod{uid, "kubernetes", uid};
+  for (const auto &[cg, entry] : cgroups_)
+    if (entry.container && entry.container->pod_uid == uid && !entry.container->pod.empty()) {
+      pod.pod = entry.container->pod;
+      pod.pod_namespace = entry.container->pod_namespace;
+      break;
+    }
+  return pod;
+}
+
 std::vector<MountUsage> Engine::mounts() const {
   std::vector<MountUsage> out;
   const NsContainers ns = ns_containers();
@@ -478,6 +491,8 @@ std::vector<MountUsage> Engine::mounts() const {
     u.mount.used_bytes = used_now(m);
     if (auto c = ns.mnt.find(m.state.mntns); c != ns.mnt.end() && c->second)
       u.container = *c->second;
+    else if (auto uid = pod_uid_of_volume(m.state.mountpoint))
+      u.container = pod_of(*uid);
     if (auto d = devs_.find(m.state.dev); d != devs_.end()) {
       u.tracked_bytes = d->second.bytes;
       u.segments = d->second.segments;
