@@ -77,6 +77,11 @@ TEST(Cli, RuntimeRootsRepeatableOnEveryCommandThatNamesContainers) {
   EXPECT_NE(parse(o, {"ls", "--runtime-root", "docker"}), 0);
   EXPECT_NE(parse(o, {"ls", "--runtime-root", "docker=relative"}), 0);
   EXPECT_NE(parse(o, {"trace", "--runtime-root", "docker=/x"}), 0);
+  // A daemon's model is named by the daemon's roots.
+  for (const char *cmd : {"ls", "leaks", "top"}) {
+    CliOptions p;
+    EXPECT_NE(parse(p, {cmd, "--server", "/run/x.sock", "--runtime-root", "docker=/x"}), 0) << cmd;
+  }
 }
 
 TEST(Cli, RejectsNonFiniteNumbers) {

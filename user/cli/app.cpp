@@ -222,7 +222,8 @@ std::unique_ptr<CLI::App> make_app(CliOptions &opts) {
   add_match_option(ls, l.match);
   ls->add_flag("--json", l.json, "Print JSON");
   add_runtime_root_option(ls, l.runtime_roots);
-  add_server_option(ls, l.server, "The list");
+  // The daemon names containers with its own --runtime-root.
+  add_server_option(ls, l.server, "The list")->excludes("--runtime-root");
 
   auto *leaks = app->add_subcommand(
       "leaks", "Report leaked shared memory: orphaned segments (nobody holds them, their creator "
@@ -247,7 +248,8 @@ std::unique_ptr<CLI::App> make_app(CliOptions &opts) {
   add_runtime_root_option(leaks, k.runtime_roots);
   // The daemon keeps no usage samples to judge growth by: orphans only.
   add_server_option(leaks, k.server, "Orphans (no growth check: not with --window)")
-      ->excludes(window);
+      ->excludes(window)
+      ->excludes("--runtime-root");
 
   auto *top = app->add_subcommand(
       "top", "Live view of shared memory by process, container, mount or segment (needs root).");
@@ -268,7 +270,8 @@ std::unique_ptr<CLI::App> make_app(CliOptions &opts) {
   add_verbose_flag(top, o.verbose);
   add_server_option(top, o.server, "Frames")
       ->excludes(RingBufferSetting::kFlag)
-      ->excludes("--verbose");
+      ->excludes("--verbose")
+      ->excludes("--runtime-root");
 
   auto *doctor = app->add_subcommand(
       "doctor", "Check what this machine gives shmbpf: kernel, BTF, privileges, tracefs, which "
