@@ -34,6 +34,7 @@ test_pkgs=(
   tmux                                     # drives shmbpf top in a real terminal
   python3-torch                            # the PyTorch workloads shmbpf exists for
   qemu-system-x86 busybox-static cpio      # tests/vm: Debian's kernels in guests, their initramfs
+  docker.io                                # tests/e2e: a real dockerd names its containers
   xz-utils zstd                            # tests/vm: unpacking those kernels
 )
 $tests && pkgs+=("${test_pkgs[@]}")

@@ -278,7 +278,7 @@ TEST(TopCli, ContainersViewListsASimulatedContainer) {
 
   Top top({"top", "-b", "-d", "0.3", "--by", "container"});
   SHMBPF_TOP_STARTED(top, "SHM MOUNT %");
-  // ID RUNTIME POD PROCS SEGS BYTES SHM MOUNT %
+  // ID NAME RUNTIME PROCS SEGS BYTES SHM MOUNT % (no pod: no POD, NAMESPACE)
   const std::string short_id = ctr.id().substr(0, 12);
   std::vector<std::string> row;
   auto want = [&](const std::string &out) {
@@ -293,8 +293,8 @@ TEST(TopCli, ContainersViewListsASimulatedContainer) {
   };
   EXPECT_TRUE(top.wait_output(want, 10s)) << top.out() << top.err();
   ASSERT_EQ(row.size(), 7u);
-  EXPECT_EQ(row[1], "docker");
-  EXPECT_EQ(row[2], "-");
+  EXPECT_EQ(row[1], "-"); // no docker files name the simulated container
+  EXPECT_EQ(row[2], "docker");
   EXPECT_EQ(row[3], "2");    // PROCS: init and the process holding the file
   EXPECT_EQ(row[4], "1");    // SEGS
   EXPECT_EQ(row[5], "1.0M"); // BYTES

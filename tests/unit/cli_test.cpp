@@ -61,6 +61,29 @@ TEST(Cli, RejectsBadValues) {
 }
 
 // nan passes every range check, inf most: a number must be finite.
+TEST(Cli, RuntimeRootsRepeatableOnEveryCommandThatNamesContainers) {
+  CliOptions o;
+  ASSERT_EQ(parse(o, {"ls", "--runtime-root", "docker=/srv/docker", "--runtime-root",
+                      "pod-logs=/data/pods"}),
+            0);
+  EXPECT_EQ(o.ls.runtime_roots.docker, "/srv/docker");
+  EXPECT_EQ(o.ls.runtime_roots.pod_logs, "/data/pods");
+  EXPECT_EQ(o.ls.runtime_roots.containerd, RuntimeRoots{}.containerd);
+  for (const char *cmd : {"leaks", "top", "serve"}) {
+    CliOptions p;
+    EXPECT_EQ(parse(p, {cmd, "--runtime-root", "containerd=/x"}), 0) << cmd;
+  }
+  EXPECT_NE(parse(o, {"ls", "--runtime-root", "rkt=/var/lib/rkt"}), 0);
+  EXPECT_NE(parse(o, {"ls", "--runtime-root", "docker"}), 0);
+  EXPECT_NE(parse(o, {"ls", "--runtime-root", "docker=relative"}), 0);
+  EXPECT_NE(parse(o, {"trace", "--runtime-root", "docker=/x"}), 0);
+  // A daemon's model is named by the daemon's roots.
+  for (const char *cmd : {"ls", "leaks", "top"}) {
+    CliOptions p;
+    EXPECT_NE(parse(p, {cmd, "--server", "/run/x.sock", "--runtime-root", "docker=/x"}), 0) << cmd;
+  }
+}
+
 TEST(Cli, RejectsNonFiniteNumbers) {
   CliOptions o;
   EXPECT_NE(parse(o, {"trace", "--duration", "nan"}), 0);

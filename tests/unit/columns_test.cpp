@@ -60,13 +60,21 @@ TEST(Columns, LsAndTopShowTheSameColumns) {
   const Relations rel(procs, mounts, host_ns);
   const std::string header_end = "\n";
   EXPECT_EQ(processes_table({}, {}), joined(titles(process_columns()), "  ") + header_end);
-  EXPECT_EQ(containers_table({}, rel), joined(titles(container_columns()), "  ") + header_end);
+  // Without a container in a pod, no POD or NAMESPACE column.
+  EXPECT_EQ(containers_table({}, rel),
+            joined(titles(container_columns_for({})), "  ") + header_end);
+  ContainerInfo in_pod;
+  in_pod.id = "abc";
+  in_pod.pod_uid = "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";
+  EXPECT_NE(containers_table({in_pod}, rel).find("NAMESPACE"), std::string::npos);
+  EXPECT_EQ(titles(container_columns_for({in_pod})), titles(container_columns()));
+  EXPECT_EQ(titles(container_columns_for({})).size() + 2, titles(container_columns()).size());
   EXPECT_EQ(mounts_table({}, rel), joined(titles(mount_columns()), "  ") + header_end);
   EXPECT_EQ(segments_table({}, now), joined(titles(segment_columns()), "  ") + header_end);
 
   EXPECT_TRUE(in_order(top_titles(TopView::processes), titles(process_columns())))
       << top_titles(TopView::processes);
-  EXPECT_TRUE(in_order(top_titles(TopView::containers), titles(container_columns())))
+  EXPECT_TRUE(in_order(top_titles(TopView::containers), titles(container_columns_for({}))))
       << top_titles(TopView::containers);
   EXPECT_TRUE(in_order(top_titles(TopView::mounts), titles(mount_columns())))
       << top_titles(TopView::mounts);

@@ -91,5 +91,22 @@ TEST(Containers, HostPaths) {
   EXPECT_FALSE(container_from_cgroup_path("/system.slice/docker-" + upper + ".scope"));
 }
 
+TEST(Containers, PodUidOfEmptyDirVolume) {
+  EXPECT_EQ(
+      pod_uid_of_volume("/var/lib/kubelet/pods/" + kPod + "/volumes/kubernetes.io~empty-dir/cache"),
+      kPod);
+  // A kubelet with another root directory.
+  EXPECT_EQ(pod_uid_of_volume("/data/kubelet/pods/" + kPod + "/volumes/kubernetes.io~empty-dir/x"),
+            kPod);
+  for (const std::string &other :
+       {"/var/lib/kubelet/pods/" + kPod + "/volumes/kubernetes.io~secret/token",
+        "/var/lib/kubelet/pods/" + kPod + "/volumes/kubernetes.io~empty-dir/",
+        "/var/lib/kubelet/pods/" + kPod + "/volumes/kubernetes.io~empty-dir/a/b",
+        "/var/lib/kubelet/pods/" + kPodUnderscores + "/volumes/kubernetes.io~empty-dir/a",
+        std::string("/var/lib/kubelet/pods/not-a-uid/volumes/kubernetes.io~empty-dir/a"),
+        std::string("/dev/shm"), std::string("/run/pods/")})
+    EXPECT_FALSE(pod_uid_of_volume(other)) << other;
+}
+
 } // namespace
 } // namespace shmbpf

@@ -1164,6 +1164,86 @@ TEST(EngineQueries, TotalsByKindOrphansRatesAndSigbus) {
   EXPECT_GT(engine.totals(sec(4), 0).create_rate, 0.0);
 }
 
+TEST(Engine, ContainerNamesOncePerIdAndOnEveryView) {
+  const std::string docker_id(64, 'a');
+  const std::string cri_id(64, 'c');
+  const std::string pod = "1234abcd-5678-90ab-cdef-1234567890ab";
+  Engine engine;
+  engine.set_cgroup_path(11, "/system.slice/docker-" + docker_id + ".scope");
+  engine.set_cgroup_path(12, "/kubepods/burstable/pod" + pod + "/" + cri_id);
+  engine.set_cgroup_path(13, "/user.slice");
+  // Each container once, the host never.
+  auto unnamed = engine.unnamed_containers();
+  ASSERT_EQ(unnamed.size(), 2u);
+  EXPECT_EQ(unnamed[0].id, docker_id);
+  EXPECT_EQ(unnamed[1].id, cri_id);
+  EXPECT_EQ(unnamed[1].pod_uid, pod);
+
+  auto in = [](Event e, uint64_t cgroup) {
+    e.cgroup_id = cgroup;
+    return e;
+  };
+  engine.apply(in(create(100, 1, "/dev/shm/d1", sec(1)), 11));
+  engine.apply(in(create(200, 2, "/dev/shm/k1", sec(1)), 12));
+  engine.set_container_name(docker_id, ContainerName{"web-1", "", "", ""});
+  engine.set_container_name(cri_id, ContainerName{"api", "api-6b9c", "shop", "other-uid"});
+  EXPECT_TRUE(engine.unnamed_containers().empty());
+
+  auto rows = engine.containers(sec(1));
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[1].name, "web-1");
+  EXPECT_EQ(rows[1].pod, "");
+  EXPECT_EQ(rows[2].name, "api");
+  EXPECT_EQ(rows[2].pod, "api-6b9c");
+  EXPECT_EQ(rows[2].pod_namespace, "shop");
+  EXPECT_EQ(rows[2].pod_uid, pod); // the cgroup's uid over the file's
+  EXPECT_EQ(engine.segment(file_key(1))->container.name, "web-1");
+  EXPECT_EQ(engine.process(200)->container_name, "api");
+  EXPECT_EQ(engine.process(200)->pod_namespace, "shop");
+
+  // A cgroup of a known container takes its name without a new lookup; a
+  // container whose files said nothing is not looked up again.
+  engine.set_cgroup_path(14, "/system.slice/docker-" + docker_id + ".scope/init");
+  engine.set_container_name(std::string(64, 'e'), ContainerName{});
+  engine.set_cgroup_path(15, "/system.slice/docker-" + std::string(64, 'e') + ".scope");
+  EXPECT_TRUE(engine.unnamed_containers().empty());
+  engine.apply(in(create(101, 3, "/dev/shm/d2", sec(2)), 14));
+  EXPECT_EQ(engine.segment(file_key(3))->container.name, "web-1");
+
+  // --container takes a name as well as an id prefix.
+  SegmentFilter by_name;
+  by_name.container = "api";
+  auto segs = engine.segments(by_name);
+  ASSERT_EQ(segs.size(), 1u);
+  EXPECT_EQ(segs[0].path, "/dev/shm/k1");
+}
+
+TEST(Engine, EmptyDirVolumeBelongsToItsPod) {
+  const std::string pod = "1234abcd-5678-90ab-cdef-1234567890ab";
+  const std::string volume =
+      "/var/lib/kubelet/pods/" + pod + "/volumes/kubernetes.io~empty-dir/cache";
+  Engine engine;
+  engine.set_mount(tmpfs_mount(50, volume, 77));
+  engine.set_mount(tmpfs_mount(51, "/run/user/1000", 78));
+  auto owner = [&](const std::string &mountpoint) {
+    for (const MountUsage &m : engine.mounts())
+      if (m.mount.mountpoint == mountpoint)
+        return m.container;
+    return ContainerRef{"missing", "", ""};
+  };
+  EXPECT_EQ(owner(volume), (ContainerRef{pod, "kubernetes", pod}));
+  EXPECT_EQ(owner("/run/user/1000"), ContainerRef{});
+  // Once one of its containers is named, the volume carries the pod's name.
+  const std::string ctr(64, 'c');
+  engine.set_cgroup_path(12, "/kubepods/burstable/pod" + pod + "/" + ctr);
+  engine.set_container_name(ctr, ContainerName{"api", "api-6b9c", "shop", pod});
+  const ContainerRef named = owner(volume);
+  EXPECT_EQ(named.id, pod);
+  EXPECT_EQ(named.pod, "api-6b9c");
+  EXPECT_EQ(named.pod_namespace, "shop");
+  EXPECT_EQ(named.name, ""); // the pod's volume, not one container's
+}
+
 TEST(EngineQueries, SegmentOfUnknownCreatorBelongsToItsMountsContainer) {
   const std::string id(64, 'a');
   Engine engine;

@@ -272,13 +272,15 @@ TEST(LsViewTest, ContainersTableAndJson) {
   ASSERT_EQ(lines.size(), 3u) << t;
   EXPECT_TRUE(lines[0].starts_with("ID ")) << t;
   std::size_t at = 0;
-  for (const char *col : {"ID", "RUNTIME", "POD", "PROCS", "SEGS", "BYTES", "SHM MOUNT %"}) {
+  for (const char *col :
+       {"ID", "NAME", "RUNTIME", "POD", "NAMESPACE", "PROCS", "SEGS", "BYTES", "SHM MOUNT %"}) {
     at = lines[0].find(col, at);
     ASSERT_NE(at, std::string::npos) << col << "\n" << t;
   }
-  EXPECT_EQ(fields_of(lines[1]), (std::vector<std::string>{"abcdef012345", "docker", "pod-1", "2",
-                                                           "5", "3.0K", "25.0%"}));
-  EXPECT_EQ(fields_of(lines[2]), (std::vector<std::string>{"host", "-", "-", "7", "0", "0B", "-"}));
+  EXPECT_EQ(fields_of(lines[1]), (std::vector<std::string>{"abcdef012345", "-", "docker", "pod-1",
+                                                           "-", "2", "5", "3.0K", "25.0%"}));
+  EXPECT_EQ(fields_of(lines[2]),
+            (std::vector<std::string>{"host", "-", "-", "-", "-", "7", "0", "0B", "-"}));
 
   const json doc = json::parse(containers_json({c, host}));
   ASSERT_EQ(doc["containers"].size(), 2u);
@@ -291,6 +293,48 @@ TEST(LsViewTest, ContainersTableAndJson) {
   EXPECT_EQ(doc["containers"][1]["id"], "");
   EXPECT_EQ(doc["containers"][1]["host"], true);
   EXPECT_TRUE(doc["containers"][1]["runtime"].is_null());
+}
+
+// A container's owner chooses its name, pod and namespace: escaped by the
+// one rule in every table and every JSON string.
+TEST(LsViewTest, ContainerNamesInTablesAndJsonEscaped) {
+  ContainerInfo c;
+  c.id = "abcdef0123456789abcdef";
+  c.runtime = "containerd";
+  c.pod_uid = "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";
+  c.name = "api\x1b[2J";
+  c.pod = "api-6b9c";
+  c.pod_namespace = "shop\nx";
+  const Relations rel({}, {}, 4026531840u);
+  const std::string t = containers_table({c}, rel);
+  EXPECT_EQ(t.find('\x1b'), std::string::npos) << t;
+  const auto lines = lines_of(t);
+  ASSERT_EQ(lines.size(), 2u) << t;
+  const auto f = fields_of(lines[1]);
+  ASSERT_GE(f.size(), 5u) << t;
+  EXPECT_EQ(f[1], escape_text(c.name));
+  EXPECT_EQ(f[3], "api-6b9c"); // the pod's name over its uid
+  EXPECT_EQ(f[4], escape_text(c.pod_namespace));
+  const json row = json::parse(containers_json({c}))["containers"][0];
+  EXPECT_EQ(row["name"], escape_text(c.name));
+  EXPECT_EQ(row["pod"], "api-6b9c");
+  EXPECT_EQ(row["namespace"], escape_text(c.pod_namespace));
+  EXPECT_EQ(row["pod_uid"], c.pod_uid);
+
+  SegmentInfo s = tmpfs_segment();
+  s.container.name = "web-1";
+  s.container.pod = "api-6b9c";
+  s.container.pod_namespace = "shop";
+  const json seg = json::parse(segments_json({s}, now))["segments"][0]["container"];
+  EXPECT_EQ(seg["name"], "web-1");
+  EXPECT_EQ(seg["pod"], "api-6b9c");
+  EXPECT_EQ(seg["namespace"], "shop");
+  const std::string table = segments_table({s}, now);
+  EXPECT_EQ(fields_of(lines_of(table)[1]).back(), "web-1") << table;
+  // Unnamed: the short id, and null names in JSON.
+  const json plain = json::parse(segments_json({tmpfs_segment()}, now))["segments"][0]["container"];
+  EXPECT_TRUE(plain["name"].is_null());
+  EXPECT_TRUE(plain["namespace"].is_null());
 }
 
 TEST(LsViewTest, MountsTableAndJson) {

@@ -217,7 +217,7 @@ TEST_F(Metrics, EveryFamilyOnceWithHelpAndTypeAndItsSamplesTogether) {
 
 TEST_F(Metrics, SegmentsByContainerMountKindAndState) {
   const std::map<std::string, std::string> host_shm = {
-      {"container", ""}, {"pod_uid", ""}, {"mountpoint", "/dev/shm"}, {"kind", "tmpfs"}};
+      {"id", ""}, {"pod_uid", ""}, {"mountpoint", "/dev/shm"}, {"kind", "tmpfs"}};
   auto with = [](std::map<std::string, std::string> m, const std::string &state) {
     m["state"] = state;
     return m;
@@ -229,30 +229,54 @@ TEST_F(Metrics, SegmentsByContainerMountKindAndState) {
   EXPECT_EQ(x.value("shmbpf_segments", {{"kind", "memfd"}, {"state", "unlinked"}}), "1");
   EXPECT_EQ(x.value("shmbpf_segments", {{"kind", "sysv"}, {"mountpoint", ""}}), "1");
   // The docker container's /dev/shm, named as its processes see it.
-  EXPECT_EQ(x.value("shmbpf_segments", {{"container", kDockerId}, {"mountpoint", "/dev/shm"}}),
-            "2");
-  EXPECT_EQ(x.value("shmbpf_segment_bytes", {{"container", kDockerId}, {"mountpoint", "/dev/shm"}}),
+  EXPECT_EQ(x.value("shmbpf_segments", {{"id", kDockerId}, {"mountpoint", "/dev/shm"}}), "2");
+  EXPECT_EQ(x.value("shmbpf_segment_bytes", {{"id", kDockerId}, {"mountpoint", "/dev/shm"}}),
             "24576");
-  // The pod's container: its uid known, its name and namespace not (yet).
-  const std::map<std::string, std::string> pod = {{"container", kPodCtrId}, {"pod_uid", kPodUid}};
+  // The pod's container: its uid known, its names not (the runtime's files
+  // have not been read).
+  const std::map<std::string, std::string> pod = {{"id", kPodCtrId}, {"pod_uid", kPodUid}};
   EXPECT_EQ(x.value("shmbpf_segments", pod), "1");
   for (const Sample &s : x.of("shmbpf_segments")) {
     EXPECT_EQ(s.labels.at("namespace"), "");
     EXPECT_EQ(s.labels.at("pod"), "");
+    EXPECT_EQ(s.labels.at("container"), "");
   }
+}
+
+TEST_F(Metrics, NamesFromTheRuntimesFilesAsCadvisorLabelsThem) {
+  engine.set_container_name(kDockerId, ContainerName{"web-1", "", "", ""});
+  engine.set_container_name(kPodCtrId, ContainerName{"api", "api-6b9c", "shop", kPodUid});
+  const Exposition named = parse(metrics_text(take_metrics_snapshot(engine, counters())));
+  EXPECT_TRUE(named.errors.empty());
+  EXPECT_EQ(
+      named.value(
+          "shmbpf_segments",
+          {{"container", "web-1"}, {"id", kDockerId}, {"pod", ""}, {"mountpoint", "/dev/shm"}}),
+      "2");
+  EXPECT_EQ(named.value("shmbpf_segments", {{"namespace", "shop"},
+                                            {"pod", "api-6b9c"},
+                                            {"pod_uid", kPodUid},
+                                            {"container", "api"},
+                                            {"id", kPodCtrId}}),
+            "1");
+  EXPECT_EQ(named.value("shmbpf_mount_used_bytes", {{"device", "0:50"}, {"container", "web-1"}}),
+            "24576");
+  // Names add labels, not series.
+  for (const char *f : {"shmbpf_segments", "shmbpf_orphaned_bytes", "shmbpf_mount_used_bytes"})
+    EXPECT_EQ(named.of(f).size(), x.of(f).size()) << f;
 }
 
 TEST_F(Metrics, OrphansWhateverTheirAgeAndZeroWhereNone) {
   EXPECT_EQ(x.value("shmbpf_orphaned_segments",
-                    {{"container", ""}, {"mountpoint", "/dev/shm"}, {"kind", "tmpfs"}}),
+                    {{"id", ""}, {"mountpoint", "/dev/shm"}, {"kind", "tmpfs"}}),
             "2");
-  EXPECT_EQ(x.value("shmbpf_orphaned_bytes",
-                    {{"container", ""}, {"mountpoint", "/dev/shm"}, {"kind", "tmpfs"}}),
-            std::to_string(3 * kMiB));
-  EXPECT_EQ(x.value("shmbpf_orphaned_segments", {{"container", kDockerId}}), "1");
-  EXPECT_EQ(x.value("shmbpf_orphaned_bytes", {{"container", kDockerId}}), "16384");
+  EXPECT_EQ(
+      x.value("shmbpf_orphaned_bytes", {{"id", ""}, {"mountpoint", "/dev/shm"}, {"kind", "tmpfs"}}),
+      std::to_string(3 * kMiB));
+  EXPECT_EQ(x.value("shmbpf_orphaned_segments", {{"id", kDockerId}}), "1");
+  EXPECT_EQ(x.value("shmbpf_orphaned_bytes", {{"id", kDockerId}}), "16384");
   EXPECT_EQ(x.value("shmbpf_orphaned_segments", {{"kind", "memfd"}}), "0");
-  EXPECT_EQ(x.value("shmbpf_orphaned_segments", {{"container", kPodCtrId}}), "0");
+  EXPECT_EQ(x.value("shmbpf_orphaned_segments", {{"id", kPodCtrId}}), "0");
   EXPECT_EQ(x.of("shmbpf_orphaned_segments").size(), x.of("shmbpf_orphaned_bytes").size());
 }
 
@@ -262,11 +286,10 @@ TEST_F(Metrics, OneSeriesPerFilesystemWithItsContainer) {
   const auto used = x.of("shmbpf_mount_used_bytes");
   ASSERT_EQ(used.size(), 4u) << text;
   EXPECT_EQ(x.value("shmbpf_mount_used_bytes", {{"device", "0:50"}}), "24576");
-  EXPECT_EQ(x.value("shmbpf_mount_used_bytes", {{"device", "0:50"}, {"container", kDockerId}}),
-            "24576");
+  EXPECT_EQ(x.value("shmbpf_mount_used_bytes", {{"device", "0:50"}, {"id", kDockerId}}), "24576");
   EXPECT_EQ(x.value("shmbpf_mount_used_bytes", {{"device", "0:50"}, {"mountpoint", "/dev/shm"}}),
             "24576");
-  EXPECT_EQ(x.value("shmbpf_mount_size_bytes", {{"device", "0:26"}, {"container", ""}}),
+  EXPECT_EQ(x.value("shmbpf_mount_size_bytes", {{"device", "0:26"}, {"id", ""}}),
             std::to_string(64 * kMiB));
   // /run has no size limit: no size, no time to full.
   EXPECT_EQ(x.value("shmbpf_mount_used_bytes", {{"mountpoint", "/run"}}), "4096");
@@ -315,9 +338,9 @@ TEST_F(Metrics, ExportCountersOnlyWithAnExportFile) {
 }
 
 TEST_F(Metrics, NoPidPathOrNameEverALabel) {
-  const std::set<std::string> allowed = {
-      "namespace", "pod",   "pod_uid", "container", "mountpoint", "kind",  "state",
-      "device",    "event", "hook",    "program",   "version",    "kernel"};
+  const std::set<std::string> allowed = {"namespace",  "pod",     "pod_uid", "container", "id",
+                                         "mountpoint", "kind",    "state",   "device",    "event",
+                                         "hook",       "program", "version", "kernel"};
   for (const Sample &s : x.samples)
     for (const auto &[k, v] : s.labels)
       EXPECT_TRUE(allowed.count(k)) << "label " << k << " in " << s.name;

@@ -182,8 +182,11 @@ TEST(TopFrame, ContainersViewShowsShmMountPercent) {
   TopFrame f = build_top_frame(snap, st);
   const TopLine *cols = line_with(f, "RUNTIME");
   ASSERT_TRUE(cols);
-  for (const char *c : {"ID", "POD", "PROCS", "SEGS", "BYTES", "SHM MOUNT %"})
+  for (const char *c : {"ID", "NAME", "PROCS", "SEGS", "BYTES", "SHM MOUNT %"})
     EXPECT_TRUE(contains(cols->text, c)) << c;
+  // No container is in a pod: no POD or NAMESPACE column.
+  EXPECT_FALSE(contains(cols->text, "POD"));
+  EXPECT_FALSE(contains(cols->text, "NAMESPACE"));
   auto rows = rows_after(f, "RUNTIME");
   ASSERT_EQ(rows.size(), 2u);
   EXPECT_TRUE(rows[0].starts_with("host")) << rows[0];

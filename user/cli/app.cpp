@@ -67,6 +67,32 @@ void add_container_option(CLI::App *cmd, std::optional<std::string> &container, 
                       " of this container (id or id prefix; \"host\" for the host)");
 }
 
+// --runtime-root RUNTIME=DIR, repeatable: where a runtime keeps the files
+// that name its containers, on hosts that moved them.
+void add_runtime_root_option(CLI::App *cmd, RuntimeRoots &roots) {
+  const CLI::Validator valid(
+      [](std::string &spec) -> std::string {
+        RuntimeRoots scratch;
+        auto r = set_runtime_root(scratch, spec);
+        return r ? std::string() : escape_text(r.error());
+      },
+      "RUNTIME=DIR");
+  cmd->add_option_function<std::vector<std::string>>(
+         "--runtime-root",
+         [&roots](const std::vector<std::string> &specs) {
+           for (const std::string &spec : specs)
+             (void)set_runtime_root(roots, spec);
+         },
+         "Where a container runtime keeps the files that name its containers (repeatable; "
+         "RUNTIME is one of " +
+             std::string(kRuntimeRootNames) +
+             "; defaults: docker=/var/lib/docker, containerd=/run/containerd, "
+             "cri-o=/run/containers/storage, podman=/var/lib/containers/storage, "
+             "pod-logs=/var/log/pods)")
+      ->check(valid)
+      ->type_name("RUNTIME=DIR");
+}
+
 // fnmatch(3) takes a '[' with no ']' for one that matches nothing, so a
 // typo would filter out every segment and look like a clean report.
 const CLI::Validator kGlob(
@@ -195,7 +221,9 @@ std::unique_ptr<CLI::App> make_app(CliOptions &opts) {
   ls->add_option("--kind", l.kind, "Only this kind of shared memory")->check(CLI::IsMember(kKinds));
   add_match_option(ls, l.match);
   ls->add_flag("--json", l.json, "Print JSON");
-  add_server_option(ls, l.server, "The list");
+  add_runtime_root_option(ls, l.runtime_roots);
+  // The daemon names containers with its own --runtime-root.
+  add_server_option(ls, l.server, "The list")->excludes("--runtime-root");
 
   auto *leaks = app->add_subcommand(
       "leaks", "Report leaked shared memory: orphaned segments (nobody holds them, their creator "
@@ -217,9 +245,11 @@ std::unique_ptr<CLI::App> make_app(CliOptions &opts) {
                   "by default only /dev/shm mounts, memfds, SysV, hugetlbfs and known "
                   "shared-memory names");
   leaks->add_flag("--json", k.json, "Print JSON");
+  add_runtime_root_option(leaks, k.runtime_roots);
   // The daemon keeps no usage samples to judge growth by: orphans only.
   add_server_option(leaks, k.server, "Orphans (no growth check: not with --window)")
-      ->excludes(window);
+      ->excludes(window)
+      ->excludes("--runtime-root");
 
   auto *top = app->add_subcommand(
       "top", "Live view of shared memory by process, container, mount or segment (needs root).");
@@ -235,11 +265,13 @@ std::unique_ptr<CLI::App> make_app(CliOptions &opts) {
   top->add_option("-n,--iterations", o.iterations, "Frames to print in batch mode, then exit")
       ->check(positive_integer("a count of frames"));
   top->add_flag("--json", o.json, "With -b: one JSON object per frame");
+  add_runtime_root_option(top, o.runtime_roots);
   add_ring_buffer_option(top, o.ring_buffer_bytes);
   add_verbose_flag(top, o.verbose);
   add_server_option(top, o.server, "Frames")
       ->excludes(RingBufferSetting::kFlag)
-      ->excludes("--verbose");
+      ->excludes("--verbose")
+      ->excludes("--runtime-root");
 
   auto *doctor = app->add_subcommand(
       "doctor", "Check what this machine gives shmbpf: kernel, BTF, privileges, tracefs, which "
@@ -317,6 +349,7 @@ std::unique_ptr<CLI::App> make_app(CliOptions &opts) {
           ->capture_default_str();
   serve->add_flag("--no-state", s.no_state, "Keep nothing across restarts: --state-dir ''")
       ->excludes(state_dir);
+  add_runtime_root_option(serve, s.runtime_roots);
   add_ring_buffer_option(serve, s.ring_buffer_bytes);
   add_verbose_flag(serve, s.verbose);
   return app;

@@ -9,6 +9,7 @@
 #include "decode/event.hpp"
 #include "model/leaks.hpp"
 #include "probe/probe.hpp"
+#include "sources/runtime_names.hpp"
 
 #include <CLI/CLI.hpp>
 
@@ -43,6 +44,7 @@ struct LsOptions {
   std::optional<std::string> kind;
   std::optional<std::string> match; // glob on the path
   bool json = false;
+  RuntimeRoots runtime_roots;        // --runtime-root RUNTIME=DIR
   std::optional<std::string> server; // --server: read a daemon's model at this socket
 };
 
@@ -52,6 +54,7 @@ struct LeaksOptions {
   double window_s = 0;              // > 0: watch this long for growth findings
   bool all_mounts = false;          // also /run, /tmp and other non-shm tmpfs mounts
   bool json = false;
+  RuntimeRoots runtime_roots;        // --runtime-root RUNTIME=DIR
   std::optional<std::string> server; // --server: read a daemon's model at this socket
 };
 
@@ -65,6 +68,7 @@ struct TopOptions {
   bool json = false;          // with -b: one JSON object per frame
   size_t ring_buffer_bytes = RingBufferSetting::kDefault;
   bool verbose = false;
+  RuntimeRoots runtime_roots;        // --runtime-root RUNTIME=DIR
   std::optional<std::string> server; // --server: frames from a daemon at this socket
 };
 
@@ -84,6 +88,7 @@ struct ServeOptions {
   std::optional<std::string> socket_group;           // --socket-group NAME
   std::string state_dir = StateDirSetting::kDefault; // --state-dir DIR, "" for none
   bool no_state = false;                             // --no-state
+  RuntimeRoots runtime_roots;                        // --runtime-root RUNTIME=DIR
   size_t ring_buffer_bytes = RingBufferSetting::kDefault;
   bool verbose = false;
 };

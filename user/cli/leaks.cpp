@@ -5,6 +5,7 @@
 #include "daemon/api_client.hpp"
 
 #include "live/clock.hpp"
+#include "live/container_names.hpp"
 #include "model/apply_scan.hpp"
 #include "model/leaks.hpp"
 #include "sources/clock.hpp"
@@ -61,6 +62,7 @@ int run_leaks(const LeaksOptions &opts) {
     for (const std::string &line : scan_shortfall_lines(scan.filesystems))
       std::fprintf(stderr, "shmbpf: warning: %s\n", line.c_str());
     bootstrap(engine, scan);
+    name_containers(engine, opts.runtime_roots);
   }
 
   // Growth needs time: rescan once a second over the window.
@@ -73,6 +75,7 @@ int run_leaks(const LeaksOptions &opts) {
     std::this_thread::sleep_until(next);
     now = boottime_ns();
     reconcile(engine, scan_system(), now);
+    name_containers(engine, opts.runtime_roots);
     samples.push_back(sample_usage(engine, now));
     if (std::chrono::steady_clock::now() - start >= window)
       break;

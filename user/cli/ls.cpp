@@ -4,6 +4,7 @@
 #include "daemon/api_client.hpp"
 
 #include "live/clock.hpp"
+#include "live/container_names.hpp"
 #include "model/apply_scan.hpp"
 #include "model/engine.hpp"
 #include "model/leaks.hpp"
@@ -91,6 +92,7 @@ int run_ls(const LsOptions &opts) {
   for (const std::string &line : scan_shortfall_lines(scan.filesystems))
     std::fprintf(stderr, "shmbpf: warning: %s\n", line.c_str());
   bootstrap(engine, scan);
+  name_containers(engine, opts.runtime_roots);
   engine.sample_mounts(now);
 
   std::string out;

@@ -106,6 +106,7 @@ int run_serve(const ServeOptions &opts) {
     mopts.after_bootstrap = [&](Engine &engine, const SystemScan &scan) {
       restored = restore_state(engine, scan, *saved, boot_id);
     };
+  mopts.runtime_roots = opts.runtime_roots;
   Monitor mon(mopts);
   if (saved)
     log.line("state: " + std::to_string(restored.applied) +

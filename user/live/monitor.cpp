@@ -2,6 +2,7 @@
 
 #include "facts/dev.hpp"
 #include "live/clock.hpp"
+#include "live/container_names.hpp"
 #include "model/apply_scan.hpp"
 #include "sources/clock.hpp"
 #include "sources/namespaces.hpp"
@@ -122,6 +123,7 @@ Monitor::Monitor(const MonitorOptions &opts, std::shared_ptr<TimedScan> first,
   bootstrap(engine_, first->scan);
   if (opts.after_bootstrap)
     opts.after_bootstrap(engine_, first->scan);
+  name_containers(engine_, opts_.runtime_roots);
   engine_.sample_mounts(now_ns());
   stats_.reconciles = 1;
   last_reconcile_ = last_sample_ = std::chrono::steady_clock::now();
@@ -336,6 +338,8 @@ void Monitor::start_gather(Gather g) {
   g.started = std::chrono::steady_clock::now();
   g.now_ns = now_ns();
   g.before = opts_.before_gather;
+  g.roots = opts_.runtime_roots;
+  g.to_name = engine_.unnamed_containers();
   gather_done_.store(false, std::memory_order_relaxed);
   gather_ = std::async(std::launch::async, [done = &gather_done_, g = std::move(g)]() mutable {
     Gather r = run_gather(std::move(g));
@@ -380,6 +384,10 @@ Monitor::Gather Monitor::run_gather(Gather g) {
     g.mount_usage = scan_mount_usage(scan_mount_namespaces());
   if (!g.cgroup_ids.empty())
     g.cgroup_paths = find_cgroup_paths(g.cgroup_ids);
+  for (const auto &[id, path] : g.cgroup_paths)
+    if (auto c = container_from_cgroup_path(path))
+      g.to_name.push_back(std::move(*c));
+  g.names = read_container_names(g.roots, g.to_name);
   g.cpu = thread_cpu() - cpu0;
   return g;
 }
@@ -393,6 +401,8 @@ void Monitor::finish_gather() {
     apply_sample(g);
   for (auto &[id, path] : g.cgroup_paths)
     engine_.set_cgroup_path(id, std::move(path));
+  for (const auto &[id, name] : g.names)
+    engine_.set_container_name(id, name);
   note_stall(started);
 }
 

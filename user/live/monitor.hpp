@@ -7,6 +7,7 @@
 #include "decode/event.hpp"
 #include "live/session.hpp"
 #include "model/engine.hpp"
+#include "sources/runtime_names.hpp"
 
 #include <array>
 #include <atomic>
@@ -42,6 +43,8 @@ struct MonitorOptions {
   // Called once the engine is bootstrapped from the first scan, before any
   // event is applied (serve's saved state is restored there).
   std::function<void(Engine &, const SystemScan &)> after_bootstrap;
+  // Where the container runtimes keep the files that name containers.
+  RuntimeRoots runtime_roots;
   // Called on the worker thread before each gather reads anything (tests).
   std::function<void()> before_gather;
 };
@@ -147,6 +150,11 @@ private:
     std::vector<MountState> mount_usage;
     std::vector<uint64_t> cgroup_ids; // to find in the cgroup2 tree
     std::vector<std::pair<uint64_t, std::string>> cgroup_paths;
+    // Containers to name (the engine's unnamed ones and those of the
+    // cgroup paths just found) and what their runtimes' files say.
+    RuntimeRoots roots;
+    std::vector<ContainerRef> to_name;
+    std::vector<std::pair<std::string, ContainerName>> names;
     std::function<void()> before;
     uint64_t now_ns = 0; // when the reads began
     std::chrono::steady_clock::time_point started;

@@ -113,4 +113,23 @@ std::optional<ContainerRef> container_from_cgroup_path(std::string_view path) {
   return std::nullopt;
 }
 
+std::optional<std::string> pod_uid_of_volume(std::string_view mountpoint) {
+  constexpr std::string_view pods = "/pods/";
+  constexpr std::string_view volume = "/volumes/kubernetes.io~empty-dir/";
+  const size_t p = mountpoint.rfind(pods);
+  if (p == std::string_view::npos)
+    return std::nullopt;
+  const std::string_view rest = mountpoint.substr(p + pods.size());
+  const size_t slash = rest.find('/');
+  if (slash == std::string_view::npos || !rest.substr(slash).starts_with(volume))
+    return std::nullopt;
+  const std::string_view name = rest.substr(slash + volume.size());
+  if (name.empty() || name.find('/') != std::string_view::npos)
+    return std::nullopt;
+  // Dashes only: a uid spelt with underscores is a slice name, not a path.
+  if (rest.substr(0, slash).find('_') != std::string_view::npos)
+    return std::nullopt;
+  return pod_uid(rest.substr(0, slash));
+}
+
 } // namespace shmbpf

@@ -12,6 +12,10 @@ struct ContainerRef {
   std::string id;      // full container id (views shorten); a bare pod's uid for "kubernetes"
   std::string runtime; // "docker", "containerd", "cri-o", "podman" or "kubernetes"
   std::string pod_uid; // Kubernetes pod uid with dashes, "" outside Kubernetes
+  // From the runtime's files (Engine::set_container_name), "" until found.
+  std::string name = {};          // the runtime's name for it (Kubernetes: the container's name)
+  std::string pod = {};           // Kubernetes pod name
+  std::string pod_namespace = {}; // Kubernetes namespace
   bool operator==(const ContainerRef &) const = default;
 };
 
@@ -26,5 +30,10 @@ struct ContainerRef {
 // gives runtime "kubernetes" with the bare container id if there is one, else
 // the pod uid as id. Anything else is the host: nullopt.
 std::optional<ContainerRef> container_from_cgroup_path(std::string_view path);
+
+// The pod uid of a Kubernetes emptyDir volume as the host mounts it:
+// <kubelet root>/pods/<uid>/volumes/kubernetes.io~empty-dir/<name> (a
+// memory-backed one is a tmpfs). nullopt for any other path.
+std::optional<std::string> pod_uid_of_volume(std::string_view mountpoint);
 
 } // namespace shmbpf

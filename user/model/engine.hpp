@@ -6,6 +6,7 @@
 #pragma once
 
 #include "decode/event.hpp"
+#include "facts/container_name.hpp"
 #include "facts/mounts.hpp"
 #include "facts/scan.hpp"
 #include "model/containers.hpp"
@@ -56,6 +57,10 @@ public:
   // destruction or not.
   void add_sysv(uint32_t ipcns, const SysvEntry &entry);
   void set_cgroup_path(uint64_t cgroup_id, std::string path);
+  // What the runtime's files call container id (read once per id, when it
+  // first shows up: an empty name is remembered too, so that a container
+  // without files is not looked up again).
+  void set_container_name(const std::string &id, const ContainerName &name);
   // Size and resident bytes of a file measured by stat: writes and page
   // faults raise them without any event. False when the segment is unknown.
   bool set_file_usage(SegmentKey key, uint64_t size, uint64_t bytes, uint64_t now_ns);
@@ -162,6 +167,9 @@ public:
       return std::nullopt;
     return it->second.container ? &*it->second.container : nullptr;
   }
+  // Containers that set_cgroup_path found and set_container_name has not
+  // named yet, by id.
+  std::vector<ContainerRef> unnamed_containers() const;
   // cgroup ids in use that set_cgroup_path has not described yet.
   std::vector<uint64_t> unknown_cgroups() const;
   EngineStats stats() const;
@@ -341,6 +349,7 @@ private:
                                         const NsContainers &ns) const;
   uint64_t age_ns(const Segment &s, uint64_t now_ns) const;
   const ContainerRef *container_of(uint64_t cgroup_id) const;
+  ContainerRef pod_of(const std::string &uid) const;
   std::string mountpoint_of(const SegmentKey &key, const Segment &s) const;
   std::string mountpoint_of(bool sysv, uint32_t mnt_id, uint32_t dev) const;
   SegmentInfo info(const SegmentKey &key, const Segment &s, const NsContainers *ns = nullptr) const;
@@ -365,6 +374,8 @@ private:
   std::unordered_map<uint32_t, Process> procs_;
   std::unordered_map<SegmentKey, uint64_t> births_; // note_birth
   std::unordered_map<uint64_t, CgroupEntry> cgroups_;
+  std::unordered_map<std::string, ContainerName> names_; // by container id
+  std::map<std::string, ContainerRef> unnamed_;          // by container id
   std::unordered_map<uint32_t, DevStats> devs_;
   std::map<uint32_t, MountEntry> mounts_; // by mnt_id
   std::vector<ScanGap> scan_gaps_;

@@ -24,7 +24,7 @@ std::string sysv_name(uint32_t key) {
 bool container_matches(const ContainerRef *c, const std::string &want) {
   if (want.empty())
     return c == nullptr;
-  return c != nullptr && c->id.starts_with(want);
+  return c != nullptr && (c->id.starts_with(want) || (!c->name.empty() && c->name == want));
 }
 
 } // namespace
@@ -335,6 +335,9 @@ ProcessInfo Engine::process_info(uint32_t pid, const Process &p, uint64_t now_ns
     i.container_id = c->id;
     i.runtime = c->runtime;
     i.pod_uid = c->pod_uid;
+    i.container_name = c->name;
+    i.pod = c->pod;
+    i.pod_namespace = c->pod_namespace;
   }
   for (const Held &h : p.held) {
     if (!count_held)
@@ -430,6 +433,11 @@ std::vector<ContainerInfo> Engine::containers(uint64_t now_ns) const {
       r.id = c ? c->id : std::string();
       r.runtime = c ? c->runtime : "host";
       r.pod_uid = c ? c->pod_uid : std::string();
+      if (c) {
+        r.name = c->name;
+        r.pod = c->pod;
+        r.pod_namespace = c->pod_namespace;
+      }
     }
     return r;
   };
@@ -461,6 +469,19 @@ std::vector<ContainerInfo> Engine::containers(uint64_t now_ns) const {
   return out;
 }
 
+// A pod as the owner of its emptyDir volumes: its uid, and its name and
+// namespace if one of its containers has been named.
+ContainerRef Engine::pod_of(const std::string &uid) const {
+  ContainerRef pod{uid, "kubernetes", uid};
+  for (const auto &[cg, entry] : cgroups_)
+    if (entry.container && entry.container->pod_uid == uid && !entry.container->pod.empty()) {
+      pod.pod = entry.container->pod;
+      pod.pod_namespace = entry.container->pod_namespace;
+      break;
+    }
+  return pod;
+}
+
 std::vector<MountUsage> Engine::mounts() const {
   std::vector<MountUsage> out;
   const NsContainers ns = ns_containers();
@@ -470,6 +491,8 @@ std::vector<MountUsage> Engine::mounts() const {
     u.mount.used_bytes = used_now(m);
     if (auto c = ns.mnt.find(m.state.mntns); c != ns.mnt.end() && c->second)
       u.container = *c->second;
+    else if (auto uid = pod_uid_of_volume(m.state.mountpoint))
+      u.container = pod_of(*uid);
     if (auto d = devs_.find(m.state.dev); d != devs_.end()) {
       u.tracked_bytes = d->second.bytes;
       u.segments = d->second.segments;
@@ -622,6 +645,14 @@ std::vector<SegmentGroup> Engine::segment_groups(uint64_t now_ns,
     }
   }
   return merged;
+}
+
+std::vector<ContainerRef> Engine::unnamed_containers() const {
+  std::vector<ContainerRef> out;
+  out.reserve(unnamed_.size());
+  for (const auto &[id, c] : unnamed_)
+    out.push_back(c);
+  return out;
 }
 
 std::vector<uint64_t> Engine::unknown_cgroups() const {

@@ -133,9 +133,35 @@ void Engine::upsert_sysv(uint32_t ipcns, const SysvEntry &t, uint64_t now_ns) {
   collect_if_unused(it);
 }
 
+namespace {
+
+void attach_name(ContainerRef &c, const ContainerName &n) {
+  c.name = n.name;
+  c.pod = n.pod;
+  c.pod_namespace = n.pod_namespace;
+  if (c.pod_uid.empty())
+    c.pod_uid = n.pod_uid;
+}
+
+} // namespace
+
 void Engine::set_cgroup_path(uint64_t cgroup_id, std::string path) {
   auto container = container_from_cgroup_path(path);
+  if (container) {
+    if (auto n = names_.find(container->id); n != names_.end())
+      attach_name(*container, n->second);
+    else
+      unnamed_.try_emplace(container->id, *container);
+  }
   cgroups_[cgroup_id] = CgroupEntry{std::move(path), std::move(container)};
+}
+
+void Engine::set_container_name(const std::string &id, const ContainerName &name) {
+  names_[id] = name;
+  unnamed_.erase(id);
+  for (auto &[cg, entry] : cgroups_)
+    if (entry.container && entry.container->id == id)
+      attach_name(*entry.container, name);
 }
 
 void Engine::set_mount(MountState m) {

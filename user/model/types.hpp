@@ -143,6 +143,9 @@ struct ProcessInfo {
   std::string container_id; // "" = host
   std::string runtime;
   std::string pod_uid;
+  std::string container_name; // as ContainerRef's name, pod and pod_namespace
+  std::string pod;
+  std::string pod_namespace;
   uint64_t segments_created = 0; // live segments this process created
   uint64_t bytes_created = 0;
   uint64_t segments_held = 0;
@@ -162,6 +165,9 @@ struct ContainerInfo {
   std::string id; // "" = host
   std::string runtime;
   std::string pod_uid;
+  std::string name; // as ContainerRef's, "" until known
+  std::string pod;
+  std::string pod_namespace;
   uint64_t processes = 0;
   uint64_t segments = 0; // live segments created from this container
   uint64_t bytes = 0;

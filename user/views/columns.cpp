@@ -4,6 +4,8 @@
 #include "views/escape.hpp"
 #include "views/format.hpp"
 
+#include <algorithm>
+
 namespace shmbpf {
 
 namespace {
@@ -43,7 +45,8 @@ const ColumnSet<ProcessInfo> &process_columns() {
       {{"PID", right}, [](const P &p, const C &) { return number(p.pid); }},
       {{"USER"}, [](const P &p, const C &c) { return user_cell(p.uid, c); }},
       {{"COMM", Align::left, true}, [](const P &p, const C &) { return escape_text(p.comm); }},
-      {{"CONTAINER"}, [](const P &p, const C &) { return short_id(p.container_id); }},
+      {{"CONTAINER"},
+       [](const P &p, const C &) { return container_cell(p.container_id, p.container_name); }},
       {{"SEGS", right}, [](const P &p, const C &) { return number(p.segments_created); }},
       {{"BYTES", right}, [](const P &p, const C &) { return human_bytes(p.bytes_created); }},
       {{"HELD", right}, [](const P &p, const C &) { return human_bytes(p.bytes_held); }},
@@ -58,8 +61,11 @@ const ColumnSet<ContainerInfo> &container_columns() {
   using C = CellContext;
   static const ColumnSet<ContainerInfo> set = {
       {{"ID", Align::left, true}, [](const K &k, const C &) { return container_label(k.id); }},
+      {{"NAME", Align::left, true}, [](const K &k, const C &) { return or_dash(k.name); }},
       {{"RUNTIME"}, [](const K &k, const C &) { return or_dash(k.runtime); }},
-      {{"POD", Align::left, true}, [](const K &k, const C &) { return or_dash(k.pod_uid); }},
+      {{"POD", Align::left, true},
+       [](const K &k, const C &) { return or_dash(k.pod.empty() ? k.pod_uid : k.pod); }},
+      {{"NAMESPACE"}, [](const K &k, const C &) { return or_dash(k.pod_namespace); }},
       {{"PROCS", right}, [](const K &k, const C &) { return number(k.processes); }},
       {{"SEGS", right}, [](const K &k, const C &) { return number(k.segments); }},
       {{"BYTES", right}, [](const K &k, const C &) { return human_bytes(k.bytes); }},
@@ -70,6 +76,24 @@ const ColumnSet<ContainerInfo> &container_columns() {
        }},
   };
   return set;
+}
+
+const ColumnSet<ContainerInfo> &container_columns_for(const std::vector<ContainerInfo> &rows) {
+  static const ColumnSet<ContainerInfo> outside_pods = [] {
+    ColumnSet<ContainerInfo> set = container_columns();
+    std::erase_if(set, [](const EntityColumn<ContainerInfo> &c) {
+      return c.column.title == "POD" || c.column.title == "NAMESPACE";
+    });
+    return set;
+  }();
+  const bool pods = std::any_of(rows.begin(), rows.end(), [](const ContainerInfo &c) {
+    return !c.pod_uid.empty() || !c.pod.empty() || !c.pod_namespace.empty();
+  });
+  return pods ? container_columns() : outside_pods;
+}
+
+std::string container_cell(std::string_view id, std::string_view name) {
+  return name.empty() ? short_id(id) : escape_text(name);
 }
 
 const ColumnSet<MountUsage> &mount_columns() {
@@ -113,7 +137,7 @@ const ColumnSet<SegmentInfo> &segment_columns() {
       {{"HOLDERS"}, [](const S &s, const C &) { return holders_cell(s); }},
       {{"AGE", right}, [](const S &s, const C &c) { return age_cell(s, c.now_ns); }},
       {{"CONTAINER", Align::left, false, false, true},
-       [](const S &s, const C &) { return short_id(s.container.id); }},
+       [](const S &s, const C &) { return container_cell(s.container.id, s.container.name); }},
   };
   return set;
 }

@@ -44,8 +44,13 @@ template <class Row> using ColumnSet = std::vector<EntityColumn<Row>>;
 
 // PID USER COMM CONTAINER SEGS BYTES HELD CREATE/s ORPHANS
 const ColumnSet<ProcessInfo> &process_columns();
-// ID RUNTIME POD PROCS SEGS BYTES SHM MOUNT %
+// ID NAME RUNTIME POD NAMESPACE PROCS SEGS BYTES SHM MOUNT %
 const ColumnSet<ContainerInfo> &container_columns();
+// The same without POD and NAMESPACE when no row is in a pod.
+const ColumnSet<ContainerInfo> &container_columns_for(const std::vector<ContainerInfo> &rows);
+// A container's name when its runtime's files gave one, else its short id;
+// "-" for the host.
+std::string container_cell(std::string_view id, std::string_view name);
 // MOUNTPOINT OWNER SIZE USED USE% GROWTH FULL IN SEGS TRACKED
 const ColumnSet<MountUsage> &mount_columns();
 // PATH/NAME KIND SIZE BYTES STATE CREATOR HOLDERS AGE CONTAINER (the last

@@ -12,7 +12,7 @@ namespace shmbpf {
 namespace {
 
 // The same keys in every record that has a container, whatever is known:
-// the names of containers, pods and namespaces are not known yet (null).
+// names the runtime's files did not give are null.
 void container_fields(JsonWriter &j, const ContainerRef *c) {
   if (c == nullptr || c->id.empty()) {
     j.null("container_id").null("container_runtime").null("container_name");
@@ -21,9 +21,10 @@ void container_fields(JsonWriter &j, const ContainerRef *c) {
   }
   j.str("container_id", c->id);
   j.key("container_runtime").str_or_null(c->runtime);
-  j.null("container_name");
+  j.key("container_name").str_or_null(c->name);
   j.key("pod_uid").str_or_null(c->pod_uid);
-  j.null("pod").null("namespace");
+  j.key("pod").str_or_null(c->pod);
+  j.key("namespace").str_or_null(c->pod_namespace);
 }
 
 // Kind, identity, path and place of a segment.

@@ -14,7 +14,11 @@ namespace {
 std::string container_name(const ContainerRef &c) {
   if (c.id.empty())
     return "host";
-  return short_id(c.id) + " (" + escape_text(c.runtime) + ")";
+  std::string out = c.name.empty() ? short_id(c.id) : escape_text(c.name);
+  if (!c.pod.empty())
+    out +=
+        " in pod " + escape_text(c.pod_namespace.empty() ? c.pod : c.pod_namespace + "/" + c.pod);
+  return out + " (" + escape_text(c.runtime) + ")";
 }
 
 } // namespace

@@ -66,7 +66,10 @@ void write_container(JsonWriter &w, const ContainerRef &c) {
     return;
   }
   w.begin_object().str("id", c.id);
+  w.key("name").str_or_null(c.name);
   w.key("runtime").str_or_null(c.runtime);
+  w.key("pod").str_or_null(c.pod);
+  w.key("namespace").str_or_null(c.pod_namespace);
   w.key("pod_uid").str_or_null(c.pod_uid);
   w.end_object();
 }
@@ -128,7 +131,8 @@ void write_process(JsonWriter &w, const ProcessInfo &p) {
   w.num("pid", p.pid).num("ppid", p.ppid).num("uid", p.uid).num("mntns", p.mntns);
   w.str("comm", p.comm).num("cgroup_id", p.cgroup_id);
   w.key("container");
-  write_container(w, ContainerRef{p.container_id, p.runtime, p.pod_uid});
+  write_container(w, ContainerRef{p.container_id, p.runtime, p.pod_uid, p.container_name, p.pod,
+                                  p.pod_namespace});
   w.num("segments_created", p.segments_created).num("bytes_created", p.bytes_created);
   w.num("segments_held", p.segments_held).num("bytes_held", p.bytes_held);
   w.num("sysv_attachments", p.sysv_attachments);
@@ -141,7 +145,10 @@ void write_process(JsonWriter &w, const ProcessInfo &p) {
 void write_container_row(JsonWriter &w, const ContainerInfo &c) {
   w.begin_object();
   w.str("id", c.id).boolean("host", c.id.empty());
+  w.key("name").str_or_null(c.name);
   w.key("runtime").str_or_null(c.runtime);
+  w.key("pod").str_or_null(c.pod);
+  w.key("namespace").str_or_null(c.pod_namespace);
   w.key("pod_uid").str_or_null(c.pod_uid);
   w.num("processes", c.processes).num("segments", c.segments).num("bytes", c.bytes);
   w.num("creates", c.creates).num("unlinks", c.unlinks).real("create_rate", c.create_rate);
@@ -184,7 +191,7 @@ std::string processes_table(const std::vector<ProcessInfo> &processes, const Use
 std::string containers_table(const std::vector<ContainerInfo> &containers,
                              const Relations &relations) {
   const CellContext ctx{0, nullptr, &relations};
-  return table_text(table_of(container_columns(), containers, ctx, gap));
+  return table_text(table_of(container_columns_for(containers), containers, ctx, gap));
 }
 
 std::string mounts_table(const std::vector<MountUsage> &mounts, const Relations &relations) {

@@ -17,12 +17,19 @@ namespace {
 
 using Type = PrometheusWriter::Type;
 
-// The labels Kubernetes users join on. Pod names and namespaces are not
-// known yet (only the pod's uid, from the cgroup path): empty, as on the host.
+// The labels Kubernetes users join on, as cAdvisor and the kubelet name
+// them: namespace, pod, container (the container's name) and id (the
+// container's id). Names come from the runtime's files and are empty until
+// known, and on the host. A name belongs to one id, so they add no series.
 struct Owner {
-  std::string_view container;
+  std::string_view id;
+  std::string_view name;
   std::string_view pod_uid;
-  auto tie() const { return std::tie(container, pod_uid); }
+  std::string_view pod;
+  std::string_view pod_namespace;
+  explicit Owner(const ContainerRef &c)
+      : id(c.id), name(c.name), pod_uid(c.pod_uid), pod(c.pod), pod_namespace(c.pod_namespace) {}
+  auto tie() const { return std::tie(id, name, pod_uid, pod, pod_namespace); }
   bool operator<(const Owner &o) const { return tie() < o.tie(); }
 };
 
@@ -51,7 +58,7 @@ void segments(PrometheusWriter &w, const std::vector<SegmentGroup> &groups) {
   std::map<std::pair<Place, SegmentState>, Sum> live;
   std::map<Place, Sum> orphaned;
   for (const SegmentGroup &g : groups) {
-    const Place place{{g.container.id, g.container.pod_uid}, g.mountpoint, g.kind};
+    const Place place{Owner(g.container), g.mountpoint, g.kind};
     Sum &s = live[{place, g.state}];
     s.segments += g.segments;
     s.bytes += g.bytes;
@@ -66,10 +73,11 @@ void segments(PrometheusWriter &w, const std::vector<SegmentGroup> &groups) {
     w.family(name, Type::gauge, help);
     for (const auto &[key, sum] : live) {
       const auto &[place, state] = key;
-      w.sample({{"namespace", ""},
-                {"pod", ""},
+      w.sample({{"namespace", place.owner.pod_namespace},
+                {"pod", place.owner.pod},
                 {"pod_uid", place.owner.pod_uid},
-                {"container", place.owner.container},
+                {"container", place.owner.name},
+                {"id", place.owner.id},
                 {"mountpoint", place.mountpoint},
                 {"kind", to_string(place.kind)},
                 {"state", to_string(state)}},
@@ -79,10 +87,11 @@ void segments(PrometheusWriter &w, const std::vector<SegmentGroup> &groups) {
   auto write_orphaned = [&](const char *name, const char *help, bool bytes) {
     w.family(name, Type::gauge, help);
     for (const auto &[place, sum] : orphaned)
-      w.sample({{"namespace", ""},
-                {"pod", ""},
+      w.sample({{"namespace", place.owner.pod_namespace},
+                {"pod", place.owner.pod},
                 {"pod_uid", place.owner.pod_uid},
-                {"container", place.owner.container},
+                {"container", place.owner.name},
+                {"id", place.owner.id},
                 {"mountpoint", place.mountpoint},
                 {"kind", to_string(place.kind)}},
                bytes ? sum.bytes : sum.segments);
@@ -119,10 +128,11 @@ void mounts(PrometheusWriter &w, const std::vector<MountUsage> &all, uint32_t ho
       const MountUsage &m = *fs[i];
       if (limited_only && m.mount.size_limit == 0)
         continue;
-      w.sample({{"namespace", ""},
-                {"pod", ""},
+      w.sample({{"namespace", m.container.pod_namespace},
+                {"pod", m.container.pod},
                 {"pod_uid", m.container.pod_uid},
-                {"container", m.container.id},
+                {"container", m.container.name},
+                {"id", m.container.id},
                 {"mountpoint", m.mount.mountpoint},
                 {"device", devices[i]}},
                value(m));

@@ -99,6 +99,8 @@ bool Details::segment(const std::string &id) {
                         : escape_text(ctr) + (s.container.runtime.empty()
                                                   ? std::string()
                                                   : " (" + escape_text(s.container.runtime) + ")"));
+    if (!s.container.name.empty())
+      kv("name", escape_text(s.container.name));
     if (s.pattern != NamePattern::none)
       kv("pattern", std::string(to_string(s.pattern)));
     if (s.key.is_sysv())
@@ -121,6 +123,8 @@ bool Details::process(const std::string &id) {
     kv("container", p.container_id.empty()
                         ? std::string("host")
                         : escape_text(p.container_id) + " (" + or_dash(p.runtime) + ")");
+    if (!p.container_name.empty())
+      kv("name", escape_text(p.container_name));
     kv("created",
        std::to_string(p.segments_created) + " live segments, " + human_bytes(p.bytes_created));
     kv("holds", std::to_string(p.segments_held) + " segments, " + human_bytes(p.bytes_held) + "; " +
@@ -140,8 +144,12 @@ bool Details::container(const std::string &id) {
     if (container_row_id(c) != id)
       continue;
     kv("container", c.id.empty() ? std::string("host") : escape_text(c.id));
+    kv("name", or_dash(c.name));
     kv("runtime", or_dash(c.runtime));
-    kv("pod", or_dash(c.pod_uid));
+    kv("pod", c.pod.empty() ? or_dash(c.pod_uid)
+                            : escape_text(c.pod) + " (uid " + or_dash(c.pod_uid) + ")");
+    if (!c.pod_namespace.empty())
+      kv("namespace", escape_text(c.pod_namespace));
     kv("segments", std::to_string(c.segments) + " (" + human_bytes(c.bytes) + ")");
     kv("activity", std::to_string(c.creates) + " creates (" + rate_text(c.create_rate) + "/s), " +
                        std::to_string(c.unlinks) + " unlinks");

@@ -168,18 +168,18 @@ ViewRows view_rows(const TopSnapshot &snap, const TopState &st, const Relations 
       return cells_of(process_columns(), snap.processes[idx[i]], ctx);
     };
     break;
-  case TopView::containers:
+  case TopView::containers: {
     idx = container_rows(snap, st);
-    r.columns = columns_of(container_columns());
+    const ColumnSet<ContainerInfo> *set = &container_columns_for(snap.containers);
+    r.columns = columns_of(*set);
     r.id = [&](std::size_t i) { return container_row_id(snap.containers[idx[i]]); };
-    r.cells = [&](std::size_t i) {
-      return cells_of(container_columns(), snap.containers[idx[i]], ctx);
-    };
+    r.cells = [&, set](std::size_t i) { return cells_of(*set, snap.containers[idx[i]], ctx); };
     r.alert = [&](std::size_t i) {
       const MountUsage *m = rel.shm_of(snap.containers[idx[i]].id);
       return m && mount_alert(*m);
     };
     break;
+  }
   case TopView::mounts:
     idx = mount_rows(st, rel);
     r.columns = columns_of(mount_columns());

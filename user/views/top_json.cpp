@@ -64,7 +64,10 @@ void container_json(JsonWriter &w, const Relations &rel, const ContainerInfo &c)
   const MountUsage *shm = rel.shm_of(c.id);
   w.begin_object();
   w.str("id", c.id).boolean("host", c.id.empty());
+  w.key("name").str_or_null(c.name);
   w.key("runtime").str_or_null(c.runtime);
+  w.key("pod").str_or_null(c.pod);
+  w.key("namespace").str_or_null(c.pod_namespace);
   w.key("pod_uid").str_or_null(c.pod_uid);
   w.num("processes", c.processes).num("segments", c.segments).num("bytes", c.bytes);
   w.real("create_rate", c.create_rate);
