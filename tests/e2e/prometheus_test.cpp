@@ -147,7 +147,7 @@ TEST(PrometheusE2E, ScrapesTheTorchLeakAndFiresTheOrphanAlert) {
   const uint64_t du = du_total(files);
   ASSERT_GT(du, 0u);
 
-  const std::string sel = "{container=\"" + cgroup.id() + "\",mountpoint=\"/dev/shm\"}";
+  const std::string sel = "{id=\"" + cgroup.id() + "\",mountpoint=\"/dev/shm\"}";
   std::optional<double> count, bytes;
   const auto deadline = Clock::now() + 60s;
   while (Clock::now() < deadline) {
@@ -170,7 +170,7 @@ TEST(PrometheusE2E, ScrapesTheTorchLeakAndFiresTheOrphanAlert) {
     for (const auto &al : alerts) {
       const json &l = al["labels"];
       firing |= l["alertname"] == orphan_alert && al["state"] == "firing" &&
-                (!l.contains("container") || l["container"] == cgroup.id());
+                (!l.contains("id") || l["id"] == cgroup.id());
     }
     if (!firing)
       std::this_thread::sleep_for(500ms);
