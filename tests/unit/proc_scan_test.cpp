@@ -1,4 +1,5 @@
 #include "facts/dev.hpp"
+#include "sources/namespaces.hpp"
 #include "sources/proc_scan.hpp"
 #include "sources/tmpfs_scan.hpp"
 
@@ -419,6 +420,31 @@ TEST(ProcScanLive, StartTimeTellsProcessesApart) {
 TEST(ProcScanLive, ListPidsHasSelf) {
   auto pids = list_pids();
   EXPECT_TRUE(std::binary_search(pids.begin(), pids.end(), static_cast<uint32_t>(::getpid())));
+}
+
+// Samples read the mount tables of the namespaces a walk found, through
+// the same processes; a representative that is gone asks for a new walk.
+TEST(ProcScanLive, MountNamespacesReadAgainThroughTheirProcesses) {
+  const uint32_t mine = mount_namespace_of(static_cast<int>(getpid()));
+  ASSERT_NE(mine, 0u);
+  std::vector<MountNamespace> known{{mine, static_cast<int>(getpid()), {}}};
+  auto again = refresh_mount_namespaces(known);
+  ASSERT_TRUE(again);
+  ASSERT_EQ(again->size(), 1u);
+  EXPECT_EQ((*again)[0].mntns, mine);
+  EXPECT_FALSE((*again)[0].mounts.empty()) << "the mount table is read again";
+
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0)
+    _exit(0);
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  known.push_back({mine, static_cast<int>(child), {}});
+  EXPECT_FALSE(refresh_mount_namespaces(known)) << "its process is gone";
+  // Another namespace's number on a live process: it moved, walk again.
+  EXPECT_FALSE(refresh_mount_namespaces({{mine + 1, static_cast<int>(getpid()), {}}}));
+  EXPECT_TRUE(refresh_mount_namespaces({}));
 }
 
 } // namespace

@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
+#include <thread>
 #include <unistd.h>
 
 namespace shmbpf {
@@ -403,6 +404,31 @@ TEST(ShmNameHash, Fnv1a64Vectors) {
   EXPECT_NE(shm_name_hash("\xff"), shm_name_hash("\x7f"));
   // The whole view is hashed, embedded NULs included.
   EXPECT_NE(shm_name_hash(std::string_view("a\0b", 3)), shm_name_hash("ab"));
+}
+
+// A directory large enough to be stat'ed by two threads: the second
+// thread's CPU time is counted where callers can add it to their own.
+TEST_F(TmpfsScan, CountsTheHelperThreadsCpu) {
+  const std::string big = dir_ / "big";
+  ASSERT_EQ(::mkdir(big.c_str(), 0755), 0);
+  for (int i = 0; i < 5000; ++i) {
+    int fd = ::open((big + "/f" + std::to_string(i)).c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+    ASSERT_GE(fd, 0);
+    ::close(fd);
+  }
+  const auto before = scan_helper_cpu();
+  auto files = scan_tmpfs_dir(big, big, 0);
+  ASSERT_TRUE(files);
+  EXPECT_EQ(files->size(), 5000u);
+  if (std::thread::hardware_concurrency() > 1)
+    EXPECT_GT(scan_helper_cpu(), before);
+  else
+    EXPECT_EQ(scan_helper_cpu(), before);
+  // A small directory is one thread's work.
+  const auto after = scan_helper_cpu();
+  const std::string small = dir_ / "a";
+  ASSERT_TRUE(scan_tmpfs_dir(small, small, 0));
+  EXPECT_EQ(scan_helper_cpu(), after);
 }
 
 } // namespace

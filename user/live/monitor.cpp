@@ -47,6 +47,10 @@ constexpr size_t kUnlinkedBatch = 4096;
 // writer that closed it may have filled it just before); a process is
 // rescanned while it holds tmpfs files and for a minute after its last event.
 constexpr uint64_t kLinger = 60'000'000'000;
+// Samples find mount namespaces by a walk of every process this often; the
+// ones between read the last walk's (a stat of each process's namespace
+// was most of an idle daemon's once-a-second sample).
+constexpr auto kNamespaceWalkEvery = std::chrono::seconds(10);
 
 // CPU time of the calling thread.
 std::chrono::nanoseconds thread_cpu() {
@@ -86,10 +90,10 @@ uint64_t Monitor::now_ns() { return boottime_ns(); }
 Monitor::Monitor(const MonitorOptions &opts)
     : Monitor(opts, std::make_shared<TimedScan>(), std::async(std::launch::async, [] {
                 TimedScan t;
-                const auto cpu0 = thread_cpu();
+                const auto cpu0 = thread_cpu() + scan_helper_cpu();
                 t.started_s = realtime_s();
                 t.scan = scan_system();
-                t.cpu = thread_cpu() - cpu0;
+                t.cpu = thread_cpu() + scan_helper_cpu() - cpu0;
                 return t;
               })) {}
 
@@ -175,6 +179,12 @@ void Monitor::apply(Event &e) {
     last_cgroup_ = e.cgroup_id;
     if (seen_cgroups_.insert(e.cgroup_id).second)
       new_cgroups_.push_back(e.cgroup_id);
+  }
+  // A new mount namespace may have new tmpfs mounts: walk at the next sample.
+  if (e.mntns != last_mntns_ && e.mntns != 0) {
+    last_mntns_ = e.mntns;
+    if (!known_mntns_.contains(e.mntns))
+      walk_namespaces_ = true;
   }
   stats_.events++;
   if (const auto t = static_cast<size_t>(e.type); t < stats_.by_type.size())
@@ -350,7 +360,7 @@ void Monitor::start_gather(Gather g) {
 
 // On the worker thread: reads only, into g.
 Monitor::Gather Monitor::run_gather(Gather g) {
-  const auto cpu0 = thread_cpu();
+  const auto cpu0 = thread_cpu() + scan_helper_cpu();
   if (g.before)
     g.before();
   if (g.rescan) {
@@ -380,21 +390,35 @@ Monitor::Gather Monitor::run_gather(Gather g) {
       if (h.kind != HeldKind::sysv)
         j.files.push_back(SegmentKey::file(h.dev, h.ino));
   }
-  if (g.mounts)
-    g.mount_usage = scan_mount_usage(scan_mount_namespaces());
+  if (g.rescan) {
+    g.namespaces = g.scan.namespaces;
+    g.walk_namespaces = true;
+  } else if (g.mounts) {
+    if (!g.walk_namespaces) {
+      auto again = refresh_mount_namespaces(std::move(g.namespaces));
+      g.walk_namespaces = !again;
+      if (again)
+        g.namespaces = std::move(*again);
+    }
+    if (g.walk_namespaces)
+      g.namespaces = scan_mount_namespaces();
+    g.mount_usage = scan_mount_usage(g.namespaces);
+  }
   if (!g.cgroup_ids.empty())
     g.cgroup_paths = find_cgroup_paths(g.cgroup_ids);
   for (const auto &[id, path] : g.cgroup_paths)
     if (auto c = container_from_cgroup_path(path))
       g.to_name.push_back(std::move(*c));
   g.names = read_container_names(g.roots, g.to_name);
-  g.cpu = thread_cpu() - cpu0;
+  g.cpu = thread_cpu() + scan_helper_cpu() - cpu0;
   return g;
 }
 
 void Monitor::finish_gather() {
   Gather g = gather_.get(); // waits when called before the worker is done
   const auto started = std::chrono::steady_clock::now();
+  if (g.rescan || g.mounts)
+    keep_namespaces(g);
   if (g.rescan)
     apply_rescan(g);
   else
@@ -404,6 +428,18 @@ void Monitor::finish_gather() {
   for (const auto &[id, name] : g.names)
     engine_.set_container_name(id, name);
   note_stall(started);
+}
+
+void Monitor::keep_namespaces(Gather &g) {
+  if (g.walk_namespaces) {
+    walk_namespaces_ = false;
+    last_namespace_walk_ = g.started;
+  }
+  namespaces_ = g.namespaces; // the sample still reads g's
+  known_mntns_.clear();
+  for (const MountNamespace &m : namespaces_)
+    known_mntns_.insert(m.mntns);
+  last_mntns_ = 0;
 }
 
 void Monitor::apply_rescan(Gather &g) {
@@ -474,6 +510,10 @@ Monitor::Gather Monitor::sample_request() {
   take_in_turn(pids, kMaxPids, holder_cursor_);
   add_holder_jobs(g, std::move(pids));
   g.mounts = true;
+  g.namespaces = namespaces_;
+  g.walk_namespaces =
+      walk_namespaces_ || namespaces_.empty() ||
+      std::chrono::steady_clock::now() - last_namespace_walk_ >= kNamespaceWalkEvery;
   return g;
 }
 

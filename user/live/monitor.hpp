@@ -147,6 +147,10 @@ private:
     std::vector<StatJob> stats;
     std::vector<HolderJob> holders;
     bool mounts = false;
+    // The mount namespaces to sample through: the last ones known, read
+    // again through their representatives, or found by a walk of /proc.
+    std::vector<MountNamespace> namespaces;
+    bool walk_namespaces = false;
     std::vector<MountState> mount_usage;
     std::vector<uint64_t> cgroup_ids; // to find in the cgroup2 tree
     std::vector<std::pair<uint64_t, std::string>> cgroup_paths;
@@ -174,6 +178,7 @@ private:
   void start_gather(Gather g);
   // Applies the gather's result; the events held back meanwhile follow.
   void finish_gather();
+  void keep_namespaces(Gather &g);
   void apply_rescan(Gather &g);
   void apply_sample(Gather &g);
   Gather sample_request();
@@ -208,6 +213,15 @@ private:
   std::vector<uint64_t> new_cgroups_;
   uint64_t last_cgroup_ = 0;
   std::unordered_map<uint64_t, int> cgroup_tries_;
+  // Mount namespaces the samples read usage through. A walk of every
+  // process finds them (every 10 s, at each rescan, and soon after an event
+  // from a namespace not among them); the samples between read the mount
+  // tables of the same representatives only.
+  std::vector<MountNamespace> namespaces_;
+  std::unordered_set<uint32_t> known_mntns_;
+  uint32_t last_mntns_ = 0;
+  bool walk_namespaces_ = true;
+  std::chrono::steady_clock::time_point last_namespace_walk_{};
   // Linked files touched by recent events, re-stat'ed every sample (at
   // their path in the engine): no event reports the pages that writes and
   // faults add. File events are only logged (touched_), and go into

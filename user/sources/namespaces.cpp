@@ -51,4 +51,17 @@ std::vector<MountNamespace> scan_mount_namespaces() {
   return out;
 }
 
+std::optional<std::vector<MountNamespace>>
+refresh_mount_namespaces(std::vector<MountNamespace> known) {
+  for (MountNamespace &m : known) {
+    if (mount_namespace_of(m.pid) != m.mntns)
+      return std::nullopt;
+    m.mounts = read_mountinfo(m.pid);
+    // Exited after the check: another member must represent it.
+    if (m.mounts.empty() || mount_namespace_of(m.pid) != m.mntns)
+      return std::nullopt;
+  }
+  return known;
+}
+
 } // namespace shmbpf

@@ -5,12 +5,20 @@
 #include "facts/mounts.hpp"
 
 #include <cstdint>
+#include <optional>
 #include <vector>
 
 namespace shmbpf {
 
 // Every mount namespace that has a live process, with its mount table.
 std::vector<MountNamespace> scan_mount_namespaces();
+
+// The same namespaces again, through the processes that represented them:
+// each one's mount table read anew. Cheaper than a walk of every process,
+// but blind to namespaces made since; nothing when a representative is gone
+// or has moved to another namespace (walk again then).
+std::optional<std::vector<MountNamespace>>
+refresh_mount_namespaces(std::vector<MountNamespace> known);
 
 // The mount namespace inode of a process, 0 if it is gone.
 uint32_t mount_namespace_of(int pid);

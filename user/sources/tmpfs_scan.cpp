@@ -3,6 +3,7 @@
 #include "facts/dev.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits>
@@ -56,6 +57,8 @@ bool stat_file(int dfd, const char *name, struct stat &st, uint64_t &btime_ns) {
 bool is_dot_or_dotdot(const char *name) {
   return name[0] == '.' && (name[1] == '\0' || (name[1] == '.' && name[2] == '\0'));
 }
+
+std::atomic<uint64_t> g_helper_cpu_ns{0};
 
 // Directories with at least this many files are stat'ed by two threads:
 // one stat is a syscall of a few microseconds, the bulk of a large scan.
@@ -121,7 +124,14 @@ public:
     };
     if (files.size() >= kParallelFiles && std::thread::hardware_concurrency() > 1) {
       const size_t half = files.size() / 2;
-      std::thread other(fill, half, files.size());
+      std::thread other([&] {
+        fill(half, files.size());
+        timespec ts{};
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+        g_helper_cpu_ns.fetch_add(static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000 +
+                                      static_cast<uint64_t>(ts.tv_nsec),
+                                  std::memory_order_relaxed);
+      });
       fill(0, half);
       other.join();
     } else {
@@ -253,6 +263,10 @@ DirPtr open_root(const std::string &dir, uint32_t dev, struct stat &st) {
 
 std::vector<TmpfsFile> scan_tmpfs_mount(const std::string &dir, int max_depth, size_t max_files) {
   return scan_tmpfs_dir(dir, dir, 0, max_depth, max_files).value_or(std::vector<TmpfsFile>{});
+}
+
+std::chrono::nanoseconds scan_helper_cpu() {
+  return std::chrono::nanoseconds(g_helper_cpu_ns.load(std::memory_order_relaxed));
 }
 
 std::optional<std::vector<TmpfsFile>> scan_tmpfs_dir(const std::string &dir, std::string shown_dir,

@@ -5,6 +5,7 @@
 #include "facts/names.hpp"
 #include "facts/scan.hpp"
 
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -38,6 +39,11 @@ std::optional<std::vector<TmpfsFile>> scan_tmpfs_dir(const std::string &dir, std
                                                      uint32_t dev, int max_depth = kScanMaxDepth,
                                                      size_t max_files = kScanMaxFiles,
                                                      ScanShortfall *shortfall = nullptr);
+
+// CPU time used so far, in this process, by the threads scan_tmpfs_dir
+// starts to stat a large directory's files in parallel. A caller's thread
+// CPU clock does not include it; add the difference over a scan.
+std::chrono::nanoseconds scan_helper_cpu();
 
 // The regular files under dir as scan_tmpfs_dir finds them, but read from
 // the directory entries alone: no syscall per file (a name whose entry does
