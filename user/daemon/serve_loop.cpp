@@ -88,8 +88,8 @@ int run_serve_loop(Monitor &mon, Endpoints &endpoints, Log &log, const ServeLoop
     endpoints.heartbeat();
     if (opts.usage) {
       // After the monitor's sample: file sizes and mount usage are fresh.
-      if (const uint64_t n = mon.stats().samples; n != samples_seen) {
-        samples_seen = n;
+      if (const uint64_t taken = mon.stats().samples; taken != samples_seen) {
+        samples_seen = taken;
         opts.usage->add(sample_usage(mon.engine(), Monitor::now_ns()));
       }
     }
