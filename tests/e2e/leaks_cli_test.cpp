@@ -106,6 +106,11 @@ TEST(LeaksCli, WindowReportsAWriterThatKeepsGrowing) {
   }
   EXPECT_TRUE(process) << r.out;
   EXPECT_TRUE(mount) << r.out;
+  // Watched for the whole window.
+  EXPECT_EQ(j["window"]["requested_s"], 3.0);
+  EXPECT_GE(j["window"]["covered_s"].get<double>(), 2.5);
+  EXPECT_GE(j["window"]["samples"].get<int>(), 3);
+  EXPECT_EQ(j["window"]["complete"], true);
 }
 
 } // namespace

@@ -325,7 +325,7 @@ TEST(ServeSocket, BadFlagsAreOneLineAndStatusTwo) {
   for (const std::string &args :
        {"serve --socket " + long_path, std::string("serve --socket-group no-such-group-shmbpf"),
         std::string("serve --no-socket --socket /tmp/x.sock"), "ls --server " + long_path,
-        std::string("leaks --server /tmp/x.sock --window 5"),
+        std::string("leaks --server /tmp/x.sock --runtime-root docker=/tmp"),
         std::string("top --server /tmp/x.sock --ring-buffer-size 1048576"),
         std::string("ls --server /tmp/x.sock extra")}) {
     auto r = run_shmbpf(args);

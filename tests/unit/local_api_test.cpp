@@ -199,6 +199,27 @@ TEST(LocalApi, BadRequestsAreNamedAndNothingIsReadBeforeReady) {
   }
 }
 
+TEST(LocalApi, AWindowLongerThanTheHistoryIsRefused) {
+  Endpoints endpoints("1.2.3");
+  const UsageLog usage;
+  const LocalApi api(endpoints, &usage);
+  for (const char *bad : {"900.5", "3600", "-5", "soon", "nan"}) {
+    const HttpReply r = api.get("/v1/leaks", {{"window", bad}});
+    EXPECT_EQ(r.status, 400) << bad;
+    EXPECT_NE(r.body.find("window"), std::string::npos) << r.body;
+  }
+  const HttpReply over = api.get("/v1/leaks", {{"window", "3600"}});
+  EXPECT_EQ(over.body, "window must be at most 900 seconds: the daemon keeps usage samples for "
+                       "that long, not 3600\n");
+  // Within the history: refused only for want of a model (not ready).
+  for (const char *good : {"0", "30", "900"})
+    EXPECT_EQ(api.get("/v1/leaks", {{"window", good}}).status, 503) << good;
+  // An API without a history takes no window at all.
+  const LocalApi bare(endpoints);
+  EXPECT_EQ(bare.get("/v1/leaks", {{"window", "30"}}).status, 400);
+  EXPECT_EQ(bare.get("/v1/leaks", {{"window", "0"}}).status, 503);
+}
+
 TEST(LocalApi, TcpKnowsNoPathWithSegmentNames) {
   Endpoints endpoints("1.2.3");
   for (const char *path :

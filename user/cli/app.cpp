@@ -234,21 +234,20 @@ std::unique_ptr<CLI::App> make_app(CliOptions &opts) {
       ->check(kFinite & CLI::NonNegativeNumber)
       ->capture_default_str();
   add_match_option(leaks, k.match);
-  CLI::Option *window =
-      leaks
-          ->add_option("--window", k.window_s,
-                       "Watch this many seconds for growing processes, containers and mounts "
-                       "(default 0: no growth check)")
-          ->check(kFinite & CLI::NonNegativeNumber);
+  leaks
+      ->add_option("--window", k.window_s,
+                   "Watch this many seconds for growing processes, containers and mounts "
+                   "(default 0: no growth check); with --server, judge growth over the daemon's "
+                   "samples of the last this many seconds, at once (at most 900)")
+      ->check(kFinite & CLI::NonNegativeNumber);
   leaks->add_flag("--all-mounts", k.all_mounts,
                   "Also judge files on tmpfs mounts that are not shared memory (/run, /tmp); "
                   "by default only /dev/shm mounts, memfds, SysV, hugetlbfs and known "
                   "shared-memory names");
   leaks->add_flag("--json", k.json, "Print JSON");
   add_runtime_root_option(leaks, k.runtime_roots);
-  // The daemon keeps no usage samples to judge growth by: orphans only.
-  add_server_option(leaks, k.server, "Orphans (no growth check: not with --window)")
-      ->excludes(window)
+  // The daemon names containers with its own --runtime-root.
+  add_server_option(leaks, k.server, "Orphans, and growth over --window,")
       ->excludes("--runtime-root");
 
   auto *top = app->add_subcommand(

@@ -26,15 +26,23 @@ namespace shmbpf {
 
 namespace {
 
-// Orphans in a running daemon's model, reported by the same views; the
-// exit status as the report says.
+// Seconds as the API takes them: the shortest text that reads back the same.
+std::string seconds_param(double s) {
+  char buf[32];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, s);
+  return ec == std::errc{} ? std::string(buf, end) : std::to_string(s);
+}
+
+// Orphans in a running daemon's model, and growth over its usage samples
+// of the window, reported by the same views; the exit status as the report
+// says. A window longer than the daemon keeps is its 400, status 2.
 int run_leaks_remote(const LeaksOptions &opts, const std::string &socket) {
   QueryFields q;
   if (!opts.json)
     q.emplace("format", "text");
-  char min_age[32];
-  auto [end, ec] = std::to_chars(min_age, min_age + sizeof min_age, opts.min_age_s);
-  q.emplace("min_age", ec == std::errc{} ? std::string(min_age, end) : "60");
+  q.emplace("min_age", seconds_param(opts.min_age_s));
+  if (opts.window_s > 0)
+    q.emplace("window", seconds_param(opts.window_s));
   if (opts.match)
     q.emplace("match", *opts.match);
   if (opts.all_mounts)
@@ -84,7 +92,14 @@ int run_leaks(const LeaksOptions &opts) {
   const auto min_age_ns = static_cast<uint64_t>(std::llround(opts.min_age_s * 1e9));
   LeakReport report =
       summarize_orphans(engine.orphans(now, min_age_ns), opts.match.value_or(""), opts.all_mounts);
-  report.growth = find_growth(samples);
+  if (opts.window_s > 0) {
+    report.growth = find_growth(samples);
+    // Watched for the whole window: complete, whatever the scans took.
+    report.window = GrowthWindow{opts.window_s,
+                                 static_cast<double>(samples.back().t_ns - samples.front().t_ns) /
+                                     1'000'000'000.0,
+                                 samples.size(), true};
+  }
   std::string out = opts.json ? leaks_json(report, now)
                               : leaks_text(report, now, static_cast<uint64_t>(opts.min_age_s));
   Output output;

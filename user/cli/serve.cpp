@@ -13,6 +13,7 @@
 #include "daemon/log.hpp"
 #include "daemon/serve_loop.hpp"
 #include "daemon/state_file.hpp"
+#include "daemon/usage_log.hpp"
 #include "facts/result.hpp"
 #include "live/monitor.hpp"
 #include "model/state.hpp"
@@ -73,7 +74,9 @@ int run_serve(const ServeOptions &opts) {
   endpoints.set_exporter(exporter.get());
   HttpServer http(
       addr, [&endpoints](std::string_view path, const HttpQuery &) { return endpoints.get(path); });
-  const LocalApi api(endpoints);
+  // Usage samples for /v1/leaks?window=S, kept only when the API is served.
+  UsageLog usage;
+  const LocalApi api(endpoints, &usage);
   std::unique_ptr<HttpServer> local;
   const std::string socket = opts.no_socket ? std::string() : opts.socket;
   if (!socket.empty()) {
@@ -122,6 +125,7 @@ int run_serve(const ServeOptions &opts) {
   lopts.exporter = exporter.get();
   lopts.state = state.get();
   lopts.boot_id = boot_id;
+  lopts.usage = socket.empty() ? nullptr : &usage;
   const int status = run_serve_loop(mon, endpoints, log, lopts);
   const MonitorStats stats = mon.stats();
   std::string summary = std::string(stop_signal_name()) + ": stopping after " +

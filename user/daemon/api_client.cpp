@@ -58,6 +58,8 @@ ApiReply api_get(const std::string &socket, const std::string &path, const Query
   if (res->status == 503)
     throw FatalError("shmbpf serve at " + where,
                      "not ready yet (" + escape_text(body) + "); try again in a moment", 2);
+  if (res->status == 400) // a parameter it cannot take: its body says which and why
+    throw FatalError("shmbpf serve at " + where, "refused the request: " + escape_text(body), 2);
   if (res->status != 200)
     throw FatalError("shmbpf serve at " + where,
                      "HTTP " + std::to_string(res->status) + ": " + escape_text(body), 2);

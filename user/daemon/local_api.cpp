@@ -1,6 +1,7 @@
 #include "daemon/local_api.hpp"
 
 #include "model/leaks.hpp"
+#include "model/usage_history.hpp"
 #include "sources/users.hpp"
 #include "views/escape.hpp"
 #include "views/leaks_view.hpp"
@@ -13,6 +14,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <initializer_list>
 #include <optional>
@@ -241,11 +243,21 @@ HttpReply LocalApi::mounts(const HttpQuery &q) const {
 }
 
 HttpReply LocalApi::leaks(const HttpQuery &q) const {
-  const Params p(q, {"format", "min_age", "match", "all_mounts"});
+  const Params p(q, {"format", "min_age", "match", "all_mounts", "window"});
   const double min_age_s = p.seconds("min_age", kLeakMinAgeS);
   const auto min_age_ns = static_cast<uint64_t>(std::llround(min_age_s * 1e9));
   const std::string glob = p.text("match").value_or("");
   const bool all_mounts = p.flag("all_mounts");
+  const double window_s = p.seconds("window", 0);
+  if (window_s > 0 && !usage_)
+    throw BadRequest{"window: this daemon keeps no usage samples"};
+  if (usage_ && window_s > usage_->keep_s()) {
+    char keep[32];
+    std::snprintf(keep, sizeof keep, "%g", usage_->keep_s());
+    throw BadRequest{"window must be at most " + std::string(keep) +
+                     " seconds: the daemon keeps usage samples for that long, not " +
+                     escape_text(*p.text("window"))};
+  }
   const bool text = p.as_text();
   struct Copy {
     uint64_t now_ns;
@@ -258,9 +270,13 @@ HttpReply LocalApi::leaks(const HttpQuery &q) const {
       });
   if (!copy)
     return Endpoints::not_ready();
-  // Orphans only: growth needs samples over a window (leaks --window),
-  // which the daemon does not keep.
-  const LeakReport report = summarize_orphans(copy->orphans, glob, all_mounts);
+  LeakReport report = summarize_orphans(copy->orphans, glob, all_mounts);
+  if (window_s > 0) {
+    // Growth from the samples kept, judged after their lock is let go.
+    const UsageWindow w = usage_->window(static_cast<uint64_t>(std::llround(window_s * 1e9)));
+    report.growth = find_growth(w);
+    report.window = w.span;
+  }
   HttpReply r = ok(text, text ? leaks_text(report, copy->now_ns, static_cast<uint64_t>(min_age_s))
                               : leaks_json(report, copy->now_ns));
   r.headers.emplace_back(kLeakingHeader, report.leaking() ? "yes" : "no");

@@ -8,6 +8,7 @@
 #pragma once
 
 #include "daemon/endpoints.hpp"
+#include "daemon/usage_log.hpp"
 
 #include <string_view>
 
@@ -19,8 +20,10 @@ inline constexpr const char *kLeakingHeader = "Shmbpf-Leaking";
 
 class LocalApi {
 public:
-  // Reads the monitor through endpoints (its lock, its readiness).
-  explicit LocalApi(const Endpoints &endpoints) : endpoints_(endpoints) {}
+  // Reads the monitor through endpoints (its lock, its readiness), and
+  // growth over a window from usage (null: /v1/leaks refuses a window).
+  explicit LocalApi(const Endpoints &endpoints, const UsageLog *usage = nullptr)
+      : endpoints_(endpoints), usage_(usage) {}
 
   // The answer to a GET of path with query; what is not under /v1/ is
   // answered as over TCP (/healthz, /readyz, /metrics).
@@ -35,6 +38,7 @@ private:
   HttpReply top(const HttpQuery &q) const;
 
   const Endpoints &endpoints_;
+  const UsageLog *usage_;
 };
 
 } // namespace shmbpf

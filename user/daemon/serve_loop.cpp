@@ -1,6 +1,7 @@
 #include "daemon/serve_loop.hpp"
 
 #include "facts/result.hpp"
+#include "model/leaks.hpp"
 
 #include <cerrno>
 #include <chrono>
@@ -67,6 +68,11 @@ int run_serve_loop(Monitor &mon, Endpoints &endpoints, Log &log, const ServeLoop
     mon.set_observer([exporter, &mon](const Event &e) { exporter->event(e, mon.engine()); });
 
   mon.drain();
+  // The consumer is the only thread that changes the engine: it reads it
+  // without the lock.
+  uint64_t samples_seen = mon.stats().samples;
+  if (opts.usage)
+    opts.usage->add(sample_usage(mon.engine(), Monitor::now_ns()));
   endpoints.heartbeat();
   endpoints.set_ready();
   log.line(ready_line(mon));
@@ -80,6 +86,13 @@ int run_serve_loop(Monitor &mon, Endpoints &endpoints, Log &log, const ServeLoop
     if (n < 0 && n != -EINTR)
       throw FatalError("reading the ring buffer", std::strerror(-n));
     endpoints.heartbeat();
+    if (opts.usage) {
+      // After the monitor's sample: file sizes and mount usage are fresh.
+      if (const uint64_t taken = mon.stats().samples; taken != samples_seen) {
+        samples_seen = taken;
+        opts.usage->add(sample_usage(mon.engine(), Monitor::now_ns()));
+      }
+    }
     if (exporter)
       exporter->after_poll(mon);
     if (opts.take_hangup && opts.take_hangup()) {

@@ -7,6 +7,7 @@
 #include "daemon/exporter.hpp"
 #include "daemon/log.hpp"
 #include "daemon/state_file.hpp"
+#include "daemon/usage_log.hpp"
 #include "live/monitor.hpp"
 
 #include <functional>
@@ -26,6 +27,9 @@ struct ServeLoopOptions {
   // changed, and at the end after a last rescan. Null: nothing saved.
   const StateFile *state = nullptr;
   std::string boot_id;
+  // A usage sample of the model goes to it after each of the monitor's
+  // samples (and one when ready). Null: none kept.
+  UsageLog *usage = nullptr;
 };
 
 // Drains what the kernel has, marks the endpoints ready, then polls until

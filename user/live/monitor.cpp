@@ -573,6 +573,7 @@ void Monitor::apply_sample(Gather &g) {
   if (g.mounts) {
     engine_.reconcile_mounts(std::move(g.mount_usage));
     engine_.sample_mounts(now_ns());
+    stats_.samples++;
   }
 }
 

@@ -61,6 +61,7 @@ struct MonitorStats {
   uint64_t lost = 0;          // records the kernel could not deliver
   uint64_t decode_errors = 0; // records the decoder rejected
   uint64_t reconciles = 0;    // full rescans, the bootstrap included
+  uint64_t samples = 0;       // samples applied (re-stats, holders, mount usage)
   uint64_t loss_reconciles = 0;
   // Filesystems scanned again at start because files came or went on them
   // while the probe loaded (the first scan runs meanwhile).

@@ -105,26 +105,44 @@ std::vector<GrowthFinding> find_growth(const std::vector<UsageSample> &samples, 
   for (const auto &[key, t] : tracks) {
     if (t.bytes.size() != samples.size())
       continue; // not there the whole window
-    size_t rises = 0;
-    bool fell = false;
-    for (size_t i = 1; i < t.bytes.size(); ++i) {
-      rises += t.bytes[i] > t.bytes[i - 1];
-      fell |= t.bytes[i] < t.bytes[i - 1];
-    }
-    if (fell || rises < min_rises || t.bytes.back() - t.bytes.front() < min_bytes)
-      continue;
-    GrowthFinding g;
-    std::tie(g.what, g.id, g.name) = key;
-    g.from_bytes = t.bytes.front();
-    g.to_bytes = t.bytes.back();
-    g.seconds = seconds;
-    g.bytes_per_s = seconds > 0 ? static_cast<double>(g.to_bytes - g.from_bytes) / seconds : 0;
-    out.push_back(std::move(g));
+    if (steady_growth(t.bytes, min_bytes, min_rises))
+      out.push_back(
+          growth_finding(std::get<0>(key), std::get<1>(key), std::get<2>(key), t.bytes, seconds));
   }
-  std::sort(out.begin(), out.end(), [](const GrowthFinding &a, const GrowthFinding &b) {
-    return a.bytes_per_s > b.bytes_per_s;
-  });
+  sort_growth(out);
   return out;
+}
+
+bool steady_growth(const std::vector<uint64_t> &bytes, uint64_t min_bytes, size_t min_rises) {
+  if (bytes.size() < 2)
+    return false;
+  size_t rises = 0;
+  for (size_t i = 1; i < bytes.size(); ++i) {
+    if (bytes[i] < bytes[i - 1])
+      return false;
+    rises += bytes[i] > bytes[i - 1];
+  }
+  return rises >= min_rises && bytes.back() - bytes.front() >= min_bytes;
+}
+
+GrowthFinding growth_finding(std::string what, std::string id, std::string name,
+                             const std::vector<uint64_t> &bytes, double seconds) {
+  GrowthFinding g;
+  g.what = std::move(what);
+  g.id = std::move(id);
+  g.name = std::move(name);
+  g.from_bytes = bytes.front();
+  g.to_bytes = bytes.back();
+  g.seconds = seconds;
+  g.bytes_per_s = seconds > 0 ? static_cast<double>(g.to_bytes - g.from_bytes) / seconds : 0;
+  return g;
+}
+
+void sort_growth(std::vector<GrowthFinding> &findings) {
+  std::sort(findings.begin(), findings.end(), [](const GrowthFinding &a, const GrowthFinding &b) {
+    return std::tie(b.bytes_per_s, a.what, a.id, a.name) <
+           std::tie(a.bytes_per_s, b.what, b.id, b.name);
+  });
 }
 
 } // namespace shmbpf

@@ -5,7 +5,9 @@
 
 #include "model/engine.hpp"
 
+#include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -35,11 +37,21 @@ struct GrowthFinding {
   double bytes_per_s = 0;
 };
 
+// The window growth was judged over: what was asked, and what the samples
+// at hand span (less than asked when a daemon has not run that long).
+struct GrowthWindow {
+  double requested_s = 0;
+  double covered_s = 0;
+  size_t samples = 0;
+  bool complete = false; // the samples span at least requested_s
+};
+
 struct LeakReport {
   std::vector<SegmentInfo> orphans; // largest first
   uint64_t orphan_bytes = 0;
   std::vector<LeakGroup> by_mount, by_container, by_pattern; // largest first
   std::vector<GrowthFinding> growth;
+  std::optional<GrowthWindow> window; // set when growth was checked
   bool leaking() const { return !orphans.empty() || !growth.empty(); }
 };
 
@@ -71,5 +83,13 @@ UsageSample sample_usage(const Engine &engine, uint64_t now_ns);
 // least min_rises times by min_bytes in total: monotonic growth, not noise.
 std::vector<GrowthFinding> find_growth(const std::vector<UsageSample> &samples,
                                        uint64_t min_bytes = 1, size_t min_rises = 2);
+
+// find_growth's rule for one subject's bytes, one value per sample.
+bool steady_growth(const std::vector<uint64_t> &bytes, uint64_t min_bytes, size_t min_rises);
+// A finding for bytes that grew over seconds.
+GrowthFinding growth_finding(std::string what, std::string id, std::string name,
+                             const std::vector<uint64_t> &bytes, double seconds);
+// Fastest first, as find_growth returns them.
+void sort_growth(std::vector<GrowthFinding> &findings);
 
 } // namespace shmbpf

@@ -21,14 +21,32 @@ std::string container_name(const ContainerRef &c) {
   return out + " (" + escape_text(c.runtime) + ")";
 }
 
+std::string seconds_text(double s) { return fixed(s, s < 10 ? 1 : 0) + " s"; }
+
+// " over the last 60 s", when growth was checked.
+std::string over_window(const LeakReport &r) {
+  return r.window ? " over the last " + seconds_text(r.window->covered_s) : std::string();
+}
+
+// Said when the samples span less than the window asked for: a daemon that
+// has not run that long judges growth from what it has (a scan watches the
+// whole window).
+std::string short_window_note(const LeakReport &r) {
+  if (!r.window || r.window->complete)
+    return {};
+  return "note: growth judged over " + seconds_text(r.window->covered_s) + " (" +
+         std::to_string(r.window->samples) + " samples), not the " +
+         seconds_text(r.window->requested_s) + " asked for: the daemon has not run that long yet\n";
+}
+
 } // namespace
 
 std::string leaks_text(const LeakReport &r, uint64_t now_ns, uint64_t min_age_s) {
   std::string out;
   if (!r.leaking()) {
     out += "no leaks: no orphaned segment older than " + human_age(min_age_s) +
-           ", no steady growth seen\n";
-    return out;
+           ", no steady growth seen" + over_window(r) + "\n";
+    return out + short_window_note(r);
   }
   if (!r.orphans.empty()) {
     out += "orphans: " + std::to_string(r.orphans.size()) + " segments, " +
@@ -52,7 +70,7 @@ std::string leaks_text(const LeakReport &r, uint64_t now_ns, uint64_t min_age_s)
   if (!r.growth.empty()) {
     if (!r.orphans.empty())
       out += "\n";
-    out += "growth: " + std::to_string(r.growth.size()) + " still rising\n";
+    out += "growth: " + std::to_string(r.growth.size()) + " still rising" + over_window(r) + "\n";
     for (const GrowthFinding &g : r.growth) {
       std::string who = g.what + " " + (g.id.empty() ? std::string("host") : escape_text(g.id));
       if (!g.name.empty() && g.what != "mount")
@@ -62,7 +80,7 @@ std::string leaks_text(const LeakReport &r, uint64_t now_ns, uint64_t min_age_s)
              bytes_rate_text(g.bytes_per_s, false) + "\n";
     }
   }
-  return out;
+  return out + short_window_note(r);
 }
 
 std::string leaks_json(const LeakReport &r, uint64_t now_ns) {
@@ -102,6 +120,11 @@ std::string leaks_json(const LeakReport &r, uint64_t now_ns) {
     w.real("seconds", g.seconds).real("bytes_per_s", g.bytes_per_s).end_object();
   }
   w.end_array();
+  if (r.window) {
+    w.key("window").begin_object();
+    w.real("requested_s", r.window->requested_s).real("covered_s", r.window->covered_s);
+    w.num("samples", r.window->samples).boolean("complete", r.window->complete).end_object();
+  }
   w.end_object();
   out += '\n';
   return out;

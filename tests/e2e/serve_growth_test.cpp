@@ -1,0 +1,153 @@
+// `shmbpf leaks --server SOCK --window S` end to end: a real daemon (its
+// socket the test's own) samples the model while a child keeps filling a
+// file on a tmpfs of the test's own; the client reports that growth at
+// once from the daemon's history, says when the daemon has not run for the
+// whole window, and a window longer than the history is refused (400,
+// status 2, one line).
+#include "background.hpp"
+#include "run_cli.hpp"
+#include "serve_http.hpp"
+#include "support.hpp"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <string>
+
+namespace shmbpf::test {
+namespace {
+
+using nlohmann::json;
+
+// A tmpfs of the test's own (other tests fill and empty /dev/shm) and a
+// directory for the daemon's socket; both gone at the end.
+struct Scratch {
+  std::string mnt, sock_dir;
+  Scratch() {
+    mnt = "/tmp/shmbpf-e2e-sgrow-" + std::to_string(getpid());
+    char tmpl[] = "/tmp/shmbpf-e2e-gsock-XXXXXX";
+    sock_dir = mkdtemp(tmpl);
+  }
+  ~Scratch() {
+    umount2(mnt.c_str(), MNT_DETACH);
+    rmdir(mnt.c_str());
+    std::filesystem::remove_all(sock_dir);
+  }
+  std::string sock() const { return sock_dir + "/shmbpf.sock"; }
+};
+
+// The finding for (what, id) in a report's growth, or null.
+json finding(const json &report, const std::string &what, const std::string &id) {
+  for (const auto &g : report["growth"])
+    if (g["what"] == what && g["id"] == id)
+      return g;
+  return nullptr;
+}
+
+TEST(ServeGrowth, LeaksWindowFromTheDaemonsHistory) {
+  SHMBPF_REQUIRE_ROOT();
+  Scratch scratch;
+  ASSERT_EQ(mkdir(scratch.mnt.c_str(), 0700), 0) << strerror(errno);
+  ASSERT_EQ(mount("tmpfs", scratch.mnt.c_str(), "tmpfs", 0, "size=64m"), 0) << strerror(errno);
+  const std::string sock = scratch.sock();
+  const int port = free_port();
+  ShmbpfProcess serve(
+      {"serve", "--no-state", "--listen", "127.0.0.1:" + std::to_string(port), "--socket", sock});
+  SHMBPF_SERVE_READY(serve, port);
+
+  // Writes 128 KiB every 250 ms into a file it keeps open, for up to 40 s.
+  const std::string path = scratch.mnt + "/grow";
+  GatedFork writer = fork_gated("e2e-sgrower", [&] {
+    int fd = open(path.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+    if (fd < 0)
+      return 1;
+    std::string chunk(128 << 10, 'g');
+    for (int i = 0; i < 160; ++i) {
+      if (write(fd, chunk.data(), chunk.size()) != static_cast<ssize_t>(chunk.size()))
+        return 2;
+      usleep(250'000);
+    }
+    return 0;
+  });
+  struct Reap {
+    pid_t pid;
+    ~Reap() {
+      kill(pid, SIGKILL);
+      waitpid(pid, nullptr, 0);
+    }
+  } reap{writer.pid};
+  ASSERT_EQ(write(writer.gate_fd, "x", 1), 1);
+  close(writer.gate_fd);
+  // The daemon samples once a second: six samples of a steady rise.
+  std::this_thread::sleep_for(6500ms);
+
+  // Answered at once, from the samples kept: no 4 s of watching.
+  const auto asked = Clock::now();
+  auto r = run_shmbpf("leaks --server " + sock + " --window 4 --json --match '/nothing/matches'");
+  EXPECT_LT(Clock::now() - asked, 3s);
+  EXPECT_EQ(r.code, 1) << r.out << r.err; // growth alone is a finding
+  json j = r.json();
+  EXPECT_EQ(j["orphan_count"], 0);
+  const json proc = finding(j, "process", std::to_string(writer.pid));
+  ASSERT_FALSE(proc.is_null()) << r.out;
+  EXPECT_EQ(proc["name"], "e2e-sgrower");
+  EXPECT_GE(proc["to_bytes"].get<uint64_t>(), proc["from_bytes"].get<uint64_t>() + (1u << 20));
+  EXPECT_GT(proc["bytes_per_s"].get<double>(), 200'000.0);
+  EXPECT_GE(proc["seconds"].get<double>(), 4.0);
+  EXPECT_LT(proc["seconds"].get<double>(), 7.0);
+  EXPECT_FALSE(finding(j, "mount", scratch.mnt).is_null()) << r.out;
+  EXPECT_EQ(j["window"]["requested_s"], 4.0);
+  EXPECT_GE(j["window"]["covered_s"].get<double>(), 4.0);
+  EXPECT_GE(j["window"]["samples"].get<int>(), 4);
+  EXPECT_EQ(j["window"]["complete"], true);
+  // The same keys as `leaks --json` of a scan, plus the window.
+  auto scan = run_shmbpf("leaks --json --match '/nothing/matches'");
+  json sj = scan.json();
+  sj["window"] = nullptr;
+  for (auto it = sj.begin(); it != sj.end(); ++it)
+    EXPECT_TRUE(j.contains(it.key())) << it.key();
+  EXPECT_EQ(j.size(), sj.size()) << r.out;
+
+  // Longer than the daemon has run: what it has, and it says so. The mount
+  // was there from the start (the writer was not: it has no finding).
+  auto partial = run_shmbpf("leaks --server " + sock + " --window 600 --json --match '/nothing'");
+  EXPECT_EQ(partial.code, 1) << partial.out << partial.err;
+  json pj = partial.json();
+  EXPECT_EQ(pj["window"]["complete"], false);
+  EXPECT_EQ(pj["window"]["requested_s"], 600.0);
+  EXPECT_GT(pj["window"]["covered_s"].get<double>(), 6.0);
+  EXPECT_LT(pj["window"]["covered_s"].get<double>(), 300.0);
+  EXPECT_FALSE(finding(pj, "mount", scratch.mnt).is_null()) << partial.out;
+  EXPECT_TRUE(finding(pj, "process", std::to_string(writer.pid)).is_null()) << partial.out;
+  auto text = run_shmbpf("leaks --server " + sock + " --window 600 --match '/nothing'");
+  EXPECT_EQ(text.code, 1) << text.out << text.err;
+  EXPECT_NE(text.out.find("growth: "), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("mount " + scratch.mnt + ": "), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("note: growth judged over "), std::string::npos) << text.out;
+  EXPECT_NE(text.out.find("not the 600 s asked for"), std::string::npos) << text.out;
+
+  // Longer than the daemon keeps: refused, one line, status 2.
+  auto refused = run_shmbpf("leaks --server " + sock + " --window 901 --json");
+  EXPECT_EQ(refused.code, 2) << refused.out << refused.err;
+  EXPECT_EQ(refused.out, "");
+  EXPECT_EQ(lines_of(refused.err).size(), 1u) << refused.err;
+  EXPECT_EQ(refused.err, "shmbpf: shmbpf serve at " + sock +
+                             ": refused the request: window must be at most 900 seconds: the "
+                             "daemon keeps usage samples for that long, not 901\n");
+
+  serve.signal(SIGTERM);
+  expect_exit_code(serve.wait(30s), 0);
+}
+
+} // namespace
+} // namespace shmbpf::test
