@@ -222,7 +222,7 @@ TEST(ServeState, AStateFileOfAnotherVersionIsLoggedAndIgnored) {
   std::ifstream in(dir.path + "/state/state");
   std::string header;
   std::getline(in, header);
-  EXPECT_TRUE(header.starts_with("shmbpf-state 1 =")) << header;
+  EXPECT_TRUE(header.starts_with("shmbpf-state 2 =")) << header;
 }
 
 TEST(ServeState, NoStateAndStateDirExcludeEachOther) {
