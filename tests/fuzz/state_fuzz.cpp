@@ -61,14 +61,14 @@ SystemScan scan_holding(const SavedState &st) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   using namespace shmbpf;
   const std::string_view text = fuzz::as_text(data, size);
-  const Result<SavedState> st = parse_state(text);
+  Result<SavedState> st = parse_state(text);
   if (!st)
     return 0;
   FUZZ_CHECK(!text.empty() && text.back() == '\n');
   FUZZ_CHECK(st->segments.size() <= kStateMaxSegments);
 
   const std::string again_text = format_state(*st);
-  const Result<SavedState> again = parse_state(again_text);
+  Result<SavedState> again = parse_state(again_text);
   FUZZ_CHECK(again);
   FUZZ_CHECK(again->boot_id == st->boot_id);
   FUZZ_CHECK(again->segments.size() == st->segments.size());
@@ -83,7 +83,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   FUZZ_CHECK(stats.applied + stats.unmatched == st->segments.size());
   const SavedState saved = collect_state(engine, st->boot_id);
   FUZZ_CHECK(saved.segments.size() <= stats.applied);
-  const Result<SavedState> reread = parse_state(format_state(saved));
+  Result<SavedState> reread = parse_state(format_state(saved));
   FUZZ_CHECK(reread);
   FUZZ_CHECK(reread->segments.size() == saved.segments.size());
   return 0;
