@@ -1,13 +1,17 @@
 // `serve --state-dir` end to end: a /dev/shm file and a SysV segment made
 // by a process of a docker-named cgroup that then exits keep their creator,
 // age and container across a restart of the daemon (the cgroup gone meanwhile);
-// SIGTERM saves the state; a state directory that cannot be made is one
-// line and status 2.
+// SIGTERM saves the state; a file that a new one replaces at the same
+// device and inode number while the daemon is stopped does not inherit its
+// creator; a state directory that cannot be made is one line and status 2.
 #include "background.hpp"
 #include "docker_cgroup.hpp"
 #include "run_cli.hpp"
 #include "serve_http.hpp"
 #include "support.hpp"
+
+#include "facts/dev.hpp"
+#include "model/state.hpp"
 
 #include <gtest/gtest.h>
 #include <httplib.h>
@@ -15,17 +19,22 @@
 
 #include <fcntl.h>
 #include <sys/ipc.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/shm.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 namespace shmbpf::test {
 namespace {
@@ -56,13 +65,14 @@ json segment_at(const std::string &sock, const std::string &path) {
   return j["segments"][0];
 }
 
-// Polls until the segment at path has a known creator and a container.
-json wait_for_creator(const std::string &sock, const std::string &path) {
+// Polls until the segment at path has a known creator and (unless made on
+// the host) a container.
+json wait_for_creator(const std::string &sock, const std::string &path, bool in_container = true) {
   const auto deadline = Clock::now() + 20s;
   json s;
   while (Clock::now() < deadline) {
     s = segment_at(sock, path);
-    if (s.is_object() && s["creator"].is_object() && s["container"].is_object())
+    if (s.is_object() && s["creator"].is_object() && (!in_container || s["container"].is_object()))
       return s;
     std::this_thread::sleep_for(200ms);
   }
@@ -184,6 +194,130 @@ TEST(ServeState, ACreatorSurvivesARestart) {
   expect_exit_code(third.wait(30s), 0);
 }
 
+// Runs body in a child named comm and waits for it: true when it exited 0.
+template <class Fn> bool in_child(const char *comm, Fn &&body) {
+  const pid_t child = fork();
+  if (child < 0)
+    return false;
+  if (child == 0) {
+    prctl(PR_SET_NAME, comm);
+    _exit(body() ? 0 : 1);
+  }
+  int st = 0;
+  return waitpid(child, &st, 0) == child && WIFEXITED(st) && WEXITSTATUS(st) == 0;
+}
+
+bool make_file(const std::string &path) {
+  const int fd = open(path.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
+  const bool ok = fd >= 0 && write(fd, "x", 1) == 1;
+  if (fd >= 0)
+    close(fd);
+  return ok;
+}
+
+// Small tmpfs mounts of the test's own, detached at the end.
+struct Mounts {
+  std::vector<std::string> points;
+  bool add(const std::string &dir) {
+    if (mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
+      return false;
+    if (mount("tmpfs", dir.c_str(), "tmpfs", 0, "size=1m,nr_inodes=16") != 0)
+      return false;
+    points.push_back(dir);
+    return true;
+  }
+  ~Mounts() {
+    for (auto it = points.rbegin(); it != points.rend(); ++it)
+      umount2(it->c_str(), MNT_DETACH);
+  }
+};
+
+// The rule: an inode number reused by a new file is never given the
+// old file's creator. tmpfs (6.18 as before) numbers one filesystem's
+// inodes from a counter that does not go back (it wraps only after 2^32
+// with inode32), so the reuse a restart meets is a new tmpfs that gets the
+// old one's device number (the kernel hands out the lowest free one): a
+// container's /dev/shm made again, a remount. Its first file then has the
+// old first file's inode number too: the same (dev, ino), the same path,
+// another file.
+TEST(ServeState, AReusedInodeNumberIsNotGivenTheOldCreator) {
+  SHMBPF_REQUIRE_ROOT();
+  TempDir dir;
+  Mounts mounts;
+  const std::string fs = dir.path + "/fs";
+  ASSERT_TRUE(mounts.add(fs)) << fs << ": " << strerror(errno);
+  const std::string path = fs + "/seg";
+  // A file that stays: proves that this restart did restore what it could.
+  const std::string kept = "/dev/shm/e2e-state-kept-" + std::to_string(getpid());
+  struct Unlink {
+    std::string p;
+    ~Unlink() { unlink(p.c_str()); }
+  } unlink_after{kept};
+
+  int port = free_port();
+  auto first = std::make_unique<ShmbpfProcess>(serve_args(port, dir.path));
+  SHMBPF_SERVE_READY(*first, port);
+  ASSERT_TRUE(in_child("e2e-old-owner", [&] { return make_file(path) && make_file(kept); }));
+  const json before = wait_for_creator(dir.path + "/s.sock", path, false);
+  ASSERT_TRUE(before.is_object() && before["creator"].is_object()) << before.dump();
+  ASSERT_EQ(before["creator"]["comm"], "e2e-old-owner");
+  const json kept_before = wait_for_creator(dir.path + "/s.sock", kept, false);
+  ASSERT_TRUE(kept_before.is_object() && kept_before["creator"].is_object()) << kept_before.dump();
+  struct stat old_st {};
+  ASSERT_EQ(stat(path.c_str(), &old_st), 0);
+  first->signal(SIGTERM);
+  expect_exit_code(first->wait(30s), 0);
+  first.reset();
+
+  // The saved state does hold the old file under its (dev, ino).
+  std::ifstream in(dir.path + "/state/state");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  Result<SavedState> saved = parse_state(text);
+  ASSERT_TRUE(saved) << saved.error();
+  const SegmentKey old_key = SegmentKey::file(kernel_dev(old_st.st_dev), old_st.st_ino);
+  bool saved_old = false;
+  for (const SavedSegment &s : saved->segments)
+    saved_old = saved_old || (s.key == old_key && s.creation.comm == "e2e-old-owner");
+  ASSERT_TRUE(saved_old) << text;
+
+  // With the daemon stopped: the file is deleted, its tmpfs unmounted, and
+  // new ones mounted in its place until one gets the same device number. A
+  // lower free number is taken first: those stay, hidden under the next.
+  ASSERT_EQ(unlink(path.c_str()), 0);
+  ASSERT_EQ(umount2(fs.c_str(), 0), 0) << strerror(errno);
+  mounts.points.pop_back();
+  bool same_dev = false;
+  for (int i = 0; i < 64 && !same_dev; ++i) {
+    ASSERT_TRUE(mounts.add(fs)) << strerror(errno);
+    struct stat st {};
+    ASSERT_EQ(stat(fs.c_str(), &st), 0);
+    same_dev = st.st_dev == old_st.st_dev;
+  }
+  ASSERT_TRUE(same_dev) << "no new tmpfs got device " << major(old_st.st_dev) << ":"
+                        << minor(old_st.st_dev) << " back";
+  ASSERT_TRUE(in_child("e2e-newcomer", [&] { return make_file(path); }));
+  struct stat new_st {};
+  ASSERT_EQ(stat(path.c_str(), &new_st), 0);
+  ASSERT_EQ(new_st.st_dev, old_st.st_dev);
+  ASSERT_EQ(new_st.st_ino, old_st.st_ino) << "the new file did not get the old inode number";
+
+  port = free_port();
+  ShmbpfProcess second(serve_args(port, dir.path));
+  SHMBPF_SERVE_READY(second, port);
+  const json kept_after = segment_at(dir.path + "/s.sock", kept);
+  ASSERT_TRUE(kept_after.is_object() && kept_after["creator"].is_object()) << kept_after.dump();
+  EXPECT_EQ(kept_after["creator"]["comm"], "e2e-old-owner");
+  const json after = segment_at(dir.path + "/s.sock", path);
+  ASSERT_TRUE(after.is_object()) << "the new file is missing";
+  EXPECT_EQ(after["existed_before"], true) << after.dump();
+  EXPECT_FALSE(after["creator"].is_object() && after["creator"]["comm"] == "e2e-old-owner")
+      << after.dump();
+  second.signal(SIGTERM);
+  expect_exit_code(second.wait(30s), 0);
+  EXPECT_NE(second.err().find(" segments keep the creator a previous run saw"), std::string::npos)
+      << second.err();
+}
+
 TEST(ServeState, AStateDirThatCannotBeMadeIsOneLineAndStatusTwo) {
   SHMBPF_REQUIRE_ROOT();
   TempDir dir;
@@ -222,7 +356,7 @@ TEST(ServeState, AStateFileOfAnotherVersionIsLoggedAndIgnored) {
   std::ifstream in(dir.path + "/state/state");
   std::string header;
   std::getline(in, header);
-  EXPECT_TRUE(header.starts_with("shmbpf-state 1 =")) << header;
+  EXPECT_TRUE(header.starts_with("shmbpf-state 2 =")) << header;
 }
 
 TEST(ServeState, NoStateAndStateDirExcludeEachOther) {

@@ -132,6 +132,8 @@ TEST_F(TmpfsScan, MatchesFstat) {
             ? static_cast<uint64_t>(sx.stx_btime.tv_sec) * 1'000'000'000 + sx.stx_btime.tv_nsec
             : 0;
     EXPECT_EQ(f.btime_ns, btime) << rel;
+    // The handle only where there is no birth time.
+    EXPECT_EQ(f.handle_id, btime ? 0 : file_handle_id(AT_FDCWD, abs.c_str())) << rel;
     EXPECT_EQ(f.leaf, rel.substr(rel.rfind('/') + 1)) << rel;
   }
 
@@ -228,6 +230,34 @@ TEST_F(TmpfsScan, DoesNotCrossMounts) {
   auto inner_files = scan_tmpfs_mount(inner);
   ASSERT_EQ(inner_files.size(), 1u);
   EXPECT_EQ(inner_files[0].path, inner + "/hidden.bin");
+}
+
+// What a kernel without tmpfs btime relies on: the handle tells two files
+// apart, and the same inode number on two tmpfs mounts (each numbers its
+// files from the same start) apart too, by the inode's generation.
+TEST_F(TmpfsScan, AFileHandleTellsFilesApartEvenAtTheSameInodeNumber) {
+  write_file(dir_ / "other.bin", 1);
+  const uint64_t top = file_handle_id(AT_FDCWD, (dir_ / "top.bin").c_str());
+  EXPECT_NE(top, 0u);
+  EXPECT_EQ(file_handle_id(AT_FDCWD, (dir_ / "top.bin").c_str()), top);
+  EXPECT_EQ(file_handle_id(AT_FDCWD, (dir_ / "top.hard").c_str()), top); // the same inode
+  EXPECT_NE(file_handle_id(AT_FDCWD, (dir_ / "other.bin").c_str()), top);
+  EXPECT_EQ(file_handle_id(AT_FDCWD, (dir_ / "missing").c_str()), 0u);
+
+  std::vector<std::pair<ino_t, uint64_t>> firsts;
+  for (const char *name : {"m1", "m2"}) {
+    const std::string mnt = dir_ / name;
+    ASSERT_EQ(::mkdir(mnt.c_str(), 0755), 0);
+    if (::mount("shmbpf-test", mnt.c_str(), "tmpfs", 0, "size=1m") != 0)
+      GTEST_SKIP() << "cannot mount tmpfs: " << std::strerror(errno);
+    dir_.track_mount(mnt);
+    write_file(mnt + "/f", 1);
+    struct stat st;
+    ASSERT_EQ(::stat((mnt + "/f").c_str(), &st), 0);
+    firsts.emplace_back(st.st_ino, file_handle_id(AT_FDCWD, (mnt + "/f").c_str()));
+  }
+  ASSERT_EQ(firsts[0].first, firsts[1].first) << "two fresh tmpfs numbered their first file apart";
+  EXPECT_NE(firsts[0].second, firsts[1].second);
 }
 
 TEST_F(TmpfsScan, DevMatchesMountinfo) {

@@ -81,12 +81,12 @@ TEST(State, CollectsObservedCreationsWithTheirBirths) {
   ASSERT_EQ(st.segments.size(), 2u);
   const SavedSegment &sv = st.segments[0]; // newest first
   EXPECT_TRUE(sv.key.is_sysv());
-  EXPECT_EQ(sv.birth, static_cast<uint64_t>(kCtime));
+  EXPECT_EQ(sv.birth, (Engine::Birth{Engine::Birth::Kind::time, static_cast<uint64_t>(kCtime)}));
   EXPECT_EQ(sv.sysv_key, 0x1234u);
   EXPECT_EQ(sv.creation.created_ns, 6'000u);
   const SavedSegment &f = st.segments[1];
   EXPECT_EQ(f.key, SegmentKey::file(kDev, 11));
-  EXPECT_EQ(f.birth, kBtime);
+  EXPECT_EQ(f.birth, (Engine::Birth{Engine::Birth::Kind::time, kBtime}));
   EXPECT_EQ(f.creation.pid, 4242u);
   EXPECT_EQ(f.creation.comm, "p4242");
   EXPECT_EQ(f.creation.uid, 1000u);
@@ -110,7 +110,7 @@ TEST(State, LeavesOutPreExistingFilesMemfdsAndUnknownBirths) {
 TEST(State, TextRoundTrips) {
   const SavedState st = first_run();
   const std::string text = format_state(st);
-  EXPECT_EQ(text.rfind("shmbpf-state 1 =boot-1\n", 0), 0u);
+  EXPECT_EQ(text.rfind("shmbpf-state 2 =boot-1\n", 0), 0u);
   Result<SavedState> back = parse_state(text);
   ASSERT_TRUE(back) << back.error();
   EXPECT_EQ(format_state(*back), text);
@@ -125,7 +125,7 @@ TEST(State, NamesWithSpacesAndControlsStayOneWord) {
   st.boot_id = "b";
   SavedSegment s;
   s.key = SegmentKey::file(1, 2);
-  s.birth = 3;
+  s.birth.value = 3;
   s.creation.pid = 4;
   s.creation.comm = "a b\n%\x01\xff";
   s.creation.cgroup_path = "";
@@ -142,9 +142,10 @@ TEST(State, RejectsOtherVersionsAndBrokenFiles) {
   const std::string good = format_state(first_run());
   EXPECT_FALSE(parse_state(""));
   EXPECT_FALSE(parse_state("hello\n"));
-  Result<SavedState> v2 = parse_state("shmbpf-state 2 =b\n");
-  ASSERT_FALSE(v2);
-  EXPECT_NE(v2.error().find("version 2"), std::string::npos);
+  Result<SavedState> v3 = parse_state("shmbpf-state 3 =b\n");
+  ASSERT_FALSE(v3);
+  EXPECT_NE(v3.error().find("version 3"), std::string::npos);
+  EXPECT_FALSE(parse_state("shmbpf-state 0 =b\n"));
   EXPECT_FALSE(parse_state(good.substr(0, good.size() - 1))); // cut short
   EXPECT_FALSE(parse_state(good + "file 1 2\n"));
   EXPECT_FALSE(parse_state(good + "pipe 1 2 3 4 5 6 7 =a =b\n"));
@@ -213,6 +214,99 @@ TEST(State, AFileWithoutABirthNeverMatches) {
   Restarted r(scan_of({file(11, "/dev/shm/a b%", 0)}, {}), st);
   EXPECT_EQ(r.stats.applied, 0u);
   EXPECT_FALSE(r.engine.segment(SegmentKey::file(kDev, 11))->creator.known);
+}
+
+// A kernel that gives tmpfs no btime (before 5.18): the file's handle
+// (which holds the inode's generation) tells it from a later file instead.
+constexpr uint64_t kHandle = 0x1234'5678'9abc'def0;
+
+TmpfsFile handled(uint64_t ino, const std::string &path, uint64_t handle) {
+  TmpfsFile f = file(ino, path, 0);
+  f.handle_id = handle;
+  return f;
+}
+
+SavedState first_run_without_btime() {
+  Engine engine;
+  engine.set_cgroup_path(kCgroup, kCgroupPath);
+  Event f = created_file({kDev, kMnt}, 4242, 11, "/dev/shm/h", 4096, 5'000);
+  f.cgroup_id = kCgroup;
+  engine.apply(f);
+  engine.apply(test::process_event(EventType::exit, 4242, 7'000));
+  reconcile(engine, scan_of({handled(11, "/dev/shm/h", kHandle)}, {}), 8'000);
+  return collect_state(engine, "boot-1");
+}
+
+TEST(State, WithoutABtimeAFileIsSavedByItsHandle) {
+  const SavedState st = first_run_without_btime();
+  ASSERT_EQ(st.segments.size(), 1u);
+  EXPECT_EQ(st.segments[0].birth, (Engine::Birth{Engine::Birth::Kind::handle, kHandle}));
+  const std::string text = format_state(st);
+  EXPECT_NE(text.find("\nfile-handle 42 11 " + std::to_string(kHandle) + " 5000 4242 "),
+            std::string::npos)
+      << text;
+  Result<SavedState> back = parse_state(text);
+  ASSERT_TRUE(back) << back.error();
+  EXPECT_EQ(back->segments.at(0).birth, st.segments[0].birth);
+  EXPECT_EQ(format_state(*back), text);
+}
+
+TEST(State, WithoutABtimeTheSameHandleGetsTheCreationBack) {
+  Restarted r(scan_of({handled(11, "/dev/shm/h", kHandle)}, {}), first_run_without_btime());
+  EXPECT_EQ(r.stats.applied, 1u);
+  auto f = r.engine.segment(SegmentKey::file(kDev, 11));
+  ASSERT_TRUE(f);
+  EXPECT_FALSE(f->existed_before);
+  EXPECT_EQ(f->creator.pid, 4242u);
+  EXPECT_EQ(f->creator.comm, "p4242");
+  EXPECT_EQ(f->container.id, kId);
+  // Kept for the next save, by the same handle.
+  const SavedState again = collect_state(r.engine, "boot-1");
+  ASSERT_EQ(again.segments.size(), 1u);
+  EXPECT_EQ(again.segments[0].birth, (Engine::Birth{Engine::Birth::Kind::handle, kHandle}));
+}
+
+TEST(State, WithoutABtimeAReusedInodeHasAnotherHandle) {
+  // Inode 11 is a later file: another generation, so another handle.
+  Restarted r(scan_of({handled(11, "/dev/shm/h", kHandle + 1)}, {}), first_run_without_btime());
+  EXPECT_EQ(r.stats.applied, 0u);
+  EXPECT_EQ(r.stats.unmatched, 1u);
+  auto f = r.engine.segment(SegmentKey::file(kDev, 11));
+  ASSERT_TRUE(f);
+  EXPECT_TRUE(f->existed_before);
+  EXPECT_FALSE(f->creator.known);
+}
+
+TEST(State, WithNeitherBtimeNorHandleAFileIsNeitherSavedNorRestored) {
+  // A filesystem without handles (hugetlbfs): nothing could tell the file
+  // from a later one, so its creation is not kept.
+  Engine engine;
+  engine.apply(created_file({kDev, kMnt}, 4242, 11, "/dev/shm/h", 4096, 5'000));
+  reconcile(engine, scan_of({handled(11, "/dev/shm/h", 0)}, {}), 8'000);
+  EXPECT_TRUE(collect_state(engine, "boot-1").segments.empty());
+  // Nor does a saved handle match a file that now has none.
+  Restarted r(scan_of({handled(11, "/dev/shm/h", 0)}, {}), first_run_without_btime());
+  EXPECT_EQ(r.stats.applied, 0u);
+  EXPECT_FALSE(r.engine.segment(SegmentKey::file(kDev, 11))->creator.known);
+}
+
+TEST(State, ABirthOfOneKindNeverMatchesTheOther) {
+  // The same number as a btime and as a handle is not the same file.
+  Restarted by_time(scan_of({file(11, "/dev/shm/h", kHandle)}, {}), first_run_without_btime());
+  EXPECT_EQ(by_time.stats.applied, 0u);
+  Restarted by_handle(scan_of({handled(11, "/dev/shm/a b%", kBtime)}, {}), first_run());
+  EXPECT_EQ(by_handle.stats.applied, 0u);
+  EXPECT_FALSE(by_handle.engine.segment(SegmentKey::file(kDev, 11))->creator.known);
+}
+
+TEST(State, VersionOneFilesAreReadWithoutHandleRecords) {
+  const std::string tail = " 11 " + std::to_string(kBtime) + " 5000 4242 1000 777 =p =\n";
+  Result<SavedState> v1 = parse_state("shmbpf-state 1 =boot-1\nfile 42" + tail);
+  ASSERT_TRUE(v1) << v1.error();
+  ASSERT_EQ(v1->segments.size(), 1u);
+  EXPECT_EQ(v1->segments[0].birth, (Engine::Birth{Engine::Birth::Kind::time, kBtime}));
+  EXPECT_FALSE(parse_state("shmbpf-state 1 =boot-1\nfile-handle 42" + tail));
+  EXPECT_TRUE(parse_state("shmbpf-state 2 =boot-1\nfile-handle 42" + tail));
 }
 
 TEST(State, GoneSegmentsAndAnotherBootAreIgnored) {

@@ -28,6 +28,10 @@ struct TmpfsFile {
   // does not give one for tmpfs. Tells the file from a later one that
   // reuses its inode number.
   uint64_t btime_ns = 0;
+  // Where there is no btime: a hash of the file's handle (name_to_handle_at),
+  // which holds the inode's generation, so differs as well for a later file
+  // at the same inode number; 0 when not looked up or not given (hugetlbfs).
+  uint64_t handle_id = 0;
   bool memfd = false; // a memfd (path "memfd:<name>"), found through a holder
 };
 

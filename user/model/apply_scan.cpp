@@ -1,5 +1,7 @@
 #include "model/apply_scan.hpp"
 
+#include "model/state.hpp"
+
 namespace shmbpf {
 
 namespace {
@@ -93,14 +95,14 @@ void reconcile(Engine &engine, const SystemScan &scan, uint64_t now_ns) {
   for (const auto &fs : scan.filesystems) {
     engine.reconcile_tmpfs(fs.dev, fs.files, now_ns);
     for (const TmpfsFile &f : fs.files)
-      if (f.btime_ns)
-        engine.note_birth(SegmentKey::file(f.dev, f.ino), f.btime_ns);
+      engine.note_birth(SegmentKey::file(f.dev, f.ino), file_birth(f));
   }
   for (const auto &ipc : scan.ipc) {
     engine.reconcile_sysv(ipc.ipcns, ipc.segments, now_ns);
     for (const SysvEntry &e : ipc.segments)
       if (e.ctime_s > 0)
-        engine.note_birth(SegmentKey::sysv(ipc.ipcns, e.shmid), static_cast<uint64_t>(e.ctime_s));
+        engine.note_birth(SegmentKey::sysv(ipc.ipcns, e.shmid),
+                          {Engine::Birth::Kind::time, static_cast<uint64_t>(e.ctime_s)});
   }
 
   // Holders last, so that unlinked-but-held files survive the tmpfs

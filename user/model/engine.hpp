@@ -96,12 +96,24 @@ public:
   }
 
   // --- what a restart keeps (model/state) -----------------------------------
-  // A segment's birth as the kernel stamps it, which tells it from a later
-  // one that reuses its key: a tmpfs file's btime (ns since the epoch), a
-  // SysV segment's ctime (s). Kept only for segments whose creation was
-  // observed or restored; ignored for others and unknown keys.
-  void note_birth(const SegmentKey &key, uint64_t birth);
-  std::optional<uint64_t> birth(const SegmentKey &key) const;
+  // What tells a segment from a later one that reuses its key, as the
+  // kernel stamps it when the segment is made:
+  //   time    a tmpfs file's btime (ns since the epoch, statx), a SysV
+  //           segment's ctime (s; an IPC_SET moves it, and the segment
+  //           is then taken for another);
+  //   handle  for a file whose kernel gives no btime (tmpfs before 5.18),
+  //           TmpfsFile::handle_id: its file handle, which holds the inode's
+  //           generation.
+  struct Birth {
+    enum class Kind : uint8_t { time, handle };
+    Kind kind = Kind::time;
+    uint64_t value = 0; // 0: unknown
+    friend bool operator==(const Birth &, const Birth &) = default;
+  };
+  // Kept only for segments whose creation was observed or restored; ignored
+  // for others, unknown keys and unknown births.
+  void note_birth(const SegmentKey &key, Birth birth);
+  std::optional<Birth> birth(const SegmentKey &key) const;
   // fn(key, birth) for every segment note_birth kept.
   template <class Fn> void for_each_birth(Fn &&fn) const {
     for (const auto &[key, b] : births_)
@@ -120,7 +132,7 @@ public:
   // one) that creation, and keeps its birth. The creator counts as alive
   // only if a known process has its pid, comm and cgroup. False when the
   // segment is unknown or its creation was observed.
-  bool restore_creation(const SegmentKey &key, const Creation &c, uint64_t birth);
+  bool restore_creation(const SegmentKey &key, const Creation &c, Birth birth);
   // The cgroup path set_cgroup_path gave an id ("" if none).
   std::string cgroup_path(uint64_t cgroup_id) const;
 
@@ -372,7 +384,7 @@ private:
   // (nlink > 1), so that a segment without links costs nothing more.
   std::unordered_map<SegmentKey, std::vector<std::string>> other_names_;
   std::unordered_map<uint32_t, Process> procs_;
-  std::unordered_map<SegmentKey, uint64_t> births_; // note_birth
+  std::unordered_map<SegmentKey, Birth> births_; // note_birth
   std::unordered_map<uint64_t, CgroupEntry> cgroups_;
   std::unordered_map<std::string, ContainerName> names_; // by container id
   std::map<std::string, ContainerRef> unnamed_;          // by container id

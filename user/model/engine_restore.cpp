@@ -7,24 +7,24 @@
 
 namespace shmbpf {
 
-void Engine::note_birth(const SegmentKey &key, uint64_t birth) {
+void Engine::note_birth(const SegmentKey &key, Birth birth) {
   auto it = segs_.find(key);
   if (it == segs_.end() || (it->second.flags & kExistedBefore) || it->second.creator_pid == 0 ||
-      birth == 0)
+      birth.value == 0)
     return;
   births_[key] = birth;
 }
 
-std::optional<uint64_t> Engine::birth(const SegmentKey &key) const {
+std::optional<Engine::Birth> Engine::birth(const SegmentKey &key) const {
   auto it = births_.find(key);
   if (it == births_.end())
     return std::nullopt;
   return it->second;
 }
 
-bool Engine::restore_creation(const SegmentKey &key, const Creation &c, uint64_t birth) {
+bool Engine::restore_creation(const SegmentKey &key, const Creation &c, Birth birth) {
   auto it = segs_.find(key);
-  if (it == segs_.end() || !(it->second.flags & kExistedBefore) || c.pid == 0)
+  if (it == segs_.end() || !(it->second.flags & kExistedBefore) || c.pid == 0 || birth.value == 0)
     return false;
   Segment &s = it->second;
   s.flags &= static_cast<uint8_t>(~kExistedBefore);

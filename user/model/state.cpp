@@ -66,19 +66,25 @@ template <class T> bool num(std::string_view s, T &out) {
   return ec == std::errc() && p == s.data() + s.size();
 }
 
-Result<SavedSegment> parse_segment(const std::vector<std::string_view> &f) {
+constexpr std::string_view kFile = "file";
+constexpr std::string_view kFileHandle = "file-handle"; // version 2
+constexpr std::string_view kSysv = "sysv";
+
+Result<SavedSegment> parse_segment(const std::vector<std::string_view> &f, int version) {
   SavedSegment s;
   Engine::Creation &c = s.creation;
-  const bool sysv = f[0] == "sysv";
-  if ((!sysv && f[0] != "file") || f.size() != (sysv ? 11u : 10u))
+  const bool sysv = f[0] == kSysv;
+  const bool by_handle = f[0] == kFileHandle && version >= 2;
+  if ((!sysv && !by_handle && f[0] != kFile) || f.size() != (sysv ? 11u : 10u))
     return Error{"unknown record"};
+  s.birth.kind = by_handle ? Engine::Birth::Kind::handle : Engine::Birth::Kind::time;
   size_t i = 1;
   uint32_t where = 0;
   uint64_t which = 0;
   bool ok = num(f[i++], where) && num(f[i++], which);
   if (sysv)
     ok = ok && num(f[i++], s.sysv_key);
-  ok = ok && num(f[i++], s.birth) && num(f[i++], c.created_ns) && num(f[i++], c.pid) &&
+  ok = ok && num(f[i++], s.birth.value) && num(f[i++], c.created_ns) && num(f[i++], c.pid) &&
        num(f[i++], c.uid) && num(f[i++], c.cgroup_id) && get_word(f[i++], c.comm) &&
        get_word(f[i++], c.cgroup_path);
   if (!ok || (sysv && which > UINT32_MAX))
@@ -90,10 +96,16 @@ Result<SavedSegment> parse_segment(const std::vector<std::string_view> &f) {
 
 } // namespace
 
+Engine::Birth file_birth(const TmpfsFile &f) {
+  if (f.btime_ns != 0)
+    return {Engine::Birth::Kind::time, f.btime_ns};
+  return {Engine::Birth::Kind::handle, f.handle_id};
+}
+
 SavedState collect_state(const Engine &engine, std::string boot_id) {
   SavedState st;
   st.boot_id = std::move(boot_id);
-  engine.for_each_birth([&](const SegmentKey &key, uint64_t birth) {
+  engine.for_each_birth([&](const SegmentKey &key, const Engine::Birth &birth) {
     std::optional<SegmentInfo> info = engine.segment(key);
     if (!info || info->kind == Kind::memfd || info->existed_before || !info->creator.known ||
         info->creator.pid == 0)
@@ -131,12 +143,13 @@ std::string format_state(const SavedState &state) {
   for (const SavedSegment &s : state.segments) {
     const Engine::Creation &c = s.creation;
     const bool sysv = s.key.is_sysv();
-    out.append(sysv ? "sysv " : "file ");
+    out.append(sysv ? kSysv : s.birth.kind == Engine::Birth::Kind::handle ? kFileHandle : kFile);
+    out.push_back(' ');
     out.append(std::to_string(s.key.dev_or_ipcns)).append(" ");
     out.append(std::to_string(s.key.ino_or_shmid)).append(" ");
     if (sysv)
       out.append(std::to_string(s.sysv_key)).append(" ");
-    for (uint64_t v : {s.birth, c.created_ns, uint64_t{c.pid}, uint64_t{c.uid}, c.cgroup_id})
+    for (uint64_t v : {s.birth.value, c.created_ns, uint64_t{c.pid}, uint64_t{c.uid}, c.cgroup_id})
       out.append(std::to_string(v)).append(" ");
     put_word(out, c.comm);
     out.push_back(' ');
@@ -151,6 +164,7 @@ Result<SavedState> parse_state(std::string_view text) {
     return Error{"larger than " + std::to_string(kStateMaxBytes >> 20) + " MiB"};
   SavedState st;
   size_t line_no = 0;
+  int version = 0;
   while (!text.empty()) {
     size_t nl = text.find('\n');
     if (nl == std::string_view::npos)
@@ -159,11 +173,10 @@ Result<SavedState> parse_state(std::string_view text) {
     text.remove_prefix(nl + 1);
     const std::vector<std::string_view> f = split(line);
     if (line_no++ == 0) {
-      int version = 0;
       if (f.size() != 3 || f[0] != kMagic || !num(f[1], version))
         return Error{"not a shmbpf state file"};
-      if (version != kStateVersion)
-        return Error{"version " + std::to_string(version) + " (this shmbpf reads version " +
+      if (version != 1 && version != kStateVersion)
+        return Error{"version " + std::to_string(version) + " (this shmbpf reads versions 1 to " +
                      std::to_string(kStateVersion) + ")"};
       if (!get_word(f[2], st.boot_id))
         return Error{"line 1: malformed boot id"};
@@ -171,7 +184,7 @@ Result<SavedState> parse_state(std::string_view text) {
     }
     if (f.empty())
       return Error{"line " + std::to_string(line_no) + ": empty"};
-    Result<SavedSegment> s = parse_segment(f);
+    Result<SavedSegment> s = parse_segment(f, version);
     if (!s)
       return Error{"line " + std::to_string(line_no) + ": " + s.error()};
     if (st.segments.size() == kStateMaxSegments)
@@ -190,20 +203,22 @@ RestoreStats restore_state(Engine &engine, const SystemScan &scan, const SavedSt
     stats.unmatched = state.segments.size();
     return stats;
   }
-  // What the scan says each key is now: a file's btime, a SysV segment's
-  // key and ctime. Unknown births (0) never match.
-  std::unordered_map<SegmentKey, std::pair<uint64_t, uint32_t>> now;
+  // What the scan says each key is now: a file's birth, a SysV segment's
+  // ctime and key. Unknown births (0) never match.
+  std::unordered_map<SegmentKey, std::pair<Engine::Birth, uint32_t>> now;
   for (const ScannedFs &fs : scan.filesystems)
     for (const TmpfsFile &f : fs.files)
-      now.emplace(SegmentKey::file(f.dev, f.ino), std::pair<uint64_t, uint32_t>{f.btime_ns, 0});
+      now.emplace(SegmentKey::file(f.dev, f.ino), std::pair{file_birth(f), uint32_t{0}});
   for (const ScannedIpc &ipc : scan.ipc)
     for (const SysvEntry &e : ipc.segments)
       if (e.shmid >= 0 && e.ctime_s > 0)
-        now.emplace(SegmentKey::sysv(ipc.ipcns, e.shmid),
-                    std::pair<uint64_t, uint32_t>{static_cast<uint64_t>(e.ctime_s), e.key});
+        now.emplace(
+            SegmentKey::sysv(ipc.ipcns, e.shmid),
+            std::pair{Engine::Birth{Engine::Birth::Kind::time, static_cast<uint64_t>(e.ctime_s)},
+                      e.key});
   for (const SavedSegment &s : state.segments) {
     auto it = now.find(s.key);
-    const bool same = it != now.end() && s.birth != 0 && it->second.first == s.birth &&
+    const bool same = it != now.end() && s.birth.value != 0 && it->second.first == s.birth &&
                       (!s.key.is_sysv() || it->second.second == s.sysv_key);
     if (same && engine.restore_creation(s.key, s.creation, s.birth))
       ++stats.applied;

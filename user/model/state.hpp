@@ -17,7 +17,8 @@
 
 namespace shmbpf {
 
-inline constexpr int kStateVersion = 1;
+// Version 2 added "file-handle" records; version 1 files read as well.
+inline constexpr int kStateVersion = 2;
 // At most this many segments are saved (the most recent creations first);
 // a file is read only up to the size they take.
 inline constexpr size_t kStateMaxSegments = 200'000;
@@ -25,7 +26,7 @@ inline constexpr size_t kStateMaxBytes = 64u << 20;
 
 struct SavedSegment {
   SegmentKey key;        // kind tmpfs for files (memfds are not saved), sysv
-  uint64_t birth = 0;    // Engine::birth: a file's btime (ns), a SysV ctime (s)
+  Engine::Birth birth;   // a file's btime or handle, a SysV segment's ctime
   uint32_t sysv_key = 0; // SysV only, checked as well
   Engine::Creation creation;
 };
@@ -35,14 +36,21 @@ struct SavedState {
   std::vector<SavedSegment> segments;
 };
 
+// What tells a scanned file from a later one at its inode number: its
+// btime, or where the kernel gives none (tmpfs before 5.18) its handle;
+// neither (value 0) on a filesystem without handles (hugetlbfs), whose
+// files are then never saved nor restored.
+Engine::Birth file_birth(const TmpfsFile &f);
+
 // Every segment with an observed creation and a known birth, files and
 // SysV segments; memfds die with their holders and are left out. The
 // newest kStateMaxSegments creations when there are more.
 SavedState collect_state(const Engine &engine, std::string boot_id);
 
 // Text, one record a line: a header "shmbpf-state <version> <boot id>",
-// then "file DEV INO BTIME ..." and "sysv IPCNS SHMID KEY CTIME ..." lines;
-// comm and cgroup path percent-encoded.
+// then "file DEV INO BTIME ...", "file-handle DEV INO HANDLE ..." and
+// "sysv IPCNS SHMID KEY CTIME ..." lines; comm and cgroup path
+// percent-encoded.
 std::string format_state(const SavedState &state);
 // Fails (a reason) on another version, a missing header or a malformed
 // line; the caller logs it and starts without.
@@ -53,7 +61,8 @@ struct RestoreStats {
   size_t unmatched = 0; // gone, reused (another birth), or seen created by this run
 };
 // Gives each saved creation back to the segment of the scan that is still
-// the same one: same key and same birth (btime, or SysV key and ctime).
+// the same one: same key and same birth of the same kind (a file's btime
+// or handle, a SysV segment's key and ctime).
 // A state of another boot is ignored whole (returns all unmatched).
 RestoreStats restore_state(Engine &engine, const SystemScan &scan, const SavedState &state,
                            std::string_view boot_id);

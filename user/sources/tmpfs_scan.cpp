@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstddef>
 #include <dirent.h>
 #include <fcntl.h>
 #include <limits>
@@ -33,8 +34,9 @@ DirPtr open_dir_fd(int fd) {
 }
 
 // A file's stat and its birth time in one call (statx); btime_ns stays 0
-// where the filesystem gives none.
-bool stat_file(int dfd, const char *name, struct stat &st, uint64_t &btime_ns) {
+// where the filesystem gives none, and then a regular file's handle_id is
+// looked up instead.
+bool stat_file(int dfd, const char *name, struct stat &st, uint64_t &btime_ns, uint64_t &handle) {
   struct statx sx;
   if (::statx(dfd, name, AT_SYMLINK_NOFOLLOW, STATX_BASIC_STATS | STATX_BTIME, &sx) != 0)
     return false;
@@ -51,6 +53,7 @@ bool stat_file(int dfd, const char *name, struct stat &st, uint64_t &btime_ns) {
   btime_ns = (sx.stx_mask & STATX_BTIME)
                  ? static_cast<uint64_t>(sx.stx_btime.tv_sec) * 1'000'000'000 + sx.stx_btime.tv_nsec
                  : 0;
+  handle = btime_ns == 0 && S_ISREG(sx.stx_mode) ? file_handle_id(dfd, name) : 0;
   return true;
 }
 
@@ -155,7 +158,8 @@ public:
         continue;
       struct stat st;
       uint64_t btime_ns = 0;
-      if (!stat_file(dfd, name, st, btime_ns) || st.st_dev != dev_)
+      uint64_t handle = 0;
+      if (!stat_file(dfd, name, st, btime_ns, handle) || st.st_dev != dev_)
         continue; // gone, or a mountpoint of another filesystem
       if (S_ISREG(st.st_mode) && keys_) {
         keys_->push_back({shm_name_hash(name), kernel_dev(st.st_dev), st.st_ino});
@@ -163,6 +167,7 @@ public:
         out_.emplace_back();
         set_file(out_.back(), st, path, name);
         out_.back().btime_ns = btime_ns;
+        out_.back().handle_id = handle;
       } else if (S_ISDIR(st.st_mode) && depth < max_depth_) {
         descend(dfd, path, name, depth + 1);
       } else if (S_ISDIR(st.st_mode)) {
@@ -185,10 +190,12 @@ private:
   void fill_slot(TmpfsFile &f, int dfd, const std::string &dir_path, const char *name) const {
     struct stat st;
     uint64_t btime_ns = 0;
-    if (!stat_file(dfd, name, st, btime_ns) || !S_ISREG(st.st_mode) || st.st_dev != dev_)
+    uint64_t handle = 0;
+    if (!stat_file(dfd, name, st, btime_ns, handle) || !S_ISREG(st.st_mode) || st.st_dev != dev_)
       return; // gone, replaced, or a file bind-mounted from elsewhere
     set_file(f, st, dir_path, name);
     f.btime_ns = btime_ns;
+    f.handle_id = handle;
   }
 
   static void set_names(TmpfsFile &f, const std::string &dir_path, std::string_view name) {
@@ -260,6 +267,27 @@ DirPtr open_root(const std::string &dir, uint32_t dev, struct stat &st) {
 }
 
 } // namespace
+
+uint64_t file_handle_id(int dfd, const char *name) {
+  alignas(struct file_handle) unsigned char buf[sizeof(struct file_handle) + MAX_HANDLE_SZ];
+  auto *fh = reinterpret_cast<struct file_handle *>(buf);
+  fh->handle_bytes = MAX_HANDLE_SZ;
+  int mount_id = 0;
+  if (::name_to_handle_at(dfd, name, fh, &mount_id, 0) != 0)
+    return 0;
+  uint64_t hash = 0xcbf29ce484222325; // FNV-1a
+  auto mix = [&hash](unsigned char c) {
+    hash ^= c;
+    hash *= 0x100000001b3;
+  };
+  for (int i = 0; i < 4; ++i)
+    mix(static_cast<unsigned char>(static_cast<unsigned>(fh->handle_type) >> (8 * i)));
+  // The bytes from the buffer itself: f_handle is a flexible array.
+  const unsigned char *bytes = buf + offsetof(struct file_handle, f_handle);
+  for (unsigned i = 0; i < fh->handle_bytes && i < MAX_HANDLE_SZ; ++i)
+    mix(bytes[i]);
+  return hash == 0 ? 1 : hash;
+}
 
 std::vector<TmpfsFile> scan_tmpfs_mount(const std::string &dir, int max_depth, size_t max_files) {
   return scan_tmpfs_dir(dir, dir, 0, max_depth, max_files).value_or(std::vector<TmpfsFile>{});

@@ -45,6 +45,13 @@ std::optional<std::vector<TmpfsFile>> scan_tmpfs_dir(const std::string &dir, std
 // CPU clock does not include it; add the difference over a scan.
 std::chrono::nanoseconds scan_helper_cpu();
 
+// What the scans give a file whose kernel has no btime for it, as
+// TmpfsFile::handle_id: a hash of its file handle (name_to_handle_at, name
+// relative to dfd, symlinks not followed), which an exporting filesystem
+// makes of the inode number and generation so that it never names a later
+// file. Never 0; 0 when the filesystem gives no handle (hugetlbfs).
+uint64_t file_handle_id(int dfd, const char *name);
+
 // The regular files under dir as scan_tmpfs_dir finds them, but read from
 // the directory entries alone: no syscall per file (a name whose entry does
 // not tell its type excepted). Nothing when scan_tmpfs_dir would give nothing.
