@@ -2,6 +2,7 @@
 
 #include "facts/result.hpp"
 #include "model/leaks.hpp"
+#include "sources/clock.hpp"
 
 #include <cerrno>
 #include <chrono>
@@ -18,6 +19,11 @@ using Clock = std::chrono::steady_clock;
 constexpr auto kLossLogEvery = std::chrono::seconds(10);
 // The state is saved at most this often while running (and at the end).
 constexpr auto kStateSaveEvery = std::chrono::seconds(60);
+// Usage samples for growth (leaks --window over the socket) follow the
+// monitor's once-a-second sample, but may take at most 1/this of a CPU: a
+// sample walks every segment twice, about 2 ms with 100,000 of them, so
+// those are kept every few seconds instead (docs/BENCHMARKS.md).
+constexpr int kUsageShare = 2000;
 
 // Saves the engine's observed creations unless they are what was saved
 // last; logs a failure (the next save tries again).
@@ -71,8 +77,17 @@ int run_serve_loop(Monitor &mon, Endpoints &endpoints, Log &log, const ServeLoop
   // The consumer is the only thread that changes the engine: it reads it
   // without the lock.
   uint64_t samples_seen = mon.stats().samples;
-  if (opts.usage)
+  Clock::time_point usage_due{};
+  const auto take_usage = [&] {
+    const auto cpu0 = thread_cpu();
     opts.usage->add(sample_usage(mon.engine(), Monitor::now_ns()));
+    const auto gap = rescan_gap(std::chrono::seconds(1), thread_cpu() - cpu0, kUsageShare);
+    // The monitor samples once a second: due a little early, or a 1 s gap
+    // would often miss its sample by a hair and wait for the next.
+    usage_due = Clock::now() + gap - std::chrono::milliseconds(200);
+  };
+  if (opts.usage)
+    take_usage();
   endpoints.heartbeat();
   endpoints.set_ready();
   log.line(ready_line(mon));
@@ -88,9 +103,10 @@ int run_serve_loop(Monitor &mon, Endpoints &endpoints, Log &log, const ServeLoop
     endpoints.heartbeat();
     if (opts.usage) {
       // After the monitor's sample: file sizes and mount usage are fresh.
-      if (const uint64_t taken = mon.stats().samples; taken != samples_seen) {
+      if (const uint64_t taken = mon.stats().samples;
+          taken != samples_seen && Clock::now() >= usage_due) {
         samples_seen = taken;
-        opts.usage->add(sample_usage(mon.engine(), Monitor::now_ns()));
+        take_usage();
       }
     }
     if (exporter)

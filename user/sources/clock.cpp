@@ -25,4 +25,8 @@ int64_t boot_to_realtime_ns() {
   return r - (b1 + (b2 - b1) / 2);
 }
 
+std::chrono::nanoseconds thread_cpu() {
+  return std::chrono::nanoseconds(clock_ns(CLOCK_THREAD_CPUTIME_ID));
+}
+
 } // namespace shmbpf

@@ -3,6 +3,7 @@
 // printing event times and aging files by their mtime).
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 
 namespace shmbpf {
@@ -11,5 +12,9 @@ uint64_t boottime_ns();
 
 // CLOCK_REALTIME - CLOCK_BOOTTIME now, in nanoseconds.
 int64_t boot_to_realtime_ns();
+
+// CPU time of the calling thread (what a periodic job costs, whatever the
+// machine's load does to its wall time).
+std::chrono::nanoseconds thread_cpu();
 
 } // namespace shmbpf
