@@ -12,6 +12,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import signal
 import statistics
 import subprocess
@@ -589,13 +590,16 @@ def segments_in_metrics(text, mountpoint=None):
 
 
 class Serve:
-    """shmbpf serve on a free loopback port, without the unix socket."""
+    """shmbpf serve on a free loopback port, its state and socket in a directory of its own."""
 
     def __init__(self, cfg):
         self.port = free_port()
         self.errf = tempfile.TemporaryFile(mode="w+")
         self.t0 = time.monotonic()
-        self.p = subprocess.Popen([cfg.shmbpf, "serve", "--no-socket", "--listen", f"127.0.0.1:{self.port}"],
+        # As deployed (state kept, socket served), in directories of its own.
+        self.dir = tempfile.mkdtemp(prefix="shmbpf-bench-serve-state-")
+        self.p = subprocess.Popen([cfg.shmbpf, "serve", "--state-dir", self.dir, "--socket", f"{self.dir}/s.sock",
+                                   "--listen", f"127.0.0.1:{self.port}"],
                                   stdout=subprocess.DEVNULL, stderr=self.errf)
 
     def wait_ready(self, timeout=300):
@@ -620,6 +624,7 @@ class Serve:
         except subprocess.TimeoutExpired:
             self.p.kill()
             self.p.wait()
+        shutil.rmtree(self.dir, ignore_errors=True)
 
 
 def serve_round(cfg, scrapes, idle_s, mountpoint):

@@ -25,10 +25,10 @@ namespace {
 
 // A rescan after lost records may take at most this share of the time.
 constexpr int kLossRescanShare = 10; // 1/10
-// Periodic rescans may take at most this share of one CPU (0.25%): with
+// Periodic rescans may take at most this share of one CPU (0.125%): with
 // very many files, a stat of each every 30 s was most of an idle daemon's
-// CPU (docs/BENCHMARKS.md, finding 25).
-constexpr int kIdleRescanShare = 400;
+// CPU (docs/BENCHMARKS.md, findings 25 and 26).
+constexpr int kIdleRescanShare = 800;
 // While a gather runs, the ring buffer is read in slices this long, so
 // that its end is noticed soon.
 constexpr int kGatherPollMs = 5;
@@ -51,13 +51,6 @@ constexpr uint64_t kLinger = 60'000'000'000;
 // ones between read the last walk's (a stat of each process's namespace
 // was most of an idle daemon's once-a-second sample).
 constexpr auto kNamespaceWalkEvery = std::chrono::seconds(10);
-
-// CPU time of the calling thread.
-std::chrono::nanoseconds thread_cpu() {
-  timespec ts{};
-  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-  return std::chrono::seconds(ts.tv_sec) + std::chrono::nanoseconds(ts.tv_nsec);
-}
 
 int64_t realtime_s() {
   timespec ts{};
