@@ -99,8 +99,9 @@ TEST(PrometheusE2E, ScrapesTheTorchLeakAndFiresTheOrphanAlert) {
   ASSERT_EQ(cgroup.create(), "") << "cannot create a cgroup v2 directory";
 
   const int port = free_port();
-  ShmbpfProcess serve({"serve", "--no-socket", "--listen", "127.0.0.1:" + std::to_string(port)},
-                      [] { prctl(PR_SET_PDEATHSIG, SIGKILL); });
+  ShmbpfProcess serve(
+      {"serve", "--no-state", "--no-socket", "--listen", "127.0.0.1:" + std::to_string(port)},
+      [] { prctl(PR_SET_PDEATHSIG, SIGKILL); });
   SHMBPF_SERVE_READY(serve, port);
 
   TempDir dir;

@@ -38,7 +38,8 @@ TEST(ServeCli, LeakRisesInMetricsPromtoolAgreesAndSigtermStops) {
   DockerCgroup cgroup("shmbpf-e2e-serve.slice");
   ASSERT_EQ(cgroup.create(), "") << "cannot create a cgroup v2 directory";
   const int port = free_port();
-  ShmbpfProcess serve({"serve", "--listen", "127.0.0.1:" + std::to_string(port), "--no-socket"});
+  ShmbpfProcess serve(
+      {"serve", "--no-state", "--listen", "127.0.0.1:" + std::to_string(port), "--no-socket"});
   SHMBPF_SERVE_READY(serve, port);
 
   auto health = get(port, "/healthz");
@@ -163,8 +164,8 @@ TEST(ServeCli, PortInUseIsOneLineAndStatusTwo) {
   // the port instead of failing.
   PortHolder taken(true, true);
   // Bounded: a daemon that bound the port anyway would run until killed.
-  ShmbpfProcess serve(
-      {"serve", "--no-socket", "--listen", "127.0.0.1:" + std::to_string(taken.port)});
+  ShmbpfProcess serve({"serve", "--no-state", "--no-socket", "--listen",
+                       "127.0.0.1:" + std::to_string(taken.port)});
   expect_exit_code(serve.wait(30s), 2);
   EXPECT_EQ(serve.out(), "");
   const auto lines = lines_of(serve.err());

@@ -120,8 +120,8 @@ TEST(ServeExport, EventsOrphansReopenAndSigtermInTheFile) {
   TempDir dir;
   const std::string file = (dir.path / "x.ndjson").string();
   const int port = free_port();
-  ShmbpfProcess serve({"serve", "--no-socket", "--listen", "127.0.0.1:" + std::to_string(port),
-                       "--export-file", file});
+  ShmbpfProcess serve({"serve", "--no-state", "--no-socket", "--listen",
+                       "127.0.0.1:" + std::to_string(port), "--export-file", file});
   SHMBPF_SERVE_READY(serve, port);
   EXPECT_EQ(mode_of(file), 0600u);
   const std::string prefix = "/dev/shm/shmbpf-e2e-export-" + std::to_string(getpid()) + "-";
@@ -265,9 +265,9 @@ TEST(ServeExport, RotationKeepsTheNewestBackupsOfWholeLines) {
   const int port = free_port();
   // 0.05 MiB: some 80 records a file, a few rotations for the workload.
   constexpr size_t kLimit = 52429;
-  ShmbpfProcess serve({"serve", "--no-socket", "--listen", "127.0.0.1:" + std::to_string(port),
-                       "--export-file", file, "--export-file-max-size-mb", "0.05",
-                       "--export-file-max-backups", "2"});
+  ShmbpfProcess serve({"serve", "--no-state", "--no-socket", "--listen",
+                       "127.0.0.1:" + std::to_string(port), "--export-file", file,
+                       "--export-file-max-size-mb", "0.05", "--export-file-max-backups", "2"});
   SHMBPF_SERVE_READY(serve, port);
   const std::string prefix = "/dev/shm/shmbpf-e2e-rotate-" + std::to_string(getpid()) + "-";
   bool ok = false;
@@ -338,8 +338,9 @@ TEST(ServeExport, WhatTheKernelLostIsCountedInLostRecords) {
   const std::string file = (dir.path / "l.ndjson").string();
   const int port = free_port();
   // The smallest ring buffer: a page, a dozen records.
-  ShmbpfProcess serve({"serve", "--no-socket", "--listen", "127.0.0.1:" + std::to_string(port),
-                       "--export-file", file, "--ring-buffer-size", "4096"});
+  ShmbpfProcess serve({"serve", "--no-state", "--no-socket", "--listen",
+                       "127.0.0.1:" + std::to_string(port), "--export-file", file,
+                       "--ring-buffer-size", "4096"});
   SHMBPF_SERVE_READY(serve, port);
   const std::string prefix = "/dev/shm/shmbpf-e2e-lost-" + std::to_string(getpid()) + "-";
   bool ok = false;
@@ -398,8 +399,8 @@ TEST(ServeExport, AStuckFileNeitherStallsTheLoopNorHoldsUpSigtermForever) {
     ~Close() { close(fd); }
   } close_reader{reader};
   const int port = free_port();
-  ShmbpfProcess serve({"serve", "--no-socket", "--listen", "127.0.0.1:" + std::to_string(port),
-                       "--export-file", fifo});
+  ShmbpfProcess serve({"serve", "--no-state", "--no-socket", "--listen",
+                       "127.0.0.1:" + std::to_string(port), "--export-file", fifo});
   SHMBPF_SERVE_READY(serve, port);
   auto unlinks = [&] {
     auto m = get(port, "/metrics");
@@ -447,8 +448,8 @@ TEST(ServeExport, APathThatCannotBeWrittenIsRefusedAtStart) {
   for (const std::string &bad : {(dir.path / "no-such-dir" / "x.ndjson").string(),
                                  std::string("/proc/x"), dir.path.string()}) {
     const int port = free_port();
-    ShmbpfProcess serve({"serve", "--no-socket", "--listen", "127.0.0.1:" + std::to_string(port),
-                         "--export-file", bad});
+    ShmbpfProcess serve({"serve", "--no-state", "--no-socket", "--listen",
+                         "127.0.0.1:" + std::to_string(port), "--export-file", bad});
     expect_exit_code(serve.wait(30s), 2);
     const auto lines = lines_of(serve.err());
     ASSERT_EQ(lines.size(), 1u) << serve.err();

@@ -132,8 +132,8 @@ TEST(ServeSocket, TheLeakThroughTheSocketAndEveryClient) {
   SocketDir dir;
   const std::string sock = dir.sock();
   const int port = free_port();
-  ShmbpfProcess serve({"serve", "--listen", "127.0.0.1:" + std::to_string(port), "--socket", sock,
-                       "--socket-group", std::to_string(kApiGroup)});
+  ShmbpfProcess serve({"serve", "--no-state", "--listen", "127.0.0.1:" + std::to_string(port),
+                       "--socket", sock, "--socket-group", std::to_string(kApiGroup)});
   SHMBPF_SERVE_READY(serve, port);
   Unlink cleanup;
 
@@ -249,7 +249,8 @@ TEST(ServeSocket, StuckClientsDoNotStopTheDaemon) {
   SocketDir dir;
   const std::string sock = dir.sock();
   const int port = free_port();
-  ShmbpfProcess serve({"serve", "--listen", "127.0.0.1:" + std::to_string(port), "--socket", sock});
+  ShmbpfProcess serve(
+      {"serve", "--no-state", "--listen", "127.0.0.1:" + std::to_string(port), "--socket", sock});
   SHMBPF_SERVE_READY(serve, port);
   Unlink cleanup;
 
@@ -293,7 +294,7 @@ TEST(ServeSocket, UnusableSocketsAreRefusedWithNothingStarted) {
   for (const std::string &bad : {dir.path + "/missing/dir/x.sock", file, file + "/x.sock"}) {
     const int port = free_port();
     ShmbpfProcess serve(
-        {"serve", "--listen", "127.0.0.1:" + std::to_string(port), "--socket", bad});
+        {"serve", "--no-state", "--listen", "127.0.0.1:" + std::to_string(port), "--socket", bad});
     expect_exit_code(serve.wait(30s), 2);
     const auto lines = lines_of(serve.err());
     ASSERT_EQ(lines.size(), 1u) << serve.err();
@@ -306,11 +307,11 @@ TEST(ServeSocket, UnusableSocketsAreRefusedWithNothingStarted) {
 
   // A live daemon's socket is refused; that daemon keeps it.
   const int port = free_port();
-  ShmbpfProcess first(
-      {"serve", "--listen", "127.0.0.1:" + std::to_string(port), "--socket", dir.sock()});
+  ShmbpfProcess first({"serve", "--no-state", "--listen", "127.0.0.1:" + std::to_string(port),
+                       "--socket", dir.sock()});
   SHMBPF_SERVE_READY(first, port);
-  ShmbpfProcess second(
-      {"serve", "--listen", "127.0.0.1:" + std::to_string(free_port()), "--socket", dir.sock()});
+  ShmbpfProcess second({"serve", "--no-state", "--listen",
+                        "127.0.0.1:" + std::to_string(free_port()), "--socket", dir.sock()});
   expect_exit_code(second.wait(30s), 2);
   EXPECT_NE(second.err().find("listens there already"), std::string::npos) << second.err();
   auto still = get_unix(dir.sock(), "/readyz");

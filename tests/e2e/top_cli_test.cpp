@@ -610,7 +610,8 @@ TEST_F(TopInteractive, ServerFramesComeFromTheDaemonsModel) {
   } dir{tmpl};
   const std::string sock = dir.path + "/shmbpf.sock";
   const int port = free_port();
-  ShmbpfProcess serve({"serve", "--listen", "127.0.0.1:" + std::to_string(port), "--socket", sock});
+  ShmbpfProcess serve(
+      {"serve", "--no-state", "--listen", "127.0.0.1:" + std::to_string(port), "--socket", sock});
   SHMBPF_SERVE_READY(serve, port);
   const std::string tag = "e2e-top-server-" + std::to_string(getpid());
   Holder h("e2e-top-served", "/dev/shm/" + tag, 2, 8192);
