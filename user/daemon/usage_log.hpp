@@ -1,5 +1,6 @@
 // `shmbpf serve`'s usage history: a sample of the live model taken by the
-// consumer after each of the monitor's samples (about once a second),
+// consumer after the monitor's samples (once a second, or less often when a
+// sample costs more than serve_loop's share of a CPU),
 // windows of it read by the local API's threads for /v1/leaks?window=S.
 // The history and the growth rule are the model's (model/usage_history).
 #pragma once
