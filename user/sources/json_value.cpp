@@ -1,5 +1,7 @@
 #include "sources/json_value.hpp"
 
+#include "facts/utf8.hpp"
+
 #include <cstdint>
 
 namespace shmbpf {
@@ -165,24 +167,6 @@ private:
     return true;
   }
 
-  static void utf8(uint32_t cp, std::string &out) {
-    if (cp < 0x80) {
-      out += static_cast<char>(cp);
-    } else if (cp < 0x800) {
-      out += static_cast<char>(0xc0 | (cp >> 6));
-      out += static_cast<char>(0x80 | (cp & 0x3f));
-    } else if (cp < 0x10000) {
-      out += static_cast<char>(0xe0 | (cp >> 12));
-      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
-      out += static_cast<char>(0x80 | (cp & 0x3f));
-    } else {
-      out += static_cast<char>(0xf0 | (cp >> 18));
-      out += static_cast<char>(0x80 | ((cp >> 12) & 0x3f));
-      out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
-      out += static_cast<char>(0x80 | (cp & 0x3f));
-    }
-  }
-
   // Escapes are decoded; a lone surrogate becomes U+FFFD. Raw bytes are
   // kept as they are: invalid UTF-8 is the views' escaping rule's business.
   bool string(std::string &out) {
@@ -239,7 +223,7 @@ private:
         }
         if (cp >= 0xd800 && cp < 0xe000)
           cp = 0xfffd;
-        utf8(cp, out);
+        append_utf8(out, static_cast<char32_t>(cp));
         break;
       }
       default:

@@ -1,5 +1,7 @@
 #include "views/escape.hpp"
 
+#include "facts/utf8.hpp"
+
 #include <cstddef>
 #include <cstdint>
 
@@ -177,24 +179,6 @@ int hex_value(char c) {
   if (c >= 'a' && c <= 'f')
     return c - 'a' + 10;
   return -1; // escape_text writes lowercase only
-}
-
-void append_utf8(std::string &out, char32_t cp) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xc0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3f));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xe0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
-    out += static_cast<char>(0x80 | (cp & 0x3f));
-  } else {
-    out += static_cast<char>(0xf0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3f));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
-    out += static_cast<char>(0x80 | (cp & 0x3f));
-  }
 }
 
 } // namespace
