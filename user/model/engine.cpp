@@ -172,14 +172,18 @@ void Engine::set_bytes(SegIt it, uint64_t bytes) {
   s.bytes = bytes;
 }
 
+void Engine::set_creator_comm(Segment &s, std::string_view comm) {
+  s.creator_comm.fill('\0');
+  std::copy_n(comm.begin(), std::min(comm.size(), s.creator_comm.size() - 1),
+              s.creator_comm.begin());
+}
+
 void Engine::set_creator(Segment &s, uint32_t pid, const Process &p) {
   s.creator_pid = pid;
   s.creator_uid = p.uid;
   s.creator_cgroup = p.cgroup_id;
   s.creator_serial = p.serial;
-  s.creator_comm.fill('\0');
-  std::copy_n(p.comm.begin(), std::min(p.comm.size(), s.creator_comm.size() - 1),
-              s.creator_comm.begin());
+  set_creator_comm(s, p.comm);
 }
 
 void Engine::hold(SegIt it, uint32_t pid, Process &p, ExecHint hint) {

@@ -328,6 +328,8 @@ private:
   void rename_name(SegIt it, std::string_view from, std::string_view to);
   void set_bytes(SegIt it, uint64_t bytes);
   void set_creator(Segment &s, uint32_t pid, const Process &p);
+  // A creator's comm, cut to the segment's 15 characters.
+  static void set_creator_comm(Segment &s, std::string_view comm);
   void hold(SegIt it, uint32_t pid, Process &p, ExecHint hint);
   void unhold(SegIt it, uint32_t pid);
   // Drops a process's holds (all, or only those exec closes) and attachments.

@@ -32,9 +32,7 @@ bool Engine::restore_creation(const SegmentKey &key, const Creation &c, Birth bi
   s.creator_pid = c.pid;
   s.creator_uid = c.uid;
   s.creator_cgroup = c.cgroup_id;
-  s.creator_comm.fill('\0');
-  std::copy_n(c.comm.begin(), std::min(c.comm.size(), s.creator_comm.size() - 1),
-              s.creator_comm.begin());
+  set_creator_comm(s, c.comm);
   // No start time identifies the incarnation: a process with the same pid,
   // comm and cgroup is taken for the creator; any other gets a serial no
   // process has, so that a reused pid never passes for it.
