@@ -384,8 +384,7 @@ Monitor::Gather Monitor::run_gather(Gather g) {
         j.files.push_back(SegmentKey::file(h.dev, h.ino));
   }
   if (g.rescan) {
-    g.namespaces = g.scan.namespaces;
-    g.walk_namespaces = true;
+    g.walk_namespaces = true; // the scan's walk; kept from g.scan
   } else if (g.mounts) {
     if (!g.walk_namespaces) {
       auto again = refresh_mount_namespaces(std::move(g.namespaces));
@@ -428,7 +427,8 @@ void Monitor::keep_namespaces(Gather &g) {
     walk_namespaces_ = false;
     last_namespace_walk_ = g.started;
   }
-  namespaces_ = g.namespaces; // the sample still reads g's
+  // A rescan's seeding still reads the scan's own.
+  namespaces_ = g.rescan ? g.scan.namespaces : std::move(g.namespaces);
   known_mntns_.clear();
   for (const MountNamespace &m : namespaces_)
     known_mntns_.insert(m.mntns);
