@@ -22,6 +22,7 @@ struct TmpfsFile {
   uint64_t size = 0;
   uint64_t bytes = 0; // st_blocks * 512: memory actually allocated
   uint32_t uid = 0;
+  uint32_t mode = 0; // permission bits (st_mode & 07777)
   uint32_t nlink = 0;
   int64_t mtime_s = 0;
   // Birth time (statx STATX_BTIME), ns since the epoch; 0 where the kernel
@@ -82,7 +83,11 @@ struct SysvEntry {
   uint64_t size = 0;
   uint64_t rss_bytes = 0;
   uint32_t cpid = 0;
+  uint32_t lpid = 0; // last shmat/shmdt
   uint32_t nattch = 0;
+  uint32_t mode = 0;    // permission bits of the perms column (0777), without SHM_DEST
+  uint32_t uid = 0;     // owner
+  uint32_t cuid = 0;    // creator
   int64_t ctime_s = 0;  // shm_ctim: creation, or the last IPC_SET; 0 unknown
   bool removed = false; // SHM_DEST set: IPC_RMID done, waiting for the last detach
 };

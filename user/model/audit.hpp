@@ -1,0 +1,78 @@
+// The audit's rules: where a container host's shared memory breaks the
+// isolation between containers, or between a container and the host. Pure:
+// an AuditScan in (what sources and live read), findings out. The rules are
+// documented one by one in docs/AUDIT.md.
+#pragma once
+
+#include "facts/audit.hpp"
+#include "model/containers.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace shmbpf {
+
+enum class Severity : uint8_t { low, medium, high };
+std::string_view severity_name(Severity s);
+std::optional<Severity> parse_severity(std::string_view s);
+
+// A process named in a finding's evidence.
+struct AuditProcess {
+  uint32_t pid = 0;
+  std::string comm;
+  std::optional<ContainerRef> container; // nullopt: the host
+  bool operator==(const AuditProcess &) const = default;
+};
+
+// What a finding rests on; a rule fills what applies to it.
+struct Evidence {
+  std::vector<AuditProcess> processes;
+  std::vector<std::string> paths; // files, programs, as the processes see them
+  std::vector<int32_t> shmids;    // SysV segments
+  std::string mountpoint;         // a mount, as its namespace sees it
+  std::string mount_options;      // that mount's per-mount options
+  uint32_t dev = 0;               // kernel encoding: a mount's or a file's device
+  uint64_t ino = 0;               // a file's inode
+  uint32_t mode = 0;              // permission bits
+  uint32_t mntns = 0;             // namespace inodes
+  uint32_t ipcns = 0;
+  std::optional<uint64_t> size_limit;   // a tmpfs's size=, nullopt: none
+  std::optional<uint64_t> memory_limit; // the container's, nullopt: none
+  // Other containers the finding involves (besides Finding::container).
+  std::vector<ContainerRef> others;
+  bool operator==(const Evidence &) const = default;
+};
+
+struct Finding {
+  std::string rule; // "host-ipc-namespace", ...
+  Severity severity = Severity::medium;
+  std::optional<ContainerRef> container; // nullopt: the host
+  std::string summary;                   // one line, plain words
+  Evidence evidence;
+};
+
+// Every rule's id and severity, in the order findings are reported.
+struct RuleInfo {
+  std::string_view id;
+  Severity severity;
+  std::string_view title;
+};
+const std::vector<RuleInfo> &audit_rules();
+
+// The findings of a snapshot, ordered by severity (highest first), then
+// rule, then container id.
+std::vector<Finding> audit_snapshot(const AuditScan &scan);
+
+// An exec seen while watching (BPF's exec event, the program resolved by
+// the caller): exec-from-shm or fileless-exec, or nullopt.
+struct ExecSeen {
+  AuditProcess process;
+  ExeFile exe;
+  uint32_t mntns = 0;
+};
+std::optional<Finding> audit_exec(const ExecSeen &exec, const AuditScan &scan);
+
+} // namespace shmbpf
