@@ -44,6 +44,11 @@ int SHMBPF_PROG(tracepoint__sched__sched_process_exec)(
 {
 	struct shmbpf_exec_event *e = reserve(sizeof(*e));
 	unsigned int off = ctx->__data_loc_filename & 0xffff;
+	struct task_struct *t;
+	struct super_block *sb;
+	struct inode *inode;
+	unsigned long magic;
+	struct file *exe;
 	long n;
 
 	if (!e)
@@ -53,6 +58,20 @@ int SHMBPF_PROG(tracepoint__sched__sched_process_exec)(
 	e->pad = 0;
 	n = bpf_probe_read_kernel_str(e->filename, sizeof(e->filename), (void *)ctx + off);
 	e->filename_len = n > 0 ? n - 1 : 0;
+	/* begin_new_exec set the new mm's exe_file before this tracepoint. */
+	t = (struct task_struct *)bpf_get_current_task();
+	exe = BPF_CORE_READ(t, mm, exe_file);
+	inode = BPF_CORE_READ(exe, f_inode);
+	sb = BPF_CORE_READ(inode, i_sb);
+	magic = BPF_CORE_READ(sb, s_magic);
+	e->exe_fs = magic == TMPFS_MAGIC	? SHMBPF_FS_TMPFS
+		    : magic == HUGETLBFS_MAGIC ? SHMBPF_FS_HUGETLBFS
+					       : SHMBPF_FS_UNKNOWN;
+	e->exe_dev = BPF_CORE_READ(sb, s_dev);
+	e->exe_ino = BPF_CORE_READ(inode, i_ino);
+	n = bpf_probe_read_kernel_str(e->exe_name, sizeof(e->exe_name),
+				      BPF_CORE_READ(exe, f_path.dentry, d_name.name));
+	e->exe_name_len = n > 0 ? n - 1 : 0;
 	submit(e);
 	return 0;
 }

@@ -15,7 +15,7 @@
 #ifndef SHMBPF_EVENTS_H
 #define SHMBPF_EVENTS_H
 
-#define SHMBPF_ABI_VERSION 2
+#define SHMBPF_ABI_VERSION 3
 
 #define SHMBPF_COMM_LEN 16
 /* Paths as passed by the caller and in-mount paths: longer ones are
@@ -196,12 +196,22 @@ struct shmbpf_exit_event {
 	__u32 pad;
 };
 
+/* The program an exec loaded (mm->exe_file): where it is stored, read in
+ * the kernel because a short-lived process is gone before userspace can
+ * look at /proc/<pid>/exe. */
+#define SHMBPF_EXE_NAME_LEN 64
+
 struct shmbpf_exec_event {
 	struct shmbpf_hdr hdr;
 	__u32 old_pid;
 	__u16 filename_len;
-	__u16 pad;
+	__u8 exe_fs;	   /* enum shmbpf_fs of the program's superblock */
+	__u8 exe_name_len; /* bytes used in exe_name, without NUL */
+	__u32 exe_dev;	   /* the program's superblock: major << 20 | minor */
+	__u32 pad;
+	__u64 exe_ino;
 	char filename[SHMBPF_PATH_LEN];
+	char exe_name[SHMBPF_EXE_NAME_LEN]; /* its dentry's name: "memfd:<name>" for a memfd */
 };
 
 /* Per-CPU delivery counters, indexed by enum shmbpf_counter. */

@@ -140,6 +140,10 @@ int main(int argc, char **argv) {
   auto exec = record<shmbpf_exec_event>(SHMBPF_EV_EXEC);
   exec.old_pid = 4242;
   exec.filename_len = put(exec.filename, "/usr/bin/python3", false);
+  exec.exe_fs = SHMBPF_FS_TMPFS;
+  exec.exe_dev = 1;
+  exec.exe_ino = 3;
+  exec.exe_name_len = put(exec.exe_name, "memfd:x", false);
   ok &= save(dir, "exec.bin", exec);
   auto failed = record<shmbpf_exit_event>(SHMBPF_EV_EXIT);
   failed.hdr.ret = -12; // a header's error field in use

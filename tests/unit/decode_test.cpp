@@ -209,6 +209,30 @@ TEST(Decode, SysvAndProcessEvents) {
   EXPECT_EQ(xe->exit_code, 9u);
 }
 
+TEST(Decode, ExecNamesTheProgramItLoaded) {
+  auto r = record<shmbpf_exec_event>(SHMBPF_EV_EXEC);
+  r.old_pid = 7;
+  r.filename_len = put(r.filename, "/proc/self/fd/3") - 1;
+  r.exe_fs = SHMBPF_FS_TMPFS;
+  r.exe_dev = 1;
+  r.exe_ino = 2049;
+  r.exe_name_len = put(r.exe_name, "memfd:payload") - 1;
+  auto e = decode_event(&r, sizeof(r));
+  ASSERT_TRUE(e.ok());
+  EXPECT_EQ(e->type, EventType::exec);
+  EXPECT_EQ(e->filename, "/proc/self/fd/3");
+  EXPECT_EQ(e->fs, SHMBPF_FS_TMPFS);
+  EXPECT_EQ(e->dev, 1u);
+  EXPECT_EQ(e->ino, 2049u);
+  EXPECT_EQ(e->name, "memfd:payload");
+  // A length past the array is cut at it.
+  r.exe_name_len = 255;
+  std::memset(r.exe_name, 'x', sizeof(r.exe_name));
+  auto cut = decode_event(&r, sizeof(r));
+  ASSERT_TRUE(cut.ok());
+  EXPECT_EQ(cut->name.size(), sizeof(r.exe_name));
+}
+
 TEST(Decode, PathEventStartDirectory) {
   auto p = record<shmbpf_path_event>(SHMBPF_EV_UNLINK);
   p.dirfd = 5;

@@ -1,6 +1,7 @@
 #include "cli/app.hpp"
 
 #include "facts/result.hpp"
+#include "model/audit.hpp"
 #include "views/escape.hpp"
 
 #include <algorithm>
@@ -351,6 +352,37 @@ std::unique_ptr<CLI::App> make_app(CliOptions &opts) {
   add_runtime_root_option(serve, s.runtime_roots);
   add_ring_buffer_option(serve, s.ring_buffer_bytes);
   add_verbose_flag(serve, s.verbose);
+
+  auto *audit = app->add_subcommand(
+      "audit", "Audit a container host's shared memory: containers in the host's IPC namespace "
+               "or sharing one, the host's /dev/shm mounted in a container, segments shared "
+               "across containers, shm mounts without a bound or without nodev/nosuid/noexec, "
+               "programs run from /dev/shm or a memfd, world-writable segments (docs/AUDIT.md). "
+               "A snapshot of /proc and every mount (no BPF needed); --watch also judges the "
+               "execs of the next seconds. Exit status 0: no finding at or above --fail-on, 1: "
+               "findings, 2: error.");
+  auto &a = opts.audit;
+  audit->add_flag("--json", a.json, "Print JSON");
+  audit
+      ->add_option("--fail-on", a.fail_on,
+                   "The lowest severity that makes the exit status 1 (none: findings never do)")
+      ->check(CLI::IsMember({"low", "medium", "high", "none"}))
+      ->capture_default_str();
+  audit
+      ->add_option("--watch", a.watch_s,
+                   "Also load the BPF programs and judge every exec for this many seconds, then "
+                   "take a second snapshot (needs root)")
+      ->check(kFinite & CLI::Range(1.0, 86400.0));
+  std::vector<std::string> rule_ids;
+  for (const RuleInfo &r : audit_rules())
+    rule_ids.emplace_back(r.id);
+  audit->add_option("--rule", a.rules, "Only this rule (repeatable)")->check(CLI::IsMember(rule_ids));
+  audit->add_option("--container", a.container,
+                    "Only findings about this container (id, id prefix of 4 or more, or its "
+                    "runtime's name; \"host\" for the host)");
+  add_runtime_root_option(audit, a.runtime_roots);
+  add_ring_buffer_option(audit, a.ring_buffer_bytes);
+  add_verbose_flag(audit, a.verbose);
   return app;
 }
 
@@ -381,7 +413,10 @@ int run_cli(int argc, char **argv) {
     return code == 0 ? 0 : 2;
   }
   // leaks and doctor promise 2 for every error: 1 means "leaks found".
-  const int error_status = app->got_subcommand("leaks") || app->got_subcommand("doctor") ? 2 : 1;
+  const int error_status = app->got_subcommand("leaks") || app->got_subcommand("doctor") ||
+                                   app->got_subcommand("audit")
+                               ? 2
+                               : 1;
   try {
     if (app->got_subcommand("trace"))
       return run_trace(opts.trace);
@@ -395,6 +430,8 @@ int run_cli(int argc, char **argv) {
       return run_doctor(opts.doctor);
     if (app->got_subcommand("serve"))
       return run_serve(opts.serve);
+    if (app->got_subcommand("audit"))
+      return run_audit(opts.audit);
   } catch (const FatalError &e) {
     std::fprintf(stderr, "shmbpf: %s\n", e.what());
     return std::max(e.exit_code(), error_status);

@@ -93,6 +93,17 @@ struct ServeOptions {
   bool verbose = false;
 };
 
+struct AuditOptions {
+  bool json = false;
+  std::string fail_on = "medium"; // low, medium, high or none
+  double watch_s = 0;             // > 0: also judge the execs of this many seconds (BPF)
+  std::vector<std::string> rules; // only these rule ids
+  std::optional<std::string> container;
+  RuntimeRoots runtime_roots; // --runtime-root RUNTIME=DIR
+  size_t ring_buffer_bytes = RingBufferSetting::kDefault;
+  bool verbose = false;
+};
+
 struct CliOptions {
   TraceOptions trace;
   LsOptions ls;
@@ -100,6 +111,7 @@ struct CliOptions {
   TopOptions top;
   DoctorCliOptions doctor;
   ServeOptions serve;
+  AuditOptions audit;
 };
 
 // Builds the app; parsed values land in opts. Subcommands are named "trace".
@@ -127,5 +139,8 @@ int run_doctor(const DoctorCliOptions &opts);
 // file took nothing for 10 s by then); 2 when it cannot start (the port is
 // taken, the export file cannot be opened, BPF cannot load).
 int run_serve(const ServeOptions &opts);
+
+// `shmbpf audit`: 0 no finding at or above --fail-on, 1 findings, 2 error.
+int run_audit(const AuditOptions &opts);
 
 } // namespace shmbpf

@@ -18,7 +18,7 @@ static_assert(sizeof(shmbpf_sysv_event) == 96);
 static_assert(sizeof(shmbpf_free_event) == 112);
 static_assert(sizeof(shmbpf_sigbus_event) == 96);
 static_assert(sizeof(shmbpf_exit_event) == 72);
-static_assert(sizeof(shmbpf_exec_event) == 328);
+static_assert(sizeof(shmbpf_exec_event) == 408);
 
 namespace {
 
@@ -269,6 +269,10 @@ bool decode_event_into(const void *data, size_t len, Event &e, std::string *why)
     auto r = copy_record<shmbpf_exec_event>(data);
     e.old_pid = r.old_pid;
     cstr(e.filename, r.filename, std::min<size_t>(r.filename_len, sizeof(r.filename)));
+    e.fs = r.exe_fs;
+    e.dev = r.exe_dev;
+    e.ino = r.exe_ino;
+    cstr(e.name, r.exe_name, std::min<size_t>(r.exe_name_len, sizeof(r.exe_name)));
     break;
   }
   }

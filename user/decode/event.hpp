@@ -82,7 +82,8 @@ struct Event {
   int32_t err = 0; // errno when ret < 0, else 0
   std::string comm;
 
-  // Files (create/open/memfd_create/resize/free) and unlink hints.
+  // Files (create/open/memfd_create/resize/free) and unlink hints; for an
+  // exec, the program it loaded (dev, ino, fs, and in name its file name).
   uint32_t dev = 0; // kernel dev_t: major << 20 | minor
   uint32_t mnt_id = 0;
   uint64_t ino = 0;

@@ -4,10 +4,13 @@
 // documented one by one in docs/AUDIT.md.
 #pragma once
 
+#include "decode/event.hpp"
 #include "facts/audit.hpp"
 #include "model/containers.hpp"
 
+#include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -16,6 +19,8 @@
 namespace shmbpf {
 
 enum class Severity : uint8_t { low, medium, high };
+// At most this many paths or shmids in one finding's evidence.
+constexpr size_t kEvidenceItems = 32;
 std::string_view severity_name(Severity s);
 std::optional<Severity> parse_severity(std::string_view s);
 
@@ -43,6 +48,9 @@ struct Evidence {
   std::optional<uint64_t> memory_limit; // the container's, nullopt: none
   // Other containers the finding involves (besides Finding::container).
   std::vector<ContainerRef> others;
+  // How many files or segments the finding covers; paths and shmids list
+  // at most kEvidenceItems of them.
+  uint64_t segments = 0;
   bool operator==(const Evidence &) const = default;
 };
 
@@ -50,7 +58,8 @@ struct Finding {
   std::string rule; // "host-ipc-namespace", ...
   Severity severity = Severity::medium;
   std::optional<ContainerRef> container; // nullopt: the host
-  std::string summary;                   // one line, plain words
+  std::string summary;
+  bool watched = false; // an exec seen while watching, not the snapshot                   // one line, plain words
   Evidence evidence;
 };
 
@@ -66,13 +75,36 @@ const std::vector<RuleInfo> &audit_rules();
 // rule, then container id.
 std::vector<Finding> audit_snapshot(const AuditScan &scan);
 
-// An exec seen while watching (BPF's exec event, the program resolved by
-// the caller): exec-from-shm or fileless-exec, or nullopt.
+// An exec seen while watching (BPF's exec event).
 struct ExecSeen {
   AuditProcess process;
   ExeFile exe;
-  uint32_t mntns = 0;
 };
-std::optional<Finding> audit_exec(const ExecSeen &exec, const AuditScan &scan);
+
+class Context;
+
+// Judges execs against one snapshot's mounts: exec-from-shm or
+// fileless-exec. Built once per snapshot, then cheap per exec.
+class ExecJudge {
+public:
+  explicit ExecJudge(const AuditScan &scan);
+  ~ExecJudge();
+  ExecJudge(const ExecJudge &) = delete;
+  ExecJudge &operator=(const ExecJudge &) = delete;
+
+  // The program of an exec event: the kernel's device, inode and file
+  // system; as path, a memfd's "/memfd:<name>" (a name on a superblock no
+  // mount table shows), else what /proc/PID/exe said (live, when it is the
+  // same inode), else the path the exec was given.
+  ExeFile exe_of(const Event &exec, const std::optional<ExeFile> &live) const;
+  std::optional<Finding> judge(const ExecSeen &exec) const;
+
+private:
+  std::unique_ptr<Context> ctx_;
+};
+
+// --container's selector: "host" (findings about the host), or a container
+// id, an id prefix of at least 4 characters, or the runtime's name.
+bool finding_is_about(const Finding &f, std::string_view selector);
 
 } // namespace shmbpf

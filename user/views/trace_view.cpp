@@ -471,6 +471,10 @@ void TraceFormatter::write_json_fields(JsonWriter &j, std::string &out, const Ev
     j.num("exit_code", e.exit_code).num("exit_status", w.exit_status).num("signal", w.signal);
   } else if (e.type == EventType::exec) {
     j.str("filename", e.filename).num("old_pid", e.old_pid);
+    // The program it loaded: on tmpfs or hugetlbfs, or a memfd ("memfd:...").
+    j.key("exe").begin_object();
+    append_json_dev(j.key("dev").raw_value(), e.dev);
+    j.num("ino", e.ino).str("name", e.name).boolean("on_shm", e.fs != 0).end_object();
   }
 }
 
