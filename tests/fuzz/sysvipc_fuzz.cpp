@@ -19,14 +19,15 @@ std::string format_entry(const SysvEntry &e) {
   std::snprintf(line, sizeof line,
                 "%10d %10d %4o %21" PRIu64 " %5u %5u %5u %5u %5u %5u %5u %10d %10d %10d %21" PRIu64
                 " %21d\n",
-                static_cast<int32_t>(e.key), e.shmid, e.removed ? 01600u : 0600u, e.size, e.cpid,
-                0u, e.nattch, 0u, 0u, 0u, 0u, 0, 0, 0, e.rss_bytes, 0);
+                static_cast<int32_t>(e.key), e.shmid, (e.removed ? 01000u : 0u) | e.mode, e.size,
+                e.cpid, e.lpid, e.nattch, e.uid, 0u, e.cuid, 0u, 0, 0, 0, e.rss_bytes, 0);
   return line;
 }
 
 bool same(const SysvEntry &a, const SysvEntry &b) {
   return a.shmid == b.shmid && a.key == b.key && a.size == b.size && a.rss_bytes == b.rss_bytes &&
-         a.cpid == b.cpid && a.nattch == b.nattch && a.removed == b.removed;
+         a.cpid == b.cpid && a.lpid == b.lpid && a.nattch == b.nattch && a.removed == b.removed &&
+         a.mode == b.mode && a.uid == b.uid && a.cuid == b.cuid;
 }
 
 } // namespace

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <fcntl.h>
+#include <fstream>
 #include <string>
 #include <sys/ipc.h>
 #include <sys/mman.h>
@@ -164,25 +165,40 @@ TEST(ProcScanParse, SysvipcShm) {
   const char *text =
       "       key      shmid perms                  size  cpid  lpid nattch   uid   gid  cuid  "
       "cgid      atime      dtime      ctime                   rss                  swap\n"
-      "      4660          5   600               1048576  1200  1300      2  1000  1000  1000  "
-      "1000 1700000000 1700000001 1700000002                  8192                     0\n"
-      "-559038737      32769  1600                  4096  1400     0      1     0     0     0     "
+      "      4660          5   600               1048576  1200  1300      2  1001  1002  1003  "
+      "1004 1700000000 1700000001 1700000002                  8192                     0\n"
+      "-559038737      32769  1666                  4096  1400     0      1     0     0     0     "
       "0          0          0 1700000003                     0                     0\n"
+      // An old kernel's line cut short after nattch: no owner to tell.
+      "         7          9   644                  4096     1     2      0\n"
       "garbage line\n";
   auto v = parse_sysvipc_shm(text);
-  ASSERT_EQ(v.size(), 2u);
+  ASSERT_EQ(v.size(), 3u);
   EXPECT_EQ(v[0].key, 0x1234u);
   EXPECT_EQ(v[0].shmid, 5);
   EXPECT_EQ(v[0].size, 1048576u);
   EXPECT_EQ(v[0].cpid, 1200u);
+  EXPECT_EQ(v[0].lpid, 1300u);
   EXPECT_EQ(v[0].nattch, 2u);
+  EXPECT_EQ(v[0].mode, 0600u);
+  EXPECT_EQ(v[0].uid, 1001u);  // column 8, not gid (9)
+  EXPECT_EQ(v[0].cuid, 1003u); // column 10, not cgid (11)
   EXPECT_EQ(v[0].rss_bytes, 8192u);
   EXPECT_FALSE(v[0].removed);
   EXPECT_EQ(v[1].key, 0xdeadbeefu);
   EXPECT_EQ(v[1].shmid, 32769);
   EXPECT_EQ(v[1].size, 4096u);
   EXPECT_EQ(v[1].nattch, 1u);
-  EXPECT_TRUE(v[1].removed);           // 1600 octal includes SHM_DEST
+  EXPECT_TRUE(v[1].removed);   // 1666 octal includes SHM_DEST
+  EXPECT_EQ(v[1].mode, 0666u); // without it
+  EXPECT_EQ(v[1].lpid, 0u);
+  EXPECT_EQ(v[1].uid, 0u);
+  EXPECT_EQ(v[2].shmid, 9);
+  EXPECT_EQ(v[2].lpid, 2u);
+  EXPECT_EQ(v[2].mode, 0644u);
+  EXPECT_EQ(v[2].uid, 0u);
+  EXPECT_EQ(v[2].cuid, 0u);
+  EXPECT_EQ(v[2].ctime_s, 0);
   EXPECT_EQ(v[0].ctime_s, 1700000002); // what tells a reused shmid apart
   EXPECT_EQ(v[1].ctime_s, 1700000003);
 
@@ -387,6 +403,14 @@ TEST(ProcScanLive, ReadSelf) {
   EXPECT_EQ(id->mntns, static_cast<uint32_t>(st.st_ino));
   ASSERT_EQ(::stat("/proc/self/ns/ipc", &st), 0);
   EXPECT_EQ(id->ipcns, static_cast<uint32_t>(st.st_ino));
+  // The "0::" line for the cgroup id, whatever path tells the container.
+  std::string v2 = "unset", want;
+  ASSERT_TRUE(read_process(static_cast<uint32_t>(::getpid()), &v2));
+  std::ifstream cg("/proc/self/cgroup");
+  for (std::string line; std::getline(cg, line);)
+    if (line.starts_with("0::"))
+      want = line.substr(3);
+  EXPECT_EQ(v2, want);
 
   EXPECT_FALSE(read_process(0));
 }

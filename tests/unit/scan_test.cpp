@@ -87,6 +87,9 @@ protected:
               {"a/b/c/d/four.bin", 5000}}; // depth 5
     for (const auto &[rel, size] : files_)
       write_file(dir_ / rel, size);
+    // Modes an audit tells apart: world-writable, setuid.
+    ASSERT_EQ(::chmod((dir_ / "a/one.bin").c_str(), 0666), 0);
+    ASSERT_EQ(::chmod((dir_ / "a/b/two.bin").c_str(), 04711), 0);
     ASSERT_EQ(::link((dir_ / "top.bin").c_str(), (dir_ / "top.hard").c_str()), 0);
     ASSERT_EQ(::symlink("top.bin", (dir_ / "link").c_str()), 0);
     ASSERT_EQ(::symlink("a", (dir_ / "dirlink").c_str()), 0);
@@ -122,6 +125,7 @@ TEST_F(TmpfsScan, MatchesFstat) {
     EXPECT_EQ(f.size, static_cast<uint64_t>(st.st_size)) << rel;
     EXPECT_EQ(f.bytes, static_cast<uint64_t>(st.st_blocks) * 512) << rel;
     EXPECT_EQ(f.uid, st.st_uid) << rel;
+    EXPECT_EQ(f.mode, st.st_mode & 07777) << rel;
     EXPECT_EQ(f.nlink, st.st_nlink) << rel;
     EXPECT_EQ(f.mtime_s, st.st_mtim.tv_sec) << rel;
     // The birth time where the filesystem gives one, else 0.
@@ -138,6 +142,8 @@ TEST_F(TmpfsScan, MatchesFstat) {
   }
 
   EXPECT_EQ(found.at(dir_ / "a/b/two.bin").size, 8193u);
+  EXPECT_EQ(found.at(dir_ / "a/one.bin").mode, 0666u);
+  EXPECT_EQ(found.at(dir_ / "a/b/two.bin").mode, 04711u);
   EXPECT_GE(found.at(dir_ / "a/b/two.bin").bytes, 8193u);
   EXPECT_GT(found.at(dir_ / "top.bin").bytes, 0u);
   EXPECT_EQ(found.at(dir_ / "empty.bin").bytes, 0u);

@@ -73,7 +73,10 @@ struct ProcIdentity {
   std::string comm;
   uint32_t mntns = 0; // inode numbers of /proc/<pid>/ns/{mnt,ipc}
   uint32_t ipcns = 0;
-  std::string cgroup_path; // cgroup v2 path ("0::" line), "" when unknown
+  // The cgroup path that tells its container: the v2 ("0::") line's, or a
+  // v1 line's where v2 says "/" or nothing (sources/cgroup.hpp,
+  // process_cgroup_path); "" when unknown.
+  std::string cgroup_path;
 };
 
 // One line of /proc/sysvipc/shm.

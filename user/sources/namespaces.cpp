@@ -12,18 +12,38 @@
 
 namespace shmbpf {
 
-uint32_t mount_namespace_of(int pid) {
+namespace {
+
+// The inode number of /proc/<pid>/ns/<kind>, 0 when it cannot be read.
+uint32_t namespace_of(int pid, const char *kind) {
   struct stat st {};
-  std::string p = "/proc/" + std::to_string(pid) + "/ns/mnt";
+  std::string p = "/proc/" + std::to_string(pid) + "/ns/" + kind;
   if (stat(p.c_str(), &st) != 0)
     return 0;
   return static_cast<uint32_t>(st.st_ino);
 }
 
+} // namespace
+
+uint32_t mount_namespace_of(int pid) { return namespace_of(pid, "mnt"); }
+
 uint32_t host_mount_namespace() {
   if (uint32_t init = mount_namespace_of(1))
     return init;
   return mount_namespace_of(static_cast<int>(getpid()));
+}
+
+HostNamespaces read_host_namespaces() {
+  HostNamespaces host;
+  host.pid = 1;
+  host.mntns = namespace_of(1, "mnt");
+  host.ipcns = namespace_of(1, "ipc");
+  if (host.mntns == 0 || host.ipcns == 0) {
+    host.pid = static_cast<uint32_t>(getpid());
+    host.mntns = namespace_of(static_cast<int>(host.pid), "mnt");
+    host.ipcns = namespace_of(static_cast<int>(host.pid), "ipc");
+  }
+  return host;
 }
 
 std::vector<MountNamespace> scan_mount_namespaces() {

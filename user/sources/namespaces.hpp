@@ -2,6 +2,7 @@
 // and its mount table, so that every container's /dev/shm is visible.
 #pragma once
 
+#include "facts/audit.hpp"
 #include "facts/mounts.hpp"
 
 #include <cstdint>
@@ -28,5 +29,9 @@ uint32_t mount_namespace_of(int pid);
 // shmbpf's own may be a private copy (systemd's ProtectSystem, a pod's);
 // shmbpf's own when init's cannot be read.
 uint32_t host_mount_namespace();
+
+// The host's mount and IPC namespaces, by the same rule: pid 1's when both
+// can be read, else shmbpf's own (pid says which).
+HostNamespaces read_host_namespaces();
 
 } // namespace shmbpf

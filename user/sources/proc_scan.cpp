@@ -1,6 +1,8 @@
 #include "sources/proc_scan.hpp"
 
 #include "facts/dev.hpp"
+#include "sources/cgroup.hpp"
+#include "sources/fs_magic.hpp"
 #include "sources/mountinfo.hpp"
 
 #include <algorithm>
@@ -23,8 +25,6 @@ namespace shmbpf {
 
 namespace {
 
-constexpr long kTmpfsMagic = 0x01021994;
-constexpr long kHugetlbfsMagic = 0x958458f6;
 constexpr std::string_view kDeletedSuffix = " (deleted)";
 
 // Whole file via read(2): /proc files report size 0, so no stat-sized reads.
@@ -218,7 +218,7 @@ std::optional<std::string> parse_cgroup_v2_path(std::string_view cgroup) {
   return path;
 }
 
-std::optional<ProcIdentity> read_process(uint32_t pid) {
+std::optional<ProcIdentity> read_process(uint32_t pid, std::string *cgroup_v2_path) {
   const Fd dir = open_proc_dir(pid);
   if (!dir.ok())
     return std::nullopt;
@@ -237,8 +237,18 @@ std::optional<ProcIdentity> read_process(uint32_t pid) {
     id.uid = parse_real_uid(*status).value_or(0);
   id.mntns = ns_inode(dir.get(), "ns/mnt");
   id.ipcns = ns_inode(dir.get(), "ns/ipc");
-  if (auto cg = read_text_at(dir.get(), "cgroup"))
-    id.cgroup_path = parse_cgroup_v2_path(*cg).value_or("");
+  if (auto cg = read_text_at(dir.get(), "cgroup")) {
+    const auto lines = parse_cgroup_lines(*cg);
+    id.cgroup_path = process_cgroup_path(lines).value_or("");
+    if (cgroup_v2_path) {
+      cgroup_v2_path->clear();
+      for (const CgroupLine &l : lines)
+        if (l.v2()) {
+          *cgroup_v2_path = l.path;
+          break;
+        }
+    }
+  }
   return id;
 }
 
@@ -295,8 +305,6 @@ void fill_stat(HeldFile &h, const struct stat &st) {
   h.uid = st.st_uid;
   h.mtime_s = st.st_mtim.tv_sec;
 }
-
-bool is_shm_magic(long f_type) { return f_type == kTmpfsMagic || f_type == kHugetlbfsMagic; }
 
 // What an inode on a tmpfs or hugetlbfs superblock is, from where it lives.
 // On a filesystem the holder's mount table shows, a file. Elsewhere it is
@@ -454,15 +462,21 @@ std::vector<SysvEntry> parse_sysvipc_shm(std::string_view text) {
     }
     SysvEntry e;
     int64_t key = 0;
-    uint32_t perms = 0, lpid = 0;
+    uint32_t perms = 0;
     if (n < 7 || !parse_num(f[0], key) || !parse_num(f[1], e.shmid) || !parse_num(f[2], perms, 8) ||
-        !parse_num(f[3], e.size) || !parse_num(f[4], e.cpid) || !parse_num(f[5], lpid) ||
+        !parse_num(f[3], e.size) || !parse_num(f[4], e.cpid) || !parse_num(f[5], e.lpid) ||
         !parse_num(f[6], e.nattch))
       return;
     // Keys >= 2^31 are printed as negative ints.
     e.key = static_cast<uint32_t>(key);
     // The mode column includes SHM_DEST (01000): IPC_RMID done, still attached.
     e.removed = (perms & 01000) != 0;
+    e.mode = perms & 0777;
+    // Owner and creator: unknown (0) on a line cut short.
+    if (n >= 8 && !parse_num(f[7], e.uid))
+      e.uid = 0;
+    if (n >= 10 && !parse_num(f[9], e.cuid))
+      e.cuid = 0;
     // rss (already in bytes) appeared in later kernels; absent means unknown.
     if (n >= 15 && !parse_num(f[14], e.rss_bytes))
       e.rss_bytes = 0;

@@ -41,8 +41,10 @@ std::optional<uint32_t> parse_real_uid(std::string_view status);
 // nullopt when the process is gone (a zombie too) or its stat is unreadable.
 // Every field comes from the same process, even if its pid is reused while
 // they are read. Fields that need more privilege (ns links of other users'
-// processes) are left 0.
-std::optional<ProcIdentity> read_process(uint32_t pid);
+// processes) are left 0. cgroup_v2_path, when given, gets the "0::" line's
+// path ("" without one): the cgroup whose id BPF sees, which cgroup_path
+// is not on hosts where only a v1 line tells the container.
+std::optional<ProcIdentity> read_process(uint32_t pid, std::string *cgroup_v2_path = nullptr);
 
 // Numeric entries of /proc, ascending.
 std::vector<uint32_t> list_pids();

@@ -146,14 +146,17 @@ SystemScan scan_system(std::vector<MountNamespace> namespaces) {
     cgroup2 = find_cgroup2_mount(scan.namespaces.front().mounts).value_or("");
   std::map<uint64_t, std::string> cgroups;
   std::map<uint32_t, uint32_t> ipc_pids; // ipcns -> a process in it
+  std::string v2_path;
   for (uint32_t pid : list_pids()) {
-    auto id = read_process(pid);
+    auto id = read_process(pid, &v2_path);
     if (!id)
       continue;
     ScannedProcess p;
-    p.cgroup_id = cgroup2.empty() ? 0 : cgroup_id_of(cgroup2, id->cgroup_path);
+    // The id of the v2 cgroup, as BPF sees it, even where the path that
+    // tells the container is a v1 one.
+    p.cgroup_id = cgroup2.empty() || v2_path.empty() ? 0 : cgroup_id_of(cgroup2, v2_path);
     if (p.cgroup_id)
-      cgroups.emplace(p.cgroup_id, id->cgroup_path);
+      cgroups.emplace(p.cgroup_id, v2_path);
     if (id->ipcns)
       ipc_pids.emplace(id->ipcns, pid);
     p.id = std::move(*id);

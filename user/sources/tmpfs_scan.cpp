@@ -215,6 +215,7 @@ private:
     f.size = st.st_size > 0 ? static_cast<uint64_t>(st.st_size) : 0;
     f.bytes = static_cast<uint64_t>(st.st_blocks) * 512;
     f.uid = st.st_uid;
+    f.mode = st.st_mode & 07777;
     f.nlink = st.st_nlink > std::numeric_limits<uint32_t>::max()
                   ? std::numeric_limits<uint32_t>::max()
                   : static_cast<uint32_t>(st.st_nlink);

@@ -1,0 +1,367 @@
+// What an audit reads about real processes, as root: the program of a child
+// started from a tmpfs it mounts, from a memfd and from the disk
+// (read_exe), the memory limit of a cgroup it makes (read_memory_limit),
+// and the whole gather around a child in a container's cgroup.
+#include "docker_cgroup.hpp"
+#include "support.hpp"
+
+#include "facts/dev.hpp"
+#include "live/audit_gather.hpp"
+#include "sources/cgroup.hpp"
+#include "sources/exe.hpp"
+#include "sources/fs_magic.hpp"
+#include "sources/mountinfo.hpp"
+
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <limits.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+
+extern char **environ;
+
+namespace shmbpf {
+namespace {
+
+namespace fs = std::filesystem;
+
+// Under CI=true what cannot be set up fails the test; elsewhere it skips.
+#define AUDIT_REQUIRE(cond, why)                                                                   \
+  do {                                                                                             \
+    if (!(cond)) {                                                                                 \
+      if (::shmbpf::test::in_ci())                                                                 \
+        FAIL() << why;                                                                             \
+      GTEST_SKIP() << why;                                                                         \
+    }                                                                                              \
+  } while (0)
+
+#define AUDIT_REQUIRE_ROOT() AUDIT_REQUIRE(geteuid() == 0, "needs root")
+
+constexpr const char *kProgram = "/bin/sleep";
+
+// A child, killed and reaped with its owner.
+struct Child {
+  pid_t pid = -1;
+  Child() = default;
+  explicit Child(pid_t p) : pid(p) {}
+  Child(const Child &) = delete;
+  Child &operator=(const Child &) = delete;
+  ~Child() {
+    if (pid > 0) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+    }
+  }
+};
+
+// A child that execs (or fexecve's fd when path is empty) kProgram's copy
+// with "30": sleeps long enough to be read.
+pid_t spawn(const std::string &path, int fd = -1) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    char name[] = "sleep", arg[] = "30";
+    char *argv[] = {name, arg, nullptr};
+    if (fd >= 0)
+      ::fexecve(fd, argv, environ);
+    else
+      ::execv(path.c_str(), argv);
+    _exit(127);
+  }
+  return pid;
+}
+
+// read_exe once the child has exec'd: its program is no longer ours.
+std::optional<ExeFile> exe_after_exec(pid_t pid) {
+  const auto own = read_exe(static_cast<uint32_t>(::getpid()));
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (std::chrono::steady_clock::now() < deadline) {
+    auto exe = read_exe(static_cast<uint32_t>(pid));
+    if (exe && own && exe->ino != own->ino)
+      return exe;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  return std::nullopt;
+}
+
+// A tmpfs of the test's own, unmounted and removed with it.
+class TmpMount {
+public:
+  TmpMount() {
+    char tmpl[] = "/tmp/shmbpf-audit-exe-XXXXXX";
+    if (::mkdtemp(tmpl) == nullptr)
+      return;
+    dir_ = tmpl;
+    mounted_ = ::mount("tmpfs", dir_.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "size=64m") == 0;
+  }
+  TmpMount(const TmpMount &) = delete;
+  TmpMount &operator=(const TmpMount &) = delete;
+  ~TmpMount() {
+    if (mounted_)
+      ::umount2(dir_.c_str(), MNT_DETACH);
+    if (!dir_.empty())
+      ::rmdir(dir_.c_str());
+  }
+  bool ok() const { return mounted_; }
+  const std::string &dir() const { return dir_; }
+
+private:
+  std::string dir_;
+  bool mounted_ = false;
+};
+
+struct Stat {
+  uint32_t dev = 0;
+  uint64_t ino = 0;
+};
+Stat stat_of(const std::string &path) {
+  struct stat st {};
+  EXPECT_EQ(::stat(path.c_str(), &st), 0) << path;
+  return {kernel_dev(st.st_dev), st.st_ino};
+}
+
+TEST(AuditExe, ProgramOnATmpfs) {
+  AUDIT_REQUIRE_ROOT();
+  TmpMount tmp;
+  AUDIT_REQUIRE(tmp.ok(), "cannot mount a tmpfs: " << std::strerror(errno));
+  const std::string copy = tmp.dir() + "/payload";
+  fs::copy_file(kProgram, copy);
+  ASSERT_EQ(::chmod(copy.c_str(), 0755), 0);
+  const Stat want = stat_of(copy);
+
+  Child child(spawn(copy));
+  ASSERT_GT(child.pid, 0);
+  auto exe = exe_after_exec(child.pid);
+  ASSERT_TRUE(exe) << "the child never ran " << copy;
+  EXPECT_EQ(exe->pid, static_cast<uint32_t>(child.pid));
+  EXPECT_EQ(exe->path, copy);
+  EXPECT_FALSE(exe->deleted);
+  EXPECT_TRUE(exe->on_shm);
+  EXPECT_EQ(exe->dev, want.dev);
+  EXPECT_EQ(exe->ino, want.ino);
+
+  // Unlinked while it runs: the same inode, marked deleted.
+  ASSERT_EQ(::unlink(copy.c_str()), 0);
+  exe = read_exe(static_cast<uint32_t>(child.pid));
+  ASSERT_TRUE(exe);
+  EXPECT_EQ(exe->path, copy);
+  EXPECT_TRUE(exe->deleted);
+  EXPECT_TRUE(exe->on_shm);
+  EXPECT_EQ(exe->ino, want.ino);
+}
+
+TEST(AuditExe, ProgramFromAMemfd) {
+  AUDIT_REQUIRE_ROOT();
+  const int fd = ::memfd_create("shmbpf-audit-exe", MFD_CLOEXEC);
+  ASSERT_GE(fd, 0) << std::strerror(errno);
+  {
+    std::ifstream in(kProgram, std::ios::binary);
+    const std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    ASSERT_FALSE(bytes.empty());
+    ASSERT_EQ(::write(fd, bytes.data(), bytes.size()), static_cast<ssize_t>(bytes.size()));
+  }
+  struct stat st {};
+  ASSERT_EQ(::fstat(fd, &st), 0);
+
+  Child child(spawn("", fd));
+  ASSERT_GT(child.pid, 0);
+  auto exe = exe_after_exec(child.pid);
+  ::close(fd);
+  AUDIT_REQUIRE(exe, "the child could not exec its memfd (vm.memfd_noexec?)");
+  EXPECT_EQ(exe->path, "/memfd:shmbpf-audit-exe");
+  EXPECT_TRUE(exe->deleted);
+  EXPECT_TRUE(exe->on_shm);
+  EXPECT_EQ(exe->dev, kernel_dev(st.st_dev));
+  EXPECT_EQ(exe->ino, st.st_ino);
+}
+
+TEST(AuditExe, ProgramOnDisk) {
+  AUDIT_REQUIRE_ROOT();
+  Child child(spawn(kProgram));
+  ASSERT_GT(child.pid, 0);
+  auto exe = exe_after_exec(child.pid);
+  ASSERT_TRUE(exe);
+  EXPECT_EQ(exe->path, fs::canonical(kProgram).string());
+  EXPECT_FALSE(exe->deleted);
+  const Stat want = stat_of(kProgram);
+  EXPECT_EQ(exe->dev, want.dev);
+  EXPECT_EQ(exe->ino, want.ino);
+  // On shared memory only where the root filesystem itself is a tmpfs.
+  struct statfs sfs {};
+  ASSERT_EQ(::statfs(kProgram, &sfs), 0);
+  EXPECT_EQ(exe->on_shm, is_shm_magic(static_cast<long>(sfs.f_type)));
+
+  // A kernel thread runs no program.
+  std::ifstream comm("/proc/2/comm");
+  std::string name;
+  if (std::getline(comm, name) && name == "kthreadd") {
+    EXPECT_FALSE(read_exe(2));
+  }
+}
+
+bool write_text(const std::string &path, const std::string &text) {
+  std::ofstream out(path);
+  out << text;
+  out.flush();
+  return static_cast<bool>(out);
+}
+
+// A cgroup with a memory limit, made under the hierarchy that has the
+// memory controller (v1 where a v1 line of ours names it, else v2 where
+// the root hands the controller down), and a child inside it.
+class LimitedCgroup {
+public:
+  static constexpr uint64_t kOuter = 64ull << 20;
+  static constexpr uint64_t kInner = 32ull << 20;
+
+  // "" on success, else what failed.
+  std::string create() {
+    const auto mounts = read_mountinfo(0);
+    std::ifstream in("/proc/self/cgroup");
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    bool v1 = false;
+    for (const CgroupLine &l : parse_cgroup_lines(text))
+      v1 = v1 || (!l.v2() && l.has("memory"));
+    std::string base;
+    for (const MountInfo &m : mounts) {
+      const bool fits = v1 ? m.fstype == "cgroup" && m.root == "/" &&
+                                 ("," + m.super_options + ",").find(",memory,") != std::string::npos
+                           : m.fstype == "cgroup2" && m.root == "/";
+      if (fits) {
+        base = m.mountpoint;
+        break;
+      }
+    }
+    if (base.empty())
+      return "no mount of the hierarchy with the memory controller";
+    file_ = v1 ? "memory.limit_in_bytes" : "memory.max";
+    if (!v1) {
+      std::ifstream sub(base + "/cgroup.subtree_control");
+      std::string controllers;
+      std::getline(sub, controllers);
+      if ((" " + controllers + " ").find(" memory ") == std::string::npos)
+        return "cgroup v2 without the memory controller at its root";
+    }
+    outer_ = base + "/shmbpf-audit-test-" + std::to_string(::getpid());
+    if (::mkdir(outer_.c_str(), 0755) != 0) {
+      outer_.clear();
+      return "mkdir under " + base + ": " + std::strerror(errno);
+    }
+    if (!v1 && !write_text(outer_ + "/cgroup.subtree_control", "+memory"))
+      return "cannot enable memory below " + outer_;
+    inner_ = outer_ + "/inner";
+    if (::mkdir(inner_.c_str(), 0755) != 0) {
+      inner_.clear();
+      return "mkdir " + outer_ + "/inner: " + std::strerror(errno);
+    }
+    if (!write_text(outer_ + "/" + file_, std::to_string(kOuter)))
+      return "cannot set " + outer_ + "/" + file_;
+    return "";
+  }
+
+  bool set_inner(uint64_t bytes) const {
+    return write_text(inner_ + "/" + file_, std::to_string(bytes));
+  }
+  bool add(pid_t pid) const { return write_text(inner_ + "/cgroup.procs", std::to_string(pid)); }
+
+  LimitedCgroup() = default;
+  LimitedCgroup(const LimitedCgroup &) = delete;
+  LimitedCgroup &operator=(const LimitedCgroup &) = delete;
+  // The child is reaped before: an empty cgroup goes at once, or after a
+  // moment while the kernel lets go of the exited task.
+  ~LimitedCgroup() {
+    for (const std::string &dir : {inner_, outer_}) {
+      if (dir.empty())
+        continue;
+      for (int i = 0; i < 200 && ::rmdir(dir.c_str()) != 0 && errno == EBUSY; ++i)
+        std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+
+private:
+  std::string file_, outer_, inner_;
+};
+
+TEST(AuditMemoryLimit, SmallestUpToTheRoot) {
+  AUDIT_REQUIRE_ROOT();
+  LimitedCgroup cg;
+  const std::string failed = cg.create();
+  AUDIT_REQUIRE(failed.empty(), failed);
+
+  int gate[2];
+  ASSERT_EQ(::pipe2(gate, O_CLOEXEC), 0);
+  {
+    Child child(::fork());
+    ASSERT_GE(child.pid, 0);
+    if (child.pid == 0) {
+      char c;
+      ::close(gate[1]);
+      _exit(::read(gate[0], &c, 1) >= 0 ? 0 : 1);
+    }
+    ::close(gate[0]);
+    ASSERT_TRUE(cg.add(child.pid));
+    const auto mounts = read_mountinfo(0);
+    // The inner cgroup has no limit of its own: the outer one's holds.
+    auto limit = read_memory_limit(static_cast<uint32_t>(child.pid), mounts);
+    ASSERT_TRUE(limit);
+    EXPECT_EQ(limit->bytes, LimitedCgroup::kOuter);
+    // A tighter one inside wins.
+    ASSERT_TRUE(cg.set_inner(LimitedCgroup::kInner));
+    limit = read_memory_limit(static_cast<uint32_t>(child.pid), mounts);
+    ASSERT_TRUE(limit);
+    EXPECT_EQ(limit->bytes, LimitedCgroup::kInner);
+    ::close(gate[1]);
+  } // the child is reaped here, before the cgroup goes
+  EXPECT_FALSE(read_memory_limit(999'999'999, read_mountinfo(0)));
+}
+
+// gather_audit around a child in a docker-like cgroup: its program, its
+// container once, and the limit its cgroup has.
+TEST(AuditGather, ChildInAContainer) {
+  AUDIT_REQUIRE_ROOT();
+  test::DockerCgroup cg("shmbpf-audit.slice");
+  const std::string failed = cg.create();
+  AUDIT_REQUIRE(failed.empty(), failed);
+  Child child(spawn(kProgram));
+  ASSERT_GT(child.pid, 0);
+  ASSERT_TRUE(cg.add(child.pid));
+  ASSERT_TRUE(exe_after_exec(child.pid));
+
+  const AuditScan scan = gather_audit(RuntimeRoots{});
+  EXPECT_EQ(scan.host.pid, 1u);
+  const auto exe = std::find_if(scan.exes.begin(), scan.exes.end(), [&](const ExeFile &e) {
+    return e.pid == static_cast<uint32_t>(child.pid);
+  });
+  ASSERT_NE(exe, scan.exes.end());
+  EXPECT_EQ(exe->ino, stat_of(kProgram).ino);
+  EXPECT_EQ(std::count_if(scan.names.begin(), scan.names.end(),
+                          [&](const auto &n) { return n.first == cg.id(); }),
+            1);
+  const auto expected = read_memory_limit(static_cast<uint32_t>(child.pid), read_mountinfo(0));
+  const auto limit = std::find_if(scan.memory_limits.begin(), scan.memory_limits.end(),
+                                  [&](const auto &l) { return l.first == cg.id(); });
+  ASSERT_EQ(limit != scan.memory_limits.end(), expected.has_value());
+  if (expected) {
+    EXPECT_EQ(limit->second.bytes, expected->bytes);
+  }
+  // Every process read has its program, apart from kernel threads.
+  EXPECT_GT(scan.exes.size(), 0u);
+  EXPECT_LE(scan.exes.size(), scan.system.processes.size());
+}
+
+} // namespace
+} // namespace shmbpf

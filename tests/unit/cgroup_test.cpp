@@ -1,0 +1,195 @@
+// /proc/<pid>/cgroup on cgroup v2, hybrid and v1-only hosts: the lines, the
+// path that tells a process's container, and where its memory limit is.
+#include "model/containers.hpp"
+#include "sources/cgroup.hpp"
+#include "sources/mountinfo.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+
+namespace shmbpf {
+namespace {
+
+const std::string kId = "b5cef74f6831d2eeb1f503f3496dcabc751302bd5cdeb1939dbd4066e7c77c4e";
+
+// A docker container (cgroupfs driver) on this project's test machine, a
+// hybrid host: every v1 hierarchy and the unified one.
+std::string hybrid_container() {
+  std::string t;
+  for (const char *h : {"9:name=systemd", "8:pids", "7:blkio", "6:freezer", "5:devices", "4:memory",
+                        "3:cpuset", "2:cpuacct", "1:cpu", "0:"})
+    t += std::string(h) + ":/docker/" + kId + "\n";
+  return t;
+}
+
+// A process of the same machine that no manager put in a v2 cgroup.
+const char *kHybridHost = "9:name=systemd:/\n8:pids:/\n7:blkio:/\n6:freezer:/\n5:devices:/\n"
+                          "4:memory:/process_api/892017c335a2fab0049691d86f7a6980\n"
+                          "3:cpuset:/\n2:cpuacct:/\n1:cpu:/\n0::/\n";
+
+TEST(CgroupLines, ParsesEveryField) {
+  const auto lines = parse_cgroup_lines("12:cpu,cpuacct:/user.slice\n"
+                                        "1:name=systemd:/a:b/c\n" // a colon in a cgroup's name
+                                        "0::/\n");
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(lines[0].hierarchy, 12u);
+  EXPECT_EQ(lines[0].controllers, (std::vector<std::string>{"cpu", "cpuacct"}));
+  EXPECT_EQ(lines[0].path, "/user.slice");
+  EXPECT_TRUE(lines[0].has("cpuacct"));
+  EXPECT_FALSE(lines[0].has("cpu,cpuacct"));
+  EXPECT_FALSE(lines[0].v2());
+  EXPECT_EQ(lines[1].controllers, (std::vector<std::string>{"name=systemd"}));
+  EXPECT_EQ(lines[1].path, "/a:b/c");
+  EXPECT_TRUE(lines[2].v2());
+  EXPECT_EQ(lines[2].path, "/");
+  // No trailing newline; malformed lines skipped.
+  const auto odd =
+      parse_cgroup_lines("x:memory:/a\n3:memory\n:memory:/b\n4:memory:rel\n\n5:pids:/c");
+  ASSERT_EQ(odd.size(), 1u);
+  EXPECT_EQ(odd[0].hierarchy, 5u);
+  EXPECT_EQ(odd[0].path, "/c");
+  EXPECT_TRUE(parse_cgroup_lines("").empty());
+}
+
+TEST(CgroupPath, V2Only) {
+  const auto lines = parse_cgroup_lines("0::/system.slice/docker-" + kId + ".scope\n");
+  EXPECT_EQ(process_cgroup_path(lines), "/system.slice/docker-" + kId + ".scope");
+  EXPECT_EQ(process_cgroup_path(parse_cgroup_lines("0::/\n")), "/");
+}
+
+TEST(CgroupPath, HybridContainerAndHost) {
+  const auto path = process_cgroup_path(parse_cgroup_lines(hybrid_container()));
+  EXPECT_EQ(path, "/docker/" + kId);
+  auto c = container_from_cgroup_path(*path);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->id, kId);
+  EXPECT_EQ(c->runtime, "docker");
+  // v2 says "/", memory a deeper path: that one, a host cgroup all the same.
+  const auto host = process_cgroup_path(parse_cgroup_lines(kHybridHost));
+  EXPECT_EQ(host, "/process_api/892017c335a2fab0049691d86f7a6980");
+  EXPECT_FALSE(container_from_cgroup_path(*host));
+  // A deeper v2 line wins over v1.
+  EXPECT_EQ(process_cgroup_path(parse_cgroup_lines("4:memory:/docker/x\n0::/user.slice\n")),
+            "/user.slice");
+}
+
+TEST(CgroupPath, V1OnlyDockerCgroupfs) {
+  const std::string text = "11:pids:/docker/" + kId + "\n4:memory:/docker/" + kId +
+                           "\n1:name=systemd:/docker/" + kId + "\n";
+  const auto path = process_cgroup_path(parse_cgroup_lines(text));
+  EXPECT_EQ(path, "/docker/" + kId);
+  ASSERT_TRUE(container_from_cgroup_path(*path));
+  EXPECT_EQ(container_from_cgroup_path(*path)->id, kId);
+}
+
+TEST(CgroupPath, V1OnlyDockerSystemd) {
+  // The systemd driver's scope in name=systemd; memory says the same slice
+  // with another name on some hosts: name=systemd comes first.
+  const std::string text = "12:memory:/system.slice/docker-" + kId +
+                           ".scope\n"
+                           "5:cpu,cpuacct:/system.slice/docker-" +
+                           kId +
+                           ".scope\n"
+                           "1:name=systemd:/system.slice/docker-" +
+                           kId + ".scope\n";
+  const auto path = process_cgroup_path(parse_cgroup_lines(text));
+  EXPECT_EQ(path, "/system.slice/docker-" + kId + ".scope");
+  ASSERT_TRUE(container_from_cgroup_path(*path));
+  EXPECT_EQ(container_from_cgroup_path(*path)->runtime, "docker");
+  // Without name=systemd: memory's; without either, the first deeper one.
+  EXPECT_EQ(process_cgroup_path(parse_cgroup_lines("3:cpu:/a\n2:memory:/b\n1:name=systemd:/\n")),
+            "/b");
+  EXPECT_EQ(process_cgroup_path(parse_cgroup_lines("3:cpu:/\n2:pids:/p\n1:devices:/d\n")), "/p");
+  EXPECT_EQ(process_cgroup_path(parse_cgroup_lines("3:cpu:/\n1:name=systemd:/\n")), "/");
+  EXPECT_FALSE(process_cgroup_path({}));
+}
+
+TEST(CgroupPath, V1OnlyKubepods) {
+  const std::string pod = "pod0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";
+  const std::string dir = "/kubepods/burstable/" + pod + "/" + kId;
+  const std::string text =
+      "11:memory:" + dir + "\n7:cpu,cpuacct:" + dir + "\n1:name=systemd:" + dir + "\n";
+  const auto path = process_cgroup_path(parse_cgroup_lines(text));
+  EXPECT_EQ(path, dir);
+  auto c = container_from_cgroup_path(*path);
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->pod_uid, "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0");
+  EXPECT_EQ(c->id, kId);
+}
+
+TEST(MemoryLimit, ParsesV1AndV2Values) {
+  EXPECT_EQ(parse_memory_limit("67108864\n")->bytes, 67108864u);
+  EXPECT_EQ(parse_memory_limit("0")->bytes, 0u);
+  EXPECT_FALSE(parse_memory_limit("max\n")->bytes);
+  // v1's page-counter maximum and anything from 2^62 up: no limit.
+  EXPECT_FALSE(parse_memory_limit("9223372036854771712\n")->bytes);
+  EXPECT_FALSE(parse_memory_limit("4611686018427387904")->bytes);
+  EXPECT_EQ(parse_memory_limit("4611686018427387903")->bytes, 4611686018427387903u);
+  for (const char *bad : {"", "\n", "-1", "12k", "max max", "1 2", "18446744073709551616"})
+    EXPECT_FALSE(parse_memory_limit(bad)) << bad;
+}
+
+TEST(MemoryLimit, TighterIsTheSmallest) {
+  const MemoryLimit none, small{100}, big{200};
+  EXPECT_EQ(tighter(none, small).bytes, 100u);
+  EXPECT_EQ(tighter(big, none).bytes, 200u);
+  EXPECT_EQ(tighter(big, small).bytes, 100u);
+  EXPECT_EQ(tighter(small, big).bytes, 100u);
+  EXPECT_FALSE(tighter(none, none).bytes);
+}
+
+// This machine's cgroup mounts (a hybrid host).
+const char *kHybridMounts =
+    "31 23 0:28 / /sys/fs/cgroup rw,relatime - tmpfs tmpfs rw,mode=755\n"
+    "32 31 0:29 / /sys/fs/cgroup/cpu rw,relatime - cgroup cgroup rw,cpu\n"
+    "35 31 0:32 / /sys/fs/cgroup/memory rw,relatime - cgroup cgroup rw,memory\n"
+    "40 31 0:37 / /sys/fs/cgroup/systemd rw,relatime - cgroup cgroup rw,name=systemd\n"
+    "41 31 0:38 / /sys/fs/cgroup/unified rw,relatime - cgroup2 cgroup2 rw\n";
+
+TEST(MemoryLimitFiles, HybridReadsV1Memory) {
+  const auto mounts = parse_mountinfo(kHybridMounts);
+  EXPECT_EQ(
+      memory_limit_files(parse_cgroup_lines(hybrid_container()), mounts),
+      (std::vector<std::string>{"/sys/fs/cgroup/memory/docker/" + kId + "/memory.limit_in_bytes",
+                                "/sys/fs/cgroup/memory/docker/memory.limit_in_bytes",
+                                "/sys/fs/cgroup/memory/memory.limit_in_bytes"}));
+  // The controller's mount is told by its super options, not its place.
+  auto moved = parse_mountinfo("41 31 0:38 / /cg2 rw - cgroup2 cgroup2 rw\n"
+                               "32 31 0:29 / /cg/a rw - cgroup cgroup rw,cpu,cpuacct\n"
+                               "35 31 0:32 / /cg/b rw - cgroup cgroup rw,xattr,memory\n");
+  EXPECT_EQ(
+      memory_limit_files(parse_cgroup_lines("4:memory:/x\n0::/y\n"), moved),
+      (std::vector<std::string>{"/cg/b/x/memory.limit_in_bytes", "/cg/b/memory.limit_in_bytes"}));
+  // memory named but its hierarchy not mounted: nothing, not v2's files.
+  EXPECT_TRUE(memory_limit_files(parse_cgroup_lines("4:memory:/x\n0::/y\n"),
+                                 parse_mountinfo("41 31 0:38 / /cg2 rw - cgroup2 cgroup2 rw\n"))
+                  .empty());
+}
+
+TEST(MemoryLimitFiles, V2ReadsMemoryMax) {
+  const auto mounts = parse_mountinfo("30 23 0:27 / /sys/fs/cgroup rw,nosuid,nodev,noexec,relatime "
+                                      "- cgroup2 cgroup2 rw,nsdelegate\n");
+  const std::string scope = "/system.slice/docker-" + kId + ".scope";
+  EXPECT_EQ(memory_limit_files(parse_cgroup_lines("0::" + scope + "\n"), mounts),
+            (std::vector<std::string>{"/sys/fs/cgroup" + scope + "/memory.max",
+                                      "/sys/fs/cgroup/system.slice/memory.max",
+                                      "/sys/fs/cgroup/memory.max"}));
+  EXPECT_EQ(memory_limit_files(parse_cgroup_lines("0::/\n"), mounts),
+            (std::vector<std::string>{"/sys/fs/cgroup/memory.max"}));
+  // Inside a cgroup namespace whose mount is of a subtree: up to its root.
+  const auto sub =
+      parse_mountinfo("30 23 0:27 /kubepods/pod1 /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n");
+  EXPECT_EQ(
+      memory_limit_files(parse_cgroup_lines("0::/kubepods/pod1/c1\n"), sub),
+      (std::vector<std::string>{"/sys/fs/cgroup/c1/memory.max", "/sys/fs/cgroup/memory.max"}));
+  // Outside of what the mount shows, or of the reader's cgroup namespace.
+  EXPECT_TRUE(memory_limit_files(parse_cgroup_lines("0::/other\n"), sub).empty());
+  EXPECT_TRUE(memory_limit_files(parse_cgroup_lines("0::/../../user.slice\n"), mounts).empty());
+  // No cgroup2 mount, no lines.
+  EXPECT_TRUE(memory_limit_files(parse_cgroup_lines("0::/a\n"), {}).empty());
+  EXPECT_TRUE(memory_limit_files({}, mounts).empty());
+}
+
+} // namespace
+} // namespace shmbpf

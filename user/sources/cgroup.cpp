@@ -1,0 +1,224 @@
+#include "sources/cgroup.hpp"
+
+#include <cerrno>
+#include <charconv>
+#include <fcntl.h>
+#include <unistd.h>
+
+namespace shmbpf {
+
+namespace {
+
+// v1's "no limit" is the page counter's maximum rounded down to a page
+// (9223372036854771712 with 4 KiB pages); nobody sets a real limit this high.
+constexpr uint64_t kNoLimitFrom = uint64_t{1} << 62;
+
+std::optional<std::string> read_small_file(const std::string &path) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return std::nullopt;
+  std::string out;
+  char buf[4096];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n <= 0) {
+      ::close(fd);
+      if (n < 0)
+        return std::nullopt;
+      return out;
+    }
+    out.append(buf, static_cast<size_t>(n));
+  }
+}
+
+std::vector<std::string> split(std::string_view s, char sep) {
+  std::vector<std::string> out;
+  while (!s.empty()) {
+    const size_t at = s.find(sep);
+    const std::string_view part = s.substr(0, at);
+    if (!part.empty())
+      out.emplace_back(part);
+    if (at == std::string_view::npos)
+      break;
+    s.remove_prefix(at + 1);
+  }
+  return out;
+}
+
+bool has_option(const std::string &options, std::string_view name) {
+  for (const std::string &o : split(options, ','))
+    if (o == name)
+      return true;
+  return false;
+}
+
+// A ".." component: the cgroup lies outside the reader's cgroup namespace,
+// which the mount (made inside it) cannot reach.
+bool leaves_namespace(std::string_view path) {
+  return path.find("/../") != std::string_view::npos || path.ends_with("/..");
+}
+
+std::string parent_of(const std::string &path) {
+  const size_t slash = path.rfind('/');
+  return slash == 0 || slash == std::string::npos ? "/" : path.substr(0, slash);
+}
+
+} // namespace
+
+bool CgroupLine::has(std::string_view controller) const {
+  for (const std::string &c : controllers)
+    if (c == controller)
+      return true;
+  return false;
+}
+
+std::vector<CgroupLine> parse_cgroup_lines(std::string_view text) {
+  std::vector<CgroupLine> out;
+  while (!text.empty()) {
+    const size_t nl = text.find('\n');
+    const std::string_view line = text.substr(0, nl);
+    text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
+    // The path may itself hold colons: only the first two separate fields.
+    const size_t c1 = line.find(':');
+    const size_t c2 = c1 == std::string_view::npos ? c1 : line.find(':', c1 + 1);
+    if (c2 == std::string_view::npos)
+      continue;
+    const std::string_view id = line.substr(0, c1);
+    CgroupLine l;
+    auto [end, ec] = std::from_chars(id.data(), id.data() + id.size(), l.hierarchy);
+    const std::string_view path = line.substr(c2 + 1);
+    if (id.empty() || ec != std::errc() || end != id.data() + id.size() || !path.starts_with('/'))
+      continue;
+    l.controllers = split(line.substr(c1 + 1, c2 - c1 - 1), ',');
+    l.path = std::string(path);
+    out.push_back(std::move(l));
+  }
+  return out;
+}
+
+// What real hosts show, and why the v2 line is not always the answer:
+//   v2 only:   "0::/system.slice/docker-<id>.scope"
+//   hybrid, this project's test machine (Docker 'Cgroup Driver: cgroupfs',
+//   'Cgroup Version: 1'): runc joins the unified hierarchy as well, so a
+//   container's process reads "9:name=systemd:/docker/<id>",
+//   "4:memory:/docker/<id>", ... and "0::/docker/<id>"; while processes
+//   that no manager put in a v2 cgroup read "0::/" next to a deeper v1 path
+//   ("4:memory:/process_api/<hex>").
+//   v1 only (no cgroup2 mounted anywhere: the kernel shows no "0::" line
+//   then): "N:name=systemd:/docker/<id>" (cgroupfs driver),
+//   "N:name=systemd:/system.slice/docker-<id>.scope" (systemd driver),
+//   "N:memory:/kubepods/burstable/pod<uid>/<id>" (kubelet, cgroupfs).
+// A container's path is the same in every v1 hierarchy its runtime
+// created; name=systemd is the one every systemd host mounts, memory the one
+// a runtime always sets up.
+std::optional<std::string> process_cgroup_path(const std::vector<CgroupLine> &lines) {
+  const CgroupLine *v2 = nullptr;
+  for (const CgroupLine &l : lines)
+    if (l.v2()) {
+      v2 = &l;
+      break;
+    }
+  const CgroupLine *v1 = nullptr;
+  for (std::string_view controller : {"name=systemd", "memory", ""}) {
+    for (const CgroupLine &l : lines)
+      if (!l.v2() && l.path != "/" && (controller.empty() || l.has(controller))) {
+        v1 = &l;
+        break;
+      }
+    if (v1)
+      break;
+  }
+  if (v2 && (v2->path != "/" || !v1))
+    return v2->path;
+  if (v1)
+    return v1->path;
+  if (!lines.empty())
+    return "/";
+  return std::nullopt;
+}
+
+std::optional<MemoryLimit> parse_memory_limit(std::string_view text) {
+  const auto space = [](char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; };
+  while (!text.empty() && space(text.front()))
+    text.remove_prefix(1);
+  while (!text.empty() && space(text.back()))
+    text.remove_suffix(1);
+  if (text == "max")
+    return MemoryLimit{};
+  uint64_t bytes = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), bytes);
+  if (text.empty() || ec != std::errc() || end != text.data() + text.size())
+    return std::nullopt;
+  if (bytes >= kNoLimitFrom)
+    return MemoryLimit{};
+  return MemoryLimit{bytes};
+}
+
+MemoryLimit tighter(const MemoryLimit &a, const MemoryLimit &b) {
+  if (!a.bytes)
+    return b;
+  if (!b.bytes)
+    return a;
+  return *a.bytes <= *b.bytes ? a : b;
+}
+
+std::vector<std::string> memory_limit_files(const std::vector<CgroupLine> &lines,
+                                            const std::vector<MountInfo> &mounts) {
+  // A controller lives in one hierarchy: a v1 line that has memory means
+  // the v2 hierarchy has none (hybrid hosts).
+  const CgroupLine *line = nullptr;
+  for (const CgroupLine &l : lines)
+    if (!l.v2() && l.has("memory")) {
+      line = &l;
+      break;
+    }
+  const bool v1 = line != nullptr;
+  if (!v1)
+    for (const CgroupLine &l : lines)
+      if (l.v2()) {
+        line = &l;
+        break;
+      }
+  if (!line || leaves_namespace(line->path))
+    return {};
+  const char *file = v1 ? "memory.limit_in_bytes" : "memory.max";
+
+  // The first mount of that hierarchy that reaches the cgroup (a mount of a
+  // subtree may not).
+  for (const MountInfo &m : mounts) {
+    const bool fits =
+        v1 ? m.fstype == "cgroup" && has_option(m.super_options, "memory") : m.fstype == "cgroup2";
+    if (!fits || !join_mount_path(m, line->path))
+      continue;
+    std::vector<std::string> out;
+    for (std::string path = line->path;; path = parent_of(path)) {
+      auto dir = join_mount_path(m, path);
+      if (!dir)
+        break; // above the mount's root
+      out.push_back(*dir + (dir->ends_with('/') ? "" : "/") + file);
+      if (path == "/")
+        break;
+    }
+    return out;
+  }
+  return {};
+}
+
+std::optional<MemoryLimit> read_memory_limit(uint32_t pid, const std::vector<MountInfo> &mounts) {
+  const auto text = read_small_file("/proc/" + std::to_string(pid) + "/cgroup");
+  if (!text)
+    return std::nullopt;
+  std::optional<MemoryLimit> limit;
+  for (const std::string &file : memory_limit_files(parse_cgroup_lines(*text), mounts)) {
+    const auto content = read_small_file(file);
+    if (!content)
+      continue;
+    if (auto one = parse_memory_limit(*content))
+      limit = limit ? tighter(*limit, *one) : *one;
+  }
+  return limit;
+}
+
+} // namespace shmbpf

@@ -1,0 +1,66 @@
+// A process's cgroups as /proc/<pid>/cgroup lists them, on cgroup v2, v1 or
+// both at once (hybrid hosts), and the memory limit of the cgroup it runs
+// in. Parsers and the choice of files are pure; read_memory_limit is a thin
+// reader around them.
+#pragma once
+
+#include "facts/audit.hpp"
+#include "facts/mounts.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace shmbpf {
+
+// One line of /proc/<pid>/cgroup: "hierarchy-id:controllers:path".
+struct CgroupLine {
+  uint32_t hierarchy = 0; // 0 with no controllers: the v2 (unified) hierarchy
+  // v1: "memory", "cpu", "cpuacct", "name=systemd", ...; empty for v2.
+  std::vector<std::string> controllers;
+  // Relative to the hierarchy's root as the reader's cgroup namespace sees
+  // it; "/.." leads out of that namespace.
+  std::string path;
+  bool v2() const { return hierarchy == 0 && controllers.empty(); }
+  bool has(std::string_view controller) const;
+  bool operator==(const CgroupLine &) const = default;
+};
+
+// Every well-formed line of the file, in order. Malformed ones (no two
+// colons, a hierarchy id that is not a number, a path not starting with
+// '/') are skipped.
+std::vector<CgroupLine> parse_cgroup_lines(std::string_view text);
+
+// The path that tells which container a process is in
+// (ProcIdentity::cgroup_path): the v2 line's, unless there is none or it is
+// "/" while a v1 line has a deeper path; then the v1 path of name=systemd,
+// else of memory, else of the first v1 line that is not "/". nullopt
+// without any line.
+std::optional<std::string> process_cgroup_path(const std::vector<CgroupLine> &lines);
+
+// memory.max (v2) or memory.limit_in_bytes (v1): "max", or v1's page-counter
+// maximum (any value >= 2^62), is no limit. nullopt for anything else than
+// one number or "max" (and surrounding white space).
+std::optional<MemoryLimit> parse_memory_limit(std::string_view text);
+
+// The tighter of two limits (no limit is the loosest).
+MemoryLimit tighter(const MemoryLimit &a, const MemoryLimit &b);
+
+// The files that hold a process's memory limits from its cgroup up to the
+// root of the hierarchy the memory controller is on, innermost first, as
+// reached through mounts (shmbpf's own mount table): memory.limit_in_bytes
+// under the cgroup v1 mount whose super options name `memory` when a v1
+// line has that controller, else memory.max under the first cgroup2 mount.
+// Empty when the hierarchy is not mounted there, or the path leads outside
+// the mount (another cgroup namespace).
+std::vector<std::string> memory_limit_files(const std::vector<CgroupLine> &lines,
+                                            const std::vector<MountInfo> &mounts);
+
+// The effective memory limit of the process's cgroup: the smallest of
+// memory_limit_files. nullopt when the process is gone or none of the files
+// could be read (a v2 root cgroup has none).
+std::optional<MemoryLimit> read_memory_limit(uint32_t pid, const std::vector<MountInfo> &mounts);
+
+} // namespace shmbpf
