@@ -64,7 +64,7 @@ int SHMBPF_PROG(tracepoint__sched__sched_process_exec)(
 	inode = BPF_CORE_READ(exe, f_inode);
 	sb = BPF_CORE_READ(inode, i_sb);
 	magic = BPF_CORE_READ(sb, s_magic);
-	e->exe_fs = magic == TMPFS_MAGIC	? SHMBPF_FS_TMPFS
+	e->exe_fs = magic == TMPFS_MAGIC       ? SHMBPF_FS_TMPFS
 		    : magic == HUGETLBFS_MAGIC ? SHMBPF_FS_HUGETLBFS
 					       : SHMBPF_FS_UNKNOWN;
 	e->exe_dev = BPF_CORE_READ(sb, s_dev);

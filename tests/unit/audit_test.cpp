@@ -69,8 +69,8 @@ public:
     MountNamespace ns;
     ns.mntns = mntns;
     ns.pid = static_cast<int>(pid);
-    ns.mounts.push_back(tmpfs_mount(40 + pid, shm_dev, "/dev/shm", "rw,nosuid,nodev,noexec,relatime",
-                                    "rw,size=65536k"));
+    ns.mounts.push_back(tmpfs_mount(40 + pid, shm_dev, "/dev/shm",
+                                    "rw,nosuid,nodev,noexec,relatime", "rw,size=65536k"));
     scan_.system.namespaces.push_back(ns);
     return process(pid, "sh", "/docker/" + id, mntns, ipcns);
   }
@@ -228,10 +228,11 @@ TEST(Audit, ShmMountsWithoutABoundOrLargerThanTheMemoryLimit) {
 TEST(Audit, AMemoryBackedEmptyDirIsAShmMount) {
   AuditScanBuilder b;
   const uint32_t vol = (0u << 20) | 90;
-  b.ns(kHostMnt).mounts.push_back(tmpfs_mount(
-      50, vol, "/var/lib/kubelet/pods/0f0e0d0c-1111-2222-3333-444455556666/volumes/"
-               "kubernetes.io~empty-dir/cache",
-      "rw,relatime"));
+  b.ns(kHostMnt).mounts.push_back(
+      tmpfs_mount(50, vol,
+                  "/var/lib/kubelet/pods/0f0e0d0c-1111-2222-3333-444455556666/volumes/"
+                  "kubernetes.io~empty-dir/cache",
+                  "rw,relatime"));
   b.container(100, kIdA, "trainer", 5001, 6001, (0u << 20) | 60);
   b.ns(5001).mounts.push_back(tmpfs_mount(51, vol, "/cache", "rw,relatime"));
   const auto f = of_rule(audit_snapshot(b.scan()), "unbounded-shm-mount");
@@ -292,8 +293,8 @@ TEST(Audit, ProgramsFromShmAndFromMemfds) {
   EXPECT_EQ(memfd[0].evidence.processes.at(0).pid, 105u);
 
   const ExecJudge judge(b.scan());
-  const auto w =
-      judge.judge({{107, "payload", std::nullopt}, {107, shm_a, 9, "/dev/shm/payload", false, true}});
+  const auto w = judge.judge(
+      {{107, "payload", std::nullopt}, {107, shm_a, 9, "/dev/shm/payload", false, true}});
   ASSERT_TRUE(w);
   EXPECT_EQ(w->rule, "exec-from-shm");
   EXPECT_TRUE(w->watched);

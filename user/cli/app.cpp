@@ -376,7 +376,8 @@ std::unique_ptr<CLI::App> make_app(CliOptions &opts) {
   std::vector<std::string> rule_ids;
   for (const RuleInfo &r : audit_rules())
     rule_ids.emplace_back(r.id);
-  audit->add_option("--rule", a.rules, "Only this rule (repeatable)")->check(CLI::IsMember(rule_ids));
+  audit->add_option("--rule", a.rules, "Only this rule (repeatable)")
+      ->check(CLI::IsMember(rule_ids));
   audit->add_option("--container", a.container,
                     "Only findings about this container (id, id prefix of 4 or more, or its "
                     "runtime's name; \"host\" for the host)");
@@ -413,10 +414,10 @@ int run_cli(int argc, char **argv) {
     return code == 0 ? 0 : 2;
   }
   // leaks and doctor promise 2 for every error: 1 means "leaks found".
-  const int error_status = app->got_subcommand("leaks") || app->got_subcommand("doctor") ||
-                                   app->got_subcommand("audit")
-                               ? 2
-                               : 1;
+  const int error_status =
+      app->got_subcommand("leaks") || app->got_subcommand("doctor") || app->got_subcommand("audit")
+          ? 2
+          : 1;
   try {
     if (app->got_subcommand("trace"))
       return run_trace(opts.trace);

@@ -33,7 +33,8 @@ namespace shmbpf {
 namespace {
 
 bool selected(const AuditOptions &opts, const Finding &f) {
-  if (!opts.rules.empty() && std::find(opts.rules.begin(), opts.rules.end(), f.rule) == opts.rules.end())
+  if (!opts.rules.empty() &&
+      std::find(opts.rules.begin(), opts.rules.end(), f.rule) == opts.rules.end())
     return false;
   return !opts.container || finding_is_about(f, *opts.container);
 }
@@ -177,8 +178,8 @@ int run_audit(const AuditOptions &opts) {
       out.write(audit_counts_text(findings));
   }
   if (opts.json)
-    out.write(audit_json(findings, opts.watch_s > 0 ? std::optional<double>(opts.watch_s)
-                                                    : std::nullopt));
+    out.write(audit_json(findings,
+                         opts.watch_s > 0 ? std::optional<double>(opts.watch_s) : std::nullopt));
   else if (opts.watch_s <= 0)
     out.write(audit_text(findings));
   out.check();

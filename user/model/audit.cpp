@@ -299,31 +299,31 @@ void host_shm_mounted(const Context &ctx, std::vector<Finding> &out) {
 }
 
 void unbounded_shm(const Context &ctx, std::vector<Finding> &out) {
-  for_each_container_mount(ctx, [&](const Context::Proc &p, const MountNamespace &ns,
-                                    const MountInfo &m) {
-    if (m.fstype != "tmpfs" || !ctx.is_shm_mount(m) || m.dev == ctx.host_shm_dev())
-      return;
-    const std::optional<uint64_t> size = m.size_limit();
-    const std::optional<MemoryLimit> limit = ctx.memory_limit(p.container->id);
-    const std::optional<uint64_t> memory = limit ? limit->bytes : std::nullopt;
-    std::string why;
-    if (!size || *size == 0)
-      why = "has no size limit of its own (a tmpfs's default is half of the host's memory)";
-    else if (memory && *size > *memory)
-      why = "may grow to " + std::to_string(*size) + " bytes, more than the container's memory limit of " +
-            std::to_string(*memory);
-    else
-      return;
-    Finding f = make_finding(kUnbounded, p.container);
-    f.evidence.mountpoint = m.mountpoint;
-    f.evidence.dev = m.dev;
-    f.evidence.mntns = ns.mntns;
-    f.evidence.size_limit = size && *size != 0 ? size : std::nullopt;
-    f.evidence.memory_limit = memory;
-    add_process(f.evidence, p);
-    f.summary = m.mountpoint + " " + why;
-    out.push_back(std::move(f));
-  });
+  for_each_container_mount(
+      ctx, [&](const Context::Proc &p, const MountNamespace &ns, const MountInfo &m) {
+        if (m.fstype != "tmpfs" || !ctx.is_shm_mount(m) || m.dev == ctx.host_shm_dev())
+          return;
+        const std::optional<uint64_t> size = m.size_limit();
+        const std::optional<MemoryLimit> limit = ctx.memory_limit(p.container->id);
+        const std::optional<uint64_t> memory = limit ? limit->bytes : std::nullopt;
+        std::string why;
+        if (!size || *size == 0)
+          why = "has no size limit of its own (a tmpfs's default is half of the host's memory)";
+        else if (memory && *size > *memory)
+          why = "may grow to " + std::to_string(*size) +
+                " bytes, more than the container's memory limit of " + std::to_string(*memory);
+        else
+          return;
+        Finding f = make_finding(kUnbounded, p.container);
+        f.evidence.mountpoint = m.mountpoint;
+        f.evidence.dev = m.dev;
+        f.evidence.mntns = ns.mntns;
+        f.evidence.size_limit = size && *size != 0 ? size : std::nullopt;
+        f.evidence.memory_limit = memory;
+        add_process(f.evidence, p);
+        f.summary = m.mountpoint + " " + why;
+        out.push_back(std::move(f));
+      });
 }
 
 bool has_option(std::string_view options, std::string_view want) {
@@ -402,8 +402,9 @@ void cross_container(const Context &ctx, std::vector<Finding> &out) {
     std::map<std::string, const Context::Proc *> parties;
     for (const Context::Proc *p : s.procs) {
       const std::string party =
-          !p->container ? std::string()
-                        : (p->container->pod_uid.empty() ? p->container->id : "pod:" + p->container->pod_uid);
+          !p->container
+              ? std::string()
+              : (p->container->pod_uid.empty() ? p->container->id : "pod:" + p->container->pod_uid);
       parties.try_emplace(party, p);
     }
     if (parties.size() < 2)
@@ -518,7 +519,8 @@ void world_writable(const Context &ctx, std::vector<Finding> &out) {
         if (ipc.ipcns != host_ipc) {
           std::set<std::string> seen;
           for (const Context::Proc &p : ctx.procs()) {
-            if (!p.container || p.proc->id.ipcns != ipc.ipcns || !seen.insert(p.container->id).second)
+            if (!p.container || p.proc->id.ipcns != ipc.ipcns ||
+                !seen.insert(p.container->id).second)
               continue;
             if (owner)
               others.push_back(*p.container);
@@ -553,7 +555,8 @@ std::optional<Finding> judge_exe(const Context &ctx, const ExeFile &exe,
     f.evidence.paths.push_back(exe.path);
     f.evidence.dev = exe.dev;
     f.evidence.ino = exe.ino;
-    f.summary = "runs a program from a memfd (" + exe.path.substr(1) + "), which no file on disk holds";
+    f.summary =
+        "runs a program from a memfd (" + exe.path.substr(1) + "), which no file on disk holds";
     return f;
   }
   if (!exe.on_shm)
@@ -566,7 +569,8 @@ std::optional<Finding> judge_exe(const Context &ctx, const ExeFile &exe,
   f.evidence.mountpoint = *mp;
   f.evidence.dev = exe.dev;
   f.evidence.ino = exe.ino;
-  f.summary = "runs " + exe.path + (exe.deleted ? " (deleted)" : "") + ", a program stored on " + *mp;
+  f.summary =
+      "runs " + exe.path + (exe.deleted ? " (deleted)" : "") + ", a program stored on " + *mp;
   return f;
 }
 
@@ -587,7 +591,9 @@ void execs(const Context &ctx, std::vector<Finding> &out) {
     out.push_back(std::move(f));
 }
 
-std::string container_key(const std::optional<ContainerRef> &c) { return c ? c->id : std::string(); }
+std::string container_key(const std::optional<ContainerRef> &c) {
+  return c ? c->id : std::string();
+}
 
 } // namespace
 
@@ -640,7 +646,8 @@ std::vector<Finding> audit_snapshot(const AuditScan &scan) {
     std::sort(f.evidence.processes.begin(), f.evidence.processes.end(),
               [](const AuditProcess &a, const AuditProcess &b) { return a.pid < b.pid; });
   std::stable_sort(out.begin(), out.end(), [](const Finding &a, const Finding &b) {
-    return std::tuple(-static_cast<int>(a.severity), rule_rank(a.rule), container_key(a.container)) <
+    return std::tuple(-static_cast<int>(a.severity), rule_rank(a.rule),
+                      container_key(a.container)) <
            std::tuple(-static_cast<int>(b.severity), rule_rank(b.rule), container_key(b.container));
   });
   return out;

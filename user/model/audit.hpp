@@ -59,7 +59,8 @@ struct Finding {
   Severity severity = Severity::medium;
   std::optional<ContainerRef> container; // nullopt: the host
   std::string summary;
-  bool watched = false; // an exec seen while watching, not the snapshot                   // one line, plain words
+  bool watched = false; // an exec seen while watching, not the snapshot                   // one
+                        // line, plain words
   Evidence evidence;
 };
 

@@ -193,7 +193,12 @@ std::string audit_json(const std::vector<Finding> &findings, std::optional<doubl
     w.end_object().end_object();
   }
   w.end_array();
-  w.key("counts").begin_object().num("high", n[2]).num("medium", n[1]).num("low", n[0]).end_object();
+  w.key("counts")
+      .begin_object()
+      .num("high", n[2])
+      .num("medium", n[1])
+      .num("low", n[0])
+      .end_object();
   w.key("watch_seconds");
   watch_seconds ? w.real(*watch_seconds) : w.null();
   w.end_object();
