@@ -330,6 +330,24 @@ TEST(Audit, TheProgramOfAnExecEvent) {
   EXPECT_EQ(exe.path, "./memfd:payload");
 }
 
+TEST(Audit, AnExecFromAShmMountMadeAfterTheSnapshot) {
+  AuditScanBuilder b;
+  ExecJudge judge(b.scan());
+  const uint32_t fresh = (0u << 20) | 99;
+  const ExecSeen exec{{9, "x", std::nullopt}, {9, fresh, 5, "/dev/shm/x", false, true}};
+  EXPECT_FALSE(judge.knows_dev(fresh));
+  EXPECT_FALSE(judge.judge(exec));
+  MountNamespace ns;
+  ns.mntns = 5009;
+  ns.mounts.push_back(tmpfs_mount(1, fresh, "/dev/shm", "rw"));
+  judge.learn_mounts({ns});
+  EXPECT_TRUE(judge.knows_dev(fresh));
+  const auto f = judge.judge(exec);
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->rule, "exec-from-shm");
+  EXPECT_EQ(f->evidence.mountpoint, "/dev/shm");
+}
+
 TEST(Audit, WorldWritableFilesAndSegmentsCappedEvidence) {
   AuditScanBuilder b;
   const uint32_t shm_a = (0u << 20) | 60;

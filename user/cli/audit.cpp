@@ -11,6 +11,7 @@
 #include "model/audit.hpp"
 #include "model/containers.hpp"
 #include "sources/exe.hpp"
+#include "sources/namespaces.hpp"
 #include "sources/proc_scan.hpp"
 #include "sources/system_scan.hpp"
 #include "terminal/output.hpp"
@@ -111,12 +112,18 @@ void watch_execs(const AuditOptions &opts, const AuditScan &scan, std::vector<Fi
   tell_kernel_notes(session.probe(), opts.verbose);
   std::fprintf(stderr, "shmbpf: watching execs for %g s\n", opts.watch_s);
 
-  const ExecJudge judge(scan);
   ContainerLookup containers(scan, opts.runtime_roots);
   std::unordered_map<std::string, size_t> seen; // FindingKey as text -> index
+  std::set<uint32_t> looked_up;                  // devices mount tables were read again for
+  ExecJudge judge(scan);
   auto on_event = [&](Event &e) {
     if (e.type != EventType::exec)
       return;
+    // A program on a tmpfs no table showed: one mounted since the snapshot
+    // (a new container's /dev/shm). The tables are read again once per
+    // such device.
+    if (e.fs != 0 && !judge.knows_dev(e.dev) && looked_up.insert(e.dev).second)
+      judge.learn_mounts(scan_mount_namespaces());
     const ExecSeen exec{AuditProcess{e.pid, e.comm, containers.of(e)},
                         judge.exe_of(e, read_exe(e.pid))};
     std::optional<Finding> f = judge.judge(exec);

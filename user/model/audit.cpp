@@ -123,7 +123,11 @@ public:
           emptydir_devs_.insert(m.dev);
       }
     }
-    for (const MountNamespace &ns : scan.system.namespaces)
+    learn_mounts(scan.system.namespaces);
+  }
+
+  void learn_mounts(const std::vector<MountNamespace> &namespaces) {
+    for (const MountNamespace &ns : namespaces)
       for (const MountInfo &m : ns.mounts) {
         mounted_devs_.insert(m.dev);
         if (is_shm_mount(m) && !is_overmounted(ns.mounts, m))
@@ -480,6 +484,8 @@ std::vector<std::optional<ContainerRef>> owners_of_dev(const Context &ctx, uint3
 
 void world_writable(const Context &ctx, std::vector<Finding> &out) {
   for (const ScannedFs &fs : ctx.scan().system.filesystems) {
+    if (!ctx.shm_mount_of_dev(fs.dev))
+      continue; // /run, /tmp: not shared memory
     Finding f;
     for (const TmpfsFile &file : fs.files) {
       if ((file.mode & 0002) == 0)
@@ -672,6 +678,12 @@ ExeFile ExecJudge::exe_of(const Event &exec, const std::optional<ExeFile> &live)
     exe.path = exec.filename;
   }
   return exe;
+}
+
+bool ExecJudge::knows_dev(uint32_t dev) const { return ctx_->is_mounted(dev); }
+
+void ExecJudge::learn_mounts(const std::vector<MountNamespace> &namespaces) {
+  ctx_->learn_mounts(namespaces);
 }
 
 std::optional<Finding> ExecJudge::judge(const ExecSeen &exec) const {
