@@ -430,7 +430,8 @@ TEST(AuditView, EscapesWhatAContainerControlsAndWritesTheDocumentedJson) {
   EXPECT_EQ(f["severity"], "high");
   EXPECT_EQ(f["source"], "snapshot");
   EXPECT_EQ(f["container"]["id"], kIdA);
-  EXPECT_EQ(f["container"]["name"], "evil\n\x1b[2Jname");
+  // JSON carries the same escaped text as the terminal (views/escape.hpp).
+  EXPECT_EQ(f["container"]["name"], "evil\\n\\x1b[2Jname");
   EXPECT_EQ(f["container"]["runtime"], "docker");
   EXPECT_EQ(f["evidence"]["ipcns"], kHostIpc);
   EXPECT_EQ(f["evidence"]["processes"][0]["pid"], 100);

@@ -114,7 +114,7 @@ void watch_execs(const AuditOptions &opts, const AuditScan &scan, std::vector<Fi
 
   ContainerLookup containers(scan, opts.runtime_roots);
   std::unordered_map<std::string, size_t> seen; // FindingKey as text -> index
-  std::set<uint32_t> looked_up;                  // devices mount tables were read again for
+  std::set<uint32_t> looked_up;                 // devices mount tables were read again for
   ExecJudge judge(scan);
   auto on_event = [&](Event &e) {
     if (e.type != EventType::exec)
