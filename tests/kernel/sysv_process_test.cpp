@@ -1,6 +1,7 @@
 // Kernel tests for System V segments and process events (exit, exec,
 // SIGBUS), and for the lost-record counter: real BPF programs, real
 // syscalls from children with their own comm, every field checked.
+#include "facts/dev.hpp"
 #include "kernel/harness.hpp"
 #include "support.hpp"
 
@@ -11,6 +12,7 @@
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/shm.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 
 #include <algorithm>
@@ -361,6 +363,13 @@ TEST(ProcessEvents, ExecOfBinTrue) {
   char resolved[PATH_MAX];
   ASSERT_NE(realpath("/bin/true", resolved), nullptr);
   EXPECT_TRUE(e.filename == "/bin/true" || e.filename == resolved) << e.filename;
+  // The program the kernel loaded: the file itself, not on shared memory.
+  struct stat st {};
+  ASSERT_EQ(stat(resolved, &st), 0);
+  EXPECT_EQ(e.dev, kernel_dev(st.st_dev));
+  EXPECT_EQ(e.ino, st.st_ino);
+  EXPECT_EQ(e.fs, 0); // not tmpfs or hugetlbfs
+  EXPECT_EQ(e.name, std::string(resolved).substr(std::string(resolved).rfind('/') + 1));
 
   auto ex = exits_of(*col, c.pid);
   ASSERT_EQ(ex.size(), 1u);
@@ -369,6 +378,41 @@ TEST(ProcessEvents, ExecOfBinTrue) {
   EXPECT_GT(ex[0].ts_ns, e.ts_ns);
 }
 
+// A program run from a memfd (fexecve): the exec event names the memfd's
+// inode on the kernel's own shm mount, which no mount table shows, so that
+// `audit --watch` sees a fileless exec even when the process is gone.
+TEST(ProcessEvents, ExecFromAMemfdNamesTheMemfd) {
+  SHMBPF_COLLECTOR(col);
+  struct stat mst {};
+  Child c = run_child("exec-memfd", [&] {
+    const int fd = static_cast<int>(syscall(SYS_memfd_create, "shmbpf-exec", 0));
+    const int src = open("/bin/true", O_RDONLY | O_CLOEXEC);
+    if (fd < 0 || src < 0)
+      return 126;
+    char buf[65536];
+    for (ssize_t n; (n = read(src, buf, sizeof buf)) > 0;)
+      if (write(fd, buf, static_cast<size_t>(n)) != n)
+        return 126;
+    char *const argv[] = {const_cast<char *>("true"), nullptr};
+    char *const envp[] = {nullptr};
+    fexecve(fd, argv, envp);
+    return 127;
+  });
+  expect_exited(c, 0);
+  auto evs = col->wait_for(
+      [&](const Event &e) { return e.type == EventType::exec && e.pid == uint32_t(c.pid); });
+  ASSERT_EQ(evs.size(), 1u);
+  const Event &e = evs[0];
+  EXPECT_EQ(e.name, "memfd:shmbpf-exec");
+  EXPECT_EQ(e.fs, 1); // tmpfs (enum shmbpf_fs)
+  EXPECT_NE(e.ino, 0u);
+  // The device is the one every memfd of this kernel has.
+  const int probe = static_cast<int>(syscall(SYS_memfd_create, "shmbpf-exec-probe", 0));
+  ASSERT_GE(probe, 0);
+  ASSERT_EQ(fstat(probe, &mst), 0);
+  close(probe);
+  EXPECT_EQ(e.dev, kernel_dev(mst.st_dev));
+}
 TEST(Delivery, LostRecordsAreCounted) {
   // A one-page ring buffer nobody reads while a child floods it: the
   // records that do not fit must show up in lost(), not vanish.
