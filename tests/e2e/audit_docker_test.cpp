@@ -24,6 +24,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <map>
 #include <optional>
@@ -250,6 +251,65 @@ uint64_t ino_of(const std::string &path) {
 
 std::string root_of(const Box &b) { return "/proc/" + std::to_string(b.pid) + "/root"; }
 
+// The host's IPC namespace as the audit takes it: pid 1's, or the test's
+// own where pid 1's cannot be read (a sandbox that hides it).
+uint32_t host_ipcns() {
+  const uint32_t init = ns_inode("/proc/1/ns/ipc");
+  return init ? init : ns_inode("/proc/self/ns/ipc");
+}
+
+// The /dev/shm mount a process sees: its per-mount and superblock options.
+std::string shm_mount_of(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/mountinfo");
+  for (std::string line; std::getline(in, line);)
+    if (line.find(" /dev/shm ") != std::string::npos)
+      return line;
+  return "";
+}
+
+// A process's memory limit from its cgroup: v1's memory.limit_in_bytes or
+// v2's memory.max, as text; "" when neither can be read.
+std::string memory_limit_of(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/cgroup");
+  std::string file;
+  for (std::string line; std::getline(in, line);) {
+    if (const auto at = line.find(":memory:"); at != std::string::npos)
+      file = "/sys/fs/cgroup/memory" + line.substr(at + 8) + "/memory.limit_in_bytes";
+    else if (line.starts_with("0::") && file.empty())
+      file = "/sys/fs/cgroup" + line.substr(3) + "/memory.max";
+  }
+  std::ifstream limit(file);
+  std::string text;
+  limit >> text;
+  return text;
+}
+
+// Docker did what each scenario needs, as the host sees it: what follows
+// checks the audit, not Docker.
+void check_fleet(const Fleet &fleet) {
+  EXPECT_EQ(fleet["audit-hostipc"].ipcns, host_ipcns());
+  EXPECT_NE(fleet["audit-default"].ipcns, host_ipcns());
+  EXPECT_EQ(fleet["audit-ipc-a"].ipcns, fleet["audit-ipc-b"].ipcns);
+  EXPECT_EQ(dev_of(root_of(fleet["audit-ipc-a"]) + "/dev/shm"),
+            dev_of(root_of(fleet["audit-ipc-b"]) + "/dev/shm"));
+  for (const char *name : {"audit-hostshm", "audit-hostipc"})
+    EXPECT_EQ(dev_of(root_of(fleet[name]) + "/dev/shm"), dev_of("/dev/shm")) << name;
+  const std::string dflt = shm_mount_of(fleet["audit-default"].pid);
+  EXPECT_NE(dflt.find("nosuid,nodev,noexec"), std::string::npos) << dflt;
+  EXPECT_NE(dflt.find("size=65536k"), std::string::npos) << dflt;
+  const std::string exec = shm_mount_of(fleet["audit-execshm"].pid);
+  EXPECT_EQ(exec.find("noexec"), std::string::npos) << exec;
+  EXPECT_EQ(exec.find("size="), std::string::npos) << exec;
+  EXPECT_NE(shm_mount_of(fleet["audit-smallmem"].pid).find("size=262144k"), std::string::npos);
+  EXPECT_EQ(memory_limit_of(fleet["audit-smallmem"].pid), std::to_string(64 << 20));
+  EXPECT_EQ(exe_of(fleet["audit-execshm"].pid), "/dev/shm/shm-program");
+  EXPECT_EQ(exe_of(fleet["audit-fileless"].pid), "/memfd:audit-fileless (deleted)");
+  struct stat st {};
+  ASSERT_EQ(stat((root_of(fleet["audit-worldfile"]) + "/dev/shm/audit-open").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0666u);
+  EXPECT_NE(fleet["audit-sysv"].log.find("shmid "), std::string::npos);
+}
+
 // --- the scenarios ----------------------------------------------------------
 
 void check_host_ipc(const json &audit, const Fleet &fleet) {
@@ -259,7 +319,7 @@ void check_host_ipc(const json &audit, const Fleet &fleet) {
     return;
   const json &e = (*f)["evidence"];
   expect_process(e, b);
-  EXPECT_EQ(b.ipcns, ns_inode("/proc/1/ns/ipc"));
+  EXPECT_EQ(b.ipcns, host_ipcns());
   EXPECT_EQ(e["ipcns"], b.ipcns) << e.dump(2);
 }
 
@@ -441,6 +501,10 @@ TEST(AuditDocker, EveryRuleDockerCanRaise) {
   const std::string error = fleet.start();
   ASSERT_EQ(error, "") << fleet.docker.log();
   const auto started = std::chrono::steady_clock::now();
+  {
+    SCOPED_TRACE("the containers");
+    check_fleet(fleet);
+  }
 
   const std::string roots = " --runtime-root docker=" + fleet.docker.data_root();
   const CliResult all = run_shmbpf("audit --json --fail-on none" + roots);
