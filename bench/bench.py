@@ -780,6 +780,72 @@ def bench_startup(cfg, nfiles):
                 pass
 
 
+# --- audit of a host with many containers ----------------------------------
+
+
+def run_measured(cmd):
+    """Wall seconds, CPU seconds (user + system), peak RSS bytes and stdout of a command."""
+    t0 = time.monotonic()
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    out = p.stdout.read()
+    _, status, ru = os.wait4(p.pid, 0)
+    wall = time.monotonic() - t0
+    p.returncode = os.waitstatus_to_exitcode(status)
+    if p.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} exited {p.returncode}")
+    return wall, ru.ru_utime + ru.ru_stime, ru.ru_maxrss * 1024, out
+
+
+def bench_audit(cfg, containers, segments):
+    """shmbpf audit --json (and shmbpf ls --json, the same scan without the
+    rules) on a host of simulated containers (bench/audit/audit_fleet)."""
+    errf = tempfile.TemporaryFile(mode="w+")
+    fleet = subprocess.Popen([cfg.bin("audit_fleet"), str(containers), str(segments)],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errf, text=True)
+    try:
+        line = fleet.stdout.readline()
+        if not line.startswith("ready"):
+            errf.seek(0)
+            raise RuntimeError(f"audit_fleet did not start: {line} {errf.read()}")
+        info = parse_kv(line)
+        log(f"  {info['containers']} containers, {info['files']} files and {info['sysv']} SysV segments "
+            f"set up in {info['setup_s']} s")
+        cmds = {"shmbpf audit --json": [cfg.shmbpf, "audit", "--json", "--fail-on", "none"],
+                "shmbpf ls --json": [cfg.shmbpf, "ls", "--json"]}
+        rows = {k: [] for k in cmds}
+        outs = {}
+        names = list(cmds)
+        for r in range(cfg.rounds):
+            for k in names[r % len(names):] + names[: r % len(names)]:
+                wall, cpu, rss, outs[k] = run_measured(cmds[k])
+                rows[k].append({"wall_s": wall, "cpu_s": cpu, "rss_bytes": rss})
+        # What they saw: every simulated container's segments, and the
+        # world-writable file of every tenth container.
+        listed = json.loads(outs["shmbpf ls --json"])["segments"]
+        seen = sum(1 for s in listed if s.get("container")
+                   and (str(s.get("path") or "").startswith("/dev/shm/bench-") or s.get("kind") == "sysv"))
+        findings = json.loads(outs["shmbpf audit --json"])["findings"]
+        fleet_findings = sum(1 for f in findings
+                             if any(p.startswith("/dev/shm/bench-") for p in f["evidence"].get("paths", [])))
+        res = {"containers": info["containers"], "segments": info["segments"], "setup_s": info["setup_s"],
+               "segments_seen": seen, "findings": len(findings), "fleet_findings": fleet_findings}
+        for k, v in rows.items():
+            res[k] = {"wall_s": median([x["wall_s"] for x in v]), "cpu_s": median([x["cpu_s"] for x in v]),
+                      "rss_bytes": median([x["rss_bytes"] for x in v]), "runs": v}
+            log(f"  {k:22s} {res[k]['wall_s']:6.2f} s wall, {res[k]['cpu_s']:6.2f} s CPU, "
+                f"{res[k]['rss_bytes'] / 1e6:6.1f} MB")
+        log(f"  ls saw {seen} of the containers' segments; audit: {len(findings)} findings, "
+            f"{fleet_findings} about the containers' world-writable files")
+        return res
+    finally:
+        fleet.stdin.close()
+        try:
+            fleet.wait(timeout=300)
+        except subprocess.TimeoutExpired:
+            fleet.kill()
+            fleet.wait()
+
+
 # --- report -----------------------------------------------------------------
 
 
@@ -871,6 +937,12 @@ def report(res):
             ["RSS MB (empty mount)", f"{sv['rss_bytes'] / 1e6:.1f} ({sv['rss_empty_bytes'] / 1e6:.1f})", ""],
             ["bytes per segment", f"{sv['bytes_per_segment']:.0f}", "≤ 300"],
             ["start to /readyz, s", f"{sv['ready_s']:.1f}", ""]])
+    au = res.get("audit")
+    if au:
+        lines += md_table([f"{au['containers']} containers, {au['segments']} segments", "wall s", "CPU s",
+                           "peak RSS MB"], "lrrr",
+                          [[k, f"{au[k]['wall_s']:.2f}", f"{au[k]['cpu_s']:.2f}", f"{au[k]['rss_bytes'] / 1e6:.1f}"]
+                           for k in ("shmbpf audit --json", "shmbpf ls --json")])
     ec = res.get("engine_cpu")
     if ec:
         lines += md_table(["engine benchmark", "ns/event"], "lr",
@@ -893,11 +965,15 @@ def selfcheck():
                               "idle_cpu_pct": 0.1, "rss_bytes": 50e6, "rss_empty_bytes": 20e6,
                               "bytes_per_segment": 300.0, "ready_s": 3.0}})
     assert "| /metrics scrape, median (p95) ms | 12.3 (20.0) | ≤ 50 |" in serve, serve
+    run = {"wall_s": 1.5, "cpu_s": 1.2, "rss_bytes": 80e6}
+    audit = report({"audit": {"containers": 200, "segments": 100000, "shmbpf audit --json": run,
+                              "shmbpf ls --json": run}})
+    assert "| shmbpf audit --json | 1.50 | 1.20 | 80.0 |" in audit, audit
     print("bench.py selfcheck ok")
 
 
 SECTIONS = ["overhead", "floor", "throughput", "loss", "bpf_cost", "memory", "engine_cpu", "startup", "top",
-            "serve"]
+            "serve", "audit"]
 
 
 def main():
@@ -914,6 +990,8 @@ def main():
     ap.add_argument("--seconds", type=float, default=5.0, help="throughput run length")
     ap.add_argument("--files", type=int, default=100000, help="files for the start-up test")
     ap.add_argument("--segments", type=int, default=100000, help="segments for the top frame")
+    ap.add_argument("--containers", type=int, default=200, help="simulated containers for the audit")
+    ap.add_argument("--audit-segments", type=int, default=100000, help="segments they hold, for the audit")
     ap.add_argument("--scrapes", type=int, default=50, help="scrapes of /metrics per serve round")
     # Long enough to hold a rescan: with 100,000 files the live loop rescans
     # every 2-3 minutes (its period grows with a rescan's cost), not 30 s.
@@ -971,6 +1049,9 @@ def main():
         log(f"serve with {args.segments} segments: one request in the engine, then the daemon:")
         res["serve_render"] = bench_serve_render(cfg, args.segments)
         res["serve"] = bench_serve(cfg, args.segments, args.scrapes, args.idle_seconds)
+    if "audit" in sections:
+        log(f"audit of {args.containers} simulated containers holding {args.audit_segments} segments:")
+        res["audit"] = bench_audit(cfg, args.containers, args.audit_segments)
     res["meta"]["load_at_end"] = loadavg()
     out = args.output or os.path.join(cfg.build, "bench", "results.json")
     with open(out, "w") as f:

@@ -37,6 +37,7 @@
 #include <functional>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 namespace shmbpf::test {
@@ -80,7 +81,8 @@ inline int make_sysv_segment(key_t key, size_t bytes, bool attach) {
 
 class ContainerSim {
 public:
-  ContainerSim() = default;
+  // slice: the cgroup2 directory that holds the container's scope.
+  explicit ContainerSim(std::string slice = "shmbpf-e2e.slice") : cgroup_(std::move(slice)) {}
   ContainerSim(const ContainerSim &) = delete;
   ContainerSim &operator=(const ContainerSim &) = delete;
   ~ContainerSim() { stop(); }
@@ -337,7 +339,7 @@ private:
     return helper;
   }
 
-  DockerCgroup cgroup_{"shmbpf-e2e.slice"};
+  DockerCgroup cgroup_;
   pid_t shim_ = -1;
   pid_t init_ = -1;
   uint64_t mntns_ = 0;

@@ -1,0 +1,100 @@
+/* A static program the end-to-end tests run inside containers whose image
+ * holds busybox and nothing else (no libc to load): each command sets up one
+ * kind of shared memory, or one way of running a program, and then sleeps
+ * until it is killed, so that the host sees it while it lasts.
+ *
+ *   shm_actor sleep                  only sleep
+ *   shm_actor hold PATH MODE         create (or open) PATH, chmod MODE, keep it open
+ *   shm_actor sysv KEY MODE          shmget(KEY, 64 KiB, MODE) (KEY 0: IPC_PRIVATE),
+ *                                    shmat, print the shmid, stay attached
+ *   shm_actor memfd-exec NAME        copy this program into a memfd named NAME
+ *                                    and fexecve it (`sleep`): no file on disk
+ *
+ * MODE and KEY are octal and decimal; every failure exits non-zero with
+ * one line on stderr. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ipc.h>
+#include <sys/mman.h>
+#include <sys/sendfile.h>
+#include <sys/shm.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+extern char **environ;
+
+static int fail(const char *what) {
+  fprintf(stderr, "shm_actor: %s: %s\n", what, strerror(errno));
+  return 1;
+}
+
+static _Noreturn void sleep_forever(void) {
+  fflush(stdout);
+  for (;;)
+    pause();
+}
+
+static int hold(const char *path, const char *mode_text) {
+  mode_t mode = (mode_t)strtoul(mode_text, NULL, 8);
+  int fd = open(path, O_RDWR | O_CREAT, mode);
+  if (fd < 0)
+    return fail(path);
+  if (write(fd, "shm", 3) != 3 || fchmod(fd, mode) != 0) /* fchmod: not the umask's mode */
+    return fail(path);
+  printf("held %s\n", path);
+  sleep_forever();
+}
+
+static int sysv(const char *key_text, const char *mode_text) {
+  key_t key = (key_t)strtol(key_text, NULL, 10);
+  int mode = (int)strtol(mode_text, NULL, 8);
+  int id = shmget(key == 0 ? IPC_PRIVATE : key, 64 * 1024, IPC_CREAT | mode);
+  if (id < 0)
+    return fail("shmget");
+  char *p = shmat(id, NULL, 0);
+  if (p == (void *)-1)
+    return fail("shmat");
+  memset(p, 0x5a, 64 * 1024);
+  printf("shmid %d\n", id);
+  sleep_forever();
+}
+
+static int memfd_exec(const char *name) {
+  int self = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
+  if (self < 0)
+    return fail("/proc/self/exe");
+  struct stat st;
+  if (fstat(self, &st) != 0)
+    return fail("fstat");
+  int mem = memfd_create(name, 0); /* no MFD_CLOEXEC: fexecve reads it through /proc/self/fd */
+  if (mem < 0)
+    return fail("memfd_create");
+  for (off_t done = 0; done < st.st_size;) {
+    ssize_t n = sendfile(mem, self, NULL, (size_t)(st.st_size - done));
+    if (n <= 0)
+      return fail("sendfile");
+    done += n;
+  }
+  close(self);
+  char *argv[] = {"shm_actor", "sleep", NULL};
+  fexecve(mem, argv, environ);
+  return fail("fexecve");
+}
+
+int main(int argc, char **argv) {
+  setvbuf(stdout, NULL, _IOLBF, 0);
+  if (argc == 2 && strcmp(argv[1], "sleep") == 0)
+    sleep_forever();
+  if (argc == 4 && strcmp(argv[1], "hold") == 0)
+    return hold(argv[2], argv[3]);
+  if (argc == 4 && strcmp(argv[1], "sysv") == 0)
+    return sysv(argv[2], argv[3]);
+  if (argc == 3 && strcmp(argv[1], "memfd-exec") == 0)
+    return memfd_exec(argv[2]);
+  fprintf(stderr, "usage: shm_actor sleep | hold PATH MODE | sysv KEY MODE | memfd-exec NAME\n");
+  return 2;
+}
