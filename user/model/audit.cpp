@@ -314,8 +314,7 @@ void unbounded_shm(const Context &ctx, std::vector<Finding> &out) {
         if (!size || *size == 0)
           why = "has no size limit of its own (a tmpfs's default is half of the host's memory)";
         else if (memory && *size > *memory)
-          why = "may grow to " + std::to_string(*size) +
-                " bytes, more than the container's memory limit of " + std::to_string(*memory);
+          why = "may grow larger than the container's memory limit";
         else
           return;
         Finding f = make_finding(kUnbounded, p.container);
@@ -421,6 +420,10 @@ void cross_container(const Context &ctx, std::vector<Finding> &out) {
       if (fresh)
         f = make_finding(kCrossSegment, first->container);
       ++f.evidence.segments;
+      if (f.evidence.segments == 1 && std::get<0>(key) != 2) {
+        f.evidence.dev = static_cast<uint32_t>(std::get<1>(key)); // the first file's
+        f.evidence.ino = std::get<2>(key);
+      }
       if (std::get<0>(key) == 2) {
         if (f.evidence.shmids.size() < kEvidenceItems)
           f.evidence.shmids.push_back(static_cast<int32_t>(std::get<2>(key)));
@@ -591,6 +594,8 @@ void execs(const Context &ctx, std::vector<Finding> &out) {
       continue;
     auto [it, fresh] =
         by_program.try_emplace({p.container ? p.container->id : "", exe->dev, exe->ino}, *f);
+    if (fresh)
+      it->second.evidence.mntns = p.proc->id.mntns; // where the path is seen
     add_process(it->second.evidence, p);
   }
   for (auto &[key, f] : by_program)
