@@ -535,12 +535,16 @@ def bench_top(cfg, n):
 # --- serve with many segments ---------------------------------------------
 
 
-def vm_rss_bytes(pid):
+def rss_fields(pid):
+    """VmRSS and its parts: RssAnon (the heap, stacks) and RssFile (mapped files, and the BPF maps the
+    process maps: the kernel's name table, the ring buffer's pages once read)."""
+    out = {}
     with open(f"/proc/{pid}/status") as f:
         for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1]) * 1024
-    return None
+            key = line.split(":", 1)[0]
+            if key in ("VmRSS", "RssAnon", "RssFile"):
+                out[key] = int(line.split()[1]) * 1024
+    return out
 
 
 def thread_cpu_s(pid):
@@ -648,6 +652,7 @@ def serve_round(cfg, scrapes, idle_s, mountpoint):
         threads0, cpu0, t0 = thread_cpu_s(d.p.pid), proc_cpu_s(d.p.pid), time.monotonic()
         time.sleep(idle_s)
         threads1, cpu1, wall = thread_cpu_s(d.p.pid), proc_cpu_s(d.p.pid), time.monotonic() - t0
+        rss = rss_fields(d.p.pid)
         lat.sort()
         return {"ready_s": d.ready_s, "scrape_ms_median": median(lat),
                 "scrape_ms_p95": lat[min(len(lat) - 1, int(len(lat) * 0.95))],
@@ -655,7 +660,7 @@ def serve_round(cfg, scrapes, idle_s, mountpoint):
                 "segments_on_mount": segments_in_metrics(text, mountpoint),
                 "idle_cpu_pct": 100 * (cpu1 - cpu0) / wall,
                 "idle_cpu_pct_by_thread": {k: 100 * (v - threads0.get(k, 0)) / wall for k, v in threads1.items()},
-                "rss_bytes": vm_rss_bytes(d.p.pid)}
+                "rss_bytes": rss["VmRSS"], "rss_anon_bytes": rss["RssAnon"], "rss_file_bytes": rss["RssFile"]}
     finally:
         d.stop()
 
@@ -699,12 +704,19 @@ def bench_serve(cfg, nfiles, scrapes, idle_s):
         rss_empty = median([e["rss_bytes"] for e in empty])
         seg_empty = median([e["segments"] for e in empty])
         res = {"files": nfiles, "rounds": rounds, "empty": empty, "rss_empty_bytes": rss_empty}
-        for k in ("ready_s", "scrape_ms_median", "scrape_ms_p95", "idle_cpu_pct", "rss_bytes", "segments",
-                  "segments_on_mount", "scrape_bytes"):
+        for k in ("ready_s", "scrape_ms_median", "scrape_ms_p95", "idle_cpu_pct", "rss_bytes", "rss_anon_bytes",
+                  "rss_file_bytes", "segments", "segments_on_mount", "scrape_bytes"):
             res[k] = median([x[k] for x in rounds])
-        res["bytes_per_segment"] = (res["rss_bytes"] - rss_empty) / max(1, res["segments"] - seg_empty)
+        added = max(1, res["segments"] - seg_empty)
+        res["bytes_per_segment"] = (res["rss_bytes"] - rss_empty) / added
+        # The heap apart from the kernel's name table (sized at start from the files on tmpfs), which the
+        # daemon maps and RssFile counts.
+        for part in ("anon", "file"):
+            res[f"{part}_bytes_per_segment"] = (res[f"rss_{part}_bytes"] -
+                                                median([e[f"rss_{part}_bytes"] for e in empty])) / added
         log(f"  serve: scrape {res['scrape_ms_median']:.1f} ms (p95 {res['scrape_ms_p95']:.1f}), idle CPU "
-            f"{res['idle_cpu_pct']:.2f}%, {res['bytes_per_segment']:.0f} B/segment")
+            f"{res['idle_cpu_pct']:.2f}%, {res['bytes_per_segment']:.0f} B/segment (heap "
+            f"{res['anon_bytes_per_segment']:.0f}, mapped {res['file_bytes_per_segment']:.0f})")
         return res
     finally:
         subprocess.run(["umount", "-l", where], check=False)
@@ -936,6 +948,8 @@ def report(res):
             ["idle CPU, % of one CPU", f"{sv['idle_cpu_pct']:.2f}", "≤ 0.5"],
             ["RSS MB (empty mount)", f"{sv['rss_bytes'] / 1e6:.1f} ({sv['rss_empty_bytes'] / 1e6:.1f})", ""],
             ["bytes per segment", f"{sv['bytes_per_segment']:.0f}", "≤ 300"],
+            ["of which heap (RssAnon), mapped (RssFile)",
+             f"{sv.get('anon_bytes_per_segment', 0):.0f}, {sv.get('file_bytes_per_segment', 0):.0f}", ""],
             ["start to /readyz, s", f"{sv['ready_s']:.1f}", ""]])
     au = res.get("audit")
     if au:
@@ -963,8 +977,10 @@ def selfcheck():
     assert segments_in_metrics(text) == 5 and segments_in_metrics(text, "/a") == 3
     serve = report({"serve": {"segments_on_mount": 100000, "scrape_ms_median": 12.34, "scrape_ms_p95": 20.0,
                               "idle_cpu_pct": 0.1, "rss_bytes": 50e6, "rss_empty_bytes": 20e6,
-                              "bytes_per_segment": 300.0, "ready_s": 3.0}})
+                              "bytes_per_segment": 300.0, "anon_bytes_per_segment": 210.0,
+                              "file_bytes_per_segment": 90.0, "ready_s": 3.0}})
     assert "| /metrics scrape, median (p95) ms | 12.3 (20.0) | ≤ 50 |" in serve, serve
+    assert "| of which heap (RssAnon), mapped (RssFile) | 210, 90 |  |" in serve, serve
     run = {"wall_s": 1.5, "cpu_s": 1.2, "rss_bytes": 80e6}
     audit = report({"audit": {"containers": 200, "segments": 100000, "shmbpf audit --json": run,
                               "shmbpf ls --json": run}})

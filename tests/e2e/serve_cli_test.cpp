@@ -2,8 +2,8 @@
 // BPF is attached and the first scan applied; a /dev/shm leak (its creator,
 // in a docker-named cgroup, exits and nobody holds the files) seen rising in
 // /metrics under that container's labels; promtool's verdict on what is
-// served; SIGHUP survived, SIGTERM obeyed; a taken port and bad flags
-// refused with one line and status 2.
+// served; huge pages off in the daemon; SIGHUP survived, SIGTERM obeyed; a
+// taken port and bad flags refused with one line and status 2.
 #include "background.hpp"
 #include "docker_cgroup.hpp"
 #include "run_cli.hpp"
@@ -23,6 +23,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <optional>
 #include <regex>
 #include <sstream>
@@ -41,6 +42,16 @@ TEST(ServeCli, LeakRisesInMetricsPromtoolAgreesAndSigtermStops) {
   ShmbpfProcess serve(
       {"serve", "--no-state", "--listen", "127.0.0.1:" + std::to_string(port), "--no-socket"});
   SHMBPF_SERVE_READY(serve, port);
+
+  // The daemon keeps its tables in small pages: huge ones, each resident
+  // as a whole, cost it more memory per segment (docs/BENCHMARKS.md,
+  // finding 27).
+  std::ifstream status("/proc/" + std::to_string(serve.pid()) + "/status");
+  std::string status_line, thp;
+  while (std::getline(status, status_line))
+    if (status_line.rfind("THP_enabled:", 0) == 0)
+      std::istringstream(status_line.substr(12)) >> thp;
+  EXPECT_EQ(thp, "0") << "transparent huge pages still on in the daemon";
 
   auto health = get(port, "/healthz");
   ASSERT_TRUE(health);

@@ -8,6 +8,9 @@
  * microseconds: docs/BENCHMARKS.md (finding 14) measured a fifth of `shmbpf
  * ls`'s time in faults. Transparent huge pages make it one fault per 2 MiB.
  * "always" here only asks for them (madvise); the system setting
- * /sys/kernel/mm/transparent_hugepage/enabled = never still wins.
+ * /sys/kernel/mm/transparent_hugepage/enabled = never still wins, and so
+ * does `serve`, which turns them off for itself: a daemon starts once and
+ * keeps its tables for days, and partly used huge pages made its resident
+ * memory a third larger (finding 27, user/live/memory.hpp).
  */
 const char *malloc_conf = "thp:always";

@@ -15,6 +15,7 @@
 #include "daemon/state_file.hpp"
 #include "daemon/usage_log.hpp"
 #include "facts/result.hpp"
+#include "live/memory.hpp"
 #include "live/monitor.hpp"
 #include "model/state.hpp"
 #include "probe/probe.hpp"
@@ -43,6 +44,9 @@ int run_serve(const ServeOptions &opts) {
   // is bound or loaded.
   const ListenAddress addr = ListenSetting::parse(opts.listen).value();
   require_bpf_privileges("serve");
+  // Before the tables grow: a daemon keeps them for days, and is started
+  // once (docs/BENCHMARKS.md, finding 27).
+  const bool small_pages = disable_huge_pages();
 
   Log log;
   // The export file before anything else starts: a path that cannot be
@@ -96,6 +100,8 @@ int run_serve(const ServeOptions &opts) {
     log.line("exporting events to " + exporter->path());
   if (state)
     log.line("keeping state in " + escape_text(state->path()));
+  if (!small_pages)
+    log.line("transparent huge pages stay on (prctl refused): more memory per segment");
   if (!state_note.empty())
     log.line("ignoring the saved state: " + escape_text(state_note));
 

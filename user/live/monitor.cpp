@@ -3,6 +3,7 @@
 #include "facts/dev.hpp"
 #include "live/clock.hpp"
 #include "live/container_names.hpp"
+#include "live/memory.hpp"
 #include "model/apply_scan.hpp"
 #include "sources/clock.hpp"
 #include "sources/namespaces.hpp"
@@ -126,6 +127,8 @@ Monitor::Monitor(const MonitorOptions &opts, std::shared_ptr<TimedScan> first,
   last_reconcile_ = last_sample_ = std::chrono::steady_clock::now();
   // The first scan spaces the first periodic rescan, as a rescan would.
   last_rescan_cpu_ = first->cpu + (thread_cpu() - cpu0);
+  first->scan = SystemScan{};
+  release_free_memory();
 }
 
 bool Monitor::catch_up(SystemScan &scan, const std::vector<SeedKey> &listed) {
@@ -459,6 +462,10 @@ void Monitor::apply_rescan(Gather &g) {
   last_reconcile_ = std::chrono::steady_clock::now();
   last_rescan_cost_ = last_reconcile_ - g.started;
   last_rescan_cpu_ = g.cpu + (thread_cpu() - apply_cpu0);
+  // The scan's copy of every file is garbage now, freed partly in the
+  // worker's arena, which may not allocate again for minutes.
+  g.scan = SystemScan{};
+  release_free_memory();
 }
 
 Monitor::Gather Monitor::sample_request() {
