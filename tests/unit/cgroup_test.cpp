@@ -191,5 +191,20 @@ TEST(MemoryLimitFiles, V2ReadsMemoryMax) {
   EXPECT_TRUE(memory_limit_files({}, mounts).empty());
 }
 
+TEST(ScanCgroupId, V2IdElseThePathOnCgroupV1OnlyHosts) {
+  const std::string docker = "/docker/" + std::string(64, 'a');
+  EXPECT_EQ(scan_cgroup_id(4242, docker), 4242u); // v2 gave one: the kernel's
+  const uint64_t v1 = scan_cgroup_id(0, docker);
+  EXPECT_TRUE(is_path_cgroup_id(v1));
+  EXPECT_EQ(v1, path_cgroup_id(docker));
+  EXPECT_NE(v1, scan_cgroup_id(0, "/docker/" + std::string(64, 'b')));
+  EXPECT_EQ(scan_cgroup_id(0, "/"), 0u);
+  EXPECT_EQ(scan_cgroup_id(0, ""), 0u);
+  // A v1-only host's text: "0::/" and the container in the v1 lines.
+  const auto lines =
+      parse_cgroup_lines("12:memory:" + docker + "\n1:name=systemd:" + docker + "\n0::/\n");
+  EXPECT_EQ(process_cgroup_path(lines), docker);
+}
+
 } // namespace
 } // namespace shmbpf

@@ -1164,6 +1164,32 @@ TEST(EngineQueries, TotalsByKindOrphansRatesAndSigbus) {
   EXPECT_GT(engine.totals(sec(4), 0).create_rate, 0.0);
 }
 
+// A cgroup v1-only host: the scan names a process's cgroup by its v1 path
+// (path_cgroup_id); the kernel's v2 id that its events carry is the v2
+// root's and must not take the container away.
+TEST(Engine, ACgroupV1PathIdOutlivesTheKernelsV2Id) {
+  const std::string docker_id(64, 'd');
+  const uint64_t v1 = path_cgroup_id("/docker/" + docker_id);
+  ASSERT_TRUE(is_path_cgroup_id(v1));
+  Engine engine;
+  engine.set_cgroup_path(v1, "/docker/" + docker_id);
+  engine.add_process(100, 1, 0, "app", v1, 0);
+  Event e = create(100, 1, "/dev/shm/v1", sec(1));
+  e.cgroup_id = 1; // the v2 root
+  engine.apply(e);
+  EXPECT_EQ(engine.process(100)->container_id, docker_id);
+  EXPECT_EQ(engine.segment(file_key(1))->creator.container_id, docker_id);
+  // Where the kernel's ids are real (v2), an event's id still moves a
+  // process to its new cgroup.
+  engine.set_cgroup_path(7, "/system.slice/x.service");
+  engine.add_process(200, 1, 0, "svc", 7, 0);
+  e = create(200, 2, "/dev/shm/v2", sec(1));
+  e.cgroup_id = 8;
+  engine.set_cgroup_path(8, "/system.slice/docker-" + docker_id + ".scope");
+  engine.apply(e);
+  EXPECT_EQ(engine.process(200)->container_id, docker_id);
+}
+
 TEST(Engine, ContainerNamesOncePerIdAndOnEveryView) {
   const std::string docker_id(64, 'a');
   const std::string cri_id(64, 'c');

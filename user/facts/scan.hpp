@@ -5,9 +5,11 @@
 #pragma once
 
 #include "facts/mounts.hpp"
+#include "facts/names.hpp"
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -120,9 +122,21 @@ struct ScanGap {
   ScanShortfall shortfall;
 };
 
+// A cgroup named by its path where no cgroup v2 id names it: on hosts with
+// cgroup v1 only (no cgroup2 mount), a scan gives each process an id made
+// from the v1 path that tells its container, with the top bit set, which
+// the kernel's ids (inode numbers) never have. The kernel's v2 id that
+// events carry says nothing there (the v2 root's), so the engine keeps an
+// id of this kind against it.
+constexpr uint64_t kPathCgroupIdBit = uint64_t{1} << 63;
+inline bool is_path_cgroup_id(uint64_t id) { return (id & kPathCgroupIdBit) != 0; }
+inline uint64_t path_cgroup_id(std::string_view path) {
+  return kPathCgroupIdBit | (shm_name_hash(path) >> 1);
+}
+
 struct ScannedProcess {
   ProcIdentity id;
-  uint64_t cgroup_id = 0; // 0: unknown (no cgroup2 mount)
+  uint64_t cgroup_id = 0; // 0: unknown; else the v2 id, or a path_cgroup_id
   std::vector<HeldFile> holdings;
 };
 

@@ -58,7 +58,9 @@ Engine::Process &Engine::touch_process(const Event &e) {
     p.comm = e.comm;
   p.uid = e.uid;
   p.ppid = e.ppid;
-  if (e.cgroup_id)
+  // On a cgroup v1-only host the scan's path-made id tells the container;
+  // the kernel's v2 id (the v2 root's) would hide it.
+  if (e.cgroup_id && !is_path_cgroup_id(p.cgroup_id))
     p.cgroup_id = e.cgroup_id;
   if (e.mntns)
     p.mntns = e.mntns;

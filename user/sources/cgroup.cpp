@@ -221,4 +221,12 @@ std::optional<MemoryLimit> read_memory_limit(uint32_t pid, const std::vector<Mou
   return limit;
 }
 
+uint64_t scan_cgroup_id(uint64_t v2_id, std::string_view container_path) {
+  if (v2_id != 0)
+    return v2_id;
+  if (container_path.empty() || container_path == "/")
+    return 0;
+  return path_cgroup_id(container_path);
+}
+
 } // namespace shmbpf

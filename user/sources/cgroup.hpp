@@ -40,6 +40,11 @@ std::vector<CgroupLine> parse_cgroup_lines(std::string_view text);
 // without any line.
 std::optional<std::string> process_cgroup_path(const std::vector<CgroupLine> &lines);
 
+// The cgroup id a scan gives a process: the v2 id where cgroup2 gave one,
+// else (cgroup v1 only) path_cgroup_id of the path that tells its
+// container; 0 when neither says anything ("/" or nothing).
+uint64_t scan_cgroup_id(uint64_t v2_id, std::string_view container_path);
+
 // memory.max (v2) or memory.limit_in_bytes (v1): "max", or v1's page-counter
 // maximum (any value >= 2^62), is no limit. nullopt for anything else than
 // one number or "max" (and surrounding white space).

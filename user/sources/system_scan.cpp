@@ -1,6 +1,7 @@
 #include "sources/system_scan.hpp"
 
 #include "facts/dev.hpp"
+#include "sources/cgroup.hpp"
 #include "sources/mountinfo.hpp"
 #include "sources/namespaces.hpp"
 #include "sources/proc_scan.hpp"
@@ -154,9 +155,10 @@ SystemScan scan_system(std::vector<MountNamespace> namespaces) {
     ScannedProcess p;
     // The id of the v2 cgroup, as BPF sees it, even where the path that
     // tells the container is a v1 one.
-    p.cgroup_id = cgroup2.empty() || v2_path.empty() ? 0 : cgroup_id_of(cgroup2, v2_path);
+    const uint64_t v2_id = cgroup2.empty() || v2_path.empty() ? 0 : cgroup_id_of(cgroup2, v2_path);
+    p.cgroup_id = scan_cgroup_id(v2_id, id->cgroup_path);
     if (p.cgroup_id)
-      cgroups.emplace(p.cgroup_id, v2_path);
+      cgroups.emplace(p.cgroup_id, v2_id ? v2_path : id->cgroup_path);
     if (id->ipcns)
       ipc_pids.emplace(id->ipcns, pid);
     p.id = std::move(*id);
