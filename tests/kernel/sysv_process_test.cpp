@@ -8,12 +8,12 @@
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
+#include <linux/magic.h>
 #include <sys/ipc.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/shm.h>
 #include <sys/stat.h>
-#include <linux/magic.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
 
