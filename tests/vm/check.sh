@@ -73,7 +73,12 @@ step doctor 0 "$build/shmbpf" doctor
 # Informational: a missing hook is what shmbpf must cope with, not a failure.
 step hooks "0 1" hooks
 if [ "$kernel_tests" = --kernel-tests ]; then
-  step kernel-tests 0 "$build/tests/shmbpf_kernel_tests" --gtest_brief=1
+  # Not the memory-limit reader's test: it needs a memory controller below
+  # the cgroup root, which this bare init does not set up (and turning it on
+  # under TCG made the 6.1 guest's reclaim lock a CPU up for minutes). It
+  # runs natively, where the limits are the host's own cgroups.
+  step kernel-tests 0 "$build/tests/shmbpf_kernel_tests" --gtest_brief=1 \
+    --gtest_filter=-AuditMemoryLimit.*
 fi
 rm -f "$log"
 echo "=== $failed step(s) failed on $(uname -r)"
