@@ -125,7 +125,8 @@ TEST(AuditCli, ProgramAndWorldWritableFileOnAPrivateDevShm) {
   EXPECT_EQ(run_shmbpf("audit --fail-on high").code, 1);
   const CliResult only = run_shmbpf("audit --json --rule exec-from-shm --container host");
   EXPECT_EQ(only.code, 1) << only.err;
-  for (const json &f : only.json()["findings"]) {
+  const json only_doc = only.json(); // kept: the loop below reads into it
+  for (const json &f : only_doc["findings"]) {
     EXPECT_EQ(f["rule"], "exec-from-shm");
     EXPECT_TRUE(f["container"].is_null());
   }
