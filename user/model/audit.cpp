@@ -1,5 +1,7 @@
 #include "model/audit.hpp"
 
+#include "model/audit_context.hpp"
+
 #include <algorithm>
 #include <map>
 #include <memory>
@@ -67,140 +69,15 @@ void add_capped(std::vector<std::string> &v, const std::string &s) {
     v.push_back(s);
 }
 
-// Only the mounts a shared-memory user means: /dev/shm (and the /run/shm
-// some distributions keep), and memory-backed Kubernetes emptyDir volumes,
-// found by the superblock the kubelet mounted for the pod.
-bool is_shm_mountpoint(std::string_view mp) { return mp == "/dev/shm" || mp == "/run/shm"; }
-
 } // namespace
-
-// The facts indexed the ways the rules look them up.
-class Context {
-public:
-  explicit Context(const AuditScan &scan) : scan_(scan) {
-    std::unordered_map<std::string, const ContainerName *> names;
-    for (const auto &[id, name] : scan.names)
-      names.emplace(id, &name);
-    for (const auto &[id, limit] : scan.memory_limits)
-      limits_.emplace(id, limit);
-    for (const ExeFile &e : scan.exes)
-      exes_.emplace(e.pid, &e);
-    for (const MountNamespace &ns : scan.system.namespaces)
-      namespaces_.emplace(ns.mntns, &ns);
-
-    procs_.reserve(scan.system.processes.size());
-    for (const ScannedProcess &p : scan.system.processes) {
-      std::optional<ContainerRef> c = container_from_cgroup_path(p.id.cgroup_path);
-      if (c) {
-        if (auto it = names.find(c->id); it != names.end()) {
-          c->name = it->second->name;
-          c->pod = it->second->pod;
-          c->pod_namespace = it->second->pod_namespace;
-          if (c->pod_uid.empty())
-            c->pod_uid = it->second->pod_uid;
-        }
-        containers_.try_emplace(c->id, *c);
-      }
-      procs_.push_back({&p, std::move(c)});
-    }
-    for (const Proc &p : procs_) {
-      if (p.container)
-        container_mntns_[p.proc->id.mntns].insert(p.container->id);
-      else
-        host_mntns_.insert(p.proc->id.mntns);
-    }
-    host_mntns_.insert(scan.host.mntns);
-
-    // The host's /dev/shm, and the superblocks of memory-backed emptyDir
-    // volumes as the host mounts them.
-    if (auto it = namespaces_.find(scan.host.mntns); it != namespaces_.end()) {
-      for (const MountInfo &m : it->second->mounts) {
-        if (!m.is_tmpfs() || is_overmounted(it->second->mounts, m))
-          continue;
-        if (m.mountpoint == "/dev/shm")
-          host_shm_dev_ = m.dev;
-        if (pod_uid_of_volume(m.mountpoint))
-          emptydir_devs_.insert(m.dev);
-      }
-    }
-    learn_mounts(scan.system.namespaces);
-  }
-
-  void learn_mounts(const std::vector<MountNamespace> &namespaces) {
-    for (const MountNamespace &ns : namespaces)
-      for (const MountInfo &m : ns.mounts) {
-        mounted_devs_.insert(m.dev);
-        if (is_shm_mount(m) && !is_overmounted(ns.mounts, m))
-          shm_mounts_.try_emplace(m.dev, m.mountpoint);
-      }
-  }
-
-  struct Proc {
-    const ScannedProcess *proc;
-    std::optional<ContainerRef> container;
-  };
-
-  const AuditScan &scan() const { return scan_; }
-  const std::vector<Proc> &procs() const { return procs_; }
-  const std::map<std::string, ContainerRef> &containers() const { return containers_; }
-  const MountNamespace *mount_namespace(uint32_t mntns) const {
-    auto it = namespaces_.find(mntns);
-    return it == namespaces_.end() ? nullptr : it->second;
-  }
-  // The containers whose processes live in a mount namespace; empty for
-  // the host's and for namespaces only host processes use (a service's
-  // private /tmp).
-  std::vector<ContainerRef> owners_of_mntns(uint32_t mntns) const {
-    std::vector<ContainerRef> out;
-    if (host_mntns_.contains(mntns))
-      return out;
-    if (auto it = container_mntns_.find(mntns); it != container_mntns_.end())
-      for (const std::string &id : it->second)
-        out.push_back(containers_.at(id));
-    return out;
-  }
-  bool hosts_mntns(uint32_t mntns) const { return host_mntns_.contains(mntns); }
-  const std::optional<uint32_t> &host_shm_dev() const { return host_shm_dev_; }
-  bool is_shm_mount(const MountInfo &m) const {
-    return m.is_tmpfs() && (is_shm_mountpoint(m.mountpoint) || emptydir_devs_.contains(m.dev));
-  }
-  // The mountpoint of a shared-memory mount of that superblock, or nullptr.
-  const std::string *shm_mount_of_dev(uint32_t dev) const {
-    auto it = shm_mounts_.find(dev);
-    return it == shm_mounts_.end() ? nullptr : &it->second;
-  }
-  std::optional<MemoryLimit> memory_limit(const std::string &id) const {
-    auto it = limits_.find(id);
-    return it == limits_.end() ? std::nullopt : std::optional<MemoryLimit>(it->second);
-  }
-  bool is_mounted(uint32_t dev) const { return mounted_devs_.contains(dev); }
-  const ExeFile *exe(uint32_t pid) const {
-    auto it = exes_.find(pid);
-    return it == exes_.end() ? nullptr : it->second;
-  }
-
-private:
-  const AuditScan &scan_;
-  std::vector<Proc> procs_;
-  std::map<std::string, ContainerRef> containers_;
-  std::unordered_map<std::string, MemoryLimit> limits_;
-  std::unordered_map<uint32_t, const ExeFile *> exes_;
-  std::unordered_map<uint32_t, const MountNamespace *> namespaces_;
-  std::unordered_map<uint32_t, std::set<std::string>> container_mntns_;
-  std::set<uint32_t> host_mntns_;
-  std::optional<uint32_t> host_shm_dev_;
-  std::set<uint32_t> emptydir_devs_;
-  std::unordered_map<uint32_t, std::string> shm_mounts_;
-  std::set<uint32_t> mounted_devs_;
-};
 
 namespace {
 
-AuditProcess audit_process(const Context::Proc &p) {
+AuditProcess audit_process(const AuditContext::Proc &p) {
   return AuditProcess{p.proc->id.pid, p.proc->id.comm, p.container};
 }
 
-void add_process(Evidence &e, const Context::Proc &p) {
+void add_process(Evidence &e, const AuditContext::Proc &p) {
   if (e.processes.size() < kEvidenceItems)
     e.processes.push_back(audit_process(p));
 }
@@ -210,12 +87,12 @@ bool same_pod(const ContainerRef &a, const ContainerRef &b) {
   return !a.pod_uid.empty() && a.pod_uid == b.pod_uid;
 }
 
-void host_ipc(const Context &ctx, std::vector<Finding> &out) {
+void host_ipc(const AuditContext &ctx, std::vector<Finding> &out) {
   const uint32_t host_ipc = ctx.scan().host.ipcns;
   if (host_ipc == 0)
     return;
   std::map<std::string, Finding> by_container;
-  for (const Context::Proc &p : ctx.procs()) {
+  for (const AuditContext::Proc &p : ctx.procs()) {
     if (!p.container || p.proc->id.ipcns != host_ipc)
       continue;
     auto [it, fresh] = by_container.try_emplace(p.container->id);
@@ -233,10 +110,10 @@ void host_ipc(const Context &ctx, std::vector<Finding> &out) {
   }
 }
 
-void shared_ipc(const Context &ctx, std::vector<Finding> &out) {
+void shared_ipc(const AuditContext &ctx, std::vector<Finding> &out) {
   const uint32_t host_ipc = ctx.scan().host.ipcns;
-  std::map<uint32_t, std::map<std::string, std::vector<const Context::Proc *>>> by_ns;
-  for (const Context::Proc &p : ctx.procs())
+  std::map<uint32_t, std::map<std::string, std::vector<const AuditContext::Proc *>>> by_ns;
+  for (const AuditContext::Proc &p : ctx.procs())
     if (p.container && p.proc->id.ipcns != 0 && p.proc->id.ipcns != host_ipc)
       by_ns[p.proc->id.ipcns][p.container->id].push_back(&p);
   for (const auto &[ns, members] : by_ns) {
@@ -251,12 +128,12 @@ void shared_ipc(const Context &ctx, std::vector<Finding> &out) {
         if (other_id == id || same_pod(self, other))
           continue;
         f.evidence.others.push_back(other);
-        for (const Context::Proc *p : other_procs)
+        for (const AuditContext::Proc *p : other_procs)
           add_process(f.evidence, *p);
       }
       if (f.evidence.others.empty())
         continue;
-      for (const Context::Proc *p : procs)
+      for (const AuditContext::Proc *p : procs)
         add_process(f.evidence, *p);
       f.summary = "shares its IPC namespace with " + names_of(f.evidence.others) +
                   ": System V segments and /dev/shm are common to them";
@@ -266,9 +143,9 @@ void shared_ipc(const Context &ctx, std::vector<Finding> &out) {
 }
 
 // Each container's view of its mount namespaces' tables.
-template <typename Fn> void for_each_container_mount(const Context &ctx, Fn &&fn) {
+template <typename Fn> void for_each_container_mount(const AuditContext &ctx, Fn &&fn) {
   std::set<std::pair<std::string, uint32_t>> seen; // (container, mntns)
-  for (const Context::Proc &p : ctx.procs()) {
+  for (const AuditContext::Proc &p : ctx.procs()) {
     if (!p.container || ctx.hosts_mntns(p.proc->id.mntns))
       continue;
     if (!seen.emplace(p.container->id, p.proc->id.mntns).second)
@@ -282,12 +159,12 @@ template <typename Fn> void for_each_container_mount(const Context &ctx, Fn &&fn
   }
 }
 
-void host_shm_mounted(const Context &ctx, std::vector<Finding> &out) {
+void host_shm_mounted(const AuditContext &ctx, std::vector<Finding> &out) {
   if (!ctx.host_shm_dev())
     return;
   const uint32_t dev = *ctx.host_shm_dev();
   for_each_container_mount(
-      ctx, [&](const Context::Proc &p, const MountNamespace &ns, const MountInfo &m) {
+      ctx, [&](const AuditContext::Proc &p, const MountNamespace &ns, const MountInfo &m) {
         if (m.dev != dev)
           return;
         Finding f = make_finding(kHostShm, p.container);
@@ -302,9 +179,9 @@ void host_shm_mounted(const Context &ctx, std::vector<Finding> &out) {
       });
 }
 
-void unbounded_shm(const Context &ctx, std::vector<Finding> &out) {
+void unbounded_shm(const AuditContext &ctx, std::vector<Finding> &out) {
   for_each_container_mount(
-      ctx, [&](const Context::Proc &p, const MountNamespace &ns, const MountInfo &m) {
+      ctx, [&](const AuditContext::Proc &p, const MountNamespace &ns, const MountInfo &m) {
         if (m.fstype != "tmpfs" || !ctx.is_shm_mount(m) || m.dev == ctx.host_shm_dev())
           return;
         const std::optional<uint64_t> size = m.size_limit();
@@ -339,7 +216,7 @@ bool has_option(std::string_view options, std::string_view want) {
   return false;
 }
 
-void mount_options(const Context &ctx, std::vector<Finding> &out) {
+void mount_options(const AuditContext &ctx, std::vector<Finding> &out) {
   // One finding per owner and mount: the host's /dev/shm shows in the
   // namespace of every service with a private /tmp.
   std::set<std::tuple<std::string, uint32_t, std::string>> seen;
@@ -381,13 +258,13 @@ void mount_options(const Context &ctx, std::vector<Finding> &out) {
 
 using SegmentKey = std::tuple<int, uint64_t, uint64_t>; // kind, dev or ipcns, ino or shmid
 
-void cross_container(const Context &ctx, std::vector<Finding> &out) {
+void cross_container(const AuditContext &ctx, std::vector<Finding> &out) {
   struct Holders {
     std::string path;
-    std::vector<const Context::Proc *> procs;
+    std::vector<const AuditContext::Proc *> procs;
   };
   std::map<SegmentKey, Holders> segments;
-  for (const Context::Proc &p : ctx.procs()) {
+  for (const AuditContext::Proc &p : ctx.procs()) {
     for (const HeldFile &h : p.proc->holdings) {
       const SegmentKey key = h.kind == HeldKind::sysv
                                  ? SegmentKey{2, p.proc->id.ipcns, h.ino}
@@ -402,8 +279,8 @@ void cross_container(const Context &ctx, std::vector<Finding> &out) {
   std::set<std::string> with_host; // containers sharing something with the host
   for (const auto &[key, s] : segments) {
     // The parties: the host, containers, a pod's containers as one.
-    std::map<std::string, const Context::Proc *> parties;
-    for (const Context::Proc *p : s.procs) {
+    std::map<std::string, const AuditContext::Proc *> parties;
+    for (const AuditContext::Proc *p : s.procs) {
       const std::string party =
           !p->container
               ? std::string()
@@ -439,7 +316,7 @@ void cross_container(const Context &ctx, std::vector<Finding> &out) {
             f.evidence.others.push_back(*other->container);
         }
       }
-      for (const Context::Proc *p : s.procs) {
+      for (const AuditContext::Proc *p : s.procs) {
         AuditProcess ap = audit_process(*p);
         if (f.evidence.processes.size() < kEvidenceItems &&
             std::find(f.evidence.processes.begin(), f.evidence.processes.end(), ap) ==
@@ -463,7 +340,7 @@ void cross_container(const Context &ctx, std::vector<Finding> &out) {
 
 // Who a superblock's files belong to: the host when a host namespace mounts
 // it, else the containers whose namespaces do.
-std::vector<std::optional<ContainerRef>> owners_of_dev(const Context &ctx, uint32_t dev) {
+std::vector<std::optional<ContainerRef>> owners_of_dev(const AuditContext &ctx, uint32_t dev) {
   std::vector<std::optional<ContainerRef>> out;
   std::set<std::string> seen;
   bool host = false;
@@ -485,7 +362,7 @@ std::vector<std::optional<ContainerRef>> owners_of_dev(const Context &ctx, uint3
   return out;
 }
 
-void world_writable(const Context &ctx, std::vector<Finding> &out) {
+void world_writable(const AuditContext &ctx, std::vector<Finding> &out) {
   for (const ScannedFs &fs : ctx.scan().system.filesystems) {
     if (!ctx.shm_mount_of_dev(fs.dev))
       continue; // /run, /tmp: not shared memory
@@ -527,7 +404,7 @@ void world_writable(const Context &ctx, std::vector<Finding> &out) {
         std::vector<ContainerRef> others;
         if (ipc.ipcns != host_ipc) {
           std::set<std::string> seen;
-          for (const Context::Proc &p : ctx.procs()) {
+          for (const AuditContext::Proc &p : ctx.procs()) {
             if (!p.container || p.proc->id.ipcns != ipc.ipcns ||
                 !seen.insert(p.container->id).second)
               continue;
@@ -557,7 +434,7 @@ void world_writable(const Context &ctx, std::vector<Finding> &out) {
 }
 
 // exec-from-shm or fileless-exec for one program, or nullopt.
-std::optional<Finding> judge_exe(const Context &ctx, const ExeFile &exe,
+std::optional<Finding> judge_exe(const AuditContext &ctx, const ExeFile &exe,
                                  const std::optional<ContainerRef> &container) {
   if (exe.path.starts_with("/memfd:")) {
     Finding f = make_finding(kFileless, container);
@@ -583,9 +460,9 @@ std::optional<Finding> judge_exe(const Context &ctx, const ExeFile &exe,
   return f;
 }
 
-void execs(const Context &ctx, std::vector<Finding> &out) {
+void execs(const AuditContext &ctx, std::vector<Finding> &out) {
   std::map<std::tuple<std::string, uint32_t, uint64_t>, Finding> by_program;
-  for (const Context::Proc &p : ctx.procs()) {
+  for (const AuditContext::Proc &p : ctx.procs()) {
     const ExeFile *exe = ctx.exe(p.proc->id.pid);
     if (!exe)
       continue;
@@ -643,7 +520,7 @@ const std::vector<RuleInfo> &audit_rules() {
 }
 
 std::vector<Finding> audit_snapshot(const AuditScan &scan) {
-  const Context ctx(scan);
+  const AuditContext ctx(scan);
   std::vector<Finding> out;
   host_ipc(ctx, out);
   shared_ipc(ctx, out);
@@ -664,7 +541,7 @@ std::vector<Finding> audit_snapshot(const AuditScan &scan) {
   return out;
 }
 
-ExecJudge::ExecJudge(const AuditScan &scan) : ctx_(std::make_unique<Context>(scan)) {}
+ExecJudge::ExecJudge(const AuditScan &scan) : ctx_(std::make_unique<AuditContext>(scan)) {}
 ExecJudge::~ExecJudge() = default;
 
 ExeFile ExecJudge::exe_of(const Event &exec, const std::optional<ExeFile> &live) const {

@@ -82,7 +82,7 @@ struct ExecSeen {
   ExeFile exe;
 };
 
-class Context;
+class AuditContext;
 
 // Judges execs against one snapshot's mounts: exec-from-shm or
 // fileless-exec. Built once per snapshot, then cheap per exec.
@@ -107,7 +107,7 @@ public:
   void learn_mounts(const std::vector<MountNamespace> &namespaces);
 
 private:
-  std::unique_ptr<Context> ctx_;
+  std::unique_ptr<AuditContext> ctx_;
 };
 
 // --container's selector: "host" (findings about the host), or a container
