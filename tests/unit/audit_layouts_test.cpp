@@ -8,6 +8,8 @@
 #include "model/audit.hpp"
 #include "sources/namespaces.hpp"
 
+#include "unit/runtime_dir.hpp"
+
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -51,26 +53,7 @@ std::string crio_config(const std::string &name, const std::string &pod, const s
          R"(","io.kubernetes.pod.uid":")" + uid + R"("}})";
 }
 
-struct Node {
-  fs::path root;
-  RuntimeRoots roots;
-  Node() {
-    char tmpl[] = "/tmp/shmbpf-audit-layouts-XXXXXX";
-    if (!mkdtemp(tmpl))
-      std::abort();
-    root = tmpl;
-    roots.docker = (root / "docker").string();
-    roots.containerd = (root / "containerd").string();
-    roots.crio = (root / "crio").string();
-    roots.podman = (root / "storage").string();
-    roots.pod_logs = (root / "pods").string();
-  }
-  ~Node() { fs::remove_all(root); }
-  void write(const fs::path &path, const std::string &text) const {
-    fs::create_directories(path.parent_path());
-    std::ofstream(path, std::ios::binary) << text;
-  }
-};
+using Node = RuntimeDir;
 
 MountInfo tmpfs(uint32_t id, uint32_t dev, std::string mp, std::string super) {
   MountInfo m;

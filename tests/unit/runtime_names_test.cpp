@@ -4,6 +4,8 @@
 #include "sources/json_value.hpp"
 #include "sources/runtime_names.hpp"
 
+#include "unit/runtime_dir.hpp"
+
 #include <gtest/gtest.h>
 
 #include <sys/stat.h>
@@ -163,26 +165,7 @@ TEST(RuntimeNames, RuntimeRootOption) {
   EXPECT_EQ(r.docker, "/srv/docker");
 }
 
-struct Host {
-  fs::path root;
-  RuntimeRoots roots;
-  Host() {
-    char tmpl[] = "/tmp/shmbpf-runtime-names-XXXXXX";
-    if (!mkdtemp(tmpl))
-      std::abort();
-    root = tmpl;
-    roots.docker = (root / "docker").string();
-    roots.containerd = (root / "containerd").string();
-    roots.crio = (root / "crio").string();
-    roots.podman = (root / "storage").string();
-    roots.pod_logs = (root / "pods").string();
-  }
-  ~Host() { fs::remove_all(root); }
-  void write(const fs::path &path, const std::string &text) const {
-    fs::create_directories(path.parent_path());
-    std::ofstream(path, std::ios::binary) << text;
-  }
-};
+using Host = RuntimeDir;
 
 TEST(RuntimeNamesReader, EachRuntimeWhereItKeepsItsFiles) {
   Host h;
