@@ -9,7 +9,7 @@
 #include "live/audit_gather.hpp"
 #include "sources/cgroup.hpp"
 #include "sources/exe.hpp"
-#include "sources/fs_magic.hpp"
+#include "facts/fs_magic.hpp"
 #include "sources/mountinfo.hpp"
 
 #include <gtest/gtest.h>

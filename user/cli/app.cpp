@@ -384,6 +384,30 @@ std::unique_ptr<CLI::App> make_app(CliOptions &opts) {
   add_runtime_root_option(audit, a.runtime_roots);
   add_ring_buffer_option(audit, a.ring_buffer_bytes);
   add_verbose_flag(audit, a.verbose);
+
+  auto *reap = app->add_subcommand(
+      "reap", "Free leaked shared memory: unlink orphaned tmpfs files and remove orphaned System V "
+              "segments (nobody holds or maps them, their creator is gone), in every mount and "
+              "IPC namespace, each checked again at the moment of removal (docs/REAP.md). A dry "
+              "run unless --yes. Exit status 0: everything selected was freed (or would be), 1: "
+              "something was skipped, 2: error. Needs root.");
+  auto &r = opts.reap;
+  reap->add_flag("-y,--yes", r.yes, "Free them; without it, only say what would be freed");
+  reap->add_option("--min-age", r.min_age_s, "Only orphans at least this many seconds old")
+      ->check(kFinite & CLI::NonNegativeNumber)
+      ->capture_default_str();
+  add_match_option(reap, r.match);
+  add_container_option(reap, r.container, "orphans");
+  reap->add_option("--mount", r.mount, "Only orphans on this mount point");
+  reap->add_option("--kind", r.kind,
+                   "Only this kind: tmpfs (files, hugetlbfs too) or sysv (memfds are never "
+                   "reaped: they have no name to remove)")
+      ->check(CLI::IsMember({"tmpfs", "sysv"}));
+  reap->add_flag("--all-mounts", r.all_mounts,
+                 "Also free files on tmpfs mounts that are not shared memory (/run, /tmp); by "
+                 "default only /dev/shm mounts, SysV, hugetlbfs and known shared-memory names");
+  reap->add_flag("--json", r.json, "Print JSON");
+  add_runtime_root_option(reap, r.runtime_roots);
   return app;
 }
 
@@ -415,7 +439,8 @@ int run_cli(int argc, char **argv) {
   }
   // leaks and doctor promise 2 for every error: 1 means "leaks found".
   const int error_status =
-      app->got_subcommand("leaks") || app->got_subcommand("doctor") || app->got_subcommand("audit")
+      app->got_subcommand("leaks") || app->got_subcommand("doctor") ||
+              app->got_subcommand("audit") || app->got_subcommand("reap")
           ? 2
           : 1;
   try {
@@ -433,6 +458,8 @@ int run_cli(int argc, char **argv) {
       return run_serve(opts.serve);
     if (app->got_subcommand("audit"))
       return run_audit(opts.audit);
+    if (app->got_subcommand("reap"))
+      return run_reap(opts.reap);
   } catch (const FatalError &e) {
     std::fprintf(stderr, "shmbpf: %s\n", e.what());
     return std::max(e.exit_code(), error_status);

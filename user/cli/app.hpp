@@ -8,6 +8,7 @@
 #include "daemon/unix_socket.hpp"
 #include "decode/event.hpp"
 #include "model/leaks.hpp"
+#include "model/reap.hpp"
 #include "probe/probe.hpp"
 #include "sources/runtime_names.hpp"
 
@@ -104,6 +105,18 @@ struct AuditOptions {
   bool verbose = false;
 };
 
+struct ReapOptions {
+  bool yes = false;                     // remove; without it, a dry run
+  double min_age_s = kReapMinAgeS;      // younger orphans are left alone
+  std::optional<std::string> match;     // glob on the path
+  std::optional<std::string> container; // id, prefix or name; "host" for the host
+  std::optional<std::string> mount;     // a mountpoint
+  std::optional<std::string> kind;      // tmpfs or sysv
+  bool all_mounts = false;              // also /run, /tmp and other non-shm tmpfs mounts
+  bool json = false;
+  RuntimeRoots runtime_roots; // --runtime-root RUNTIME=DIR
+};
+
 struct CliOptions {
   TraceOptions trace;
   LsOptions ls;
@@ -112,6 +125,7 @@ struct CliOptions {
   DoctorCliOptions doctor;
   ServeOptions serve;
   AuditOptions audit;
+  ReapOptions reap;
 };
 
 // Builds the app; parsed values land in opts. Subcommands are named "trace".
@@ -142,5 +156,9 @@ int run_serve(const ServeOptions &opts);
 
 // `shmbpf audit`: 0 no finding at or above --fail-on, 1 findings, 2 error.
 int run_audit(const AuditOptions &opts);
+
+// `shmbpf reap`: 0 everything selected was freed (or would be, or nothing
+// was selected), 1 something selected was skipped, 2 error.
+int run_reap(const ReapOptions &opts);
 
 } // namespace shmbpf

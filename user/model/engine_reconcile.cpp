@@ -107,6 +107,9 @@ void Engine::upsert_sysv(uint32_t ipcns, const SysvEntry &t, uint64_t now_ns) {
   if (it == segs_.end()) {
     it = insert_segment(key, Kind::sysv);
     it->second.flags |= kExistedBefore;
+    // Aged from its shm_ctime (creation, or the last IPC_SET), as a
+    // pre-existing file is from its mtime.
+    it->second.born = t.ctime_s;
   }
   Segment &s = it->second;
   if (s.creator_pid == 0 && t.cpid != 0) {

@@ -1,7 +1,7 @@
 #include "sources/exe.hpp"
 
 #include "facts/dev.hpp"
-#include "sources/fs_magic.hpp"
+#include "facts/fs_magic.hpp"
 
 #include <fcntl.h>
 #include <limits.h>

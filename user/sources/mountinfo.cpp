@@ -1,5 +1,7 @@
 #include "sources/mountinfo.hpp"
 
+#include "sources/fd.hpp"
+
 #include <cerrno>
 #include <charconv>
 #include <fcntl.h>
@@ -101,17 +103,6 @@ std::optional<MountInfo> parse_line(std::string_view line, std::vector<std::stri
   return m;
 }
 
-struct UniqueFd {
-  int fd = -1;
-  explicit UniqueFd(int f) : fd(f) {}
-  UniqueFd(const UniqueFd &) = delete;
-  UniqueFd &operator=(const UniqueFd &) = delete;
-  ~UniqueFd() {
-    if (fd >= 0)
-      ::close(fd);
-  }
-};
-
 } // namespace
 
 std::vector<MountInfo> parse_mountinfo(std::string_view text) {
@@ -134,14 +125,14 @@ std::vector<MountInfo> parse_mountinfo(std::string_view text) {
 std::vector<MountInfo> read_mountinfo(int pid) {
   std::string path =
       pid > 0 ? "/proc/" + std::to_string(pid) + "/mountinfo" : std::string("/proc/self/mountinfo");
-  UniqueFd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
-  if (fd.fd < 0)
+  Fd fd(::open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!fd.ok())
     return {};
   // procfs reports size 0, so read until EOF.
   std::string text;
   char buf[16384];
   while (true) {
-    ssize_t n = ::read(fd.fd, buf, sizeof(buf));
+    ssize_t n = ::read(fd.get(), buf, sizeof(buf));
     if (n < 0) {
       if (errno == EINTR)
         continue;

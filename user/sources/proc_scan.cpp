@@ -1,8 +1,9 @@
 #include "sources/proc_scan.hpp"
 
 #include "facts/dev.hpp"
+#include "sources/fd.hpp"
 #include "sources/cgroup.hpp"
-#include "sources/fs_magic.hpp"
+#include "facts/fs_magic.hpp"
 #include "sources/mountinfo.hpp"
 
 #include <algorithm>
@@ -62,23 +63,6 @@ std::optional<std::string> read_link_at(int dirfd, const char *name) {
     return std::nullopt;
   return std::string(buf, static_cast<size_t>(n));
 }
-
-// An open file descriptor, closed with its owner.
-class Fd {
-public:
-  explicit Fd(int fd = -1) : fd_(fd) {}
-  Fd(const Fd &) = delete;
-  Fd &operator=(const Fd &) = delete;
-  ~Fd() {
-    if (fd_ >= 0)
-      ::close(fd_);
-  }
-  int get() const { return fd_; }
-  bool ok() const { return fd_ >= 0; }
-
-private:
-  int fd_;
-};
 
 // A path to name in the directory dir holds open (statfs takes no
 // directory descriptor): through our own /proc/self/fd, so it still leads
@@ -254,6 +238,14 @@ std::optional<ProcIdentity> read_process(uint32_t pid, std::string *cgroup_v2_pa
 
 std::vector<uint32_t> list_pids() { return numeric_entries(AT_FDCWD, "/proc"); }
 
+bool process_alive(uint32_t pid) {
+  if (pid == 0)
+    return false;
+  const auto stat = read_text("/proc/" + std::to_string(pid) + "/stat");
+  const auto fields = stat ? parse_stat(*stat) : std::nullopt;
+  return fields && !fields->exited();
+}
+
 std::optional<MapsEntry> parse_maps_line(std::string_view line) {
   // start-end perms offset maj:min inode [path]
   std::string_view rest = line;
@@ -334,6 +326,39 @@ void set_path(HeldFile &h, std::string path) {
 }
 
 } // namespace
+
+std::map<std::pair<uint32_t, uint64_t>, std::vector<uint32_t>>
+find_holders(const std::set<std::pair<uint32_t, uint64_t>> &files, uint32_t skip_pid) {
+  std::map<std::pair<uint32_t, uint64_t>, std::vector<uint32_t>> out;
+  if (files.empty())
+    return out;
+  for (uint32_t pid : list_pids()) {
+    if (pid == skip_pid)
+      continue;
+    const Fd dir = open_proc_dir(pid);
+    if (!dir.ok())
+      continue;
+    std::set<std::pair<uint32_t, uint64_t>> mine;
+    const Fd fds(::openat(dir.get(), "fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+    for (uint32_t fd : fds.ok() ? numeric_entries(fds.get(), ".") : std::vector<uint32_t>{}) {
+      struct stat st {};
+      const std::string name = std::to_string(fd);
+      if (::fstatat(fds.get(), name.c_str(), &st, 0) == 0) {
+        const std::pair<uint32_t, uint64_t> key{kernel_dev(st.st_dev), st.st_ino};
+        if (files.count(key))
+          mine.insert(key);
+      }
+    }
+    if (auto maps = read_text_at(dir.get(), "maps"))
+      for_each_line(*maps, [&](std::string_view line) {
+        if (auto m = parse_maps_line(line); m && files.count({m->dev, m->ino}))
+          mine.insert({m->dev, m->ino});
+      });
+    for (const auto &key : mine)
+      out[key].push_back(pid);
+  }
+  return out;
+}
 
 std::vector<HeldFile> scan_holdings(uint32_t pid, std::optional<uint64_t> start_time) {
   std::map<std::pair<uint32_t, uint64_t>, HeldFile> held;

@@ -7,7 +7,9 @@
 #include "facts/scan.hpp"
 
 #include <cstdint>
+#include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -49,6 +51,9 @@ std::optional<ProcIdentity> read_process(uint32_t pid, std::string *cgroup_v2_pa
 // Numeric entries of /proc, ascending.
 std::vector<uint32_t> list_pids();
 
+// A process with this pid exists now and has not exited (a zombie has).
+bool process_alive(uint32_t pid);
+
 // One line of /proc/<pid>/maps.
 struct MapsEntry {
   uint64_t start = 0;
@@ -67,6 +72,13 @@ std::optional<MapsEntry> parse_maps_line(std::string_view line);
 // names a process started at another time: the one read_process described
 // is gone.
 std::vector<HeldFile> scan_holdings(uint32_t pid, std::optional<uint64_t> start_time = {});
+
+// Which processes hold each of these files (kernel dev, ino) right now, as
+// an open fd or a mapping, read afresh from every /proc/<pid>/fd and maps;
+// pids ascending, skip_pid left out (the caller's own handles). Files
+// nobody holds are absent.
+std::map<std::pair<uint32_t, uint64_t>, std::vector<uint32_t>>
+find_holders(const std::set<std::pair<uint32_t, uint64_t>> &files, uint32_t skip_pid);
 
 // /proc/sysvipc/shm text (header line first). Malformed lines are skipped.
 std::vector<SysvEntry> parse_sysvipc_shm(std::string_view text);

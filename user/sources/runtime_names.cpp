@@ -1,5 +1,7 @@
 #include "sources/runtime_names.hpp"
 
+#include "sources/fd.hpp"
+
 #include "sources/json_value.hpp"
 
 #include <dirent.h>
@@ -122,17 +124,6 @@ std::optional<ContainerName> parse_pod_log_dir(std::string_view dir, std::string
 
 namespace {
 
-struct Fd {
-  int fd = -1;
-  explicit Fd(int f) : fd(f) {}
-  Fd(const Fd &) = delete;
-  Fd &operator=(const Fd &) = delete;
-  ~Fd() {
-    if (fd >= 0)
-      ::close(fd);
-  }
-};
-
 bool plain_name(std::string_view c) {
   return !c.empty() && c != "." && c != ".." && c.find('/') == std::string_view::npos &&
          c.find('\0') == std::string_view::npos;
@@ -229,18 +220,18 @@ std::optional<std::string> read_file_below(const std::string &root, std::string_
   if (!plain_name(file))
     return std::nullopt;
   Fd d(open_dir_below(root, dir));
-  if (d.fd < 0)
+  if (d.get() < 0)
     return std::nullopt;
   // O_NONBLOCK: a FIFO planted in the file's place must not hang the scan.
-  Fd f(::openat(d.fd, file.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  Fd f(::openat(d.get(), file.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
   struct stat st {};
-  if (f.fd < 0 || ::fstat(f.fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+  if (f.get() < 0 || ::fstat(f.get(), &st) != 0 || !S_ISREG(st.st_mode) ||
       static_cast<uint64_t>(st.st_size) > max)
     return std::nullopt;
   std::string out(static_cast<size_t>(st.st_size), '\0');
   size_t got = 0;
   while (got < out.size()) {
-    const ssize_t n = ::read(f.fd, out.data() + got, out.size() - got);
+    const ssize_t n = ::read(f.get(), out.data() + got, out.size() - got);
     if (n < 0)
       return std::nullopt;
     if (n == 0)

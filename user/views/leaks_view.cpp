@@ -11,16 +11,6 @@ namespace shmbpf {
 
 namespace {
 
-std::string container_name(const ContainerRef &c) {
-  if (c.id.empty())
-    return "host";
-  std::string out = c.name.empty() ? short_id(c.id) : escape_text(c.name);
-  if (!c.pod.empty())
-    out +=
-        " in pod " + escape_text(c.pod_namespace.empty() ? c.pod : c.pod_namespace + "/" + c.pod);
-  return out + " (" + escape_text(c.runtime) + ")";
-}
-
 std::string seconds_text(double s) { return fixed(s, s < 10 ? 1 : 0) + " s"; }
 
 // " over the last 60 s", when growth was checked.
@@ -62,7 +52,7 @@ std::string leaks_text(const LeakReport &r, uint64_t now_ns, uint64_t min_age_s)
       return g.mount.empty() ? std::string("(no mount: SysV, memfd)") : escape_text(g.mount);
     });
     group("container", r.by_container,
-          [](const LeakGroup &g) { return container_name(g.container); });
+          [](const LeakGroup &g) { return container_text(g.container); });
     group("pattern", r.by_pattern, [](const LeakGroup &g) { return g.pattern; });
     out += "\n";
     out += segments_table(r.orphans, now_ns);

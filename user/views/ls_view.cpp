@@ -60,6 +60,16 @@ std::string document(std::string_view name, const std::vector<T> &items, F item)
 
 } // namespace
 
+std::string container_text(const ContainerRef &c) {
+  if (c.id.empty())
+    return "host";
+  std::string out = c.name.empty() ? short_id(c.id) : escape_text(c.name);
+  if (!c.pod.empty())
+    out +=
+        " in pod " + escape_text(c.pod_namespace.empty() ? c.pod : c.pod_namespace + "/" + c.pod);
+  return out + " (" + escape_text(c.runtime) + ")";
+}
+
 void write_container(JsonWriter &w, const ContainerRef &c) {
   if (c.id.empty()) {
     w.null();

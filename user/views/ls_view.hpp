@@ -32,6 +32,9 @@ std::string mounts_table(const std::vector<MountUsage> &mounts, const Relations 
 void write_segment(JsonWriter &w, const SegmentInfo &s, uint64_t now_ns);
 void write_process(JsonWriter &w, const ProcessInfo &p);
 void write_container(JsonWriter &w, const ContainerRef &c);
+// A container for a sentence: its name (else short id), its pod, its
+// runtime; "host" for the host. Escaped.
+std::string container_text(const ContainerRef &c);
 void write_container_row(JsonWriter &w, const ContainerInfo &c);
 void write_mount(JsonWriter &w, const MountUsage &m);
 

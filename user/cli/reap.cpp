@@ -1,0 +1,60 @@
+// `shmbpf reap`: frees orphaned shared memory (a dry run unless --yes), from
+// a scan of /proc and every tmpfs mount, each removal checked again at the
+// moment it is made; exit status 0 (all freed), 1 (something skipped), 2
+// (error).
+#include "cli/app.hpp"
+
+#include "actions/reaper.hpp"
+#include "live/clock.hpp"
+#include "live/container_names.hpp"
+#include "model/apply_scan.hpp"
+#include "sources/system_scan.hpp"
+#include "terminal/output.hpp"
+#include "views/reap_view.hpp"
+#include "views/scan_notes.hpp"
+
+#include <unistd.h>
+
+#include <cstdio>
+
+namespace shmbpf {
+
+int run_reap(const ReapOptions &opts) {
+  // Without root, other users' holders are invisible: their files would
+  // look orphaned. Refused, not warned about.
+  if (geteuid() != 0) {
+    std::fprintf(stderr, "shmbpf: reap needs root: without it, other users' processes cannot be "
+                         "inspected, so files they hold would look orphaned (use sudo)\n");
+    return 2;
+  }
+  const EngineConfig cfg = engine_config_now();
+  const uint64_t now = cfg.start_ns;
+  Engine engine(cfg);
+  {
+    const SystemScan scan = scan_system();
+    for (const std::string &line : scan_shortfall_lines(scan.filesystems))
+      std::fprintf(stderr, "shmbpf: warning: %s\n", line.c_str());
+    bootstrap(engine, scan);
+    name_containers(engine, opts.runtime_roots);
+  }
+
+  ReapFilter filter;
+  filter.min_age_s = opts.min_age_s;
+  filter.match = opts.match;
+  if (opts.container)
+    filter.container = *opts.container == "host" ? std::string() : *opts.container;
+  filter.mount = opts.mount;
+  if (opts.kind)
+    filter.kind = parse_kind(*opts.kind);
+  filter.all_mounts = opts.all_mounts;
+  const ReapPlan plan = plan_reap(engine, now, filter);
+  const std::vector<ReapOutcome> outcomes = reap(plan, opts.yes);
+
+  Output output;
+  output.write(opts.json ? reap_json(outcomes, plan, opts.yes, now)
+                         : reap_text(outcomes, plan, opts.yes, now));
+  output.check();
+  return reap_totals(outcomes).skipped == 0 ? 0 : 1;
+}
+
+} // namespace shmbpf
