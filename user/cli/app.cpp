@@ -350,6 +350,25 @@ std::unique_ptr<CLI::App> make_app(CliOptions &opts) {
   serve->add_flag("--no-state", s.no_state, "Keep nothing across restarts: --state-dir ''")
       ->excludes(state_dir);
   add_runtime_root_option(serve, s.runtime_roots);
+  CLI::Option *reap_flag = serve->add_flag("--reap", s.reap, ServeReapSetting::kHelp);
+  serve
+      ->add_option("--reap-interval", s.reap_interval_s,
+                   "Seconds between the runs of --reap (the first one after this long)")
+      ->check(kFinite & CLI::Range(1.0, 86400.0))
+      ->needs(reap_flag)
+      ->capture_default_str();
+  serve
+      ->add_option("--reap-min-age", s.reap_min_age_s,
+                   "Only orphans at least this many seconds old are freed by --reap")
+      ->check(kFinite & CLI::NonNegativeNumber)
+      ->needs(reap_flag)
+      ->capture_default_str();
+  serve
+      ->add_option("--reap-match", s.reap_match,
+                   "Only orphans whose path matches this glob are freed by --reap (fnmatch: * "
+                   "also matches /)")
+      ->check(kGlob)
+      ->needs(reap_flag);
   add_ring_buffer_option(serve, s.ring_buffer_bytes);
   add_verbose_flag(serve, s.verbose);
 
@@ -408,6 +427,11 @@ std::unique_ptr<CLI::App> make_app(CliOptions &opts) {
                  "default only /dev/shm mounts, SysV, hugetlbfs and known shared-memory names");
   reap->add_flag("--json", r.json, "Print JSON");
   add_runtime_root_option(reap, r.runtime_roots);
+  reap->add_option("--daemon-socket", r.daemon_socket,
+                   "With --yes, a shmbpf serve listening on this socket is sent what was freed "
+                   "and skipped, for its --export-file ('' for none)")
+      ->check(socket_path(true))
+      ->capture_default_str();
   return app;
 }
 

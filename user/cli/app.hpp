@@ -4,6 +4,7 @@
 
 #include "daemon/export_file.hpp"
 #include "daemon/listen.hpp"
+#include "daemon/serve_reaper.hpp"
 #include "daemon/state_file.hpp"
 #include "daemon/unix_socket.hpp"
 #include "decode/event.hpp"
@@ -90,6 +91,10 @@ struct ServeOptions {
   std::string state_dir = StateDirSetting::kDefault; // --state-dir DIR, "" for none
   bool no_state = false;                             // --no-state
   RuntimeRoots runtime_roots;                        // --runtime-root RUNTIME=DIR
+  bool reap = false;                                 // --reap: free orphans periodically
+  double reap_interval_s = ServeReapSetting::kDefaultIntervalS;
+  double reap_min_age_s = kReapMinAgeS;
+  std::optional<std::string> reap_match; // glob on the path
   size_t ring_buffer_bytes = RingBufferSetting::kDefault;
   bool verbose = false;
 };
@@ -115,6 +120,8 @@ struct ReapOptions {
   bool all_mounts = false;              // also /run, /tmp and other non-shm tmpfs mounts
   bool json = false;
   RuntimeRoots runtime_roots; // --runtime-root RUNTIME=DIR
+  // A shmbpf serve listening here is sent the outcomes for its export file.
+  std::string daemon_socket = SocketSetting::kDefault;
 };
 
 struct CliOptions {

@@ -5,11 +5,16 @@
 #include "cli/app.hpp"
 
 #include "actions/reaper.hpp"
+#include "daemon/api_client.hpp"
+#include "daemon/unix_socket.hpp"
 #include "live/clock.hpp"
 #include "live/container_names.hpp"
 #include "model/apply_scan.hpp"
+#include "sources/clock.hpp"
 #include "sources/system_scan.hpp"
 #include "terminal/output.hpp"
+#include "views/escape.hpp"
+#include "views/export_view.hpp"
 #include "views/reap_view.hpp"
 #include "views/scan_notes.hpp"
 
@@ -18,6 +23,37 @@
 #include <cstdio>
 
 namespace shmbpf {
+
+namespace {
+
+// A daemon running here keeps the audit trail: it is sent every outcome
+// of a reap that changed something, as its export's reap records.
+void tell_daemon(const std::string &socket, const std::vector<ReapOutcome> &outcomes) {
+  if (socket.empty() || outcomes.empty() || probe_socket(socket) != 0)
+    return; // no daemon there
+  const std::string token = read_socket_token(socket);
+  if (token.empty()) {
+    std::fprintf(stderr,
+                 "shmbpf: note: shmbpf serve at %s keeps no reap records (no --export-file, or "
+                 "its token is unreadable)\n",
+                 escape_text(socket).c_str());
+    return;
+  }
+  ExportFormatter fmt(TraceClock{boot_to_realtime_ns()});
+  std::string body;
+  const uint64_t now = boottime_ns();
+  for (const ReapOutcome &o : outcomes)
+    fmt.append_reap(body, now, o, "reap", static_cast<uint32_t>(getpid()));
+  const PostReply reply = api_post(socket, "/v1/reaped", body, token);
+  if (reply.status != 200)
+    std::fprintf(stderr, "shmbpf: warning: shmbpf serve at %s did not take the reap records: %s\n",
+                 escape_text(socket).c_str(),
+                 escape_text(reply.status ? "HTTP " + std::to_string(reply.status) + ": " + reply.body
+                                          : reply.body)
+                     .c_str());
+}
+
+} // namespace
 
 int run_reap(const ReapOptions &opts) {
   // Without root, other users' holders are invisible: their files would
@@ -49,6 +85,8 @@ int run_reap(const ReapOptions &opts) {
   filter.all_mounts = opts.all_mounts;
   const ReapPlan plan = plan_reap(engine, now, filter);
   const std::vector<ReapOutcome> outcomes = reap(plan, opts.yes);
+  if (opts.yes)
+    tell_daemon(opts.daemon_socket, outcomes);
 
   Output output;
   output.write(opts.json ? reap_json(outcomes, plan, opts.yes, now)

@@ -11,8 +11,10 @@
 #include "daemon/http_server.hpp"
 #include "daemon/local_api.hpp"
 #include "daemon/log.hpp"
+#include "daemon/serve_reaper.hpp"
 #include "daemon/serve_loop.hpp"
 #include "daemon/state_file.hpp"
+#include "daemon/unix_socket.hpp"
 #include "daemon/usage_log.hpp"
 #include "facts/result.hpp"
 #include "live/memory.hpp"
@@ -26,6 +28,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <memory>
 #include <string>
@@ -76,19 +79,56 @@ int run_serve(const ServeOptions &opts) {
   // TCP knows only the paths without segment names; the socket's API adds
   // the rest. Both are destroyed (the socket removed) however this ends.
   endpoints.set_exporter(exporter.get());
+  std::unique_ptr<ServeReaper> reaper;
+  if (opts.reap) {
+    ReapFilter filter;
+    filter.min_age_s = opts.reap_min_age_s;
+    filter.match = opts.reap_match;
+    reaper = std::make_unique<ServeReaper>(
+        filter,
+        std::chrono::milliseconds(static_cast<int64_t>(std::llround(opts.reap_interval_s * 1000))),
+        log);
+    endpoints.set_reaper(reaper.get());
+  }
   HttpServer http(
       addr, [&endpoints](std::string_view path, const HttpQuery &) { return endpoints.get(path); });
   // Usage samples for /v1/leaks?window=S, kept only when the API is served.
   UsageLog usage;
-  const LocalApi api(endpoints, &usage);
+  LocalApi api(endpoints, &usage);
   std::unique_ptr<HttpServer> local;
   const std::string socket = opts.no_socket ? std::string() : opts.socket;
+  // Root's proof for POST /v1/reaped (reap's records for the export),
+  // written next to the socket once it is ours, removed at the end.
+  std::string token;
+  struct TokenFile {
+    std::string socket, token;
+    ~TokenFile() {
+      if (!token.empty())
+        remove_socket_token(socket, token);
+    }
+  } token_file;
   if (!socket.empty()) {
     UnixSocketAddress where{socket, std::nullopt};
     if (opts.socket_group)
       where.group = socket_group(*opts.socket_group).value(); // checked by the option
+    if (exporter) {
+      auto made = new_socket_token();
+      if (!made)
+        throw FatalError("socket " + escape_text(socket), made.error(), 2);
+      token = *made;
+      api.take_reap_records(exporter.get(), token);
+    }
     local = std::make_unique<HttpServer>(
-        where, [&api](std::string_view path, const HttpQuery &q) { return api.get(path, q); });
+        where, [&api](std::string_view path, const HttpQuery &q) { return api.get(path, q); },
+        [&api](std::string_view path, std::string_view body, std::string_view t) {
+          return api.post(path, body, t);
+        });
+    if (!token.empty()) {
+      if (auto written = write_socket_token(socket, token); !written)
+        throw FatalError("socket " + escape_text(socket), written.error(), 2);
+      token_file.socket = socket; // not a temporary: its destructor removes the file
+      token_file.token = token;
+    }
   }
   install_daemon_signals();
   log.line("version " + std::string(SHMBPF_VERSION) + ", listening on http://" + addr.text() +
@@ -98,6 +138,10 @@ int run_serve(const ServeOptions &opts) {
            "; loading BPF and scanning");
   if (exporter)
     log.line("exporting events to " + exporter->path());
+  if (reaper)
+    log.line("reaping orphans older than " + std::to_string(std::llround(opts.reap_min_age_s)) +
+             " s every " + std::to_string(std::llround(opts.reap_interval_s)) + " s" +
+             (opts.reap_match ? " whose path matches " + escape_text(*opts.reap_match) : ""));
   if (state)
     log.line("keeping state in " + escape_text(state->path()));
   if (!small_pages)
@@ -132,6 +176,7 @@ int run_serve(const ServeOptions &opts) {
   lopts.state = state.get();
   lopts.boot_id = boot_id;
   lopts.usage = socket.empty() ? nullptr : &usage;
+  lopts.reaper = reaper.get();
   const int status = run_serve_loop(mon, endpoints, log, lopts);
   const MonitorStats stats = mon.stats();
   std::string summary = std::string(stop_signal_name()) + ": stopping after " +

@@ -1,5 +1,6 @@
 #include "daemon/api_client.hpp"
 
+#include "daemon/http_server.hpp"
 #include "daemon/local_api.hpp"
 #include "daemon/unix_socket.hpp"
 #include "facts/result.hpp"
@@ -67,6 +68,27 @@ ApiReply api_get(const std::string &socket, const std::string &path, const Query
   r.body = res->body;
   r.content_type = res->get_header_value("Content-Type");
   r.leaking = res->get_header_value(kLeakingHeader) == "yes";
+  return r;
+}
+
+PostReply api_post(const std::string &socket, const std::string &path, const std::string &body,
+                   const std::string &token) {
+  PostReply r;
+  httplib::Client client(socket);
+  client.set_address_family(AF_UNIX);
+  client.set_connection_timeout(kConnectTimeoutS, 0);
+  client.set_read_timeout(kReadTimeoutS, 0);
+  client.set_write_timeout(kWriteTimeoutS, 0);
+  const httplib::Headers headers{{HttpServer::kTokenHeader, token}};
+  const httplib::Result res = client.Post(path.c_str(), headers, body, "application/x-ndjson");
+  if (!res) {
+    r.body = httplib::to_string(res.error());
+    return r;
+  }
+  r.status = res->status;
+  r.body = res->body;
+  while (!r.body.empty() && r.body.back() == '\n')
+    r.body.pop_back();
   return r;
 }
 

@@ -20,4 +20,13 @@ struct ApiReply {
 // the request times out, or the daemon answers with an error.
 ApiReply api_get(const std::string &socket, const std::string &path, const QueryFields &query = {});
 
+// POSTs body (NDJSON) to path with the socket's token (read_socket_token).
+// The daemon's answer, or why there is none: never throws.
+struct PostReply {
+  int status = 0; // 0: no answer
+  std::string body;
+};
+PostReply api_post(const std::string &socket, const std::string &path, const std::string &body,
+                   const std::string &token);
+
 } // namespace shmbpf

@@ -93,6 +93,8 @@ HttpReply Endpoints::metrics() const {
     MetricsCounters c = counters_;
     if (exporter_)
       c.export_file = exporter_->counters();
+    if (reaper_)
+      c.reap = reaper_->counters();
     // Only the copy is made under the monitor's lock; the text after.
     snap = mon_->read([&](const Engine &engine, const MonitorStats &stats) {
       c.now_ns = Monitor::now_ns();

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "daemon/exporter.hpp"
+#include "daemon/serve_reaper.hpp"
 #include "live/monitor.hpp"
 #include "views/metrics.hpp"
 
@@ -47,6 +48,8 @@ public:
   // /metrics shows the exporter's counters too (set before the server
   // starts; the exporter outlives it).
   void set_exporter(const Exporter *exporter) { exporter_ = exporter; }
+  // And serve --reap's (the same way).
+  void set_reaper(const ServeReaper *reaper) { reaper_ = reaper; }
   void set_ready() { ready_.store(true); }
   void detach();
   // The consumer loop is alive (called every turn).
@@ -78,6 +81,7 @@ private:
   mutable std::mutex mu_; // guards mon_ and counters_
   const Monitor *mon_ = nullptr;
   const Exporter *exporter_ = nullptr;
+  const ServeReaper *reaper_ = nullptr;
   MetricsCounters counters_; // the parts that do not change
   std::atomic<bool> ready_{false};
   std::atomic<int64_t> beat_ns_{0}; // steady clock; 0: the loop has not started

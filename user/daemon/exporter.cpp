@@ -26,6 +26,16 @@ void Exporter::event(const Event &e, const Engine &engine) {
     hand_over();
 }
 
+void Exporter::reaped(const std::vector<ReapOutcome> &outcomes, std::string_view by,
+                      uint32_t by_pid) {
+  const uint64_t now_ns = Monitor::now_ns();
+  for (const ReapOutcome &o : outcomes) {
+    fmt_.append_reap(pending_, now_ns, o, by, by_pid);
+    ++pending_records_;
+  }
+  hand_over();
+}
+
 void Exporter::after_poll(const Monitor &mon, bool last) {
   const auto now = Clock::now();
   // The kernel's loss counter is a map read (a syscall): not on every turn.
@@ -54,6 +64,17 @@ void Exporter::check_orphans(const Engine &engine, uint64_t now_ns) {
   for (const SegmentInfo &s : c.gone)
     fmt_.append_orphan_gone(pending_, now_ns, s, engine.contains(s.key));
   pending_records_ += c.appeared.size() + c.gone.size();
+}
+
+bool Exporter::submit(std::string_view lines) {
+  {
+    std::lock_guard lock(mu_);
+    if (stopping_ || queue_.size() + lines.size() > kMaxQueued)
+      return false;
+    queue_ += lines;
+  }
+  wake_.notify_one();
+  return true;
 }
 
 void Exporter::hand_over() {

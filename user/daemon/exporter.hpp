@@ -19,7 +19,9 @@
 #include <cstdint>
 #include <mutex>
 #include <string>
+#include <string_view>
 #include <thread>
+#include <vector>
 
 namespace shmbpf {
 
@@ -51,6 +53,9 @@ public:
   // look, orphans when due, then what was formatted goes to the writer.
   // last: the loop ends; the losses are looked at however recently they were.
   void after_poll(const Monitor &mon, bool last = false);
+  // Removals (and skips) by reap: by "serve" (serve --reap, by_pid its
+  // own) or by the reap command whose pid is by_pid.
+  void reaped(const std::vector<ReapOutcome> &outcomes, std::string_view by, uint32_t by_pid);
   // What was formatted goes to the writer now (or is dropped, counted).
   void hand_over();
   // Writes every record handed over, then stops the writer and closes the
@@ -62,6 +67,10 @@ public:
   bool close_within(std::chrono::milliseconds limit);
 
   // --- any thread ----------------------------------------------------------
+  // Whole records formatted elsewhere (reap's, sent over the socket), each
+  // line complete: queued for the writer at once, or refused (false) when
+  // the writer is too far behind or stopping.
+  bool submit(std::string_view lines);
   // The writer closes and opens the file again before its next write
   // (SIGHUP: logrotate moved it); records handed over go to the new file.
   void request_reopen();

@@ -30,7 +30,7 @@ constexpr time_t kWriteTimeoutS = 5;
 constexpr time_t kKeepAliveS = 5;
 // Threads that answer requests: a scraper or two, probes, a curl.
 constexpr size_t kThreads = 4;
-// Only GETs are served: no request needs a body.
+// GETs need no body; POSTs (the unix socket's only) take up to kMaxPostBody.
 constexpr size_t kMaxBody = 4096;
 
 } // namespace
@@ -81,9 +81,18 @@ HttpServer::HttpServer(const ListenAddress &addr, GetFn get) : HttpServer(std::m
   start();
 }
 
-HttpServer::HttpServer(const UnixSocketAddress &addr, GetFn get) : HttpServer(std::move(get)) {
+HttpServer::HttpServer(const UnixSocketAddress &addr, GetFn get, PostFn post)
+    : HttpServer(std::move(get)) {
   prepare_socket_path(addr.path);
   httplib::Server &s = impl_->server;
+  if (post) {
+    s.set_payload_max_length(kMaxPostBody);
+    s.Post(".*", [post = std::move(post)](const httplib::Request &req, httplib::Response &res) {
+      HttpReply r = post(req.path, req.body, req.get_header_value(kTokenHeader));
+      res.status = r.status;
+      res.set_content(r.body, r.content_type.c_str());
+    });
+  }
   s.set_address_family(AF_UNIX);
   // bind(2) makes the file with the socket's mode less the umask: set
   // before bind, the file never has more than kMode; the chmod below gives

@@ -27,14 +27,20 @@ struct UnixSocketAddress {
 class HttpServer {
 public:
   using GetFn = std::function<HttpReply(std::string_view path, const HttpQuery &query)>;
+  // A POST: its path, body and the value of its kTokenHeader ("" if none).
+  using PostFn = std::function<HttpReply(std::string_view path, std::string_view body,
+                                         std::string_view token)>;
+  static constexpr const char *kTokenHeader = "Shmbpf-Token";
+  // The largest POST body taken.
+  static constexpr size_t kMaxPostBody = size_t{8} << 20;
 
   // Binds addr, then serves GETs with get until destroyed. Throws
   // FatalError (exit status 2) when addr cannot be bound: nothing runs then.
   HttpServer(const ListenAddress &addr, GetFn get);
   // The same on a unix socket made with SocketSetting::kMode (a stale one
   // replaced, a live daemon's refused: prepare_socket_path), removed again
-  // by the destructor.
-  HttpServer(const UnixSocketAddress &addr, GetFn get);
+  // by the destructor; POSTs go to post when given.
+  HttpServer(const UnixSocketAddress &addr, GetFn get, PostFn post = {});
   // Stops listening, lets the requests under way finish, joins the threads.
   ~HttpServer();
   HttpServer(const HttpServer &) = delete;

@@ -324,4 +324,33 @@ HttpReply LocalApi::top(const HttpQuery &q) const {
   return ok(true, format == "text" ? top_text(frame) : top_frame_reply(frame, st));
 }
 
+HttpReply LocalApi::post(std::string_view path, std::string_view body,
+                         std::string_view token) const {
+  constexpr std::string_view kText = "text/plain; charset=utf-8";
+  if (path != "/v1/reaped")
+    return {404, std::string(kText), "not found: POST takes only /v1/reaped\n", {}};
+  if (!exporter_)
+    return {200, std::string(kText), "not exported: this daemon has no --export-file\n", {}};
+  if (token_.empty() || token != token_)
+    return {403, std::string(kText),
+            "forbidden: reap records are taken only from root (the socket's token)\n", {}};
+  // Whole reap records only: one JSON object a line, nothing else.
+  size_t records = 0;
+  for (std::string_view rest = body; !rest.empty();) {
+    const size_t nl = rest.find('\n');
+    if (nl == std::string_view::npos)
+      return {400, std::string(kText), "bad request: the last record has no newline\n", {}};
+    const std::string_view line = rest.substr(0, nl);
+    if (!line.starts_with("{\"event\":\"reap\",") || !line.ends_with('}'))
+      return {400, std::string(kText),
+              "bad request: record " + std::to_string(records + 1) + " is not a reap record\n",
+              {}};
+    ++records;
+    rest.remove_prefix(nl + 1);
+  }
+  if (records && !exporter_->submit(body))
+    return {503, std::string(kText), "the export file's writer is behind; try again\n", {}};
+  return {200, std::string(kText), std::to_string(records) + " records exported\n", {}};
+}
+
 } // namespace shmbpf

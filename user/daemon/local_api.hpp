@@ -10,6 +10,7 @@
 #include "daemon/endpoints.hpp"
 #include "daemon/usage_log.hpp"
 
+#include <string>
 #include <string_view>
 
 namespace shmbpf {
@@ -29,6 +30,15 @@ public:
   // answered as over TCP (/healthz, /readyz, /metrics).
   HttpReply get(std::string_view path, const HttpQuery &query) const;
 
+  // POST /v1/reaped: `shmbpf reap`'s records ("event":"reap" NDJSON lines)
+  // for the export file, taken only with the socket's token (root's: see
+  // write_socket_token) and only when there is an export file.
+  void take_reap_records(Exporter *exporter, std::string token) {
+    exporter_ = exporter;
+    token_ = std::move(token);
+  }
+  HttpReply post(std::string_view path, std::string_view body, std::string_view token) const;
+
 private:
   HttpReply segments(const HttpQuery &q) const;
   HttpReply processes(const HttpQuery &q) const;
@@ -39,6 +49,8 @@ private:
 
   const Endpoints &endpoints_;
   const UsageLog *usage_;
+  Exporter *exporter_ = nullptr;
+  std::string token_;
 };
 
 } // namespace shmbpf

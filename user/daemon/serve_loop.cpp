@@ -109,6 +109,8 @@ int run_serve_loop(Monitor &mon, Endpoints &endpoints, Log &log, const ServeLoop
         take_usage();
       }
     }
+    if (opts.reaper)
+      opts.reaper->after_poll(mon, exporter);
     if (exporter)
       exporter->after_poll(mon);
     if (opts.take_hangup && opts.take_hangup()) {
@@ -137,6 +139,8 @@ int run_serve_loop(Monitor &mon, Endpoints &endpoints, Log &log, const ServeLoop
     logged = s;
     last_log = Clock::now();
   }
+  if (opts.reaper)
+    opts.reaper->finish(exporter);
   // What the kernel holds now, for the export's last records.
   mon.drain();
   if (exporter)

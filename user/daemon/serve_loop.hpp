@@ -6,6 +6,7 @@
 #include "daemon/endpoints.hpp"
 #include "daemon/exporter.hpp"
 #include "daemon/log.hpp"
+#include "daemon/serve_reaper.hpp"
 #include "daemon/state_file.hpp"
 #include "daemon/usage_log.hpp"
 #include "live/monitor.hpp"
@@ -30,6 +31,8 @@ struct ServeLoopOptions {
   // A usage sample of the model goes to it after each of the monitor's
   // samples (and one when ready). Null: none kept.
   UsageLog *usage = nullptr;
+  // --reap: orphans freed every interval (its outcomes exported). Null: never.
+  ServeReaper *reaper = nullptr;
 };
 
 // Drains what the kernel has, marks the endpoints ready, then polls until

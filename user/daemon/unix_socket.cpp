@@ -2,7 +2,9 @@
 
 #include "views/escape.hpp"
 
+#include <fcntl.h>
 #include <grp.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -11,6 +13,8 @@
 #include <cerrno>
 #include <charconv>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 #include <vector>
 
 namespace shmbpf {
@@ -103,6 +107,53 @@ void prepare_socket_path(const std::string &path) {
   // Nobody listens: the file of a daemon that did not get to remove it.
   if (unlink(path.c_str()) != 0 && errno != ENOENT)
     refuse(path, std::string("cannot remove the stale socket: ") + std::strerror(errno));
+}
+
+std::string socket_token_path(const std::string &socket) { return socket + ".token"; }
+
+Result<std::string> new_socket_token() {
+  unsigned char raw[16];
+  if (getrandom(raw, sizeof raw, 0) != static_cast<ssize_t>(sizeof raw))
+    return Error{std::string("getrandom: ") + std::strerror(errno)};
+  std::string token;
+  static constexpr char kHex[] = "0123456789abcdef";
+  for (unsigned char b : raw) {
+    token += kHex[b >> 4];
+    token += kHex[b & 15];
+  }
+  return token;
+}
+
+Result<bool> write_socket_token(const std::string &socket, const std::string &token) {
+  const std::string path = socket_token_path(socket);
+  const std::string tmp = path + ".new";
+  ::unlink(tmp.c_str());
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0)
+    return Error{escape_text(tmp) + ": " + std::strerror(errno)};
+  const std::string line = token + "\n";
+  const bool written = ::write(fd, line.data(), line.size()) == static_cast<ssize_t>(line.size());
+  const int err = errno;
+  ::close(fd);
+  if (!written || ::rename(tmp.c_str(), path.c_str()) != 0) {
+    ::unlink(tmp.c_str());
+    return Error{escape_text(path) + ": " + std::strerror(written ? errno : err)};
+  }
+  return true;
+}
+
+void remove_socket_token(const std::string &socket, const std::string &token) {
+  // Only ours: a daemon started since may have written its own.
+  if (read_socket_token(socket) == token)
+    ::unlink(socket_token_path(socket).c_str());
+}
+
+std::string read_socket_token(const std::string &socket) {
+  std::ifstream in(socket_token_path(socket));
+  std::string token;
+  if (!(in >> token) || token.size() != 32)
+    return {};
+  return token;
 }
 
 } // namespace shmbpf

@@ -39,6 +39,18 @@ Result<gid_t> socket_group(std::string_view name);
 // the path is unusable (not a socket, its directory missing or not one).
 void prepare_socket_path(const std::string &path);
 
+// The proof that a client of the socket is root, for what only root may
+// send (reap's records for the export): a random token in a file next to
+// the socket (path + ".token") that only root can read. The daemon writes
+// it once it listens (mode 0600, replacing any old one) and removes it at
+// the end.
+std::string socket_token_path(const std::string &socket);
+Result<std::string> new_socket_token();
+Result<bool> write_socket_token(const std::string &socket, const std::string &token);
+void remove_socket_token(const std::string &socket, const std::string &token);
+// The token, "" when it cannot be read (not root, no daemon).
+std::string read_socket_token(const std::string &socket);
+
 // A connection to path, to tell a live daemon from a stale file: 0 when one
 // answers, else the errno of connect(2) (ECONNREFUSED: nobody listens).
 int probe_socket(const std::string &path);

@@ -99,6 +99,32 @@ void ExportFormatter::append_orphan_gone(std::string &out, uint64_t ts_ns, const
   out += '\n';
 }
 
+void ExportFormatter::append_reap(std::string &out, uint64_t ts_ns, const ReapOutcome &o,
+                                  std::string_view by, uint32_t by_pid) {
+  const SegmentInfo &s = o.target.segment;
+  JsonWriter j(out, /*compact=*/true);
+  j.begin_object().str("event", "reap");
+  trace_.write_time_fields(j, out, ts_ns);
+  j.str("status", to_string(o.status));
+  if (o.reason == ReapSkip::none)
+    j.null("reason").null("detail");
+  else
+    j.str("reason", to_string(o.reason)).str("detail", o.detail);
+  segment_fields(j, s);
+  j.num("bytes", o.bytes).num("age_ns", o.target.age_ns);
+  j.key("holders").begin_array();
+  for (uint32_t pid : o.holders)
+    j.num(pid);
+  j.end_array();
+  j.boolean("creator_known", s.creator.known);
+  j.num("creator_pid", o.target.creator_pid).num("creator_uid", s.creator.uid);
+  j.key("creator_comm").str_or_null(s.creator.comm);
+  container_fields(j, &s.container);
+  j.str("by", by).num("by_pid", by_pid);
+  j.end_object();
+  out += '\n';
+}
+
 OrphanWatch::Changes OrphanWatch::update(const std::vector<Orphan> &orphans) {
   Changes c;
   std::unordered_set<SegmentKey, SegmentKeyHash> now;

@@ -5,6 +5,7 @@
 
 #include "decode/event.hpp"
 #include "model/engine.hpp"
+#include "model/reap.hpp"
 #include "views/trace_view.hpp"
 
 #include <cstdint>
@@ -36,6 +37,12 @@ public:
   // or was removed.
   void append_orphan(std::string &out, uint64_t ts_ns, const SegmentInfo &s);
   void append_orphan_gone(std::string &out, uint64_t ts_ns, const SegmentInfo &s, bool exists);
+  // A removal by reap (status freed), or one it skipped or found gone:
+  // the segment, its bytes, age, creator and container, the reason. by
+  // says who reaped: "serve" (serve --reap) or "reap" (the command, whose
+  // pid is by_pid).
+  void append_reap(std::string &out, uint64_t ts_ns, const ReapOutcome &o, std::string_view by,
+                   uint32_t by_pid);
 
 private:
   TraceFormatter trace_;

@@ -1,5 +1,7 @@
 #include "views/metrics.hpp"
 
+#include "model/reap.hpp"
+
 #include "facts/dev.hpp"
 #include "views/prometheus.hpp"
 #include "views/relations.hpp"
@@ -190,6 +192,28 @@ void export_counters(PrometheusWriter &w, const ExportCounters &e) {
   w.sample({}, e.rotations);
 }
 
+void reap_counters(PrometheusWriter &w, const ReapCounters &r) {
+  w.family("shmbpf_reap_runs_total", Type::counter,
+           "Runs of serve --reap that found orphans to check, since start.");
+  w.sample({}, r.runs);
+  w.family("shmbpf_reaped_segments_total", Type::counter,
+           "Orphaned segments serve --reap removed since start.");
+  w.sample({}, r.freed);
+  w.family("shmbpf_reaped_bytes_total", Type::counter,
+           "Bytes of the orphaned segments serve --reap removed since start.");
+  w.sample({}, r.bytes_freed);
+  w.family("shmbpf_reap_skipped_total", Type::counter,
+           "Orphans serve --reap checked and left, by the check that failed (docs/REAP.md).");
+  for (auto reason = static_cast<int>(ReapSkip::namespace_gone);
+       reason <= static_cast<int>(ReapSkip::failed); ++reason) {
+    const std::string_view name = to_string(static_cast<ReapSkip>(reason));
+    if (static_cast<ReapSkip>(reason) == ReapSkip::vanished)
+      continue; // not skipped: gone
+    const auto it = r.skipped.find(std::string(name));
+    w.sample({{"reason", name}}, it == r.skipped.end() ? uint64_t{0} : it->second);
+  }
+}
+
 } // namespace
 
 MetricsSnapshot take_metrics_snapshot(const Engine &engine, MetricsCounters counters) {
@@ -210,6 +234,8 @@ std::string metrics_text(const MetricsSnapshot &snapshot) {
   counters(w, snapshot);
   if (snapshot.counters.export_file)
     export_counters(w, *snapshot.counters.export_file);
+  if (snapshot.counters.reap)
+    reap_counters(w, *snapshot.counters.reap);
   return w.take();
 }
 

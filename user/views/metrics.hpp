@@ -11,6 +11,7 @@
 
 #include <array>
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <vector>
@@ -25,6 +26,14 @@ struct ExportCounters {
   uint64_t rotations = 0; // size rotations
 };
 
+// serve --reap's runs, since start.
+struct ReapCounters {
+  uint64_t runs = 0;        // runs that had targets
+  uint64_t freed = 0;       // segments removed
+  uint64_t bytes_freed = 0; // their bytes, as the last check measured them
+  std::map<std::string, uint64_t> skipped; // by reason (docs/REAP.md)
+};
+
 // What the live loop knows that the engine does not.
 struct MetricsCounters {
   uint64_t now_ns = 0;     // CLOCK_BOOTTIME
@@ -36,6 +45,7 @@ struct MetricsCounters {
   std::string version;                            // shmbpf's
   std::string kernel;                             // the running kernel's release
   std::optional<ExportCounters> export_file;      // with --export-file only
+  std::optional<ReapCounters> reap;               // with --reap only
 };
 
 // Everything one scrape shows, taken from the engine under the live loop's
