@@ -1190,6 +1190,44 @@ TEST(Engine, ACgroupV1PathIdOutlivesTheKernelsV2Id) {
   EXPECT_EQ(engine.process(200)->container_id, docker_id);
 }
 
+// On a v1-only host a process forked after the last scan has no path-made
+// id of its own: it starts in its parent's cgroups, and what it creates is
+// its parent's container's, even when it exits before any rescan.
+TEST(Engine, ACgroupV1ChildNoScanSawTakesItsParentsPathId) {
+  const std::string docker_id(64, 'e');
+  const uint64_t v1 = path_cgroup_id("/docker/" + docker_id);
+  Engine engine;
+  engine.set_cgroup_path(v1, "/docker/" + docker_id);
+  engine.set_cgroup_path(1, "/");
+  engine.add_process(100, 1, 0, "sh", v1, 0);
+  Event e = create(101, 1, "/dev/shm/child", sec(1));
+  e.ppid = 100;
+  e.cgroup_id = 1; // the v2 root
+  engine.apply(e);
+  EXPECT_EQ(engine.process(101)->container_id, docker_id);
+  Event gone = process_event(EventType::exit, 101, sec(2));
+  gone.ppid = 100;
+  gone.cgroup_id = 1;
+  engine.apply(gone);
+  EXPECT_EQ(engine.segment(file_key(1))->creator.container_id, docker_id);
+
+  // A child of a process whose id is the kernel's keeps the kernel's.
+  engine.add_process(200, 1, 0, "init", 1, 0);
+  e = create(201, 2, "/dev/shm/host", sec(3));
+  e.ppid = 200;
+  e.cgroup_id = 1;
+  engine.apply(e);
+  EXPECT_EQ(engine.process(201)->container_id, "");
+  EXPECT_EQ(engine.segment(file_key(2))->creator.container_id, "");
+  // Nor does a process the engine knew already take its parent's.
+  engine.add_process(300, 1, 0, "svc", 1, 0);
+  e = create(300, 3, "/dev/shm/svc", sec(4));
+  e.ppid = 100;
+  e.cgroup_id = 1;
+  engine.apply(e);
+  EXPECT_EQ(engine.process(300)->container_id, "");
+}
+
 TEST(Engine, ContainerNamesOncePerIdAndOnEveryView) {
   const std::string docker_id(64, 'a');
   const std::string cri_id(64, 'c');

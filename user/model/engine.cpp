@@ -53,13 +53,23 @@ Engine::Process &Engine::process_entry(uint32_t pid) {
 }
 
 Engine::Process &Engine::touch_process(const Event &e) {
+  const bool seen = procs_.contains(e.pid);
   Process &p = process_entry(e.pid);
   if (!e.comm.empty())
     p.comm = e.comm;
   p.uid = e.uid;
   p.ppid = e.ppid;
   // On a cgroup v1-only host the scan's path-made id tells the container;
-  // the kernel's v2 id (the v2 root's) would hide it.
+  // the kernel's v2 id (the v2 root's) would hide it. A process no scan
+  // has seen yet started in its parent's cgroups: it takes the parent's
+  // path-made id, so that what a container's processes fork is the
+  // container's before the next rescan (one that moves itself after the
+  // fork, as runc does, stays where its parent was until then).
+  if (!seen && e.ppid != 0) {
+    if (auto parent = procs_.find(e.ppid);
+        parent != procs_.end() && is_path_cgroup_id(parent->second.cgroup_id))
+      p.cgroup_id = parent->second.cgroup_id;
+  }
   if (e.cgroup_id && !is_path_cgroup_id(p.cgroup_id))
     p.cgroup_id = e.cgroup_id;
   if (e.mntns)
