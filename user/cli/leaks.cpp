@@ -1,6 +1,7 @@
 // `shmbpf leaks`: orphaned segments and steady growth, from scans of /proc
 // and every tmpfs mount; exit status 0 (none), 1 (leaks), 2 (error).
 #include "cli/app.hpp"
+#include "cli/snapshot.hpp"
 
 #include "daemon/api_client.hpp"
 
@@ -12,7 +13,6 @@
 #include "sources/system_scan.hpp"
 #include "terminal/output.hpp"
 #include "views/leaks_view.hpp"
-#include "views/scan_notes.hpp"
 
 #include <unistd.h>
 
@@ -65,13 +65,7 @@ int run_leaks(const LeaksOptions &opts) {
   const EngineConfig cfg = engine_config_now();
   uint64_t now = cfg.start_ns;
   Engine engine(cfg);
-  {
-    const SystemScan scan = scan_system();
-    for (const std::string &line : scan_shortfall_lines(scan.filesystems))
-      std::fprintf(stderr, "shmbpf: warning: %s\n", line.c_str());
-    bootstrap(engine, scan);
-    name_containers(engine, opts.runtime_roots);
-  }
+  fill_from_scan(engine, opts.runtime_roots);
 
   // Growth needs time: rescan once a second over the window.
   std::vector<UsageSample> samples{sample_usage(engine, now)};

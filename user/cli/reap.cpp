@@ -3,20 +3,17 @@
 // moment it is made; exit status 0 (all freed), 1 (something skipped), 2
 // (error).
 #include "cli/app.hpp"
+#include "cli/snapshot.hpp"
 
 #include "actions/reaper.hpp"
 #include "daemon/api_client.hpp"
 #include "daemon/unix_socket.hpp"
 #include "live/clock.hpp"
-#include "live/container_names.hpp"
-#include "model/apply_scan.hpp"
 #include "sources/clock.hpp"
-#include "sources/system_scan.hpp"
 #include "terminal/output.hpp"
 #include "views/escape.hpp"
 #include "views/export_view.hpp"
 #include "views/reap_view.hpp"
-#include "views/scan_notes.hpp"
 
 #include <unistd.h>
 
@@ -66,13 +63,7 @@ int run_reap(const ReapOptions &opts) {
   const EngineConfig cfg = engine_config_now();
   const uint64_t now = cfg.start_ns;
   Engine engine(cfg);
-  {
-    const SystemScan scan = scan_system();
-    for (const std::string &line : scan_shortfall_lines(scan.filesystems))
-      std::fprintf(stderr, "shmbpf: warning: %s\n", line.c_str());
-    bootstrap(engine, scan);
-    name_containers(engine, opts.runtime_roots);
-  }
+  fill_from_scan(engine, opts.runtime_roots);
 
   ReapFilter filter;
   filter.min_age_s = opts.min_age_s;
