@@ -2,8 +2,10 @@
 // follows a child's segments (creator, container, holders, bytes, unlink,
 // exit), and rescans after the kernel loses records.
 #include "docker_cgroup.hpp"
+#include "container_sim.hpp"
 #include "harness.hpp"
 
+#include "facts/dev.hpp"
 #include "live/monitor.hpp"
 #include "sources/mountinfo.hpp"
 #include "sources/namespaces.hpp"
@@ -230,6 +232,45 @@ TEST(Monitor, LiveAttributionFollowsASegmentFromCreationToOrphan) {
   EXPECT_TRUE(has_left(0));
   EXPECT_FALSE(has_left(60'000'000'000)); // not before --min-age
   unlink(left.c_str());
+}
+
+// A file that a process of a container wrote into the container's own
+// /dev/shm and then exited: its path is the container's, reached through
+// another process of that mount namespace once the writer is gone, so the
+// model still learns how much it holds.
+TEST(Monitor, BytesOfAFileWrittenInAContainersShmByAProcessThatExited) {
+  ContainerSim ctr("shmbpf-test.slice");
+  ASSERT_EQ(ctr.start(), "");
+  SHMBPF_MONITOR(m, MonitorOptions{});
+  const std::string name = "/dev/shm/shmbpf-mon-ctr-" + std::to_string(getpid());
+  const int made = ctr.run([&] {
+    const int fd = open(name.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
+    const std::string data(98304, 'c'); // written, not truncated: no resize event says it
+    const bool ok = fd >= 0 && write(fd, data.data(), data.size()) == ssize_t(data.size());
+    close(fd);
+    return ok ? 0 : 1;
+  });
+  ASSERT_EQ(made, 0);
+  struct stat st {};
+  ASSERT_EQ(stat(ctr.host_path(name).c_str(), &st), 0);
+  auto held = [&](const Engine &e) {
+    auto v = e.segments(SegmentFilter{}, Monitor::now_ns(), 0);
+    for (const SegmentInfo &s : v)
+      if (s.key == SegmentKey::file(kernel_dev(st.st_dev), st.st_ino))
+        return s.bytes;
+    return uint64_t{0};
+  };
+  EXPECT_TRUE(pump_until(*m, [&](const Engine &e) { return held(e) == 98304; }, 8s))
+      << "bytes seen: " << held(m->engine()) << " " << [&] {
+           std::string out;
+           for (const SegmentInfo &s : m->engine().segments(SegmentFilter{}, Monitor::now_ns(), 0))
+             if (s.path.find("mon-ctr") != std::string::npos)
+               out += s.path + " dev " + std::to_string(s.key.dev_or_ipcns) + " ino " +
+                      std::to_string(s.key.ino_or_shmid) + " bytes " + std::to_string(s.bytes) +
+                      "; ";
+           return out + " want dev " + std::to_string(kernel_dev(st.st_dev)) + " ino " +
+                  std::to_string(st.st_ino);
+         }();
 }
 
 TEST(Monitor, LostRecordsTriggerAReconcileThatFindsEverything) {

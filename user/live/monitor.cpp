@@ -118,6 +118,12 @@ Monitor::Monitor(const MonitorOptions &opts, std::shared_ptr<TimedScan> first,
     stats_.start_rescans = first->scan.filesystems.size();
   }
   session_.seed(namespaces, std::move(listed));
+  // Known from the start, not from the first sample's walk: a file made
+  // before it by a process that exited is re-stat'ed through another
+  // process of its namespace.
+  namespaces_ = std::move(namespaces);
+  for (const MountNamespace &m : namespaces_)
+    known_mntns_.insert(m.mntns);
   bootstrap(engine_, first->scan);
   if (opts.after_bootstrap)
     opts.after_bootstrap(engine_, first->scan);
@@ -371,7 +377,9 @@ Monitor::Gather Monitor::run_gather(Gather g) {
       return ::stat(p.c_str(), &st) == 0 && st.st_ino == j.key.ino_or_shmid &&
              kernel_dev(st.st_dev) == j.key.dev_or_ipcns;
     };
-    if (same(j.path) || same("/proc/" + std::to_string(j.pid) + "/root" + j.path)) {
+    if (same(j.path) || same("/proc/" + std::to_string(j.pid) + "/root" + j.path) ||
+        (j.other_pid != 0 && j.other_pid != j.pid &&
+         same("/proc/" + std::to_string(j.other_pid) + "/root" + j.path))) {
       j.found = true;
       j.size = static_cast<uint64_t>(st.st_size);
       j.bytes = static_cast<uint64_t>(st.st_blocks) * 512;
@@ -481,11 +489,16 @@ Monitor::Gather Monitor::sample_request() {
       it = watched_.try_emplace(t.key).first;
     }
     it->second.pid = t.pid;
+    it->second.mntns = t.mntns;
     it->second.last_event_ns = std::max(it->second.last_event_ns, t.ts_ns);
   }
   touched_.clear();
   if (touched_.capacity() > 65536)
     touched_.shrink_to_fit();
+  // A process of each mount namespace the last walk found.
+  std::unordered_map<uint32_t, uint32_t> ns_pid;
+  for (const MountNamespace &ns : namespaces_)
+    ns_pid.emplace(ns.mntns, static_cast<uint32_t>(ns.pid));
   for (auto it = watched_.begin(); it != watched_.end();) {
     auto fs = engine_.file_state(it->first);
     // Gone, or gone from its path (its holders were noted at the unlink);
@@ -496,7 +509,9 @@ Monitor::Gather Monitor::sample_request() {
       it = watched_.erase(it);
       continue;
     }
-    g.stats.push_back({it->first, std::string(fs->path), it->second.pid});
+    const auto other = ns_pid.find(it->second.mntns);
+    g.stats.push_back({it->first, std::string(fs->path), it->second.pid,
+                       other == ns_pid.end() ? 0 : other->second});
     ++it;
   }
   take_in_turn(g.stats, kMaxStats, stat_cursor_);
@@ -612,10 +627,10 @@ void Monitor::watch(const Event &e) {
   constexpr size_t kMaxTouched = 262144;
   const SegmentKey key = SegmentKey::file(e.dev, e.ino);
   if (!touched_.empty() && touched_.back().key == key)
-    touched_.back() = {key, e.pid,
+    touched_.back() = {key, e.pid, e.mntns,
                        std::max(touched_.back().ts_ns, e.ts_ns)}; // a create, then its resize
   else if (!e.full_path.empty() && touched_.size() < kMaxTouched)
-    touched_.push_back({key, e.pid, e.ts_ns});
+    touched_.push_back({key, e.pid, e.mntns, e.ts_ns});
 }
 
 std::vector<uint64_t> Monitor::cgroups_to_resolve(const std::vector<uint64_t> &candidates) {

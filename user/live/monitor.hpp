@@ -132,6 +132,9 @@ private:
     SegmentKey key;
     std::string path; // as process pid saw it
     uint32_t pid = 0;
+    // Another process of pid's mount namespace, for when pid has exited (a
+    // short-lived writer in a container's own /dev/shm); 0 if none known.
+    uint32_t other_pid = 0;
     bool found = false;
     uint64_t size = 0;
     uint64_t bytes = 0;
@@ -232,11 +235,13 @@ private:
   struct Touched {
     SegmentKey key;
     uint32_t pid = 0;
+    uint32_t mntns = 0;
     uint64_t ts_ns = 0;
   };
   std::vector<Touched> touched_;
   struct Watched {
-    uint32_t pid = 0; // whose root the path is under
+    uint32_t pid = 0;   // whose root the path is under
+    uint32_t mntns = 0; // its mount namespace
     uint64_t last_event_ns = 0;
   };
   std::unordered_map<SegmentKey, Watched, SegmentKeyHash> watched_;
