@@ -63,8 +63,8 @@ inline std::vector<json> records_of(const std::string &path) {
 
 // Waits until some record of the file satisfies pred.
 inline std::optional<json> wait_record(const std::string &path,
-                                const std::function<bool(const json &)> &pred,
-                                std::chrono::seconds timeout) {
+                                       const std::function<bool(const json &)> &pred,
+                                       std::chrono::seconds timeout) {
   const auto deadline = Clock::now() + timeout;
   do {
     for (const json &j : records_of(path))

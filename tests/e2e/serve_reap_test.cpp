@@ -119,8 +119,8 @@ TEST(ServeReap, TheReapCommandsRemovalsGoToTheDaemonsExport) {
   EXPECT_NE((*record)["by_pid"], serve.pid());
 
   // Without root's token the socket takes no record.
-  const PostReply forged = api_post(socket, "/v1/reaped", "{\"event\":\"reap\",\"path\":\"/forged\"}\n",
-                                    std::string(32, '0'));
+  const PostReply forged = api_post(
+      socket, "/v1/reaped", "{\"event\":\"reap\",\"path\":\"/forged\"}\n", std::string(32, '0'));
   EXPECT_EQ(forged.status, 403) << forged.body;
   std::this_thread::sleep_for(500ms);
   for (const json &j : records_of(file))

@@ -6,10 +6,10 @@
 #include "support.hpp"
 
 #include "facts/dev.hpp"
+#include "facts/fs_magic.hpp"
 #include "live/audit_gather.hpp"
 #include "sources/cgroup.hpp"
 #include "sources/exe.hpp"
-#include "facts/fs_magic.hpp"
 #include "sources/mountinfo.hpp"
 
 #include <gtest/gtest.h>

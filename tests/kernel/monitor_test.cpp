@@ -1,8 +1,8 @@
 // The live model on real BPF events: a Monitor bootstraps from a scan, then
 // follows a child's segments (creator, container, holders, bytes, unlink,
 // exit), and rescans after the kernel loses records.
-#include "docker_cgroup.hpp"
 #include "container_sim.hpp"
+#include "docker_cgroup.hpp"
 #include "harness.hpp"
 
 #include "facts/dev.hpp"
@@ -260,17 +260,18 @@ TEST(Monitor, BytesOfAFileWrittenInAContainersShmByAProcessThatExited) {
         return s.bytes;
     return uint64_t{0};
   };
-  EXPECT_TRUE(pump_until(*m, [&](const Engine &e) { return held(e) == 98304; }, 8s))
-      << "bytes seen: " << held(m->engine()) << " " << [&] {
-           std::string out;
-           for (const SegmentInfo &s : m->engine().segments(SegmentFilter{}, Monitor::now_ns(), 0))
-             if (s.path.find("mon-ctr") != std::string::npos)
-               out += s.path + " dev " + std::to_string(s.key.dev_or_ipcns) + " ino " +
-                      std::to_string(s.key.ino_or_shmid) + " bytes " + std::to_string(s.bytes) +
-                      "; ";
-           return out + " want dev " + std::to_string(kernel_dev(st.st_dev)) + " ino " +
-                  std::to_string(st.st_ino);
-         }();
+  EXPECT_TRUE(pump_until(
+      *m, [&](const Engine &e) { return held(e) == 98304; }, 8s))
+      << "bytes seen: " << held(m->engine()) << " " <<
+      [&] {
+        std::string out;
+        for (const SegmentInfo &s : m->engine().segments(SegmentFilter{}, Monitor::now_ns(), 0))
+          if (s.path.find("mon-ctr") != std::string::npos)
+            out += s.path + " dev " + std::to_string(s.key.dev_or_ipcns) + " ino " +
+                   std::to_string(s.key.ino_or_shmid) + " bytes " + std::to_string(s.bytes) + "; ";
+        return out + " want dev " + std::to_string(kernel_dev(st.st_dev)) + " ino " +
+               std::to_string(st.st_ino);
+      }();
 }
 
 TEST(Monitor, LostRecordsTriggerAReconcileThatFindsEverything) {

@@ -74,9 +74,7 @@ std::map<uint32_t, std::vector<uint32_t>> processes_by_ns(const char *type,
 struct Pinned {
   uint32_t pid = 0;
   Fd pidfd, ns, root;
-  bool alive() const {
-    return ::syscall(SYS_pidfd_send_signal, pidfd.get(), 0, nullptr, 0) == 0;
-  }
+  bool alive() const { return ::syscall(SYS_pidfd_send_signal, pidfd.get(), 0, nullptr, 0) == 0; }
 };
 
 std::optional<Pinned> pin(uint32_t pid, const char *type, uint32_t ino) {
@@ -211,8 +209,7 @@ std::optional<FileWork> check_file(const MountDir &mount, size_t index, ReapOutc
   work.index = index;
   work.leaf = names.back();
   work.parent = std::move(w.fd);
-  work.anchor =
-      Fd(::openat(work.parent.get(), work.leaf.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
+  work.anchor = Fd(::openat(work.parent.get(), work.leaf.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
   FileLook look;
   struct statfs sfs {};
   if (work.anchor.ok() && ::fstat(work.anchor.get(), &work.st) == 0 &&
@@ -232,8 +229,8 @@ std::optional<FileWork> check_file(const MountDir &mount, size_t index, ReapOutc
 }
 
 // The last checks of one file, then its removal.
-void finish_file(FileWork &work, ReapOutcome &o, const std::map<FileId, std::vector<uint32_t>> &holders,
-                 bool apply) {
+void finish_file(FileWork &work, ReapOutcome &o,
+                 const std::map<FileId, std::vector<uint32_t>> &holders, bool apply) {
   const FileId id{kernel_dev(work.st.st_dev), work.st.st_ino};
   if (auto it = holders.find(id); it != holders.end()) {
     o.holders = it->second;
@@ -280,7 +277,7 @@ void reap_files(const ReapPlan &plan, std::vector<ReapOutcome> &out, bool apply)
   // Everything is held open until the removals are done: the namespaces,
   // the mounts, each file's directory and the file itself.
   std::vector<Pinned> pinned;
-  pinned.reserve(namespaces.size()); // pin_of points into it
+  pinned.reserve(namespaces.size());                        // pin_of points into it
   std::map<std::pair<uint32_t, uint32_t>, MountDir> mounts; // (mntns, mnt_id)
   std::vector<FileWork> work;
   std::map<uint32_t, const Pinned *> pin_of;
@@ -302,10 +299,10 @@ void reap_files(const ReapPlan &plan, std::vector<ReapOutcome> &out, bool apply)
     const auto key = std::make_pair(t.mntns, t.segment.mnt_id);
     auto mit = mounts.find(key);
     if (mit == mounts.end())
-      mit = mounts
-                .emplace(key, open_mount(*pit->second, t.segment.mnt_id,
-                                         t.segment.key.dev_or_ipcns))
-                .first;
+      mit =
+          mounts
+              .emplace(key, open_mount(*pit->second, t.segment.mnt_id, t.segment.key.dev_or_ipcns))
+              .first;
     if (mit->second.skip != ReapSkip::none) {
       skip(o, mit->second.skip);
       continue;

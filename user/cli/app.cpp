@@ -462,11 +462,10 @@ int run_cli(int argc, char **argv) {
     return code == 0 ? 0 : 2;
   }
   // leaks and doctor promise 2 for every error: 1 means "leaks found".
-  const int error_status =
-      app->got_subcommand("leaks") || app->got_subcommand("doctor") ||
-              app->got_subcommand("audit") || app->got_subcommand("reap")
-          ? 2
-          : 1;
+  const int error_status = app->got_subcommand("leaks") || app->got_subcommand("doctor") ||
+                                   app->got_subcommand("audit") || app->got_subcommand("reap")
+                               ? 2
+                               : 1;
   try {
     if (app->got_subcommand("trace"))
       return run_trace(opts.trace);

@@ -45,8 +45,9 @@ void tell_daemon(const std::string &socket, const std::vector<ReapOutcome> &outc
   if (reply.status != 200)
     std::fprintf(stderr, "shmbpf: warning: shmbpf serve at %s did not take the reap records: %s\n",
                  escape_text(socket).c_str(),
-                 escape_text(reply.status ? "HTTP " + std::to_string(reply.status) + ": " + reply.body
-                                          : reply.body)
+                 escape_text(reply.status
+                                 ? "HTTP " + std::to_string(reply.status) + ": " + reply.body
+                                 : reply.body)
                      .c_str());
 }
 

@@ -332,8 +332,10 @@ HttpReply LocalApi::post(std::string_view path, std::string_view body,
   if (!exporter_)
     return {200, std::string(kText), "not exported: this daemon has no --export-file\n", {}};
   if (token_.empty() || token != token_)
-    return {403, std::string(kText),
-            "forbidden: reap records are taken only from root (the socket's token)\n", {}};
+    return {403,
+            std::string(kText),
+            "forbidden: reap records are taken only from root (the socket's token)\n",
+            {}};
   // Whole reap records only: one JSON object a line, nothing else.
   size_t records = 0;
   for (std::string_view rest = body; !rest.empty();) {
@@ -342,7 +344,8 @@ HttpReply LocalApi::post(std::string_view path, std::string_view body,
       return {400, std::string(kText), "bad request: the last record has no newline\n", {}};
     const std::string_view line = rest.substr(0, nl);
     if (!line.starts_with("{\"event\":\"reap\",") || !line.ends_with('}'))
-      return {400, std::string(kText),
+      return {400,
+              std::string(kText),
               "bad request: record " + std::to_string(records + 1) + " is not a reap record\n",
               {}};
     ++records;

@@ -53,9 +53,8 @@ void ServeReaper::take(std::vector<ReapOutcome> outcomes, Exporter *exporter) {
   }
   for (const ReapOutcome &o : outcomes) {
     const SegmentInfo &s = o.target.segment;
-    const std::string what = s.kind == Kind::sysv
-                                 ? "shmid " + std::to_string(s.key.ino_or_shmid)
-                                 : escape_text(s.path);
+    const std::string what =
+        s.kind == Kind::sysv ? "shmid " + std::to_string(s.key.ino_or_shmid) : escape_text(s.path);
     if (o.status == ReapStatus::freed)
       log_.line("reaped " + what + ": " + human_bytes(o.bytes) + ", " +
                 container_text(s.container) + ", orphaned for " +

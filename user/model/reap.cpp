@@ -64,7 +64,8 @@ ReapPlan plan_reap(const Engine &engine, uint64_t now_ns, const ReapFilter &filt
   for (const MountUsage &m : engine.mounts())
     mntns_of.emplace(m.mount.mnt_id, m.mount.mntns);
 
-  const auto min_age_ns = static_cast<uint64_t>(std::llround(std::max(0.0, filter.min_age_s) * 1e9));
+  const auto min_age_ns =
+      static_cast<uint64_t>(std::llround(std::max(0.0, filter.min_age_s) * 1e9));
   for (Orphan &o : engine.orphans(now_ns, min_age_ns)) {
     SegmentInfo &s = o.segment;
     if (!selected(s, filter))
@@ -194,7 +195,7 @@ std::string describe_skip(ReapSkip reason, const ReapTarget &target) {
     return "a process has it attached";
   case ReapSkip::creator_alive:
     return target.creator_pid != 0 ? "pid " + creator + ", its creator's, is alive"
-                                    : "its creator is alive";
+                                   : "its creator is alive";
   case ReapSkip::last_attacher_alive:
     return "the pid of its last attacher is alive";
   case ReapSkip::vanished:

@@ -1,9 +1,9 @@
 #include "sources/proc_scan.hpp"
 
 #include "facts/dev.hpp"
-#include "sources/fd.hpp"
-#include "sources/cgroup.hpp"
 #include "facts/fs_magic.hpp"
+#include "sources/cgroup.hpp"
+#include "sources/fd.hpp"
 #include "sources/mountinfo.hpp"
 
 #include <algorithm>

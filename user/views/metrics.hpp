@@ -28,9 +28,9 @@ struct ExportCounters {
 
 // serve --reap's runs, since start.
 struct ReapCounters {
-  uint64_t runs = 0;        // runs that had targets
-  uint64_t freed = 0;       // segments removed
-  uint64_t bytes_freed = 0; // their bytes, as the last check measured them
+  uint64_t runs = 0;                       // runs that had targets
+  uint64_t freed = 0;                      // segments removed
+  uint64_t bytes_freed = 0;                // their bytes, as the last check measured them
   std::map<std::string, uint64_t> skipped; // by reason (docs/REAP.md)
 };
 

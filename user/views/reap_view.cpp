@@ -26,9 +26,9 @@ std::string why(const ReapOutcome &o) {
 }
 
 std::string what(const SegmentInfo &s) {
-  return s.kind == Kind::sysv ? "shmid " + std::to_string(s.key.ino_or_shmid) + " (" +
-                                    escape_text(s.path) + ")"
-                              : escape_text(s.path);
+  return s.kind == Kind::sysv
+             ? "shmid " + std::to_string(s.key.ino_or_shmid) + " (" + escape_text(s.path) + ")"
+             : escape_text(s.path);
 }
 
 std::string summary(const ReapTotals &t, bool apply) {
@@ -36,8 +36,8 @@ std::string summary(const ReapTotals &t, bool apply) {
     return "nothing to reap: no orphan matches";
   std::string out;
   if (apply)
-    out = "freed " + std::to_string(t.freed) + " of " + std::to_string(t.selected) +
-          " segments, " + human_bytes(t.bytes_freed);
+    out = "freed " + std::to_string(t.freed) + " of " + std::to_string(t.selected) + " segments, " +
+          human_bytes(t.bytes_freed);
   else
     out = "would free " + std::to_string(t.would_free) + " of " + std::to_string(t.selected) +
           " segments, " + human_bytes(t.bytes_would_free);
@@ -56,9 +56,14 @@ std::string reap_text(const std::vector<ReapOutcome> &outcomes, const ReapPlan &
   std::string out = summary(t, apply) + "\n";
   if (!outcomes.empty()) {
     Table table;
-    table.columns = {{"STATUS"},          {"KIND"},  {"BYTES", Align::right},
-                     {"AGE", Align::right}, {"CONTAINER"}, {"CREATOR"},
-                     {"SEGMENT", Align::left, true, true}, {"WHY"}};
+    table.columns = {{"STATUS"},
+                     {"KIND"},
+                     {"BYTES", Align::right},
+                     {"AGE", Align::right},
+                     {"CONTAINER"},
+                     {"CREATOR"},
+                     {"SEGMENT", Align::left, true, true},
+                     {"WHY"}};
     for (const ReapOutcome &o : outcomes) {
       const SegmentInfo &s = o.target.segment;
       table.rows.push_back({std::string(to_string(o.status)), std::string(to_string(s.kind)),
