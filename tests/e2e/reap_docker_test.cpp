@@ -130,8 +130,8 @@ struct Box {
   std::string proc; // /proc/<pid> of its main process
   std::string root; // proc + "/root": its mount namespace's view
   uint32_t mntns = 0;
-  int attached = -1; // shmid of the segment a live process keeps attached
-  int detached = -1; // shmid of the orphaned segment
+  int attached = -1;                        // shmid of the segment a live process keeps attached
+  int detached = -1;                        // shmid of the orphaned segment
   std::map<std::string, FileState> orphans; // by name below /dev/shm, before any reap
   uint64_t orphan_bytes = 0;
   FileState held; // the file its main process holds
@@ -177,10 +177,10 @@ std::set<std::string> names_in(const Dockerd &d, const Box &b, const std::string
 std::string start_box(const Dockerd &d, Box &b, const std::string &prefix, key_t attached_key,
                       key_t detached_key) {
   const std::string held = "/dev/shm/" + prefix + "-held";
-  const Ran run = d.docker("run -d --network none --name " + b.name + " " + b.options + " " +
-                           kImage + " /bin/sh -c '/bin/shm_actor sysv " +
-                           std::to_string(attached_key) + " 0600 & exec /bin/shm_actor hold " +
-                           held + " 0600'");
+  const Ran run =
+      d.docker("run -d --network none --name " + b.name + " " + b.options + " " + kImage +
+               " /bin/sh -c '/bin/shm_actor sysv " + std::to_string(attached_key) +
+               " 0600 & exec /bin/shm_actor hold " + held + " 0600'");
   if (run.code != 0)
     return b.name + " did not start: " + run.out + d.log();
   b.id = d.id_of(b.name);
@@ -202,10 +202,10 @@ std::string start_box(const Dockerd &d, Box &b, const std::string &prefix, key_t
     return b.name + " shares the host's IPC namespace";
 
   const std::string shm = "/dev/shm/" + prefix;
-  const Ran wrote = d.docker("exec " + b.name + " sh -c 'dd if=/dev/zero of=" + shm +
-                             "-a bs=4096 count=3 2>/dev/null && echo " + b.name + " > " + shm +
-                             "-b && mkdir " + shm + "-dir && echo " + b.name + " > " + shm +
-                             "-dir/c'");
+  const Ran wrote =
+      d.docker("exec " + b.name + " sh -c 'dd if=/dev/zero of=" + shm +
+               "-a bs=4096 count=3 2>/dev/null && echo " + b.name + " > " + shm + "-b && mkdir " +
+               shm + "-dir && echo " + b.name + " > " + shm + "-dir/c'");
   if (wrote.code != 0)
     return b.name + ": " + wrote.out;
   const Ran left = d.docker("exec " + b.name + " /bin/shm_actor sysv-leave " +
@@ -294,8 +294,8 @@ void race_in(const Dockerd &d, const DockerPrograms &programs, const Box &b,
   SCOPED_TRACE(b.name);
   const std::string opened = "/dev/shm/" + prefix + "-race-opened";
   const std::string control = "/dev/shm/" + prefix + "-race-control";
-  const Ran made = d.docker("exec " + b.name + " sh -c 'echo race > " + opened + " && echo race > " +
-                            control + "'");
+  const Ran made = d.docker("exec " + b.name + " sh -c 'echo race > " + opened +
+                            " && echo race > " + control + "'");
   ASSERT_EQ(made.code, 0) << made.out;
   const Ran left =
       d.docker("exec " + b.name + " /bin/shm_actor sysv-leave " + std::to_string(key) + " 0600");
@@ -320,7 +320,8 @@ void race_in(const Dockerd &d, const DockerPrograms &programs, const Box &b,
   ASSERT_EQ(planned, (std::set<std::string>{opened, control, "shmid " + std::to_string(shmid)}));
 
   const auto holder = exec_in(d, programs, b, {"/bin/shm_actor", "hold", opened, "0600"});
-  const auto attacher = exec_in(d, programs, b, {"/bin/shm_actor", "attach", std::to_string(shmid)});
+  const auto attacher =
+      exec_in(d, programs, b, {"/bin/shm_actor", "attach", std::to_string(shmid)});
   ASSERT_TRUE(holder->wait_output("held ", 10s)) << holder->out() << holder->err();
   ASSERT_TRUE(attacher->wait_output("attached ", 10s)) << attacher->out() << attacher->err();
   const FileState opened_before = file_state(b.root + opened);
