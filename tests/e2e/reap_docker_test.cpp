@@ -142,47 +142,52 @@ int shmid_in_output(const std::string &out) {
   return at == std::string::npos ? -1 : std::atoi(out.c_str() + at + 6);
 }
 
-// The shmids of a container's IPC namespace: /proc/sysvipc/shm as one of
-// its processes reads it.
-std::optional<std::set<int>> shmids_in(const Dockerd &d, const Box &b) {
-  const Ran r = d.docker("exec " + b.name + " cat /proc/sysvipc/shm");
-  if (r.code != 0)
-    return std::nullopt;
-  std::set<int> ids;
-  std::istringstream in(r.out);
-  std::string line;
-  std::getline(in, line); // the header
-  while (std::getline(in, line)) {
-    std::istringstream f(line);
-    long key = 0;
-    int shmid = -1;
-    if (f >> key >> shmid)
-      ids.insert(shmid);
-  }
-  return ids;
-}
-
-// The names in a container's /dev/shm and in the orphans' directory.
-std::set<std::string> names_in(const Dockerd &d, const Box &b, const std::string &prefix) {
-  const Ran ls = d.docker("exec " + b.name + " ls -1a /dev/shm /dev/shm/" + prefix + "-dir");
+// What a process of the container sees: the names in its /dev/shm and in
+// the orphans' directory, and the shmids of its IPC namespace
+// (/proc/sysvipc/shm lists the reader's); one `docker exec`.
+struct Inside {
+  bool ok = false;
   std::set<std::string> names;
-  for (const std::string &line : lines_of(ls.out))
-    if (!line.empty() && !line.ends_with(":") && line != "." && line != "..")
-      names.insert(line);
-  return names;
+  std::set<int> shmids;
+};
+
+Inside look_inside(const Dockerd &d, const Box &b, const std::string &prefix) {
+  const Ran r = d.docker("exec " + b.name + " sh -c 'ls -1a /dev/shm /dev/shm/" + prefix +
+                         "-dir; echo @sysv; cat /proc/sysvipc/shm'");
+  Inside in;
+  in.ok = r.code == 0;
+  bool sysv = false, header = false;
+  for (const std::string &line : lines_of(r.out)) {
+    if (line == "@sysv") {
+      sysv = header = true;
+    } else if (sysv && header) {
+      header = false;
+    } else if (sysv) {
+      std::istringstream f(line);
+      long key = 0;
+      int shmid = -1;
+      if (f >> key >> shmid)
+        in.shmids.insert(shmid);
+    } else if (!line.empty() && !line.ends_with(":") && line != "." && line != "..") {
+      in.names.insert(line);
+    }
+  }
+  return in;
 }
 
-// Starts a container whose main process holds a file and whose child keeps
-// a segment attached, then leaves its orphans; "" or what failed.
-std::string start_box(const Dockerd &d, Box &b, const std::string &prefix, key_t attached_key,
-                      key_t detached_key) {
+// How a box starts: its main process holds a file, and a child of it
+// keeps a segment attached.
+std::string run_command(const Dockerd &d, const Box &b, const std::string &held, key_t key) {
+  return d.cli() + " run -d --network none --name " + b.name + " " + b.options + " " + kImage +
+         " /bin/sh -c '/bin/shm_actor sysv " + std::to_string(key) +
+         " 0600 & exec /bin/shm_actor hold " + held + " 0600'";
+}
+
+// Once a started box is ready, leaves its orphans: files written by a shell
+// that exits, and a segment whose creator detached and exited. "" or what
+// failed.
+std::string set_up_box(const Dockerd &d, Box &b, const std::string &prefix, key_t detached_key) {
   const std::string held = "/dev/shm/" + prefix + "-held";
-  const Ran run =
-      d.docker("run -d --network none --name " + b.name + " " + b.options + " " + kImage +
-               " /bin/sh -c '/bin/shm_actor sysv " + std::to_string(attached_key) +
-               " 0600 & exec /bin/shm_actor hold " + held + " 0600'");
-  if (run.code != 0)
-    return b.name + " did not start: " + run.out + d.log();
   b.id = d.id_of(b.name);
   std::string log;
   for (int i = 0; i < 100; ++i) {
@@ -202,14 +207,11 @@ std::string start_box(const Dockerd &d, Box &b, const std::string &prefix, key_t
     return b.name + " shares the host's IPC namespace";
 
   const std::string shm = "/dev/shm/" + prefix;
-  const Ran wrote =
+  const Ran left =
       d.docker("exec " + b.name + " sh -c 'dd if=/dev/zero of=" + shm +
                "-a bs=4096 count=3 2>/dev/null && echo " + b.name + " > " + shm + "-b && mkdir " +
-               shm + "-dir && echo " + b.name + " > " + shm + "-dir/c'");
-  if (wrote.code != 0)
-    return b.name + ": " + wrote.out;
-  const Ran left = d.docker("exec " + b.name + " /bin/shm_actor sysv-leave " +
-                            std::to_string(detached_key) + " 0600");
+               shm + "-dir && echo " + b.name + " > " + shm +
+               "-dir/c && /bin/shm_actor sysv-leave " + std::to_string(detached_key) + " 0600'");
   b.detached = shmid_in_output(left.out);
   if (left.code != 0 || b.detached < 0)
     return b.name + ": " + left.out;
@@ -269,12 +271,12 @@ void check_box(const Dockerd &d, const Box &b, const std::string &prefix, bool r
   std::set<std::string> names = {prefix + "-held", prefix + "-dir"};
   if (!reaped)
     names.insert({prefix + "-a", prefix + "-b", "c"});
-  EXPECT_EQ(names_in(d, b, prefix), names);
+  const Inside inside = look_inside(d, b, prefix);
+  ASSERT_TRUE(inside.ok);
+  EXPECT_EQ(inside.names, names);
   EXPECT_EQ(file_state(b.root + "/dev/shm/" + prefix + "-held").ino, b.held.ino);
-  const auto ids = shmids_in(d, b);
-  ASSERT_TRUE(ids);
-  EXPECT_EQ(ids->count(b.attached), 1u);
-  EXPECT_EQ(ids->count(b.detached), reaped ? 0u : 1u);
+  EXPECT_EQ(inside.shmids.count(b.attached), 1u);
+  EXPECT_EQ(inside.shmids.count(b.detached), reaped ? 0u : 1u);
 }
 
 // A program run in a container by `docker exec`, kept running (the exec'd
@@ -349,10 +351,10 @@ void race_in(const Dockerd &d, const DockerPrograms &programs, const Box &b,
   const FileState opened_after = file_state(b.root + opened);
   EXPECT_TRUE(opened_after.exists);
   EXPECT_EQ(opened_after.ino, opened_before.ino);
-  const auto ids = shmids_in(d, b);
-  ASSERT_TRUE(ids);
-  EXPECT_EQ(ids->count(shmid), 1u);
-  EXPECT_EQ(ids->count(b.attached), 1u);
+  const Inside inside = look_inside(d, b, prefix);
+  ASSERT_TRUE(inside.ok);
+  EXPECT_EQ(inside.shmids.count(shmid), 1u);
+  EXPECT_EQ(inside.shmids.count(b.attached), 1u);
 }
 
 TEST(ReapDocker, FreesAContainersOrphansInItsOwnShm) {
@@ -380,9 +382,13 @@ TEST(ReapDocker, FreesAContainersOrphansInItsOwnShm) {
   plain.name = "reap-plain";
   shareable.name = "reap-shareable";
   shareable.options = "--ipc=shareable";
+  // Both start at once.
+  const std::string held = "/dev/shm/" + prefix + "-held";
+  const Ran started = sh(run_command(d, plain, held, attached_key) + " & " +
+                         run_command(d, shareable, held, attached_key) + " & wait");
   for (Box *b : {&plain, &shareable}) {
-    const std::string error = start_box(d, *b, prefix, attached_key, detached_key);
-    ASSERT_EQ(error, "");
+    const std::string error = set_up_box(d, *b, prefix, detached_key);
+    ASSERT_EQ(error, "") << started.out << d.log();
   }
   // The layouts this test is about: the plain box's /dev/shm is in its
   // namespace only, the shareable one's is mounted on the host as well.
