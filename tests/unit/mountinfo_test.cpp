@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 namespace shmbpf {
 namespace {
@@ -238,6 +239,40 @@ TEST(Mountinfo, OvermountedMountIsHidden) {
   EXPECT_TRUE(is_overmounted(t, t[0]));
   EXPECT_FALSE(is_overmounted(t, t[1])); // a mount below it is not on top of it
   EXPECT_FALSE(is_overmounted(t, t[2]));
+}
+
+TEST(Mountinfo, SharedMemoryMountpoints) {
+  for (const char *mp : {"/dev/shm", "/srv/jail/dev/shm", "/dev/hugepages", "/dev/hugepages1G"})
+    EXPECT_TRUE(is_shared_memory_mountpoint(mp)) << mp;
+  for (const char *mp : {"/run", "/tmp", "/dev/shmem", "/dev/shm/sub", "",
+                         "/var/lib/docker/containers/abc/mounts/shm"})
+    EXPECT_FALSE(is_shared_memory_mountpoint(mp)) << mp;
+}
+
+// dockerd mounts the /dev/shm of a container started with --ipc=shareable
+// on the host (containers/<id>/mounts/shm), and the container sees the same
+// tmpfs at /dev/shm: the scan reads it there, though the host's namespace
+// comes first. Overmounted mounts are left out; the rest keep their order.
+TEST(Mountinfo, ScanOrderReadsSharedMemoryMountpointsFirst) {
+  const std::vector<MountNamespace> namespaces = {
+      {4026531840u, 10,
+       parse_mountinfo("24 23 0:22 / /dev/shm rw - tmpfs tmpfs rw,size=100k\n"
+                       "29 23 0:26 / /run rw - tmpfs tmpfs rw\n"
+                       "30 24 0:27 / /dev/shm rw - tmpfs tmpfs rw\n"
+                       "47 46 0:49 / /var/lib/docker/containers/abc/mounts/shm rw - tmpfs shm "
+                       "rw,size=65536k\n"
+                       "50 23 0:5 / /proc rw - proc proc rw\n")},
+      {4026532174u, 900,
+       parse_mountinfo("125 108 0:49 / /dev/shm rw,nosuid - tmpfs shm rw,size=65536k\n"
+                       "126 108 0:52 / /dev/hugepages rw - hugetlbfs hugetlbfs rw\n"
+                       "127 108 0:53 / /tmp rw - tmpfs tmpfs rw\n")},
+  };
+  const std::vector<NamespaceMount> order = tmpfs_mounts_in_scan_order(namespaces);
+  std::vector<std::pair<uint32_t, int>> got; // (mount id, the namespace's pid)
+  for (const NamespaceMount &r : order)
+    got.emplace_back(r.mount->mnt_id, r.ns->pid);
+  EXPECT_EQ(got, (std::vector<std::pair<uint32_t, int>>{
+                     {30, 10}, {125, 900}, {126, 900}, {29, 10}, {47, 10}, {127, 900}}));
 }
 
 } // namespace

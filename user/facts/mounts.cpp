@@ -1,5 +1,6 @@
 #include "facts/mounts.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdint>
 
@@ -129,6 +130,23 @@ bool is_overmounted(const std::vector<MountInfo> &table, const MountInfo &m) {
     if (other.parent_id == m.mnt_id && other.mountpoint == m.mountpoint && other.mnt_id != m.mnt_id)
       return true;
   return false;
+}
+
+bool is_shared_memory_mountpoint(std::string_view mountpoint) {
+  return mountpoint.ends_with("/dev/shm") || mountpoint.starts_with("/dev/hugepages");
+}
+
+std::vector<NamespaceMount>
+tmpfs_mounts_in_scan_order(const std::vector<MountNamespace> &namespaces) {
+  std::vector<NamespaceMount> out;
+  for (const MountNamespace &ns : namespaces)
+    for (const MountInfo &m : ns.mounts)
+      if (m.is_tmpfs() && !is_overmounted(ns.mounts, m))
+        out.push_back({&ns, &m});
+  std::stable_partition(out.begin(), out.end(), [](const NamespaceMount &r) {
+    return is_shared_memory_mountpoint(r.mount->mountpoint);
+  });
+  return out;
 }
 
 } // namespace shmbpf

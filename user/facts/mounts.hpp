@@ -58,6 +58,26 @@ struct MountState {
 // it: m is hidden, and a path lookup (statfs, a scan) reaches the other one.
 bool is_overmounted(const std::vector<MountInfo> &table, const MountInfo &m);
 
+// A mountpoint where processes look for shared memory: /dev/shm, also below
+// another root ("/srv/jail/dev/shm"), and hugetlbfs' /dev/hugepages*.
+bool is_shared_memory_mountpoint(std::string_view mountpoint);
+
+// One mount of one namespace's table.
+struct NamespaceMount {
+  const MountNamespace *ns = nullptr;
+  const MountInfo *mount = nullptr;
+};
+
+// The visible (not overmounted) tmpfs and hugetlbfs mounts of every
+// namespace, in the order a scan reads them. A filesystem mounted more than
+// once is read through the first of its mounts, whose path, namespace and
+// so container its files get: mounts at a shared-memory mountpoint come
+// first, so that a container's /dev/shm wins over the mount of the same
+// tmpfs that dockerd keeps on the host for --ipc=shareable
+// (containers/<id>/mounts/shm); otherwise the namespaces' and tables' order.
+std::vector<NamespaceMount>
+tmpfs_mounts_in_scan_order(const std::vector<MountNamespace> &namespaces);
+
 // Mountpoint of the first cgroup2 mount: /sys/fs/cgroup on unified hosts,
 // /sys/fs/cgroup/unified on hybrid ones, anywhere at all in principle.
 std::optional<std::string> find_cgroup2_mount(const std::vector<MountInfo> &mounts);

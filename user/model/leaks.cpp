@@ -22,12 +22,11 @@ void sort_groups(std::vector<LeakGroup> &groups) {
 bool is_shared_memory(const SegmentInfo &s) {
   if (s.kind != Kind::tmpfs || s.pattern != NamePattern::none)
     return true;
-  const std::string_view mp = s.mountpoint;
-  if (mp == "/dev/shm" || mp.ends_with("/dev/shm") || mp.starts_with("/dev/hugepages"))
+  if (is_shared_memory_mountpoint(s.mountpoint))
     return true;
   // Unlinked files without a mount were found through their holders' fds
   // and maps: they are mapped or held memory.
-  return mp.empty() && s.state == SegmentState::unlinked;
+  return s.mountpoint.empty() && s.state == SegmentState::unlinked;
 }
 
 LeakReport summarize_orphans(const std::vector<Orphan> &orphans, const std::string &glob,

@@ -51,18 +51,20 @@ void for_each_tmpfs_mount(const std::vector<MountNamespace> &namespaces, Fn fn) 
 
 // read(mount, path) once per tmpfs filesystem (a device and the root it is
 // mounted from), path being where the mount is seen through the namespace's
-// root. A read that finds the path unreachable returns false: the process
-// whose root led there exited, so the filesystem is tried through the next
-// namespace that mounts it, and is left out, not reported empty, when none
-// can reach it.
+// root; through a shared-memory mountpoint where it has one
+// (tmpfs_mounts_in_scan_order). A read that finds the path unreachable
+// returns false: the process whose root led there exited, so the
+// filesystem is tried through its next mount, and is left out, not reported
+// empty, when none can reach it.
 template <typename Fn>
 void for_each_tmpfs_filesystem(const std::vector<MountNamespace> &namespaces, Fn read) {
   std::set<std::pair<uint32_t, std::string>> done; // (device, root)
-  for_each_tmpfs_mount(namespaces,
-                       [&](const MountNamespace &, const MountInfo &m, const std::string &root) {
-                         if (!done.count({m.dev, m.root}) && read(m, root + m.mountpoint))
-                           done.insert({m.dev, m.root});
-                       });
+  for (const NamespaceMount &r : tmpfs_mounts_in_scan_order(namespaces)) {
+    const MountInfo &m = *r.mount;
+    if (!done.count({m.dev, m.root}) &&
+        read(m, "/proc/" + std::to_string(r.ns->pid) + "/root" + m.mountpoint))
+      done.insert({m.dev, m.root});
+  }
 }
 
 // statfs's used bytes of the filesystem at path, if path is on device dev

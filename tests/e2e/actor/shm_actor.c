@@ -7,6 +7,9 @@
  *   shm_actor hold PATH MODE         create (or open) PATH, chmod MODE, keep it open
  *   shm_actor sysv KEY MODE          shmget(KEY, 64 KiB, MODE) (KEY 0: IPC_PRIVATE),
  *                                    shmat, print the shmid, stay attached
+ *   shm_actor sysv-leave KEY MODE    the same, then shmdt, print the shmid and exit:
+ *                                    a detached segment whose creator is gone
+ *   shm_actor attach SHMID           shmat an existing segment, print "attached", stay
  *   shm_actor memfd-exec NAME        copy this program into a memfd named NAME
  *                                    and fexecve it (`sleep`): no file on disk
  *
@@ -49,7 +52,7 @@ static int hold(const char *path, const char *mode_text) {
   sleep_forever();
 }
 
-static int sysv(const char *key_text, const char *mode_text) {
+static int sysv(const char *key_text, const char *mode_text, int stay) {
   key_t key = (key_t)strtol(key_text, NULL, 10);
   int mode = (int)strtol(mode_text, NULL, 8);
   int id = shmget(key == 0 ? IPC_PRIVATE : key, 64 * 1024, IPC_CREAT | mode);
@@ -59,7 +62,18 @@ static int sysv(const char *key_text, const char *mode_text) {
   if (p == (void *)-1)
     return fail("shmat");
   memset(p, 0x5a, 64 * 1024);
+  if (!stay && shmdt(p) != 0)
+    return fail("shmdt");
   printf("shmid %d\n", id);
+  if (!stay)
+    return 0;
+  sleep_forever();
+}
+
+static int attach(const char *id_text) {
+  if (shmat((int)strtol(id_text, NULL, 10), NULL, SHM_RDONLY) == (void *)-1)
+    return fail("shmat");
+  printf("attached %s\n", id_text);
   sleep_forever();
 }
 
@@ -92,9 +106,14 @@ int main(int argc, char **argv) {
   if (argc == 4 && strcmp(argv[1], "hold") == 0)
     return hold(argv[2], argv[3]);
   if (argc == 4 && strcmp(argv[1], "sysv") == 0)
-    return sysv(argv[2], argv[3]);
+    return sysv(argv[2], argv[3], 1);
+  if (argc == 4 && strcmp(argv[1], "sysv-leave") == 0)
+    return sysv(argv[2], argv[3], 0);
+  if (argc == 3 && strcmp(argv[1], "attach") == 0)
+    return attach(argv[2]);
   if (argc == 3 && strcmp(argv[1], "memfd-exec") == 0)
     return memfd_exec(argv[2]);
-  fprintf(stderr, "usage: shm_actor sleep | hold PATH MODE | sysv KEY MODE | memfd-exec NAME\n");
+  fprintf(stderr, "usage: shm_actor sleep | hold PATH MODE | sysv KEY MODE | sysv-leave KEY MODE | "
+                  "attach SHMID | memfd-exec NAME\n");
   return 2;
 }
