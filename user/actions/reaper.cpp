@@ -349,7 +349,10 @@ void reap_sysv(const ReapPlan &plan, std::vector<ReapOutcome> &out, bool apply) 
     namespaces.insert(ns);
   const auto members = processes_by_ns("ipc", namespaces);
 
-  for (const auto &[ns, indices] : by_ns) {
+  // A plain name for the list: clang 14 cannot capture a structured binding.
+  for (const auto &entry : by_ns) {
+    const uint32_t ns = entry.first;
+    const std::vector<size_t> &indices = entry.second;
     const auto m = members.find(ns);
     const auto p = m == members.end() ? std::nullopt : pin_any(m->second, "ipc", ns);
     if (!p) {
