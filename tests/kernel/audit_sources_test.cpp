@@ -88,7 +88,8 @@ pid_t spawn(const std::string &path, int fd = -1) {
 // read_exe once the child has exec'd: its program is no longer ours.
 std::optional<ExeFile> exe_after_exec(pid_t pid) {
   const auto own = read_exe(static_cast<uint32_t>(::getpid()));
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  // An exec under an emulated guest, next to other guests, can take seconds.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   while (std::chrono::steady_clock::now() < deadline) {
     auto exe = read_exe(static_cast<uint32_t>(pid));
     if (exe && own && exe->ino != own->ino)
