@@ -4,10 +4,10 @@
 #include "facts/fs_magic.hpp"
 #include "sources/fd.hpp"
 #include "sources/mountinfo.hpp"
+#include "sources/namespaces.hpp"
 #include "sources/proc_scan.hpp"
 
 #include <fcntl.h>
-#include <sched.h>
 #include <signal.h>
 #include <sys/shm.h>
 #include <sys/stat.h>
@@ -22,7 +22,6 @@
 #include <set>
 #include <string>
 #include <string_view>
-#include <thread>
 
 namespace shmbpf {
 
@@ -58,12 +57,9 @@ std::map<uint32_t, std::vector<uint32_t>> processes_by_ns(const char *type,
   std::map<uint32_t, std::vector<uint32_t>> out;
   if (wanted.empty())
     return out;
-  for (uint32_t pid : list_pids()) {
-    struct stat st {};
-    const std::string link = "/proc/" + std::to_string(pid) + "/ns/" + type;
-    if (::stat(link.c_str(), &st) == 0 && wanted.count(static_cast<uint32_t>(st.st_ino)))
-      out[static_cast<uint32_t>(st.st_ino)].push_back(pid);
-  }
+  for (uint32_t pid : list_pids())
+    if (const uint32_t ns = namespace_of(static_cast<int>(pid), type); wanted.count(ns))
+      out[ns].push_back(pid);
   return out;
 }
 
@@ -360,15 +356,8 @@ void reap_sysv(const ReapPlan &plan, std::vector<ReapOutcome> &out, bool apply) 
         skip(out[i], ReapSkip::namespace_gone);
       continue;
     }
-    // setns changes the calling thread only: a thread of its own enters
-    // the namespace, and the pids IPC_STAT gives stay ours (PID namespace
-    // unchanged).
-    std::thread worker([&, nsfd = p->ns.get()] {
-      if (::setns(nsfd, CLONE_NEWIPC) != 0) {
-        for (size_t i : indices)
-          skip(out[i], ReapSkip::failed, std::string("setns: ") + std::strerror(errno));
-        return;
-      }
+    // The pids IPC_STAT gives there are ours (PID namespace unchanged).
+    const bool joined = in_ipc_namespace(p->ns.get(), [&] {
       for (size_t i : indices) {
         ReapOutcome &o = out[i];
         const auto shmid = static_cast<int32_t>(o.target.segment.key.ino_or_shmid);
@@ -392,7 +381,9 @@ void reap_sysv(const ReapPlan &plan, std::vector<ReapOutcome> &out, bool apply) 
         o.status = ReapStatus::freed;
       }
     });
-    worker.join();
+    if (!joined)
+      for (size_t i : indices)
+        skip(out[i], ReapSkip::failed, std::string("setns: ") + std::strerror(errno));
   }
 }
 

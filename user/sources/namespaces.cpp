@@ -3,18 +3,18 @@
 #include "sources/mountinfo.hpp"
 
 #include <dirent.h>
+#include <sched.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdlib>
 #include <string>
+#include <thread>
 #include <unordered_set>
 
 namespace shmbpf {
 
-namespace {
-
-// The inode number of /proc/<pid>/ns/<kind>, 0 when it cannot be read.
 uint32_t namespace_of(int pid, const char *kind) {
   struct stat st {};
   std::string p = "/proc/" + std::to_string(pid) + "/ns/" + kind;
@@ -23,7 +23,20 @@ uint32_t namespace_of(int pid, const char *kind) {
   return static_cast<uint32_t>(st.st_ino);
 }
 
-} // namespace
+bool in_ipc_namespace(int nsfd, const std::function<void()> &fn) {
+  bool joined = false;
+  int err = 0;
+  std::thread worker([&] {
+    joined = ::setns(nsfd, CLONE_NEWIPC) == 0;
+    err = errno;
+    if (joined)
+      fn();
+  });
+  worker.join();
+  if (!joined)
+    errno = err;
+  return joined;
+}
 
 uint32_t mount_namespace_of(int pid) { return namespace_of(pid, "mnt"); }
 

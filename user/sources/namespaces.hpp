@@ -6,6 +6,7 @@
 #include "facts/mounts.hpp"
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -20,6 +21,16 @@ std::vector<MountNamespace> scan_mount_namespaces();
 // or has moved to another namespace (walk again then).
 std::optional<std::vector<MountNamespace>>
 refresh_mount_namespaces(std::vector<MountNamespace> known);
+
+// The inode number of /proc/<pid>/ns/<kind> ("mnt", "ipc", ...), 0 when it
+// cannot be read.
+uint32_t namespace_of(int pid, const char *kind);
+
+// Runs fn on a thread of its own that has joined the IPC namespace nsfd
+// refers to (setns moves only the calling thread; the PID namespace stays
+// ours, so pids fn reads are ours). False, fn not run, when setns fails
+// (errno tells why).
+bool in_ipc_namespace(int nsfd, const std::function<void()> &fn);
 
 // The mount namespace inode of a process, 0 if it is gone.
 uint32_t mount_namespace_of(int pid);

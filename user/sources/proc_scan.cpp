@@ -5,6 +5,7 @@
 #include "sources/cgroup.hpp"
 #include "sources/fd.hpp"
 #include "sources/mountinfo.hpp"
+#include "sources/namespaces.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -15,11 +16,9 @@
 #include <limits.h>
 #include <map>
 #include <memory>
-#include <sched.h>
 #include <set>
 #include <sys/stat.h>
 #include <sys/statfs.h>
-#include <thread>
 #include <unistd.h>
 
 namespace shmbpf {
@@ -524,15 +523,12 @@ std::optional<std::vector<SysvEntry>> read_sysvipc_shm_of(uint32_t pid) {
   int fd = ::open(ns.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0)
     return std::nullopt;
-  // /proc/sysvipc lists the reader's IPC namespace; a thread can join
-  // another one without moving the rest of the process.
+  // /proc/sysvipc lists the reader's IPC namespace.
   std::optional<std::vector<SysvEntry>> out;
-  std::thread reader([&] {
-    if (::setns(fd, CLONE_NEWIPC) == 0)
-      if (auto text = read_text("/proc/sysvipc/shm"))
-        out = parse_sysvipc_shm(*text);
+  in_ipc_namespace(fd, [&] {
+    if (auto text = read_text("/proc/sysvipc/shm"))
+      out = parse_sysvipc_shm(*text);
   });
-  reader.join();
   ::close(fd);
   return out;
 }
