@@ -135,7 +135,7 @@ public:
   // a mapping made for the call and gone when it returns: the whole table
   // for many names, only the pages of one bucket otherwise. The kernel holds
   // the table either way; mapped, its pages would count in this process's
-  // RSS (about 90 B per file on tmpfs at start) for the process's life.
+  // RSS for the process's life (docs/BENCHMARKS.md, finding 28).
   //
   // Follow unlinks, renames and links of files that existed before start: their
   // leaf names go into the kernel's name table. A name already known is
