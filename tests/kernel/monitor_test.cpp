@@ -11,14 +11,20 @@
 #include "sources/namespaces.hpp"
 
 #include <fcntl.h>
+#include <linux/types.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 
+#include "shmbpf_names.h"
+
 #include <algorithm>
 #include <atomic>
+#include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <future>
 #include <set>
+#include <sstream>
 
 namespace shmbpf::test {
 namespace {
@@ -442,6 +448,97 @@ TEST(Monitor, UnlinkedNamesLeaveTheKernelsNameMap) {
     left += m->session().probe().tracks_name(leaf(i));
   scratch.remove();
   EXPECT_EQ(left, 0) << "of " << kFiles << " names unlinked";
+}
+
+// This process's shared writable mappings of BPF maps (the name table,
+// the ring buffer's consumer page, libbpf's global data), each one's size.
+std::vector<size_t> writable_bpf_mappings() {
+  std::ifstream maps("/proc/self/maps");
+  std::vector<size_t> out;
+  std::string line;
+  while (std::getline(maps, line)) {
+    unsigned long lo = 0, hi = 0;
+    char perms[5] = {};
+    if (line.find("bpf-map") != std::string::npos &&
+        std::sscanf(line.c_str(), "%lx-%lx %4s", &lo, &hi, perms) == 3 &&
+        std::string_view(perms) == "rw-s")
+      out.push_back(hi - lo);
+  }
+  return out;
+}
+
+// This process's descriptor of the kernel's name table: the mmapable BPF
+// array of `buckets` name buckets (/proc/self/fdinfo); -1 when none.
+int name_table_fd(size_t buckets) {
+  for (const auto &entry : std::filesystem::directory_iterator("/proc/self/fdinfo")) {
+    std::ifstream in(entry.path());
+    std::stringstream text;
+    text << in.rdbuf();
+    const std::string s = text.str();
+    if (s.find("map_type:\t2\n") != std::string::npos &&
+        s.find("value_size:\t" + std::to_string(sizeof(shmbpf_name_bucket)) + "\n") !=
+            std::string::npos &&
+        s.find("max_entries:\t" + std::to_string(buckets) + "\n") != std::string::npos &&
+        s.find("map_flags:\t0x400\n") != std::string::npos) // BPF_F_MMAPABLE
+      return std::stoi(entry.path().filename().string());
+  }
+  return -1;
+}
+
+// The kernel's name table is mapped into the process only while names are
+// written or read: not once the start-up seeding is over, nor after a
+// rescan seeded a file the kernel did not know. The kernel keeps the table
+// either way: a file seeded at start and one seeded by the rescan (the
+// table mapped again) are both followed through their unlinks.
+TEST(Monitor, NameTableIsMappedOnlyWhileNamesAreWritten) {
+  ScratchDir scratch;
+  ASSERT_TRUE(scratch.make("/dev/shm/shmbpf-mon-unmap-" + std::to_string(getpid())));
+  const std::string before = scratch.file(0); // there before start
+  const std::string later = scratch.file(1);  // made by mknod: no event names it
+  const int made = open(before.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
+  ASSERT_GE(made, 0);
+  close(made);
+  MonitorOptions opts;
+  opts.reconcile_every = std::chrono::hours(1); // rescans only when asked
+  opts.loss_reconcile_gap = std::chrono::hours(1);
+  SHMBPF_MONITOR(m, opts);
+  const Probe &probe = m->session().probe();
+  const size_t bytes = probe.name_table_bytes();
+  auto whole_tables = [&] {
+    auto v = writable_bpf_mappings();
+    return std::count(v.begin(), v.end(), bytes);
+  };
+  auto leaf = [](const std::string &p) { return p.substr(p.rfind('/') + 1); };
+  EXPECT_GE(probe.name_table_maps(), 2u); // the check at load, the seeding
+  EXPECT_EQ(whole_tables(), 0) << "the name table is mapped after the start-up seeding";
+  const size_t others = writable_bpf_mappings().size();
+  // What is looked for is there while mapped.
+  {
+    const int fd = name_table_fd(probe.name_capacity() / SHMBPF_NAME_WAYS);
+    ASSERT_GE(fd, 0);
+    void *p = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    ASSERT_NE(p, MAP_FAILED);
+    EXPECT_EQ(whole_tables(), 1);
+    munmap(p, bytes);
+  }
+  EXPECT_TRUE(probe.tracks_name(leaf(before)));
+  ASSERT_EQ(mknod(later.c_str(), S_IFREG | 0600, 0), 0);
+  EXPECT_FALSE(probe.tracks_name(leaf(later)));
+  const uint64_t maps = probe.name_table_maps();
+  m->reconcile(); // `later` is new to the model: seeded
+  EXPECT_GT(probe.name_table_maps(), maps);
+  EXPECT_TRUE(probe.tracks_name(leaf(later)));
+  EXPECT_EQ(files_in(m->engine(), scratch.path()), 2u);
+  EXPECT_EQ(whole_tables(), 0) << "the name table is mapped after the rescan's seeding";
+  EXPECT_EQ(writable_bpf_mappings().size(), others) << "a window of it stayed mapped";
+  const uint64_t reconciles = m->stats().reconciles;
+  ASSERT_EQ(unlink(before.c_str()), 0);
+  ASSERT_EQ(unlink(later.c_str()), 0);
+  EXPECT_TRUE(pump_until(*m, [&](const Engine &e) { return files_in(e, scratch.path()) == 0; }));
+  EXPECT_EQ(m->stats().reconciles, reconciles); // events did it, not a rescan
+  EXPECT_FALSE(probe.tracks_name(leaf(before)));
+  EXPECT_FALSE(probe.tracks_name(leaf(later)));
+  EXPECT_EQ(writable_bpf_mappings().size(), others);
 }
 
 // The reads of a sample run on a worker thread while the consumer keeps

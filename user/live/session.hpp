@@ -27,7 +27,7 @@ public:
   using EventFn = std::function<void(Event &)>;
 
   // Loads the probe while the tmpfs files that exist are listed, seeds the
-  // kernel's name table with them through its mapping (nothing else writes
+  // kernel's name table with them in place (nothing else writes
   // it before attach), attaches, and lists again: what changed in between
   // is seeded file by file, as the kernel does.
   explicit Session(const ProbeOptions &opts);

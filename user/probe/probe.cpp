@@ -271,7 +271,38 @@ void Probe::SkelDeleter::operator()(struct ::shmbpf_bpf *s) const {
   shmbpf_bpf__destroy(s);
 }
 void Probe::RingDeleter::operator()(ring_buffer *r) const { ring_buffer__free(r); }
-void Probe::Unmap::operator()(void *p) const { munmap(p, bytes); }
+
+// A BPF array maps its values from offset 0; a window of whole pages starts
+// at the page that holds its first bucket.
+class Probe::NameWindow {
+public:
+  NameWindow(int fd, size_t first, size_t count) {
+    const auto page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
+    const size_t begin = first * sizeof(shmbpf_name_bucket);
+    const size_t end = (first + count) * sizeof(shmbpf_name_bucket);
+    offset_ = begin / page * page;
+    bytes_ = (end + page - 1) / page * page - offset_;
+    void *p =
+        mmap(nullptr, bytes_, PROT_READ | PROT_WRITE, MAP_SHARED, fd, static_cast<off_t>(offset_));
+    base_ = p == MAP_FAILED ? nullptr : static_cast<char *>(p);
+  }
+  ~NameWindow() {
+    if (base_)
+      munmap(base_, bytes_);
+  }
+  NameWindow(const NameWindow &) = delete;
+  NameWindow &operator=(const NameWindow &) = delete;
+  explicit operator bool() const { return base_ != nullptr; }
+  // A bucket inside the window, by its index in the whole table.
+  shmbpf_name_bucket *bucket(size_t i) const {
+    return reinterpret_cast<shmbpf_name_bucket *>(base_ + i * sizeof(shmbpf_name_bucket) - offset_);
+  }
+
+private:
+  char *base_ = nullptr;
+  size_t offset_ = 0;
+  size_t bytes_ = 0;
+};
 
 Probe::Probe(const ProbeOptions &opts, bool attach_now) {
   g_verbose = opts.verbose;
@@ -380,15 +411,14 @@ Probe::Probe(const ProbeOptions &opts, bool attach_now) {
     throw FatalError("loading BPF programs", why + "; run with -v for libbpf's detail");
   }
 
-  // Userspace seeds the name table in place (see bpf/shmbpf_names.h).
+  // Userspace seeds the name table in place (see bpf/shmbpf_names.h),
+  // through mappings made call by call: a kernel that cannot map it is
+  // told now, not as names silently left out later.
+  names_fd_ = bpf_map__fd(skel_->maps.tracked_names);
   const size_t page = static_cast<size_t>(sysconf(_SC_PAGESIZE));
-  const size_t bytes = (buckets * sizeof(shmbpf_name_bucket) + page - 1) / page * page;
-  void *names = mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE,
-                     bpf_map__fd(skel_->maps.tracked_names), 0);
-  if (names == MAP_FAILED)
+  name_table_bytes_ = (buckets * sizeof(shmbpf_name_bucket) + page - 1) / page * page;
+  if (!map_names(0, 1))
     throw FatalError("mapping the name table", errno_text(errno));
-  names_map_ = std::unique_ptr<void, Unmap>(names, Unmap{bytes});
-  names_ = static_cast<shmbpf_name_bucket *>(names);
 
   auto cb = [](void *ctx, void *data, size_t len) -> int {
     auto *self = static_cast<Probe *>(ctx);
@@ -504,24 +534,54 @@ uint64_t Probe::counter(uint32_t which) const {
 
 uint64_t Probe::lost() const { return counter(SHMBPF_CNT_LOST); }
 
-shmbpf_name_bucket *Probe::bucket_of(uint64_t key) const {
-  return &names_[shmbpf_name_bucket_of(key, name_mask_)];
+Probe::NameWindow Probe::map_names(size_t first, size_t count) const {
+  name_table_maps_.fetch_add(1, std::memory_order_relaxed);
+  return NameWindow(names_fd_, first, count);
+}
+
+Probe::NameWindow Probe::map_bucket_of(uint64_t key) const {
+  return map_names(shmbpf_name_bucket_of(key, name_mask_), 1);
 }
 
 uint64_t Probe::track_full() const { return counter(SHMBPF_CNT_TRACK_FULL) + seed_full_; }
 
 void Probe::seed(const std::vector<SeedKey> &files) {
-  for (const SeedKey &f : files) {
+  if (files.empty())
+    return;
+  auto put = [this](const NameWindow &w, const SeedKey &f) {
     const uint64_t key = shmbpf_name_key(f.hash);
-    if (shmbpf_name_put(bucket_of(key), key, f.dev, f.ino, /*replace=*/0) == SHMBPF_NAME_FULL)
+    if (shmbpf_name_put(w.bucket(shmbpf_name_bucket_of(key, name_mask_)), key, f.dev, f.ino,
+                        /*replace=*/0) == SHMBPF_NAME_FULL)
+      ++seed_full_;
+  };
+  // Mapping the whole table costs a few microseconds per page of it
+  // (docs/BENCHMARKS.md, finding 28), a window of one bucket about as much
+  // as eight pages: many names go in through one mapping of everything.
+  const size_t pages = name_table_bytes_ / static_cast<size_t>(sysconf(_SC_PAGESIZE));
+  if (files.size() * 8 >= pages) {
+    if (const NameWindow all = map_names(0, size_t{name_mask_} + 1)) {
+      for (const SeedKey &f : files)
+        put(all, f);
+    } else {
+      seed_full_ += files.size();
+    }
+    return;
+  }
+  for (const SeedKey &f : files) {
+    if (const NameWindow w = map_bucket_of(shmbpf_name_key(f.hash)))
+      put(w, f);
+    else
       ++seed_full_;
   }
 }
 
 size_t Probe::name_count() const {
+  const NameWindow all = map_names(0, size_t{name_mask_} + 1);
+  if (!all)
+    return 0;
   size_t n = 0;
   for (size_t b = 0; b <= name_mask_; ++b)
-    for (const __u64 &key : names_[b].key)
+    for (const __u64 &key : all.bucket(b)->key)
       if (__atomic_load_n(&key, __ATOMIC_RELAXED) > SHMBPF_NAME_BUSY)
         ++n;
   return n;
@@ -529,21 +589,28 @@ size_t Probe::name_count() const {
 
 bool Probe::tracks_name(std::string_view leaf) const {
   const uint64_t key = shmbpf_name_key(shm_name_hash(leaf));
+  const NameWindow w = map_bucket_of(key);
   __u32 dev = 0;
   __u64 ino = 0;
-  return shmbpf_name_get(bucket_of(key), key, &dev, &ino) != 0;
+  return w &&
+         shmbpf_name_get(w.bucket(shmbpf_name_bucket_of(key, name_mask_)), key, &dev, &ino) != 0;
 }
 
 void Probe::reseed_name(const SeedKey &stale, const SeedKey &file) {
   // Both carry the same name (Session::seed_keys_of).
   const uint64_t key = shmbpf_name_key(file.hash);
-  if (stale.hash == file.hash)
-    shmbpf_name_swap(bucket_of(key), key, stale.dev, stale.ino, file.dev, file.ino);
+  if (stale.hash != file.hash)
+    return;
+  if (const NameWindow w = map_bucket_of(key))
+    shmbpf_name_swap(w.bucket(shmbpf_name_bucket_of(key, name_mask_)), key, stale.dev, stale.ino,
+                     file.dev, file.ino);
 }
 
 void Probe::restore_name(std::string_view leaf, uint32_t dev, uint64_t ino) {
   const uint64_t key = shmbpf_name_key(shm_name_hash(leaf));
-  shmbpf_name_put(bucket_of(key), key, dev, ino, /*replace=*/0);
+  if (const NameWindow w = map_bucket_of(key))
+    shmbpf_name_put(w.bucket(shmbpf_name_bucket_of(key, name_mask_)), key, dev, ino,
+                    /*replace=*/0);
 }
 
 } // namespace shmbpf

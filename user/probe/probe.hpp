@@ -6,6 +6,7 @@
 #include "facts/program_stats.hpp"
 #include "probe/program_choice.hpp"
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -125,15 +126,21 @@ public:
   // Records the kernel could not deliver (ring buffer full).
   uint64_t lost() const;
   // Names that did not fit in the tracked-name table (bucket full), in the
-  // kernel and while seeding.
+  // kernel and while seeding (or the table could not be mapped to seed them).
   uint64_t track_full() const;
   // Attaches the programs (once): from here on the kernel fills its maps.
   void attach();
   bool attached() const { return attached_; }
+  // The calls below read or write the kernel's name table in place, through
+  // a mapping made for the call and gone when it returns: the whole table
+  // for many names, only the pages of one bucket otherwise. The kernel holds
+  // the table either way; mapped, its pages would count in this process's
+  // RSS for the process's life (docs/BENCHMARKS.md, finding 28).
+  //
   // Follow unlinks, renames and links of files that existed before start: their
   // leaf names go into the kernel's name table. A name already known is
-  // kept (the first file wins). Written straight into the mmap'ed table,
-  // without syscalls, before attach() or after.
+  // kept (the first file wins). Written straight into the table, without a
+  // syscall per name, before attach() or after.
   void seed(const std::vector<SeedKey> &files);
   // After attach(): gives the name that seed() gave to `stale` (a file gone
   // before attach()) to `file` instead, unless the kernel changed it since.
@@ -144,6 +151,10 @@ public:
   bool tracks_name(std::string_view leaf) const;
   // What the name table can hold.
   size_t name_capacity() const { return name_capacity_; }
+  // The bytes a mapping of the whole table takes (whole pages).
+  size_t name_table_bytes() const { return name_table_bytes_; }
+  // How many times the table, or pages of it, was mapped so far (for tests).
+  uint64_t name_table_maps() const { return name_table_maps_.load(std::memory_order_relaxed); }
   // Gives a tracked file its leaf name back after the kernel dropped it for
   // an unlink/rename that turned out not to be on tmpfs. Never overwrites.
   void restore_name(std::string_view leaf, uint32_t dev, uint64_t ino);
@@ -163,7 +174,11 @@ public:
 private:
   uint64_t counter(uint32_t which) const;
   void unmount_tracefs();
-  shmbpf_name_bucket *bucket_of(uint64_t key) const;
+  class NameWindow;
+  // Pages of the table holding buckets [first, first + count), mapped for as
+  // long as the window lives.
+  NameWindow map_names(size_t first, size_t count) const;
+  NameWindow map_bucket_of(uint64_t key) const;
 
   struct SkelDeleter {
     void operator()(struct ::shmbpf_bpf *s) const;
@@ -171,16 +186,13 @@ private:
   struct RingDeleter {
     void operator()(ring_buffer *r) const;
   };
-  struct Unmap {
-    size_t bytes; // no initializer: it would keep unique_ptr from default-constructing
-    void operator()(void *p) const;
-  };
   std::unique_ptr<struct ::shmbpf_bpf, SkelDeleter> skel_;
   std::unique_ptr<ring_buffer, RingDeleter> ring_;
-  // The kernel's tracked_names array, mapped: mask + 1 buckets.
-  std::unique_ptr<void, Unmap> names_map_;
-  shmbpf_name_bucket *names_ = nullptr;
+  // The kernel's tracked_names array: mask + 1 buckets.
+  int names_fd_ = -1;
   uint32_t name_mask_ = 0;
+  size_t name_table_bytes_ = 0;
+  mutable std::atomic<uint64_t> name_table_maps_{0};
   uint64_t seed_full_ = 0;
   const RecordFn *current_ = nullptr;
   std::vector<std::string> missing_;
