@@ -54,6 +54,10 @@
 /* bpf_task_pt_regs (v5.15, "bpf: Add bpf_task_pt_regs() helper") exists:
  * set by userspace (libbpf_probe_bpf_helper); read by the compat builds. */
 SHMBPF_EXTERN const volatile __u8 have_task_pt_regs;
+/* bpf_find_vma (v5.17, "bpf: Introduce helper bpf_find_vma") exists: set
+ * by userspace; read by the compat build (the fast build's kernels all
+ * have it, and the noatomic build's never call it: see vma_at()). */
+SHMBPF_EXTERN const volatile __u8 have_find_vma;
 
 /*
  * KREAD(p, a, b, ...): p->a->b..., the way this build can. The fast build
@@ -161,6 +165,98 @@ static __always_inline struct pt_regs *syscall_regs(long nr)
 /* A probe read each: the pointer may be untyped. */
 #define SYSCALL_ARG(regs, n) PT_REGS_PARM##n##_CORE_SYSCALL(regs)
 #endif
+
+/*
+ * The mapping of the current task that holds addr: where a SIGBUS fault
+ * happened. Found with bpf_find_vma where the kernel has it (v5.17), and
+ * before that by the search find_vma() did: the mm's VMAs were an rbtree,
+ * mm->mm_rb, until v6.1's maple tree ("mm: remove rb tree"). The lookup
+ * stays in the fast and compat builds, the rbtree in the compat builds:
+ * a callback's address is an instruction a v5.12 verifier rejects anywhere
+ * in a program, so the noatomic build (v5.10, v5.11) has only the rbtree.
+ */
+#ifdef SHMBPF_KFUNCS /* tmpfs.bpf.c's */
+struct shmbpf_vma {
+	__u64 start;
+	__u64 pgoff;
+	__u64 file; /* struct file *, 0 for an anonymous mapping */
+	__u8 found;
+};
+
+#ifndef SHMBPF_NO_ATOMICS
+static long shmbpf_vma_found(struct task_struct *task, struct vm_area_struct *vma, void *data)
+{
+	struct shmbpf_vma *out = data;
+
+	out->start = vma->vm_start;
+	out->pgoff = vma->vm_pgoff;
+	out->file = (__u64)vma->vm_file;
+	out->found = 1;
+	return 0;
+}
+#endif
+
+#ifdef SHMBPF_COMPAT
+struct mm_struct___rb {
+	struct rb_root mm_rb;
+} __attribute__((preserve_access_index));
+
+struct vm_area_struct___rb {
+	unsigned long vm_start;
+	unsigned long vm_end;
+	struct rb_node vm_rb;
+	unsigned long vm_pgoff;
+	struct file *vm_file;
+} __attribute__((preserve_access_index));
+
+/* Returns 0 when the kernel has no mm_rb (a maple tree kernel). */
+static __always_inline int vma_by_rbtree(__u64 addr, struct shmbpf_vma *out)
+{
+	struct mm_struct___rb *mm = (void *)BPF_CORE_READ(current_task(), mm);
+	__u32 link = bpf_core_field_offset(struct vm_area_struct___rb, vm_rb);
+	struct rb_node *node;
+
+	if (!bpf_core_field_exists(mm->mm_rb))
+		return 0;
+	node = BPF_CORE_READ(mm, mm_rb.rb_node);
+	/* An rbtree of n nodes is at most 2 log2(n + 1) deep. */
+	for (int i = 0; i < 64 && node; i++) {
+		struct vm_area_struct___rb *vma = (void *)node - link;
+
+		if (BPF_CORE_READ(vma, vm_end) <= addr) {
+			node = BPF_CORE_READ(node, rb_right);
+			continue;
+		}
+		if (BPF_CORE_READ(vma, vm_start) <= addr) {
+			out->start = BPF_CORE_READ(vma, vm_start);
+			out->pgoff = BPF_CORE_READ(vma, vm_pgoff);
+			out->file = (__u64)BPF_CORE_READ(vma, vm_file);
+			out->found = 1;
+			break;
+		}
+		node = BPF_CORE_READ(node, rb_left);
+	}
+	return 1;
+}
+#endif
+
+/* 1 when a lookup ran (out->found says whether a mapping holds addr), 0
+ * when none could (a busy mmap lock, no way on this kernel). */
+static __always_inline int vma_at(__u64 addr, struct shmbpf_vma *out)
+{
+#if defined(SHMBPF_NO_ATOMICS)
+	return vma_by_rbtree(addr, out);
+#else
+#ifdef SHMBPF_COMPAT
+	if (!have_find_vma)
+		return vma_by_rbtree(addr, out);
+#endif
+	long err = bpf_find_vma(bpf_get_current_task_btf(), addr, shmbpf_vma_found, out, 0);
+
+	return err == 0 || err == -2 /* -ENOENT: no mapping there */;
+#endif
+}
+#endif /* SHMBPF_KFUNCS */
 
 /*
  * folio->flags: an unsigned long (v6.12 still) until "mm: introduce

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
-/* Process lifecycle and the symptom of a full tmpfs: exit, exec, SIGBUS.
+/* Process lifecycle: exit, exec (SIGBUS, with its file, is in tmpfs.bpf.c).
  * Also the one place that defines the shared maps and settings: in the
  * fast build, the one every kernel links (core_fixes.bpf.h). */
 #ifndef SHMBPF_COMPAT
@@ -14,6 +14,7 @@ const volatile __u64 wakeup_bytes = 1 << 20;	    /* set to a quarter of the ring
 __u64 last_wakeup_ns = 0;
 const volatile __u32 name_bucket_mask = (1 << 16) / SHMBPF_NAME_WAYS - 1;
 const volatile __u8 have_task_pt_regs = 1;
+const volatile __u8 have_find_vma = 1;
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
 #endif
@@ -72,26 +73,6 @@ int SHMBPF_PROG(tracepoint__sched__sched_process_exec)(
 	n = bpf_probe_read_kernel_str(e->exe_name, sizeof(e->exe_name),
 				      BPF_CORE_READ(exe, f_path.dentry, d_name.name));
 	e->exe_name_len = n > 0 ? n - 1 : 0;
-	submit(e);
-	return 0;
-}
-
-SEC("tracepoint/signal/signal_generate")
-int SHMBPF_PROG(tracepoint__signal__signal_generate)(struct trace_event_raw_signal_generate *ctx)
-{
-	struct shmbpf_sigbus_event *e;
-
-	if (ctx->sig != SIGBUS)
-		return 0;
-	e = reserve(sizeof(*e));
-	if (!e)
-		return 0;
-	fill_hdr(&e->hdr, SHMBPF_EV_SIGBUS, sizeof(*e), 0);
-	e->target_pid = ctx->pid;
-	e->si_code = ctx->code;
-	e->si_errno = ctx->errno;
-	e->result = ctx->result;
-	bpf_probe_read_kernel(e->target_comm, sizeof(e->target_comm), ctx->comm);
 	submit(e);
 	return 0;
 }

@@ -15,7 +15,7 @@
 #ifndef SHMBPF_EVENTS_H
 #define SHMBPF_EVENTS_H
 
-#define SHMBPF_ABI_VERSION 3
+#define SHMBPF_ABI_VERSION 4
 
 #define SHMBPF_COMM_LEN 16
 /* Paths as passed by the caller and in-mount paths: longer ones are
@@ -76,6 +76,9 @@ enum shmbpf_fs {
 #define SHMBPF_F_ABSOLUTE  0x8	/* path as passed starts with '/' */
 #define SHMBPF_F_MNT_ROOT  0x10 /* component walk reached the mount root */
 #define SHMBPF_F_NEW_START 0x20 /* path record: start_* is newpath's start directory */
+#define SHMBPF_F_INTERNAL  0x40 /* sigbus: the file is on a kernel-internal mount (memfd, SysV) */
+#define SHMBPF_F_BEYOND_EOF                                                                        \
+	0x80 /* sigbus: the faulting page starts at or past the end of the file */
 
 /* Common header: every record starts with it. 64 bytes. */
 struct shmbpf_hdr {
@@ -179,8 +182,19 @@ struct shmbpf_free_event {
 	__u8 pad[7];
 };
 
+/* What the kernel found at the faulting address of a SIGBUS. */
+enum shmbpf_fault_lookup {
+	SHMBPF_FAULT_NOT_A_FAULT = 0, /* sent by a process, or to another task */
+	SHMBPF_FAULT_FILE = 1,	      /* a file mapping: the file fields are set */
+	SHMBPF_FAULT_ANON = 2,	      /* a mapping without a file */
+	SHMBPF_FAULT_NO_VMA = 3,      /* no mapping holds the address */
+	SHMBPF_FAULT_UNKNOWN = 4,     /* no address, or the lookup could not run */
+};
+
 /* SIGBUS generated. hdr describes the task that generated it (for a
- * fault, the faulting task itself). */
+ * fault, the faulting task itself). For a fault (si_code > 0, sent by the
+ * task to itself), the mapping that holds the faulting address and its
+ * file are looked up in the kernel, before the process dies with them. */
 struct shmbpf_sigbus_event {
 	struct shmbpf_hdr hdr;
 	__u32 target_pid;
@@ -188,6 +202,23 @@ struct shmbpf_sigbus_event {
 	__s32 si_errno;
 	__s32 result; /* TRACE_SIGNAL_* delivery result */
 	char target_comm[SHMBPF_COMM_LEN];
+	__u64 addr;		/* the faulting address, 0 if unknown */
+	__u64 offset;		/* its offset in the mapped file */
+	__u64 ino;		/* the mapped file's inode */
+	__u64 size;		/* its i_size */
+	__u64 bytes;		/* its i_blocks * 512 */
+	__u64 mount_max_bytes;	/* tmpfs: the mount's size, 0 if unlimited or unknown */
+	__u64 mount_used_bytes; /* tmpfs: bytes in use on it (the kernel's per-CPU-batched count) */
+	__u32 dev;		/* the file's superblock: major << 20 | minor */
+	__u32 mnt_id;		/* the mapping's mount id, 0 if unknown */
+	__u32 flags_ev;		/* SHMBPF_F_UNLINKED, SHMBPF_F_INTERNAL, SHMBPF_F_TRUNCATED, ... */
+	__u8 fs;		/* enum shmbpf_fs of the file (regular files only) */
+	__u8 lookup;		/* enum shmbpf_fault_lookup */
+	__u8 ncomp;		/* components filled in */
+	__u8 pad0;
+	__u16 comp_len; /* bytes used in components, including NULs */
+	__u16 pad1[3];
+	char components[SHMBPF_PATH_LEN]; /* the file's path in its mount, leaf first */
 };
 
 struct shmbpf_exit_event {

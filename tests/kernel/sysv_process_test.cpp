@@ -1,5 +1,5 @@
-// Kernel tests for System V segments and process events (exit, exec,
-// SIGBUS), and for the lost-record counter: real BPF programs, real
+// Kernel tests for System V segments and process events (exit, exec; SIGBUS
+// is sigbus_test.cpp's), and for the lost-record counter: real BPF programs, real
 // syscalls from children with their own comm, every field checked.
 #include "facts/dev.hpp"
 #include "kernel/harness.hpp"
@@ -194,61 +194,6 @@ TEST(SysvEvents, KeyedSegmentCreatedOnlyOnce) {
     EXPECT_EQ(e.flags, uint32_t(calls[i].flags));
     EXPECT_EQ(e.created, calls[i].created);
   }
-}
-
-// A tmpfs of 64 KiB on a fresh directory, so that a mapping larger than
-// that runs out of pages and the faulting process gets SIGBUS.
-class SmallTmpfs : public ::testing::Test {
-protected:
-  void SetUp() override { ASSERT_TRUE(tmpfs_.mount("size=64k,mode=0700")); }
-
-  TmpfsMount tmpfs_;
-};
-
-TEST_F(SmallTmpfs, SigbusWhenFull) {
-  SHMBPF_COLLECTOR(col);
-  const std::string comm = "sigbus-fill";
-  const std::string file = tmpfs_.dir() + "/fill";
-  Child c = run_child(comm, [&] {
-    // No core dump: it would be slow and litter the working directory.
-    prctl(PR_SET_DUMPABLE, 0);
-    // The kernel's own SIGBUS death, even under AddressSanitizer, which
-    // handles the signal to report it and exits with 1 instead.
-    signal(SIGBUS, SIG_DFL);
-    int fd = open(file.c_str(), O_CREAT | O_RDWR, 0600);
-    if (fd < 0 || ftruncate(fd, mib) != 0)
-      return 1;
-    auto *p =
-        static_cast<volatile char *>(mmap(nullptr, mib, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
-    if (p == MAP_FAILED)
-      return 2;
-    const long page = sysconf(_SC_PAGESIZE);
-    for (uint64_t off = 0; off < mib; off += page)
-      p[off] = 1;
-    return 3; // should have died before
-  });
-  ASSERT_TRUE(WIFSIGNALED(c.status)) << "status " << c.status;
-  ASSERT_EQ(WTERMSIG(c.status), SIGBUS);
-
-  auto bus = col->wait_for([&](const Event &e) {
-    return e.type == EventType::sigbus && e.target_pid == uint32_t(c.pid);
-  });
-  ASSERT_EQ(bus.size(), 1u);
-  // A fault: the faulting task generates the signal for itself.
-  expect_header(bus[0], c.pid, comm);
-  EXPECT_EQ(bus[0].tid, uint32_t(c.pid));
-  EXPECT_EQ(bus[0].kind, Kind::none);
-  EXPECT_EQ(bus[0].target_comm, comm);
-  EXPECT_EQ(bus[0].si_code, BUS_ADRERR);
-  EXPECT_EQ(bus[0].ret, 0);
-
-  auto ex = col->wait_for(
-      [&](const Event &e) { return e.type == EventType::exit && e.pid == uint32_t(c.pid); });
-  ASSERT_EQ(ex.size(), 1u);
-  expect_header(ex[0], c.pid, comm);
-  EXPECT_EQ(ex[0].exit_code & 0x7f, uint32_t(SIGBUS));
-  EXPECT_EQ((ex[0].exit_code >> 8) & 0xff, 0u);
-  EXPECT_GT(ex[0].ts_ns, bus[0].ts_ns);
 }
 
 // Exit events of pid, after giving a duplicate time to show up.

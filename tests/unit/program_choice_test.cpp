@@ -34,13 +34,13 @@ std::vector<ProgramRef> object_programs() {
 const HookCheck kAllHooks = [](const std::string &) { return std::string(); };
 
 KernelFeatures kernel_6_18() {
-  return {"6.18.0", true, true, true, KernelFeatures::FreeArg::folio};
+  return {"6.18.0", true, true, true, KernelFeatures::FreeArg::folio, true};
 }
 KernelFeatures kernel_6_1() {
-  return {"6.1.0-57-amd64", false, true, true, KernelFeatures::FreeArg::folio};
+  return {"6.1.0-57-amd64", false, true, true, KernelFeatures::FreeArg::folio, true};
 }
 KernelFeatures kernel_5_10() {
-  return {"5.10.0-46-amd64", false, false, false, KernelFeatures::FreeArg::page};
+  return {"5.10.0-46-amd64", false, false, false, KernelFeatures::FreeArg::page, false};
 }
 
 const HookStatus &hook(const ProgramChoice &c, const std::string &name) {
@@ -105,6 +105,40 @@ TEST(ProgramChoice, WithoutAtomicsTheNameTableWritersHaveTheirOwnBuild) {
   // Only the name table's race reports less; the others only cost time.
   for (const Fallback &f : c.fallbacks)
     EXPECT_EQ(f.lossy, f.feature == "BPF atomics (v5.12)") << f.feature;
+}
+
+bool has_fallback(const ProgramChoice &c, std::string_view feature) {
+  return std::any_of(c.fallbacks.begin(), c.fallbacks.end(),
+                     [&](const Fallback &f) { return f.feature.find(feature) == 0; });
+}
+
+// The object's programs and the SIGBUS hook's, built three times like the
+// name table's writers (bpf/tmpfs.bpf.c).
+std::vector<ProgramRef> with_signal() {
+  std::vector<ProgramRef> p = object_programs();
+  const std::string sig = "tracepoint__signal__signal_generate";
+  for (const char *suffix : {"", "_compat", "_compat_noatomic"})
+    p.push_back({sig + suffix, "tracepoint/signal/signal_generate"});
+  return p;
+}
+
+TEST(ProgramChoice, SigbusFindsItsMappingWithFindVmaWhereTheKernelHasIt) {
+  // 6.1: the compat build, whose lookup is bpf_find_vma.
+  ProgramChoice c = choose_programs(with_signal(), kernel_6_1(), kAllHooks);
+  EXPECT_EQ(hook(c, "signal/signal_generate").build, Build::compat);
+  EXPECT_FALSE(has_fallback(c, "bpf_find_vma"));
+  // 5.10: the noatomic build, which searches the VMA rbtree instead.
+  c = choose_programs(with_signal(), kernel_5_10(), kAllHooks);
+  EXPECT_EQ(hook(c, "signal/signal_generate").build, Build::compat_noatomic);
+  EXPECT_TRUE(has_fallback(c, "bpf_find_vma"));
+  // A compat kernel without the helper (v5.12 to v5.16) searches it too.
+  KernelFeatures f = kernel_6_1();
+  f.find_vma = false;
+  c = choose_programs(with_signal(), f, kAllHooks);
+  EXPECT_TRUE(has_fallback(c, "bpf_find_vma"));
+  c = choose_programs(with_signal(), kernel_6_18(), kAllHooks);
+  EXPECT_EQ(hook(c, "signal/signal_generate").build, Build::fast);
+  EXPECT_FALSE(has_fallback(c, "bpf_find_vma"));
 }
 
 TEST(ProgramChoice, AMissingHookIsOffAndSaysWhatIsLost) {

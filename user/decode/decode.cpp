@@ -16,7 +16,7 @@ static_assert(sizeof(shmbpf_file_event) == 640);
 static_assert(sizeof(shmbpf_path_event) == 896);
 static_assert(sizeof(shmbpf_sysv_event) == 96);
 static_assert(sizeof(shmbpf_free_event) == 112);
-static_assert(sizeof(shmbpf_sigbus_event) == 96);
+static_assert(sizeof(shmbpf_sigbus_event) == 432);
 static_assert(sizeof(shmbpf_exit_event) == 72);
 static_assert(sizeof(shmbpf_exec_event) == 408);
 
@@ -89,6 +89,46 @@ void decode_file(const shmbpf_file_event &r, Event &e) {
     e.kind = Kind::memfd;
   else
     e.kind = kind_of_name(e.name);
+}
+
+void decode_sigbus(const shmbpf_sigbus_event &r, Event &e) {
+  e.target_pid = r.target_pid;
+  cstr(e.target_comm, r.target_comm, sizeof(r.target_comm));
+  e.si_code = r.si_code;
+  e.fault = r.lookup <= static_cast<uint8_t>(FaultLookup::unknown)
+                ? static_cast<FaultLookup>(r.lookup)
+                : FaultLookup::unknown;
+  e.addr = r.addr;
+  if (e.fault != FaultLookup::file)
+    return;
+  e.dev = r.dev;
+  e.mnt_id = r.mnt_id;
+  e.ino = r.ino;
+  e.size = r.size;
+  e.bytes = r.bytes;
+  e.offset = r.offset;
+  e.fs = r.fs;
+  e.mount_size = r.mount_max_bytes;
+  e.mount_used = r.mount_used_bytes;
+  e.unlinked = r.flags_ev & SHMBPF_F_UNLINKED;
+  e.truncated = r.flags_ev & SHMBPF_F_TRUNCATED;
+  e.beyond_eof = r.flags_ev & SHMBPF_F_BEYOND_EOF;
+  const size_t clen = std::min<size_t>(r.comp_len, sizeof(r.components));
+  const std::string_view leaf(r.components, strnlen(r.components, clen));
+  if (r.flags_ev & SHMBPF_F_INTERNAL) {
+    // A kernel-internal mount: a SysV segment ("SYSV<key>", its inode
+    // number is its shmid) or a memfd ("memfd:<name>").
+    e.name.assign(leaf);
+    if (leaf.starts_with("SYSV")) {
+      e.kind = Kind::sysv;
+      e.shmid = static_cast<int32_t>(r.ino);
+    } else {
+      e.kind = Kind::memfd;
+    }
+    return;
+  }
+  join_components_into(e.name, r.components, clen, r.flags_ev & SHMBPF_F_MNT_ROOT);
+  e.kind = r.fs != SHMBPF_FS_UNKNOWN ? Kind::tmpfs : Kind::none;
 }
 
 void decode_path(const shmbpf_path_event &r, Event &e) {
@@ -255,13 +295,9 @@ bool decode_event_into(const void *data, size_t len, Event &e, std::string *why)
   case SHMBPF_EV_FREE:
     decode_free(copy_record<shmbpf_free_event>(data), e);
     break;
-  case SHMBPF_EV_SIGBUS: {
-    auto r = copy_record<shmbpf_sigbus_event>(data);
-    e.target_pid = r.target_pid;
-    cstr(e.target_comm, r.target_comm, sizeof(r.target_comm));
-    e.si_code = r.si_code;
+  case SHMBPF_EV_SIGBUS:
+    decode_sigbus(copy_record<shmbpf_sigbus_event>(data), e);
     break;
-  }
   case SHMBPF_EV_EXIT:
     e.exit_code = copy_record<shmbpf_exit_event>(data).exit_code;
     break;

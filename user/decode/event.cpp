@@ -32,7 +32,14 @@ constexpr std::array<std::string_view, 15> kOriginNames{
     "",          "open",      "openat",       "openat2",  "creat",
     "ftruncate", "fallocate", "unlink",       "unlinkat", "rename",
     "renameat",  "renameat2", "memfd_create", "link",     "linkat"};
+constexpr std::array<std::string_view, 5> kFaultNames{"not-a-fault", "file", "anon", "no-mapping",
+                                                      "unknown"};
 } // namespace
+
+std::string_view to_string(FaultLookup f) {
+  auto i = static_cast<size_t>(f);
+  return i < kFaultNames.size() ? kFaultNames[i] : "unknown";
+}
 
 std::string_view to_string(EventType t) {
   for (auto &[v, n] : kEventNames)

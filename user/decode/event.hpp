@@ -52,12 +52,26 @@ enum class Origin : uint8_t {
   linkat = 14,
 };
 
+// What the kernel found at a SIGBUS's faulting address (mirrors enum
+// shmbpf_fault_lookup).
+enum class FaultLookup : uint8_t {
+  not_a_fault = 0, // sent by a process (kill), or to another task
+  file = 1,        // a file mapping: dev, ino, name, size, offset are set
+  anon = 2,        // a mapping without a file
+  no_vma = 3,      // no mapping holds the address
+  unknown = 4,     // no address, or the lookup could not run
+};
+
+// Event::fs values (enum shmbpf_fs).
+inline constexpr uint8_t kFsUnknown = 0, kFsTmpfs = 1, kFsHugetlbfs = 2;
+
 // Arrays indexed by an EventType's value have this many slots.
 inline constexpr size_t kEventTypeSlots = static_cast<size_t>(EventType::exec) + 1;
 
 std::string_view to_string(EventType t);
 std::string_view to_string(Kind k);
 std::string_view to_string(Origin o);
+std::string_view to_string(FaultLookup f);
 std::optional<EventType> parse_event_type(std::string_view s);
 std::optional<Kind> parse_kind(std::string_view s);
 
@@ -122,10 +136,17 @@ struct Event {
   uint64_t addr = 0;
   uint8_t created = 2; // 1 created, 0 existing, 2 unknown
 
-  // sigbus.
+  // sigbus. A fault's file is in the file fields above (dev, mnt_id, ino,
+  // size, bytes, fs, unlinked, name; shmid for a SysV segment), and its
+  // faulting address in addr.
   uint32_t target_pid = 0;
   std::string target_comm;
   int32_t si_code = 0;
+  FaultLookup fault = FaultLookup::not_a_fault;
+  uint64_t offset = 0;     // the faulting address's offset in the file
+  bool beyond_eof = false; // the faulting page starts at or past the file's end
+  uint64_t mount_size = 0; // tmpfs: the mount's size at the fault, 0 unlimited or unknown
+  uint64_t mount_used = 0; // tmpfs: bytes in use on it then
 
   // exit / exec.
   uint32_t exit_code = 0;

@@ -9,6 +9,7 @@
 #include "facts/container_name.hpp"
 #include "facts/mounts.hpp"
 #include "facts/scan.hpp"
+#include "model/bus_errors.hpp"
 #include "model/containers.hpp"
 #include "model/seg_table.hpp"
 #include "model/types.hpp"
@@ -195,7 +196,10 @@ public:
   void set_scan_gaps(std::vector<ScanGap> gaps) { scan_gaps_ = std::move(gaps); }
   const std::vector<ScanGap> &scan_gaps() const { return scan_gaps_; }
   // totals().sigbus without a walk over the segments.
-  uint64_t sigbus() const { return sigbus_; }
+  uint64_t sigbus() const { return bus_errors_.total(); }
+  // SIGBUS faults: the recent ones, and by mount (device) and cgroup.
+  const BusErrorLog &bus_errors() const { return bus_errors_; }
+
   size_t segment_count() const { return segs_.size(); }
 
 private:
@@ -397,7 +401,7 @@ private:
   std::unordered_map<uint32_t, std::string> dev_names_; // dev -> a mountpoint
   RateCounter creates_;                                 // host-wide, outlives the processes
   RateCounter unlinks_;
-  uint64_t sigbus_ = 0;
+  BusErrorLog bus_errors_;
   uint32_t next_serial_ = 0;
   uint64_t last_ts_ = 0;
   EngineStats stats_;

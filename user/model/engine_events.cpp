@@ -370,11 +370,43 @@ void Engine::on_exec(const Event &e) { release(e.pid, touch_process(e), true, e.
 void Engine::on_sigbus(const Event &e) {
   // Kernel-generated (a fault, the interesting case) has si_code > 0;
   // kill(2) and friends have si_code <= 0.
-  if (e.si_code > 0) {
-    ++touch_process(e).sigbus;
-    ++sigbus_;
-  } else
+  if (e.si_code <= 0) {
     ++stats_.ignored;
+    return;
+  }
+  ++touch_process(e).sigbus;
+  BusError b;
+  b.ts_ns = e.ts_ns;
+  b.pid = e.pid;
+  b.tid = e.tid;
+  b.comm = e.comm;
+  b.cgroup_id = e.cgroup_id;
+  b.mntns = e.mntns;
+  b.fault = e.fault;
+  b.addr = e.addr;
+  if (e.fault == FaultLookup::file) {
+    b.kind = e.kind;
+    b.dev = e.dev;
+    b.ino = e.ino;
+    b.shmid = e.shmid;
+    b.offset = e.offset;
+    b.file_size = e.size;
+    b.file_bytes = e.bytes;
+    b.mount_size = e.mount_size;
+    b.mount_used = e.mount_used;
+    b.unlinked = e.unlinked;
+    b.cause = bus_cause(e);
+    if (e.kind == Kind::memfd || e.kind == Kind::sysv) {
+      b.path = e.name;
+    } else {
+      b.mountpoint = mountpoint_of(false, e.mnt_id, e.dev);
+      if (!e.full_path.empty())
+        b.path = e.full_path; // the resolver's
+      else
+        b.path = b.mountpoint.empty() || b.mountpoint == "/" ? e.name : b.mountpoint + e.name;
+    }
+  }
+  bus_errors_.record(std::move(b));
 }
 
 } // namespace shmbpf

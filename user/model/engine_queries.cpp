@@ -449,6 +449,13 @@ std::vector<ContainerInfo> Engine::containers(uint64_t now_ns) const {
     r.unlinks += p.unlinks.count;
     r.create_rate += p.creates.rate(now_ns);
   }
+  // Faults by the container their process was in (exited ones included).
+  for (const auto &[cgroup, b] : bus_errors_.by_cgroup()) {
+    ContainerInfo &r = row(container_of(cgroup));
+    r.sigbus += b.count;
+    if (!r.last_sigbus || r.last_sigbus->ts_ns < b.last.ts_ns)
+      r.last_sigbus = b.last;
+  }
   const NsContainers ns = ns_containers();
   // Neighbouring segments mostly share a container: skip the map then.
   const ContainerRef *last = nullptr;
@@ -497,6 +504,10 @@ std::vector<MountUsage> Engine::mounts() const {
       u.tracked_bytes = d->second.bytes;
       u.segments = d->second.segments;
       u.enospc = d->second.enospc;
+    }
+    if (auto b = bus_errors_.by_dev().find(m.state.dev); b != bus_errors_.by_dev().end()) {
+      u.sigbus = b->second.count;
+      u.last_sigbus = b->second.last;
     }
     const double limit = static_cast<double>(m.state.size_limit);
     const double used = static_cast<double>(u.mount.used_bytes);
@@ -570,7 +581,7 @@ EngineTotals Engine::totals(uint64_t now_ns, uint64_t orphan_min_age_ns) const {
   t.unlinks = unlinks_.count;
   t.create_rate = creates_.rate(now_ns);
   t.unlink_rate = unlinks_.rate(now_ns);
-  t.sigbus = sigbus_;
+  t.sigbus = bus_errors_.total();
   return t;
 }
 

@@ -145,6 +145,23 @@ PathResolver::Outcome PathResolver::resolve(Event &e) {
   case EventType::memfd_create:
     remember(e, e.name, Kind::memfd);
     return Outcome::resolved;
+  case EventType::sigbus: {
+    // The file behind a fault: its mount joined to its in-mount path, as
+    // for an open; an unlinked file keeps the path it was known by.
+    if (e.fault != FaultLookup::file || e.kind != Kind::tmpfs)
+      return Outcome::resolved;
+    if (e.unlinked) {
+      if (auto it = inodes_.find({e.dev, e.ino}); it != inodes_.end())
+        e.full_path.assign(it->second.path);
+      return Outcome::resolved;
+    }
+    auto m = by_id_.find(e.mnt_id);
+    if (m == by_id_.end() || m->second.dev != e.dev)
+      return Outcome::unknown_mount;
+    if (join_mount_path_into(joined_, m->second, e.name))
+      e.full_path.assign(joined_);
+    return Outcome::resolved;
+  }
   case EventType::free: {
     auto it = inodes_.find({e.dev, e.ino});
     if (it != inodes_.end()) {

@@ -5,6 +5,7 @@
 
 #include "decode/event.hpp"
 #include "facts/mounts.hpp"
+#include "model/bus_errors.hpp"
 #include "model/containers.hpp"
 
 #include <cstddef>
@@ -174,6 +175,8 @@ struct ContainerInfo {
   uint64_t creates = 0; // summed over live processes
   uint64_t unlinks = 0;
   double create_rate = 0;
+  uint64_t sigbus = 0;                 // SIGBUS faults of its processes since start
+  std::optional<BusError> last_sigbus; // the latest of them
 };
 
 struct MountUsage {
@@ -184,6 +187,8 @@ struct MountUsage {
   double growth_bytes_per_s = 0;         // least-squares slope over the sample window
   std::optional<double> seconds_to_full; // nullopt unless growing towards a limit
   uint64_t enospc = 0;                   // failed resizes with ENOSPC
+  uint64_t sigbus = 0;                   // SIGBUS faults on a file of this filesystem
+  std::optional<BusError> last_sigbus;   // the latest of them
   // The container whose processes own the mount's namespace (a container's
   // own /dev/shm), by the rule that gives a segment of unknown creator its
   // container; id "" for the host or a namespace no one container owns.

@@ -99,6 +99,7 @@ KernelFeatures probe_kernel_features() {
   }
   f.task_pt_regs =
       libbpf_probe_bpf_helper(BPF_PROG_TYPE_TRACEPOINT, BPF_FUNC_task_pt_regs, nullptr) == 1;
+  f.find_vma = libbpf_probe_bpf_helper(BPF_PROG_TYPE_TRACEPOINT, BPF_FUNC_find_vma, nullptr) == 1;
   f.atomics = has_atomics();
   return f;
 }

@@ -356,6 +356,7 @@ Probe::Probe(const ProbeOptions &opts, bool attach_now) {
     features_.release += std::string(" as SHMBPF_BUILD=") + b;
   }
   skel_->rodata->have_task_pt_regs = features_.task_pt_regs ? 1 : 0;
+  skel_->rodata->have_find_vma = features_.find_vma ? 1 : 0;
   TracepointList tracepoints(tracefs);
   auto missing = [&](const std::string &sec) -> std::string {
     if (auto tp = tracepoint_of(sec); !tp.empty())

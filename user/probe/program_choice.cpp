@@ -13,6 +13,7 @@ constexpr std::string_view kCompat = "_compat";
 // The free hook's program for kernels whose tracepoint passes a page.
 constexpr std::string_view kPageFlavour = "_page";
 constexpr std::string_view kFreeHook = "mm_filemap_delete_from_page_cache";
+constexpr std::string_view kSignalHook = "signal/signal_generate";
 
 // What each hook reports, and what is left when it is off.
 struct HookMeaning {
@@ -108,6 +109,7 @@ bool lower_features(KernelFeatures &f, std::string_view build) {
   f.rdonly_cast = false;
   if (build == build_name(Build::compat_noatomic)) {
     f.task_pt_regs = false;
+    f.find_vma = false;
     f.atomics = false;
   }
   return true;
@@ -127,6 +129,7 @@ ProgramChoice choose_programs(const std::vector<ProgramRef> &programs,
 
   const std::vector<Build> order = preference(features);
   bool compat_loaded = false, noatomic_loaded = false, page_loaded = false;
+  bool sigbus_by_rbtree = false;
   for (const std::string &section : sections) {
     HookStatus h;
     h.hook = hook_of(section);
@@ -175,6 +178,9 @@ ProgramChoice choose_programs(const std::vector<ProgramRef> &programs,
     out.load.push_back(pick->name);
     compat_loaded = compat_loaded || h.build != Build::fast;
     noatomic_loaded = noatomic_loaded || h.build == Build::compat_noatomic;
+    if (h.hook == kSignalHook)
+      sigbus_by_rbtree =
+          h.build == Build::compat_noatomic || (h.build == Build::compat && !features.find_vma);
     page_loaded = page_loaded || (free_hook && parse(pick->name).page_flavour);
     out.hooks.push_back(std::move(h));
   }
@@ -197,6 +203,12 @@ ProgramChoice choose_programs(const std::vector<ProgramRef> &programs,
          "slot at once can lose a name, and that file's unlink or rename is then found by "
          "reconciliation",
          true});
+  if (sigbus_by_rbtree)
+    out.fallbacks.push_back({"bpf_find_vma (v5.17)",
+                             "the mapping at a SIGBUS's address is found by a search of the "
+                             "process's VMA tree (mm_rb), which kernels from v6.1 on no longer "
+                             "have: there a SIGBUS is reported without its file",
+                             false});
   if (page_loaded)
     out.fallbacks.push_back({"a folio in mm_filemap_delete_from_page_cache (v5.17)",
                              "freed pages counted from the head page and its compound order",

@@ -26,6 +26,8 @@ struct KernelFeatures {
   // on), a page, another type, or nothing (not in the kernel's BTF).
   enum class FreeArg { absent, folio, page, other };
   FreeArg free_arg = FreeArg::absent;
+  // The helper bpf_find_vma (v5.17): the mapping at a SIGBUS's address.
+  bool find_vma = false;
 };
 
 // A program of the object, as libbpf names it.
@@ -55,7 +57,7 @@ ProgramChoice choose_programs(const std::vector<ProgramRef> &programs,
 // SHMBPF_BUILD: features lowered to what an older kernel offers, so that
 // its builds load here (tests of the fallbacks on a new kernel): "compat"
 // as without bpf_rdonly_cast (v6.1), "compat_noatomic" as without
-// bpf_task_pt_regs and atomics too (v5.10); "" or "fast" change nothing.
+// bpf_task_pt_regs, bpf_find_vma and atomics too (v5.10); "" or "fast" change nothing.
 // False for any other value.
 bool lower_features(KernelFeatures &f, std::string_view build);
 

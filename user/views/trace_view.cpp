@@ -1,5 +1,6 @@
 #include "views/trace_view.hpp"
 
+#include "model/bus_errors.hpp"
 #include "views/escape.hpp"
 #include "views/json.hpp"
 #include "views/text_width.hpp"
@@ -172,7 +173,8 @@ void size_column(std::string &out, const Event &e) {
 }
 
 void path_column(std::string &out, const Event &e) {
-  if (e.type == EventType::sigbus || e.type == EventType::exit || e.type == EventType::exec)
+  if ((e.type == EventType::sigbus && e.fault != FaultLookup::file) || e.type == EventType::exit ||
+      e.type == EventType::exec)
     out += '-';
   else if (!e.full_path.empty())
     append_escaped_text(out, e.full_path);
@@ -261,6 +263,24 @@ void details_column(Details &d, const Event &e) {
     append_escaped_text(out, e.target_comm);
     out += ')';
     d.dec("code", e.si_code);
+    if (e.fault == FaultLookup::not_a_fault)
+      return;
+    if (e.addr != 0)
+      d.hex("addr", e.addr);
+    if (e.fault != FaultLookup::file) {
+      d.text("mapping", to_string(e.fault));
+      return;
+    }
+    inode_details(d, e);
+    d.dec("offset", e.offset);
+    d.dec("size", e.size);
+    if (e.mount_size != 0) {
+      std::string &m = d.key("mount");
+      append_dec(m, e.mount_used);
+      m += '/';
+      append_dec(m, e.mount_size);
+    }
+    d.text("cause", to_string(bus_cause(e)));
   } else if (e.type == EventType::exit) {
     const WaitStatus w = wait_status(e.exit_code);
     if (w.signal != 0) {
@@ -466,6 +486,30 @@ void TraceFormatter::write_json_fields(JsonWriter &j, std::string &out, const Ev
       j.null("created");
   } else if (e.type == EventType::sigbus) {
     j.num("target_pid", e.target_pid).str("target_comm", e.target_comm).num("si_code", e.si_code);
+    // The fault: what the kernel found at its address (docs/EVENTS.md).
+    j.str("fault", to_string(e.fault));
+    if (e.fault == FaultLookup::not_a_fault)
+      return;
+    j.num("addr", e.addr);
+    if (e.fault != FaultLookup::file)
+      return;
+    append_json_dev(j.key("dev").raw_value(), e.dev);
+    j.num("ino", e.ino)
+        .str("path", best_path(e))
+        .str("name", e.name)
+        .num("mnt_id", e.mnt_id)
+        .num("offset", e.offset)
+        .num("size", e.size)
+        .num("bytes", e.bytes)
+        .boolean("beyond_eof", e.beyond_eof)
+        .boolean("unlinked", e.unlinked);
+    if (e.kind == Kind::sysv)
+      j.num("shmid", e.shmid);
+    if (e.mount_size != 0)
+      j.num("mount_size", e.mount_size).num("mount_used", e.mount_used);
+    else
+      j.null("mount_size").null("mount_used");
+    j.str("cause", to_string(bus_cause(e)));
   } else if (e.type == EventType::exit) {
     const WaitStatus w = wait_status(e.exit_code);
     j.num("exit_code", e.exit_code).num("exit_status", w.exit_status).num("signal", w.signal);

@@ -1,0 +1,205 @@
+// Kernel tests for SIGBUS: real faults of children, and what the kernel
+// found at the faulting address (the mapping's file, its offset and size,
+// the tmpfs's size and usage) checked against what the test knows.
+#include "facts/dev.hpp"
+#include "kernel/harness.hpp"
+#include "model/bus_errors.hpp"
+#include "support.hpp"
+
+#include <gtest/gtest.h>
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/utsname.h>
+
+#include <algorithm>
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+
+namespace shmbpf::test {
+namespace {
+
+constexpr uint64_t kib = 1024;
+constexpr uint64_t mib = 1024 * kib;
+
+// What a child reports before it faults: where it mapped the file and
+// which file it was.
+struct Mapped {
+  uint64_t addr = 0;
+  uint64_t dev = 0;
+  uint64_t ino = 0;
+};
+
+// The kernel's own SIGBUS death, without a core dump (slow, litter) and
+// even under AddressSanitizer, which would handle the signal and exit 1.
+void die_of_sigbus_plainly() {
+  prctl(PR_SET_DUMPABLE, 0);
+  signal(SIGBUS, SIG_DFL);
+}
+
+void record_mapping(Mapped &out, int fd, const void *p) {
+  struct stat st {};
+  fstat(fd, &st);
+  out.addr = reinterpret_cast<uintptr_t>(p);
+  out.dev = kernel_dev(st.st_dev);
+  out.ino = st.st_ino;
+}
+
+// The one SIGBUS event a child that died of it caused, its header checked.
+Event sigbus_of(Collector &col, const Child &c, const std::string &comm) {
+  EXPECT_TRUE(WIFSIGNALED(c.status)) << "status " << c.status;
+  EXPECT_EQ(WTERMSIG(c.status), SIGBUS);
+  auto bus = col.wait_for([&](const Event &e) {
+    return e.type == EventType::sigbus && e.target_pid == uint32_t(c.pid);
+  });
+  EXPECT_EQ(bus.size(), 1u);
+  if (bus.empty())
+    return {};
+  const Event &e = bus[0];
+  // A fault: the faulting task generates the signal for itself.
+  EXPECT_EQ(e.pid, uint32_t(c.pid));
+  EXPECT_EQ(e.tid, uint32_t(c.pid));
+  EXPECT_EQ(e.comm, comm);
+  EXPECT_EQ(e.target_comm, comm);
+  EXPECT_EQ(e.si_code, BUS_ADRERR);
+  EXPECT_EQ(e.ret, 0);
+  return e;
+}
+
+// Whether the loaded programs can find a fault's mapping on this kernel:
+// not the v5.10 build's rbtree search on a kernel that has no rbtree
+// (SHMBPF_BUILD=compat_noatomic on v6.1 or later, docs/KERNELS.md).
+bool finds_the_mapping(const Collector &col) {
+  const auto &fb = col.session().probe().fallbacks();
+  const bool by_rbtree = std::any_of(fb.begin(), fb.end(), [](const Fallback &f) {
+    return f.feature.starts_with("bpf_find_vma");
+  });
+  if (!by_rbtree)
+    return true;
+  utsname u{};
+  uname(&u);
+  int major = 0, minor = 0;
+  std::sscanf(u.release, "%d.%d", &major, &minor);
+  return major < 6 || (major == 6 && minor < 1);
+}
+
+// A tmpfs of 64 KiB: a mapping of a 1 MiB file on it runs out of pages.
+TEST(Sigbus, AFullTmpfsNamesTheFileTheMountAndTheOffset) {
+  TmpfsMount tmpfs;
+  ASSERT_TRUE(tmpfs.mount("size=64k,mode=0700"));
+  SHMBPF_COLLECTOR(col);
+  const std::string comm = "sigbus-fill";
+  const std::string file = tmpfs.dir() + "/fill";
+  const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  Shared<Mapped> m;
+  Child c = run_child(comm, [&] {
+    die_of_sigbus_plainly();
+    int fd = open(file.c_str(), O_CREAT | O_RDWR, 0600);
+    if (fd < 0 || ftruncate(fd, mib) != 0)
+      return 1;
+    auto *p =
+        static_cast<volatile char *>(mmap(nullptr, mib, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
+    if (p == MAP_FAILED)
+      return 2;
+    record_mapping(*m, fd, const_cast<char *>(p));
+    for (uint64_t off = 0; off < mib; off += page)
+      p[off] = 1;
+    return 3; // should have died before
+  });
+  const Event e = sigbus_of(*col, c, comm);
+  ASSERT_NE(m->addr, 0u);
+  // 64 KiB hold the first pages; the next one faults.
+  EXPECT_EQ(e.addr, m->addr + 64 * kib);
+  if (!finds_the_mapping(*col)) {
+    EXPECT_EQ(e.fault, FaultLookup::unknown);
+    return;
+  }
+  ASSERT_EQ(e.fault, FaultLookup::file);
+  EXPECT_EQ(e.kind, Kind::tmpfs);
+  EXPECT_EQ(e.fs, kFsTmpfs);
+  EXPECT_EQ(e.dev, m->dev);
+  EXPECT_EQ(e.ino, m->ino);
+  EXPECT_EQ(e.name, "/fill");
+  EXPECT_EQ(e.full_path, file);
+  EXPECT_EQ(e.offset, 64 * kib);
+  EXPECT_EQ(e.size, mib);
+  EXPECT_EQ(e.bytes, 64 * kib);
+  EXPECT_FALSE(e.beyond_eof);
+  EXPECT_FALSE(e.unlinked);
+  EXPECT_EQ(e.mount_size, 64 * kib);
+  // The kernel's count is batched per CPU: at most the size, never more.
+  EXPECT_LE(e.mount_used, 64 * kib);
+  EXPECT_EQ(bus_cause(e), BusCause::mount_full);
+  EXPECT_NE(e.mnt_id, 0u);
+
+  auto ex = col->wait_for(
+      [&](const Event &x) { return x.type == EventType::exit && x.pid == uint32_t(c.pid); });
+  ASSERT_EQ(ex.size(), 1u);
+  EXPECT_EQ(ex[0].exit_code & 0x7f, uint32_t(SIGBUS));
+  EXPECT_GT(ex[0].ts_ns, e.ts_ns);
+}
+
+// A memfd shrunk under its mapping: the page touched is past its end.
+TEST(Sigbus, AMemfdTouchedPastItsEnd) {
+  SHMBPF_COLLECTOR(col);
+  const std::string comm = "sigbus-memfd";
+  const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
+  Shared<Mapped> m;
+  Child c = run_child(comm, [&] {
+    die_of_sigbus_plainly();
+    int fd = memfd_create("kt-sigbus", MFD_CLOEXEC);
+    if (fd < 0 || ftruncate(fd, mib) != 0)
+      return 1;
+    auto *p =
+        static_cast<volatile char *>(mmap(nullptr, mib, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
+    if (p == MAP_FAILED || ftruncate(fd, page) != 0)
+      return 2;
+    record_mapping(*m, fd, const_cast<char *>(p));
+    p[2 * page + 5] = 1;
+    return 3;
+  });
+  const Event e = sigbus_of(*col, c, comm);
+  ASSERT_NE(m->addr, 0u);
+  EXPECT_EQ(e.addr, m->addr + 2 * page + 5);
+  if (!finds_the_mapping(*col)) {
+    EXPECT_EQ(e.fault, FaultLookup::unknown);
+    return;
+  }
+  ASSERT_EQ(e.fault, FaultLookup::file);
+  EXPECT_EQ(e.kind, Kind::memfd);
+  EXPECT_EQ(e.name, "memfd:kt-sigbus");
+  EXPECT_EQ(e.dev, m->dev);
+  EXPECT_EQ(e.ino, m->ino);
+  EXPECT_EQ(e.offset, 2 * page + 5);
+  EXPECT_EQ(e.size, page);
+  EXPECT_TRUE(e.beyond_eof);
+  // memfds live on the kernel's own mount: no size, and no mountpoint.
+  EXPECT_EQ(e.mount_size, 0u);
+  EXPECT_EQ(bus_cause(e), BusCause::beyond_eof);
+}
+
+// An anonymous mapping never faults with SIGBUS by itself; a signal sent
+// with kill(2) is not a fault and looks nothing up.
+TEST(Sigbus, AKilledProcessIsNotAFault) {
+  SHMBPF_COLLECTOR(col);
+  const std::string comm = "sigbus-kill";
+  Child c = run_child(comm, [&] {
+    die_of_sigbus_plainly();
+    kill(getpid(), SIGBUS);
+    return 3;
+  });
+  auto bus = col->wait_for([&](const Event &e) {
+    return e.type == EventType::sigbus && e.target_pid == uint32_t(c.pid);
+  });
+  ASSERT_EQ(bus.size(), 1u);
+  EXPECT_LE(bus[0].si_code, 0);
+  EXPECT_EQ(bus[0].fault, FaultLookup::not_a_fault);
+  EXPECT_EQ(bus[0].addr, 0u);
+  EXPECT_EQ(bus[0].ino, 0u);
+}
+
+} // namespace
+} // namespace shmbpf::test
