@@ -360,17 +360,17 @@ TEST(LsViewTest, MountsTableAndJson) {
   const auto lines = lines_of(t);
   ASSERT_EQ(lines.size(), 3u) << t;
   std::size_t at = 0;
-  for (const char *col :
-       {"MOUNTPOINT", "OWNER", "SIZE", "USED", "USE%", "GROWTH", "FULL IN", "SEGS", "TRACKED"}) {
+  for (const char *col : {"MOUNTPOINT", "OWNER", "SIZE", "USED", "USE%", "GROWTH", "FULL IN",
+                          "SEGS", "TRACKED", "SIGBUS"}) {
     at = lines[0].find(col, at);
     ASSERT_NE(at, std::string::npos) << col << "\n" << t;
   }
   EXPECT_EQ(fields_of(lines[1]),
             (std::vector<std::string>{"/dev/shm", "host", "64M", "16M", "25.0%", "+1.0M/s", "48s",
-                                      "3", "8.0M"}));
+                                      "3", "8.0M", "-"}));
   EXPECT_EQ(fields_of(lines[2]),
             (std::vector<std::string>{"/run/shm", "mntns:4026532001", "unlimited", "4.0K", "-",
-                                      "0/s", "-", "0", "0B"}));
+                                      "0/s", "-", "0", "0B", "-"}));
 
   const std::string out = mounts_json({m, unlimited});
   EXPECT_EQ(out.back(), '\n');

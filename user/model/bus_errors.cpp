@@ -47,12 +47,4 @@ void BusErrorLog::record(BusError e) {
   recent_.push_back(std::move(e));
 }
 
-std::vector<BusError> BusErrorLog::since(uint64_t since_ns) const {
-  std::vector<BusError> out;
-  for (const BusError &e : recent_)
-    if (e.ts_ns >= since_ns)
-      out.push_back(e);
-  return out;
-}
-
 } // namespace shmbpf

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "decode/event.hpp"
+#include "model/containers.hpp"
 
 #include <cstdint>
 #include <deque>
@@ -32,7 +33,8 @@ struct BusError {
   uint32_t pid = 0;
   uint32_t tid = 0;
   std::string comm;
-  uint64_t cgroup_id = 0; // the faulting process's: its container is resolved when read
+  uint64_t cgroup_id = 0; // the faulting process's
+  ContainerRef container; // its container (id "" = host), set by the Engine when read
   uint32_t mntns = 0;
   FaultLookup fault = FaultLookup::unknown;
   Kind kind = Kind::none; // none: no file, or a file that is not shared memory
@@ -49,6 +51,15 @@ struct BusError {
   uint64_t mount_used = 0;
   BusCause cause = BusCause::unknown;
   bool unlinked = false;
+};
+
+// SIGBUS faults counted by what an exporter labels them with: the
+// container of the faulting process and the mountpoint of the file ("" when
+// none is known, a memfd's, a SysV segment's).
+struct SigbusGroup {
+  ContainerRef container; // id "" = host
+  std::string mountpoint;
+  uint64_t count = 0;
 };
 
 // A count and the latest fault.
@@ -71,8 +82,6 @@ public:
   // cgroup's container is known. Bounded by mounts times cgroups.
   const std::map<std::pair<std::string, uint64_t>, uint64_t> &counts() const { return counts_; }
   uint64_t total() const { return total_; }
-  // The faults at or after since_ns, oldest first (from recent()).
-  std::vector<BusError> since(uint64_t since_ns) const;
 
 private:
   std::deque<BusError> recent_;

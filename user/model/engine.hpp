@@ -199,6 +199,12 @@ public:
   uint64_t sigbus() const { return bus_errors_.total(); }
   // SIGBUS faults: the recent ones, and by mount (device) and cgroup.
   const BusErrorLog &bus_errors() const { return bus_errors_; }
+  // The remembered faults at or after since_ns, oldest first, each with
+  // its container.
+  std::vector<BusError> sigbus_since(uint64_t since_ns) const;
+  // Every fault since start by (container, mountpoint), sorted by container
+  // id and mountpoint; the host with no mountpoint always has a group.
+  std::vector<SigbusGroup> sigbus_groups() const;
 
   size_t segment_count() const { return segs_.size(); }
 
@@ -367,6 +373,7 @@ private:
                                         const NsContainers &ns) const;
   uint64_t age_ns(const Segment &s, uint64_t now_ns) const;
   const ContainerRef *container_of(uint64_t cgroup_id) const;
+  BusError with_container(BusError b) const;
   ContainerRef pod_of(const std::string &uid) const;
   std::string mountpoint_of(const SegmentKey &key, const Segment &s) const;
   std::string mountpoint_of(bool sysv, uint32_t mnt_id, uint32_t dev) const;

@@ -122,6 +122,39 @@ uint64_t Engine::age_ns(const Segment &s, uint64_t now_ns) const {
   return sat_sub(now_ns, config_.start_ns);
 }
 
+BusError Engine::with_container(BusError b) const {
+  if (const ContainerRef *c = container_of(b.cgroup_id))
+    b.container = *c;
+  return b;
+}
+
+std::vector<BusError> Engine::sigbus_since(uint64_t since_ns) const {
+  std::vector<BusError> out;
+  for (const BusError &b : bus_errors_.recent())
+    if (b.ts_ns >= since_ns)
+      out.push_back(with_container(b));
+  return out;
+}
+
+std::vector<SigbusGroup> Engine::sigbus_groups() const {
+  std::map<std::pair<std::string, std::string>, SigbusGroup> groups;
+  groups[{"", ""}] = SigbusGroup{};
+  for (const auto &[key, count] : bus_errors_.counts()) {
+    const auto &[mountpoint, cgroup] = key;
+    const ContainerRef *c = container_of(cgroup);
+    SigbusGroup &g = groups[{c ? c->id : std::string(), mountpoint}];
+    if (c)
+      g.container = *c;
+    g.mountpoint = mountpoint;
+    g.count += count;
+  }
+  std::vector<SigbusGroup> out;
+  out.reserve(groups.size());
+  for (auto &[key, g] : groups)
+    out.push_back(std::move(g));
+  return out;
+}
+
 const ContainerRef *Engine::container_of(uint64_t cgroup_id) const {
   auto it = cgroups_.find(cgroup_id);
   if (it == cgroups_.end() || !it->second.container)
@@ -454,7 +487,7 @@ std::vector<ContainerInfo> Engine::containers(uint64_t now_ns) const {
     ContainerInfo &r = row(container_of(cgroup));
     r.sigbus += b.count;
     if (!r.last_sigbus || r.last_sigbus->ts_ns < b.last.ts_ns)
-      r.last_sigbus = b.last;
+      r.last_sigbus = with_container(b.last);
   }
   const NsContainers ns = ns_containers();
   // Neighbouring segments mostly share a container: skip the map then.
@@ -507,7 +540,7 @@ std::vector<MountUsage> Engine::mounts() const {
     }
     if (auto b = bus_errors_.by_dev().find(m.state.dev); b != bus_errors_.by_dev().end()) {
       u.sigbus = b->second.count;
-      u.last_sigbus = b->second.last;
+      u.last_sigbus = with_container(b->second.last);
     }
     const double limit = static_cast<double>(m.state.size_limit);
     const double used = static_cast<double>(u.mount.used_bytes);
@@ -582,6 +615,8 @@ EngineTotals Engine::totals(uint64_t now_ns, uint64_t orphan_min_age_ns) const {
   t.create_rate = creates_.rate(now_ns);
   t.unlink_rate = unlinks_.rate(now_ns);
   t.sigbus = bus_errors_.total();
+  if (!bus_errors_.recent().empty())
+    t.last_sigbus = with_container(bus_errors_.recent().back());
   return t;
 }
 

@@ -224,6 +224,7 @@ struct EngineTotals {
   double create_rate = 0; // per second, decayed like ProcessInfo's
   double unlink_rate = 0;
   uint64_t sigbus = 0; // kernel-generated SIGBUS since start
+  std::optional<BusError> last_sigbus;
 };
 
 struct EngineStats {

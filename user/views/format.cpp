@@ -1,5 +1,6 @@
 #include "views/format.hpp"
 
+#include "facts/dev.hpp"
 #include "views/escape.hpp"
 
 #include <algorithm>
@@ -144,7 +145,25 @@ std::optional<uint64_t> seconds_to_full(const MountUsage &m) {
   return static_cast<uint64_t>(*m.seconds_to_full);
 }
 
+std::string bus_error_text(const BusError &b, uint64_t now_ns) {
+  std::string t = human_age(now_ns > b.ts_ns ? (now_ns - b.ts_ns) / 1'000'000'000 : 0) +
+                  " ago, pid " + std::to_string(b.pid) + " (" + escape_text(b.comm) + "): ";
+  if (b.fault != FaultLookup::file) {
+    t += b.fault == FaultLookup::anon ? "an anonymous mapping" : "mapping unknown";
+    return t;
+  }
+  t += b.path.empty() ? "dev " + dev_string(b.dev) + " ino " + std::to_string(b.ino)
+                      : escape_text(b.path);
+  t += " at " + human_bytes(b.offset) + " of " + human_bytes(b.file_size) + ", " +
+       std::string(to_string(b.cause));
+  if (b.mount_size)
+    t += " (" + human_bytes(b.mount_used) + " of " + human_bytes(b.mount_size) + " used)";
+  return t;
+}
+
 bool mount_alert(const MountUsage &m) {
+  if (m.sigbus != 0) // a process died of this mount (or could have)
+    return true;
   if (m.percent && std::isfinite(*m.percent) && *m.percent > alert_percent)
     return true;
   const auto ttf = seconds_to_full(m);

@@ -54,8 +54,13 @@ std::string age_cell(const SegmentInfo &s, uint64_t now_ns);
 // Seconds until a mount is full at its present growth, when it is growing
 // towards a limit.
 std::optional<uint64_t> seconds_to_full(const MountUsage &m);
-// The mounts worth attention: over 90% full or full within an hour. One
-// rule for top's header, its rows and its JSON.
+// A SIGBUS fault in a line: when, who, what it hit and why, e.g. "12s ago,
+// pid 2690 (python3): /dev/shm/x at 1.0M of 4.0M, mount-full (64.0M of
+// 64.0M used)". Escaped for a terminal.
+std::string bus_error_text(const BusError &b, uint64_t now_ns);
+
+// The mounts worth attention: a SIGBUS on a file of theirs, over 90% full
+// or full within an hour. One rule for top's header, its rows and its JSON.
 bool mount_alert(const MountUsage &m);
 
 } // namespace shmbpf

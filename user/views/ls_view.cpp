@@ -184,7 +184,7 @@ void write_mount(JsonWriter &w, const MountUsage &m) {
     w.real("seconds_to_full", *m.seconds_to_full);
   else
     w.null("seconds_to_full");
-  w.num("enospc", m.enospc);
+  w.num("enospc", m.enospc).num("sigbus", m.sigbus);
   w.end_object();
 }
 

@@ -165,9 +165,19 @@ void counters(PrometheusWriter &w, const MetricsSnapshot &s) {
            "rescans to recover.");
   w.sample({}, c.lost);
   w.family("shmbpf_sigbus_total", Type::counter,
-           "SIGBUS faults the kernel generated since start: what touching a page of a full "
-           "/dev/shm causes.");
-  w.sample({}, s.sigbus);
+           "SIGBUS faults the kernel generated since start, by the faulting process's container "
+           "and the mount of the file it touched: what touching a page of a full /dev/shm "
+           "causes.");
+  for (const SigbusGroup &g : s.sigbus) {
+    const Owner owner(g.container);
+    w.sample({{"namespace", owner.pod_namespace},
+              {"pod", owner.pod},
+              {"pod_uid", owner.pod_uid},
+              {"container", owner.name},
+              {"id", owner.id},
+              {"mountpoint", g.mountpoint}},
+             g.count);
+  }
   w.family("shmbpf_bpf_program_attached", Type::gauge,
            "1 when the hook's program is attached; 0 when the hook is off on this kernel (what "
            "is lost: shmbpf doctor).");
@@ -221,7 +231,7 @@ MetricsSnapshot take_metrics_snapshot(const Engine &engine, MetricsCounters coun
   // Orphans as soon as they are orphans: an alert's `for:` does the waiting.
   s.segments = engine.segment_groups(counters.now_ns, 0);
   s.mounts = engine.mounts();
-  s.sigbus = engine.sigbus();
+  s.sigbus = engine.sigbus_groups();
   s.counters = std::move(counters);
   return s;
 }

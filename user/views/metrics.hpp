@@ -54,7 +54,7 @@ struct MetricsSnapshot {
   MetricsCounters counters;
   std::vector<SegmentGroup> segments; // every orphan counts, whatever its age
   std::vector<MountUsage> mounts;
-  uint64_t sigbus = 0; // kernel-generated SIGBUS since start
+  std::vector<SigbusGroup> sigbus; // kernel-generated SIGBUS since start
 };
 
 MetricsSnapshot take_metrics_snapshot(const Engine &engine, MetricsCounters counters);

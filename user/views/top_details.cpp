@@ -108,6 +108,15 @@ bool Details::segment(const std::string &id) {
     kv("holders", std::to_string(s.holders.size()));
     for (uint32_t pid : s.holders)
       line("  " + std::to_string(pid) + "  " + comm_of(pid));
+    // The latest fault on this very segment, if one is still remembered.
+    for (auto b = snap_.sigbus.rbegin(); b != snap_.sigbus.rend(); ++b)
+      if (b->fault == FaultLookup::file &&
+          (s.key.is_sysv() ? b->kind == Kind::sysv && b->shmid >= 0 &&
+                                 static_cast<uint64_t>(b->shmid) == s.key.ino_or_shmid
+                           : b->dev == s.key.dev_or_ipcns && b->ino == s.key.ino_or_shmid)) {
+        kv("sigbus", bus_error_text(*b, snap_.now_ns));
+        break;
+      }
     return true;
   }
   return false;
@@ -155,6 +164,9 @@ bool Details::container(const std::string &id) {
                        std::to_string(c.unlinks) + " unlinks");
     if (const MountUsage *m = rel_.shm_of(c.id))
       kv("/dev/shm", percent_text(m->percent) + " of " + size_limit_text(m->mount.size_limit));
+    if (c.sigbus)
+      kv("sigbus",
+         std::to_string(c.sigbus) + ", last " + bus_error_text(*c.last_sigbus, snap_.now_ns));
     Table t = table_of(process_columns(), top_column_gap);
     for (const ProcessInfo &p : snap_.processes)
       if (p.container_id == c.id &&
@@ -181,6 +193,9 @@ bool Details::mount(const std::string &id) {
     kv("growth", bytes_rate_text(m->growth_bytes_per_s, true) + ", full in " +
                      (ttf ? human_age(*ttf) : std::string("-")));
     kv("enospc", std::to_string(m->enospc) + " failed resizes");
+    kv("sigbus", std::to_string(m->sigbus) +
+                     (m->last_sigbus ? ", last " + bus_error_text(*m->last_sigbus, snap_.now_ns)
+                                     : std::string()));
     const uint32_t dev = m->mount.dev;
     segments_table(
         [dev](const SegmentInfo &s) { return !s.key.is_sysv() && s.key.dev_or_ipcns == dev; });

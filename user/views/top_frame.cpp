@@ -70,6 +70,8 @@ std::string mount_line(const MountUsage &m, std::string name, std::size_t name_w
   line += "  " + bytes_rate_text(m.growth_bytes_per_s, true);
   const auto ttf = seconds_to_full(m);
   line += "  full in " + (ttf ? human_age(*ttf) : std::string("-"));
+  if (m.sigbus)
+    line += "  SIGBUS " + std::to_string(m.sigbus);
   return line;
 }
 
@@ -109,6 +111,8 @@ void push_header(TopFrame &f, const TopSnapshot &snap, const TopState &st, const
            " unlinks/s   SIGBUS: " + std::to_string(t.sigbus) +
            "   Lost events: " + std::to_string(snap.lost) + (snap.lost ? " (!)" : ""),
        snap.lost || t.sigbus ? TopStyle::alert : TopStyle::normal, width);
+  if (t.last_sigbus)
+    push(f, "Last SIGBUS: " + bus_error_text(*t.last_sigbus, snap.now_ns), TopStyle::alert, width);
   // Files a scan could not reach are in no table: say so, at most twice.
   const auto gaps = scan_shortfall_lines(snap.scan_gaps);
   constexpr std::size_t kMaxGapLines = 2;

@@ -41,7 +41,7 @@ void mount_json(JsonWriter &w, const Relations &rel, const MountUsage &m) {
   opt_real(w, "percent", m.percent);
   w.real("growth_bytes_per_s", m.growth_bytes_per_s);
   opt_real(w, "seconds_to_full", m.seconds_to_full);
-  w.num("enospc", m.enospc).boolean("alert", mount_alert(m));
+  w.num("enospc", m.enospc).num("sigbus", m.sigbus).boolean("alert", mount_alert(m));
   w.end_object();
 }
 

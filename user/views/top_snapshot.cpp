@@ -17,6 +17,7 @@ TopSnapshot take_top_snapshot(const Engine &engine, TopCounters counters, const 
   s.totals = engine.totals(s.now_ns, top_orphan_min_age_ns);
   s.mounts = engine.mounts();
   s.scan_gaps = engine.scan_gaps();
+  s.sigbus = engine.sigbus_since(0);
   s.processes = engine.processes(s.now_ns);
   s.containers = engine.containers(s.now_ns);
   switch (segment_copy(state)) {
