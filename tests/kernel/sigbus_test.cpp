@@ -159,8 +159,9 @@ TEST(Sigbus, AFullTmpfsNamesTheFileTheMountAndTheOffset) {
   EXPECT_EQ(bus_cause(e), BusCause::mount_full);
   EXPECT_NE(e.mnt_id, 0u);
 
-  auto ex = col->wait_for(
-      [&](const Event &x) { return x.type == EventType::exit && x.pid == uint32_t(c.pid); });
+  auto ex = col->wait_for([pid = c.pid](const Event &x) {
+    return x.type == EventType::exit && x.pid == uint32_t(pid);
+  });
   ASSERT_EQ(ex.size(), 1u);
   EXPECT_EQ(ex[0].exit_code & 0x7f, uint32_t(SIGBUS));
   EXPECT_GT(ex[0].ts_ns, e.ts_ns);
