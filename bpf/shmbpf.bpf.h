@@ -38,6 +38,8 @@
 #define IPC_SHM_IDS   2
 #define SIGBUS	      7
 #define NAME_MAX      255
+#define ENOSPC	      28
+#define EDQUOT	      122
 
 /* Runtime settings, written by userspace between open and load. */
 SHMBPF_EXTERN const volatile __u32 page_size;

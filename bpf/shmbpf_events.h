@@ -15,7 +15,7 @@
 #ifndef SHMBPF_EVENTS_H
 #define SHMBPF_EVENTS_H
 
-#define SHMBPF_ABI_VERSION 4
+#define SHMBPF_ABI_VERSION 5
 
 #define SHMBPF_COMM_LEN 16
 /* Paths as passed by the caller and in-mount paths: longer ones are
@@ -40,7 +40,12 @@ enum shmbpf_event_type {
 	SHMBPF_EV_EXIT = 13,   /* last thread of a process exited */
 	SHMBPF_EV_EXEC = 14,
 	SHMBPF_EV_LINK = 15, /* link/linkat: a tracked file got one more name */
-	SHMBPF_EV_MAX = 16,
+	/* No space (ENOSPC, or EDQUOT from a tmpfs quota): a write to a tmpfs
+	 * or hugetlbfs file failed (shmbpf_file_event), or an open(O_CREAT)
+	 * failed to create a file (shmbpf_path_event: userspace finds its mount). */
+	SHMBPF_EV_NOSPACE_WRITE = 16,
+	SHMBPF_EV_NOSPACE_CREATE = 17,
+	SHMBPF_EV_MAX = 18,
 };
 
 /* The syscall (or hook) an event came from, for display and tests. */
@@ -60,6 +65,11 @@ enum shmbpf_origin {
 	SHMBPF_ORIG_MEMFD_CREATE = 12,
 	SHMBPF_ORIG_LINK = 13,
 	SHMBPF_ORIG_LINKAT = 14,
+	SHMBPF_ORIG_WRITE = 15,
+	SHMBPF_ORIG_PWRITE64 = 16,
+	SHMBPF_ORIG_WRITEV = 17,
+	SHMBPF_ORIG_PWRITEV = 18,
+	SHMBPF_ORIG_PWRITEV2 = 19,
 };
 
 /* Filesystem of the inode an event is about. */
@@ -98,9 +108,9 @@ struct shmbpf_hdr {
 };
 
 /*
- * create, open, memfd_create, resize.
+ * create, open, memfd_create, resize, a write without space.
  * path: for create/open the path as passed; for memfd_create the name as
- * passed (without the "memfd:" prefix); empty for resize.
+ * passed (without the "memfd:" prefix); empty for resize and writes.
  * components: the inode's path inside its mount, NUL-separated, leaf first
  * ("name\0dir\0"); for memfds the kernel's dentry name ("memfd:x").
  */
@@ -111,7 +121,9 @@ struct shmbpf_file_event {
 	__u64 ino;
 	__u64 size;	/* i_size after the call */
 	__u64 bytes;	/* i_blocks * 512 after the call: pages actually held */
-	__u64 arg_size; /* resize: requested length (ftruncate) or offset+len */
+	__u64 arg_size; /* resize: requested length (ftruncate) or offset+len;
+			 * write, pwrite64: the end it asked for (offset+count);
+			 * writev, pwritev(2): the offset it started at */
 	__u32 flags;	/* open flags / memfd flags / fallocate mode */
 	__u32 mode;	/* create mode as passed, or the inode's i_mode */
 	__s32 fd;	/* the fd returned or operated on, -1 if none */
@@ -126,7 +138,8 @@ struct shmbpf_file_event {
 };
 
 /*
- * unlink, rename, link. The kernel cannot resolve the path after the call,
+ * unlink, rename, link, and a create that failed for lack of space (flags:
+ * the open flags). The kernel cannot resolve the path after the call,
  * so it sends what userspace needs to do it: the path(s) as passed, the
  * dirfds, and a start directory (its mount and in-mount components): the
  * old path's when it is relative, else (SHMBPF_F_NEW_START) the new path's

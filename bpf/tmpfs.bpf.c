@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * tmpfs and hugetlbfs files, memfds: create, open, resize, unlink, rename,
- * link, pages freed, and the file behind a SIGBUS fault.
+ * link, pages freed, writes and creates that found no space, and the file
+ * behind a SIGBUS fault.
  *
  * Every hook here is a sys_exit tracepoint: the result decides whether the
  * event matters (a new fd's superblock magic), and the arguments are still
@@ -35,6 +36,137 @@ static __always_inline void fill_file_identity(struct shmbpf_file_event *e, stru
 	fill_file_fields(e, f, inode, sb);
 }
 
+/* An open's path, flags and mode, from its saved arguments. */
+static __always_inline void open_args(struct pt_regs *regs, __u16 origin, const char **upath,
+				      __u32 *flags, __u32 *mode)
+{
+	switch (origin) {
+	case SHMBPF_ORIG_OPEN:
+		*upath = (const char *)SYSCALL_ARG(regs, 1);
+		*flags = SYSCALL_ARG(regs, 2);
+		*mode = SYSCALL_ARG(regs, 3);
+		break;
+	case SHMBPF_ORIG_CREAT:
+		*upath = (const char *)SYSCALL_ARG(regs, 1);
+		*flags = O_CREAT | 01 /* O_WRONLY */ | 01000 /* O_TRUNC */;
+		*mode = SYSCALL_ARG(regs, 2);
+		break;
+	case SHMBPF_ORIG_OPENAT2: {
+		struct open_how how = {};
+
+		*upath = (const char *)SYSCALL_ARG(regs, 2);
+		bpf_probe_read_user(&how, sizeof(how), (void *)SYSCALL_ARG(regs, 3));
+		*flags = how.flags;
+		*mode = how.mode;
+		break;
+	}
+	default:
+		*upath = (const char *)SYSCALL_ARG(regs, 2);
+		*flags = SYSCALL_ARG(regs, 3);
+		*mode = SYSCALL_ARG(regs, 4);
+		break;
+	}
+}
+
+/* The directory a relative path starts from: the cwd, or dirfd's. */
+static __always_inline void start_dir(int dirfd, struct dentry **d, struct vfsmount **mnt)
+{
+	if (dirfd == AT_FDCWD) {
+		struct task_struct *t = current_task();
+
+		*d = KREAD(t, fs, pwd.dentry);
+		*mnt = KREAD(t, fs, pwd.mnt);
+	} else {
+		struct file *df = fd_to_file(dirfd);
+
+		*d = KREAD(df, f_path.dentry);
+		*mnt = KREAD(df, f_path.mnt);
+	}
+}
+
+/* The start directory of a relative path into a path record. */
+static __always_inline void fill_start(struct shmbpf_path_event *e, struct dentry *d,
+				       struct vfsmount *mnt)
+{
+	e->start_dev = 0;
+	e->start_ino = 0;
+	e->start_mnt_id = 0;
+	e->start_comp_len = 0;
+	e->start_ncomp = 0;
+	if (d) {
+		e->start_dev = KREAD(d, d_sb, s_dev);
+		e->start_ino = KREAD(d, d_inode, i_ino);
+		e->start_mnt_id = mount_id(mnt);
+		e->start_comp_len = collect_components(d, mnt, e->start_components, &e->start_ncomp,
+						       &e->flags_ev);
+	} else {
+		e->start_components[0] = 0;
+	}
+}
+
+/*
+ * An open that was to create a file and found no space: ENOSPC from a
+ * tmpfs out of inodes (nr_inodes), EDQUOT from a tmpfs quota. There is no
+ * file, so the record carries what userspace needs to find its mount: the
+ * path as passed and, for a relative one, its start directory. A bare name
+ * in a directory that is not on tmpfs is dropped here, the rest (and any
+ * other filesystem out of space) in userspace.
+ */
+static __always_inline int handle_create_nospace(long nr, long ret, __u16 origin)
+{
+	__u32 zero = 0;
+	struct shmbpf_scratch *s = bpf_map_lookup_elem(&scratch, &zero);
+	struct shmbpf_path_event *e;
+	struct dentry *start_d = NULL;
+	struct vfsmount *start_mnt = NULL;
+	struct pt_regs *regs;
+	const char *upath;
+	__u32 flags, mode;
+	int dirfd = AT_FDCWD, slash = 0;
+	long n;
+
+	if (!s)
+		return 0;
+	regs = syscall_regs(nr);
+	open_args(regs, origin, &upath, &flags, &mode);
+	if (!(flags & (O_CREAT | __O_TMPFILE)))
+		return 0;
+	if (origin == SHMBPF_ORIG_OPENAT || origin == SHMBPF_ORIG_OPENAT2)
+		dirfd = SYSCALL_ARG(regs, 1);
+	n = bpf_probe_read_user_str(s->buf, SHMBPF_PATH_LEN, upath);
+	if (n <= 1)
+		return 0;
+	if (s->buf[0] != '/') {
+		leaf_hash(s->buf, &slash);
+		start_dir(dirfd, &start_d, &start_mnt);
+		if (!slash && sb_fs(KREAD(start_d, d_sb)) == SHMBPF_FS_UNKNOWN)
+			return 0;
+	}
+
+	e = reserve(sizeof(*e));
+	if (!e)
+		return 0;
+	fill_hdr(&e->hdr, SHMBPF_EV_NOSPACE_CREATE, sizeof(*e), ret);
+	e->dirfd = dirfd;
+	e->newdirfd = AT_FDCWD;
+	e->flags = flags;
+	e->flags_ev = start_d ? 0 : SHMBPF_F_ABSOLUTE;
+	if (n == SHMBPF_PATH_LEN)
+		e->flags_ev |= SHMBPF_F_TRUNCATED;
+	e->hint_dev = 0;
+	e->hint_ino = 0;
+	e->pad0 = 0;
+	e->origin = origin;
+	e->path_len = n - 1;
+	copy_used(e->path, s->buf, n);
+	e->newpath_len = 0;
+	e->newpath[0] = 0;
+	__builtin_memset(e->pad1, 0, sizeof(e->pad1));
+	fill_start(e, start_d, start_mnt);
+	submit(e);
+	return 0;
+}
+
 static __always_inline int handle_open_exit(long nr, long ret, __u16 origin)
 {
 	struct shmbpf_scratch *s;
@@ -51,6 +183,8 @@ static __always_inline int handle_open_exit(long nr, long ret, __u16 origin)
 	__u8 fs;
 	int create;
 
+	if (ret == -ENOSPC || ret == -EDQUOT)
+		return handle_create_nospace(nr, ret, origin);
 	if (ret < 0)
 		return 0;
 	f = fd_to_file(ret);
@@ -61,32 +195,7 @@ static __always_inline int handle_open_exit(long nr, long ret, __u16 origin)
 		return 0;
 
 	regs = syscall_regs(nr);
-	switch (origin) {
-	case SHMBPF_ORIG_OPEN:
-		upath = (const char *)SYSCALL_ARG(regs, 1);
-		flags = SYSCALL_ARG(regs, 2);
-		mode = SYSCALL_ARG(regs, 3);
-		break;
-	case SHMBPF_ORIG_CREAT:
-		upath = (const char *)SYSCALL_ARG(regs, 1);
-		flags = O_CREAT | 01 /* O_WRONLY */ | 01000 /* O_TRUNC */;
-		mode = SYSCALL_ARG(regs, 2);
-		break;
-	case SHMBPF_ORIG_OPENAT2: {
-		struct open_how how = {};
-
-		upath = (const char *)SYSCALL_ARG(regs, 2);
-		bpf_probe_read_user(&how, sizeof(how), (void *)SYSCALL_ARG(regs, 3));
-		flags = how.flags;
-		mode = how.mode;
-		break;
-	}
-	default:
-		upath = (const char *)SYSCALL_ARG(regs, 2);
-		flags = SYSCALL_ARG(regs, 3);
-		mode = SYSCALL_ARG(regs, 4);
-		break;
-	}
+	open_args(regs, origin, &upath, &flags, &mode);
 
 	/* The path walk comes first, into scratch: its first name is the
 	 * leaf a create tracks, read once for both. */
@@ -260,23 +369,92 @@ int SHMBPF_PROG(tracepoint__syscalls__sys_exit_fallocate)(struct trace_event_raw
 	return handle_resize_exit(ctx->id, ctx->ret, SHMBPF_ORIG_FALLOCATE);
 }
 
-#endif /* !SHMBPF_NO_ATOMICS */
-
-/* The directory a relative path starts from: the cwd, or dirfd's. */
-static __always_inline void start_dir(int dirfd, struct dentry **d, struct vfsmount **mnt)
+/*
+ * A write to a tmpfs or hugetlbfs file that found no space: ENOSPC (the
+ * mount is full), EDQUOT (a tmpfs quota). These programs run on every write
+ * of every process; any other result returns at the first compare.
+ */
+static __always_inline int handle_write_exit(long nr, long ret, __u16 origin)
 {
-	if (dirfd == AT_FDCWD) {
-		struct task_struct *t = current_task();
+	struct shmbpf_file_event *e;
+	struct super_block *sb;
+	struct inode *inode;
+	struct pt_regs *regs;
+	struct file *f;
+	__u8 fs;
 
-		*d = KREAD(t, fs, pwd.dentry);
-		*mnt = KREAD(t, fs, pwd.mnt);
-	} else {
-		struct file *df = fd_to_file(dirfd);
+	if (ret != -ENOSPC && ret != -EDQUOT)
+		return 0;
+	regs = syscall_regs(nr);
+	f = fd_to_file(SYSCALL_ARG(regs, 1));
+	inode = KREAD(f, f_inode);
+	sb = KREAD(inode, i_sb);
+	fs = inode_fs(inode, sb);
+	if (fs == SHMBPF_FS_UNKNOWN)
+		return 0;
 
-		*d = KREAD(df, f_path.dentry);
-		*mnt = KREAD(df, f_path.mnt);
+	e = reserve(sizeof(*e));
+	if (!e)
+		return 0;
+	fill_hdr(&e->hdr, SHMBPF_EV_NOSPACE_WRITE, sizeof(*e), ret);
+	e->flags_ev = 0;
+	fill_file_identity(e, f, inode, sb);
+	switch (origin) {
+	case SHMBPF_ORIG_WRITE: /* write(fd, buf, count) at the file position */
+		e->arg_size = KREAD(f, f_pos) + SYSCALL_ARG(regs, 3);
+		break;
+	case SHMBPF_ORIG_PWRITE64: /* pwrite64(fd, buf, count, offset) */
+		e->arg_size = SYSCALL_ARG(regs, 4) + SYSCALL_ARG(regs, 3);
+		break;
+	case SHMBPF_ORIG_WRITEV:
+		e->arg_size = KREAD(f, f_pos);
+		break;
+	default: /* pwritev(fd, iov, iovcnt, pos_l, pos_h): x86-64 passes it whole in pos_l */
+		e->arg_size = SYSCALL_ARG(regs, 4);
+		break;
 	}
+	e->flags = 0;
+	e->mode = KREAD(inode, i_mode);
+	e->fd = SYSCALL_ARG(regs, 1);
+	e->origin = origin;
+	e->fs = fs;
+	e->path_len = 0;
+	e->path[0] = 0;
+	submit(e);
+	return 0;
 }
+
+SEC("tracepoint/syscalls/sys_exit_write")
+int SHMBPF_PROG(tracepoint__syscalls__sys_exit_write)(struct trace_event_raw_sys_exit *ctx)
+{
+	return handle_write_exit(ctx->id, ctx->ret, SHMBPF_ORIG_WRITE);
+}
+
+SEC("tracepoint/syscalls/sys_exit_pwrite64")
+int SHMBPF_PROG(tracepoint__syscalls__sys_exit_pwrite64)(struct trace_event_raw_sys_exit *ctx)
+{
+	return handle_write_exit(ctx->id, ctx->ret, SHMBPF_ORIG_PWRITE64);
+}
+
+SEC("tracepoint/syscalls/sys_exit_writev")
+int SHMBPF_PROG(tracepoint__syscalls__sys_exit_writev)(struct trace_event_raw_sys_exit *ctx)
+{
+	return handle_write_exit(ctx->id, ctx->ret, SHMBPF_ORIG_WRITEV);
+}
+
+SEC("tracepoint/syscalls/sys_exit_pwritev")
+int SHMBPF_PROG(tracepoint__syscalls__sys_exit_pwritev)(struct trace_event_raw_sys_exit *ctx)
+{
+	return handle_write_exit(ctx->id, ctx->ret, SHMBPF_ORIG_PWRITEV);
+}
+
+SEC("tracepoint/syscalls/sys_exit_pwritev2")
+int SHMBPF_PROG(tracepoint__syscalls__sys_exit_pwritev2)(struct trace_event_raw_sys_exit *ctx)
+{
+	return handle_write_exit(ctx->id, ctx->ret, SHMBPF_ORIG_PWRITEV2);
+}
+
+#endif /* !SHMBPF_NO_ATOMICS */
 
 /*
  * unlink/unlinkat/rename/renameat/renameat2/link/linkat that succeeded.
@@ -404,21 +582,8 @@ static __always_inline int handle_path_exit(long nr, long ret, __u16 origin)
 		if (m > 0)
 			e->newpath_len = m - 1;
 	}
-	e->start_dev = 0;
-	e->start_ino = 0;
-	e->start_mnt_id = 0;
-	e->start_comp_len = 0;
-	e->start_ncomp = 0;
 	__builtin_memset(e->pad1, 0, sizeof(e->pad1));
-	if (start_d) {
-		e->start_dev = KREAD(start_d, d_sb, s_dev);
-		e->start_ino = KREAD(start_d, d_inode, i_ino);
-		e->start_mnt_id = mount_id(start_mnt);
-		e->start_comp_len = collect_components(start_d, start_mnt, e->start_components,
-						       &e->start_ncomp, &e->flags_ev);
-	} else {
-		e->start_components[0] = 0;
-	}
+	fill_start(e, start_d, start_mnt);
 
 	/* An unlinked or renamed file's old name is gone, a linked one's stays;
 	 * a renamed or linked file is followed under its new name too. */

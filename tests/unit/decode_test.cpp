@@ -290,6 +290,51 @@ TEST(Decode, LinkRecordByFdWithTheNewPathsStart) {
   EXPECT_EQ(to_string(Origin::link), "link");
 }
 
+// The kernel's two no-space records are one event type: a write's file
+// record, a failed create's path record; origin tells them apart.
+TEST(Decode, NoSpaceFromAWriteAndFromACreate) {
+  auto w = file_record(SHMBPF_EV_NOSPACE_WRITE);
+  w.hdr.ret = -28;
+  w.origin = SHMBPF_ORIG_PWRITE64;
+  w.arg_size = 1 << 20;
+  w.flags_ev = SHMBPF_F_MNT_ROOT;
+  set_path(w, "");
+  auto res = decode_event(&w, sizeof(w));
+  ASSERT_TRUE(res.ok()) << res.error();
+  EXPECT_EQ(res->type, EventType::nospace);
+  EXPECT_EQ(to_string(res->type), "nospace");
+  EXPECT_EQ(res->origin, Origin::pwrite64);
+  EXPECT_EQ(to_string(res->origin), "pwrite64");
+  EXPECT_EQ(res->err, 28);
+  EXPECT_EQ(res->ino, 110230u);
+  EXPECT_EQ(res->name, "/sub/torch_1_2_3");
+  EXPECT_EQ(res->arg_size, 1u << 20);
+  EXPECT_FALSE(is_create_nospace(*res));
+  EXPECT_FALSE(is_by_path(*res));
+
+  auto c = record<shmbpf_path_event>(SHMBPF_EV_NOSPACE_CREATE);
+  c.hdr.ret = -122; // EDQUOT
+  c.origin = SHMBPF_ORIG_CREAT;
+  c.flags = 0x241;
+  c.flags_ev = SHMBPF_F_ABSOLUTE;
+  set_path(c, "/dev/shm/x");
+  res = decode_event(&c, sizeof(c));
+  ASSERT_TRUE(res.ok()) << res.error();
+  EXPECT_EQ(res->type, EventType::nospace);
+  EXPECT_EQ(res->origin, Origin::creat);
+  EXPECT_EQ(res->err, 122);
+  EXPECT_EQ(res->path, "/dev/shm/x");
+  EXPECT_TRUE(res->absolute);
+  EXPECT_EQ(res->ino, 0u);
+  EXPECT_TRUE(is_create_nospace(*res));
+  EXPECT_TRUE(is_by_path(*res));
+
+  // Each record type keeps its own size.
+  auto short_create = c;
+  short_create.hdr.size = sizeof(shmbpf_file_event);
+  EXPECT_FALSE(decode_event(&short_create, sizeof(c)).ok());
+}
+
 TEST(JoinComponents, Cases) {
   const char one[] = "leaf";
   EXPECT_EQ(join_components(one, sizeof(one), true), "/leaf");

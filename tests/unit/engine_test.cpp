@@ -1018,6 +1018,29 @@ TEST(EngineMounts, PercentGrowthAndSecondsToFull) {
   full.err = ENOSPC;
   engine.apply(full);
   EXPECT_EQ(engine.mounts()[0].enospc, 1u);
+
+  // A write and a create without space count with it; a create whose
+  // mount was not found (no device) does not, nor does another errno.
+  Event write = full;
+  write.type = EventType::nospace;
+  write.origin = Origin::write;
+  engine.apply(write);
+  Event create_failed = write;
+  create_failed.origin = Origin::openat;
+  create_failed.ino = 0;
+  engine.apply(create_failed);
+  create_failed.dev = 0;
+  engine.apply(create_failed);
+  Event other = full;
+  other.ret = -EPERM;
+  other.err = EPERM;
+  engine.apply(other);
+  EXPECT_EQ(engine.mounts()[0].enospc, 3u);
+  EXPECT_EQ(engine.mounts()[1].enospc, 0u);
+  const auto groups = engine.nospace_groups();
+  ASSERT_EQ(groups.size(), 2u); // the host's empty group, and /dev/shm's
+  EXPECT_EQ(groups[1].mountpoint, "/dev/shm");
+  EXPECT_EQ(groups[1].count, 3u);
 }
 
 // A mount statfs could not reach this time (its namespace's process exited)

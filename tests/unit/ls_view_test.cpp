@@ -353,6 +353,7 @@ TEST(LsViewTest, MountsTableAndJson) {
   unlimited.mount.mntns = 4026532001u; // nothing known runs there
   m.segments = 3;
   m.tracked_bytes = 8ull << 20;
+  m.enospc = 2;
   const std::vector<MountUsage> mounts = {m, unlimited};
   const std::vector<ProcessInfo> no_processes;
   const Relations rel(no_processes, mounts, m.mount.mntns);
@@ -361,16 +362,16 @@ TEST(LsViewTest, MountsTableAndJson) {
   ASSERT_EQ(lines.size(), 3u) << t;
   std::size_t at = 0;
   for (const char *col : {"MOUNTPOINT", "OWNER", "SIZE", "USED", "USE%", "GROWTH", "FULL IN",
-                          "SEGS", "TRACKED", "SIGBUS"}) {
+                          "SEGS", "TRACKED", "ENOSPC", "SIGBUS"}) {
     at = lines[0].find(col, at);
     ASSERT_NE(at, std::string::npos) << col << "\n" << t;
   }
   EXPECT_EQ(fields_of(lines[1]),
             (std::vector<std::string>{"/dev/shm", "host", "64M", "16M", "25.0%", "+1.0M/s", "48s",
-                                      "3", "8.0M", "-"}));
+                                      "3", "8.0M", "2", "-"}));
   EXPECT_EQ(fields_of(lines[2]),
             (std::vector<std::string>{"/run/shm", "mntns:4026532001", "unlimited", "4.0K", "-",
-                                      "0/s", "-", "0", "0B", "-"}));
+                                      "0/s", "-", "0", "0B", "-", "-"}));
 
   const std::string out = mounts_json({m, unlimited});
   EXPECT_EQ(out.back(), '\n');

@@ -75,6 +75,9 @@ Engine synthetic_engine() {
   // A file on the mount with a hostile name.
   engine.apply(in(created_file({28, 43}, 200, 8, kWeird + "/f", 4096, ts++), 13));
   engine.apply(in(sigbus_fault(200, ts++), 13));
+  // The container's /dev/shm is full for its writer, twice.
+  for (int i = 0; i < 2; ++i)
+    engine.apply(in(write_without_space(kCtrShm, 500, 5, "/dev/shm/psm_live", ts++), 11));
   // The host's /dev/shm grows a MiB a second for a minute.
   for (int i = 0; i <= 60; ++i) {
     engine.reconcile_mounts(
@@ -201,12 +204,13 @@ protected:
 TEST_F(Metrics, EveryFamilyOnceWithHelpAndTypeAndItsSamplesTogether) {
   EXPECT_TRUE(x.errors.empty()) << ::testing::PrintToString(x.errors) << text;
   const std::vector<std::string> families = {
-      "shmbpf_build_info",       "shmbpf_segments",
-      "shmbpf_segment_bytes",    "shmbpf_orphaned_segments",
-      "shmbpf_orphaned_bytes",   "shmbpf_mount_size_bytes",
-      "shmbpf_mount_used_bytes", "shmbpf_mount_seconds_to_full",
-      "shmbpf_events_total",     "shmbpf_events_lost_total",
-      "shmbpf_sigbus_total",     "shmbpf_bpf_program_attached"};
+      "shmbpf_build_info",          "shmbpf_segments",
+      "shmbpf_segment_bytes",       "shmbpf_orphaned_segments",
+      "shmbpf_orphaned_bytes",      "shmbpf_mount_size_bytes",
+      "shmbpf_mount_used_bytes",    "shmbpf_mount_seconds_to_full",
+      "shmbpf_events_total",        "shmbpf_events_lost_total",
+      "shmbpf_sigbus_total",        "shmbpf_nospace_total",
+      "shmbpf_bpf_program_attached"};
   EXPECT_EQ(x.order, families);
   for (const auto &f : families) {
     EXPECT_FALSE(x.help[f].empty()) << f;
@@ -305,11 +309,18 @@ TEST_F(Metrics, CountersProgramsAndBuild) {
   EXPECT_EQ(x.value("shmbpf_events_total", {{"event", "create"}}), "9");
   EXPECT_EQ(x.value("shmbpf_events_total", {{"event", "exit"}}), "2");
   EXPECT_EQ(x.value("shmbpf_events_total", {{"event", "shmget"}}), "0");
-  EXPECT_EQ(x.of("shmbpf_events_total").size(), 14u);
+  // One series per event type, link and nospace included.
+  EXPECT_EQ(x.of("shmbpf_events_total").size(), 16u);
+  EXPECT_EQ(x.value("shmbpf_events_total", {{"event", "nospace"}}), "0");
   EXPECT_EQ(x.value("shmbpf_events_lost_total", {}), "5");
   // The synthetic fault names no file: the host's group without a mountpoint.
   EXPECT_EQ(x.value("shmbpf_sigbus_total", {{"id", ""}, {"mountpoint", ""}}), "1");
   EXPECT_EQ(x.of("shmbpf_sigbus_total").size(), 1u);
+  // The container's writes without space, on its own /dev/shm; the host's
+  // series is there at 0.
+  EXPECT_EQ(x.value("shmbpf_nospace_total", {{"id", kDockerId}, {"mountpoint", "/dev/shm"}}), "2");
+  EXPECT_EQ(x.value("shmbpf_nospace_total", {{"id", ""}, {"mountpoint", ""}}), "0");
+  EXPECT_EQ(x.of("shmbpf_nospace_total").size(), 2u);
   EXPECT_EQ(x.value("shmbpf_bpf_program_attached",
                     {{"hook", "syscalls/sys_exit_openat"},
                      {"program", "tracepoint__syscalls__sys_exit_openat"}}),

@@ -157,6 +157,36 @@ TEST(Resolver, RelativeUnlinkUsesStartDirectory) {
   EXPECT_EQ(up.full_path, "/dev/shm/seg2");
 }
 
+// open(O_CREAT) without space: the file never came to be, its mount is
+// found from the path as passed (and its start directory).
+TEST(Resolver, CreateWithoutSpaceFindsTheMountOfTheNewFile) {
+  auto r = resolver();
+  auto c = unlink_of("torch_1_2_3");
+  c.type = EventType::nospace;
+  c.origin = Origin::openat;
+  c.start_mnt_id = 25;
+  c.start_dev = 26;
+  c.start_dir = "/";
+  EXPECT_EQ(r.resolve(c), PathResolver::Outcome::resolved);
+  EXPECT_EQ(c.full_path, "/dev/shm/torch_1_2_3");
+  EXPECT_EQ(c.dev, 26u);
+  EXPECT_EQ(c.mnt_id, 25u);
+  EXPECT_EQ(c.ino, 0u);
+
+  auto bind = unlink_of("/srv/bind/x");
+  bind.type = EventType::nospace;
+  bind.origin = Origin::creat;
+  EXPECT_EQ(r.resolve(bind), PathResolver::Outcome::resolved);
+  EXPECT_EQ(bind.dev, 27u);
+  EXPECT_EQ(bind.mnt_id, 26u);
+
+  // A full ext4 is not shared memory.
+  auto disk = unlink_of("/home/me/x");
+  disk.type = EventType::nospace;
+  disk.origin = Origin::open;
+  EXPECT_EQ(r.resolve(disk), PathResolver::Outcome::not_shared_mem);
+}
+
 TEST(Resolver, RenameMovesThePath) {
   auto r = resolver();
   auto c = create_in(25, "/a", 55);

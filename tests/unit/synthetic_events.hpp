@@ -81,6 +81,22 @@ inline Event created_sysv(uint32_t pid, uint32_t ipcns, int32_t shmid, uint32_t 
   return e;
 }
 
+// pid's write(2) to fd 3, a full file ino on a tmpfs, failing with ENOSPC.
+inline Event write_without_space(FileAt at, uint32_t pid, uint64_t ino, const std::string &path,
+                                 uint64_t ts) {
+  Event e = process_event(EventType::nospace, pid, ts);
+  e.kind = Kind::tmpfs;
+  e.origin = Origin::write;
+  e.dev = at.dev;
+  e.mnt_id = at.mnt_id;
+  e.ino = ino;
+  e.full_path = path;
+  e.ret = -28; // ENOSPC
+  e.err = 28;
+  e.fd = 3;
+  return e;
+}
+
 // A SIGBUS the kernel generated for pid (a fault: si_code > 0).
 inline Event sigbus_fault(uint32_t pid, uint64_t ts) {
   Event e = process_event(EventType::sigbus, pid, ts);

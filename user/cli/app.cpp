@@ -197,7 +197,7 @@ std::unique_ptr<CLI::App> make_app(CliOptions &opts) {
   trace->add_option("--event", t.events, "Only these events")
       ->check(CLI::IsMember({"create", "open", "memfd_create", "resize", "unlink", "rename", "link",
                              "shmget", "shmat", "shmdt", "shm_rmid", "free", "sigbus", "exit",
-                             "exec"}));
+                             "exec", "nospace"}));
   trace->add_option("--duration", t.duration_s, "Stop after this many seconds")
       ->check(kFinite & CLI::PositiveNumber);
   add_ring_buffer_option(trace, t.ring_buffer_bytes);

@@ -36,7 +36,7 @@ void reset_keeping_buffers(Event &e) {
 }
 
 void decode_hdr(const shmbpf_hdr &h, Event &e) {
-  e.type = static_cast<EventType>(h.type);
+  e.type = h.type == SHMBPF_EV_NOSPACE_CREATE ? EventType::nospace : static_cast<EventType>(h.type);
   e.ts_ns = h.ts_ns;
   e.pid = h.pid;
   e.tid = h.tid;
@@ -189,10 +189,12 @@ size_t record_size(uint8_t type) {
   case SHMBPF_EV_OPEN:
   case SHMBPF_EV_MEMFD_CREATE:
   case SHMBPF_EV_RESIZE:
+  case SHMBPF_EV_NOSPACE_WRITE:
     return sizeof(shmbpf_file_event);
   case SHMBPF_EV_UNLINK:
   case SHMBPF_EV_RENAME:
   case SHMBPF_EV_LINK:
+  case SHMBPF_EV_NOSPACE_CREATE:
     return sizeof(shmbpf_path_event);
   case SHMBPF_EV_SHMGET:
   case SHMBPF_EV_SHMAT:
@@ -279,11 +281,13 @@ bool decode_event_into(const void *data, size_t len, Event &e, std::string *why)
   case SHMBPF_EV_OPEN:
   case SHMBPF_EV_MEMFD_CREATE:
   case SHMBPF_EV_RESIZE:
+  case SHMBPF_EV_NOSPACE_WRITE:
     decode_file(copy_record<shmbpf_file_event>(data), e);
     break;
   case SHMBPF_EV_UNLINK:
   case SHMBPF_EV_RENAME:
   case SHMBPF_EV_LINK:
+  case SHMBPF_EV_NOSPACE_CREATE:
     decode_path(copy_record<shmbpf_path_event>(data), e);
     break;
   case SHMBPF_EV_SHMGET:

@@ -6,7 +6,7 @@
 namespace shmbpf {
 
 namespace {
-constexpr std::array<std::pair<EventType, std::string_view>, 15> kEventNames{{
+constexpr std::array<std::pair<EventType, std::string_view>, 16> kEventNames{{
     {EventType::create, "create"},
     {EventType::open, "open"},
     {EventType::memfd_create, "memfd_create"},
@@ -22,16 +22,17 @@ constexpr std::array<std::pair<EventType, std::string_view>, 15> kEventNames{{
     {EventType::exit, "exit"},
     {EventType::exec, "exec"},
     {EventType::link, "link"},
+    {EventType::nospace, "nospace"},
 }};
 constexpr std::array<std::pair<Kind, std::string_view>, 3> kKindNames{{
     {Kind::tmpfs, "tmpfs"},
     {Kind::memfd, "memfd"},
     {Kind::sysv, "sysv"},
 }};
-constexpr std::array<std::string_view, 15> kOriginNames{
-    "",          "open",      "openat",       "openat2",  "creat",
-    "ftruncate", "fallocate", "unlink",       "unlinkat", "rename",
-    "renameat",  "renameat2", "memfd_create", "link",     "linkat"};
+constexpr std::array<std::string_view, 20> kOriginNames{
+    "",       "open",     "openat",   "openat2",  "creat",     "ftruncate",    "fallocate",
+    "unlink", "unlinkat", "rename",   "renameat", "renameat2", "memfd_create", "link",
+    "linkat", "write",    "pwrite64", "writev",   "pwritev",   "pwritev2"};
 constexpr std::array<std::string_view, 5> kFaultNames{"not-a-fault", "file", "anon", "no-mapping",
                                                       "unknown"};
 } // namespace

@@ -28,6 +28,10 @@ enum class EventType : uint8_t {
   exit = 13,
   exec = 14,
   link = 15,
+  // A write, or an open(O_CREAT), that found no space on a tmpfs or
+  // hugetlbfs (ENOSPC, EDQUOT). The kernel's two records (a file's, a
+  // path's) are one type here; origin says which syscall.
+  nospace = 16,
 };
 
 // The kind of shared memory an event is about; none for process events.
@@ -50,6 +54,11 @@ enum class Origin : uint8_t {
   memfd_create = 12,
   link = 13,
   linkat = 14,
+  write = 15,
+  pwrite64 = 16,
+  writev = 17,
+  pwritev = 18,
+  pwritev2 = 19,
 };
 
 // What the kernel found at a SIGBUS's faulting address (mirrors enum
@@ -66,7 +75,7 @@ enum class FaultLookup : uint8_t {
 inline constexpr uint8_t kFsUnknown = 0, kFsTmpfs = 1, kFsHugetlbfs = 2;
 
 // Arrays indexed by an EventType's value have this many slots.
-inline constexpr size_t kEventTypeSlots = static_cast<size_t>(EventType::exec) + 1;
+inline constexpr size_t kEventTypeSlots = static_cast<size_t>(EventType::nospace) + 1;
 
 std::string_view to_string(EventType t);
 std::string_view to_string(Kind k);
@@ -103,7 +112,7 @@ struct Event {
   uint64_t ino = 0;
   uint64_t size = 0;     // logical size after the call
   uint64_t bytes = 0;    // resident bytes (free: bytes freed)
-  uint64_t arg_size = 0; // requested size (resize, shmget)
+  uint64_t arg_size = 0; // requested size (resize, shmget); nospace: the write's end or offset
   uint32_t flags = 0;    // open/memfd/fallocate/unlinkat flags, shmflg
   uint32_t mode = 0;
   int32_t fd = -1;
@@ -155,5 +164,18 @@ struct Event {
 
   bool operator==(const Event &) const = default;
 };
+
+// A nospace event from an open(O_CREAT): the kernel's path record (no file
+// came to exist); else a write's, with the file's fields set.
+inline bool is_create_nospace(const Event &e) {
+  return e.type == EventType::nospace && e.origin >= Origin::open && e.origin <= Origin::creat;
+}
+
+// Events the kernel sends as a path as passed plus a start directory,
+// resolved to a file in userspace.
+inline bool is_by_path(const Event &e) {
+  return e.type == EventType::unlink || e.type == EventType::rename || e.type == EventType::link ||
+         is_create_nospace(e);
+}
 
 } // namespace shmbpf

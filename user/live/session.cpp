@@ -104,8 +104,7 @@ void Session::refresh_mounts(const Event &missed) {
   // first miss of a mount rescans at once, since an event on a new mount
   // often comes right after another rescan; later misses of a mount that
   // stays unknown (gone already) rescan at most a few times a second.
-  const bool by_name = missed.type == EventType::unlink || missed.type == EventType::rename ||
-                       missed.type == EventType::link;
+  const bool by_name = is_by_path(missed);
   // A path event's start directory is the mount that was missed.
   bool relative = by_name && (missed.new_start || (!missed.absolute && !missed.path.empty()));
   // Mount ids are reused after an unmount: the device tells a new mount

@@ -53,10 +53,11 @@ struct BusError {
   bool unlinked = false;
 };
 
-// SIGBUS faults counted by what an exporter labels them with: the
-// container of the faulting process and the mountpoint of the file ("" when
-// none is known, a memfd's, a SysV segment's).
-struct SigbusGroup {
+// Failures (SIGBUS faults, writes without space) counted by what an
+// exporter labels them with: the container of the failing process and the
+// mountpoint of the file ("" when none is known, a memfd's, a SysV
+// segment's).
+struct FailureGroup {
   ContainerRef container; // id "" = host
   std::string mountpoint;
   uint64_t count = 0;
@@ -68,6 +69,10 @@ struct BusSummary {
   BusError last;
 };
 
+// Counts by (mountpoint, cgroup id): an exporter's labels once the cgroup's
+// container is known. Bounded by mounts times cgroups.
+using FailureCounts = std::map<std::pair<std::string, uint64_t>, uint64_t>;
+
 class BusErrorLog {
 public:
   static constexpr size_t kRecent = 64;
@@ -78,16 +83,14 @@ public:
   // By the filesystem's device (every mount of one tmpfs shares it).
   const std::map<uint32_t, BusSummary> &by_dev() const { return by_dev_; }
   const std::map<uint64_t, BusSummary> &by_cgroup() const { return by_cgroup_; }
-  // Counts by (mountpoint, cgroup id): an exporter's labels once the
-  // cgroup's container is known. Bounded by mounts times cgroups.
-  const std::map<std::pair<std::string, uint64_t>, uint64_t> &counts() const { return counts_; }
+  const FailureCounts &counts() const { return counts_; }
   uint64_t total() const { return total_; }
 
 private:
   std::deque<BusError> recent_;
   std::map<uint32_t, BusSummary> by_dev_;
   std::map<uint64_t, BusSummary> by_cgroup_;
-  std::map<std::pair<std::string, uint64_t>, uint64_t> counts_;
+  FailureCounts counts_;
   uint64_t total_ = 0;
 };
 

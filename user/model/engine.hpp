@@ -204,7 +204,10 @@ public:
   std::vector<BusError> sigbus_since(uint64_t since_ns) const;
   // Every fault since start by (container, mountpoint), sorted by container
   // id and mountpoint; the host with no mountpoint always has a group.
-  std::vector<SigbusGroup> sigbus_groups() const;
+  std::vector<FailureGroup> sigbus_groups() const;
+  // Writes, resizes and creates that found no space (ENOSPC, EDQUOT) since
+  // start, grouped as sigbus_groups().
+  std::vector<FailureGroup> nospace_groups() const;
 
   size_t segment_count() const { return segs_.size(); }
 
@@ -318,6 +321,10 @@ private:
   void on_exit(const Event &e);
   void on_exec(const Event &e);
   void on_sigbus(const Event &e);
+  void on_nospace(const Event &e);
+  // A failure for lack of space on e's filesystem, by mount and cgroup.
+  void count_nospace(const Event &e);
+  std::vector<FailureGroup> groups_of(const FailureCounts &counts) const;
 
   Process &touch_process(const Event &e);
   Process &process_entry(uint32_t pid);
@@ -409,6 +416,7 @@ private:
   RateCounter creates_;                                 // host-wide, outlives the processes
   RateCounter unlinks_;
   BusErrorLog bus_errors_;
+  FailureCounts nospace_counts_;
   uint32_t next_serial_ = 0;
   uint64_t last_ts_ = 0;
   EngineStats stats_;

@@ -70,6 +70,9 @@ void Engine::apply(const Event &e) {
   case EventType::sigbus:
     on_sigbus(e);
     break;
+  case EventType::nospace:
+    on_nospace(e);
+    break;
   }
 }
 
@@ -151,8 +154,8 @@ void Engine::on_memfd_create(const Event &e) {
 }
 
 void Engine::on_resize(const Event &e) {
-  if (e.ret < 0 && (e.err == ENOSPC || e.ret == -ENOSPC) && e.dev != 0)
-    ++devs_[e.dev].enospc;
+  if (e.ret < 0 && (e.err == ENOSPC || e.err == EDQUOT) && e.dev != 0)
+    count_nospace(e);
   if (e.ino == 0 || e.kind == Kind::sysv) {
     ++stats_.ignored;
     return;

@@ -1,5 +1,5 @@
-// The Engine's SIGBUS queries: faults with their container, and their
-// counts by container and mountpoint (model/bus_errors.hpp keeps them).
+// The Engine's SIGBUS and no-space queries: faults with their container,
+// and both failures' counts by container and mountpoint.
 #include "model/engine.hpp"
 
 #include <map>
@@ -23,23 +23,42 @@ std::vector<BusError> Engine::sigbus_since(uint64_t since_ns) const {
   return out;
 }
 
-std::vector<SigbusGroup> Engine::sigbus_groups() const {
-  std::map<std::pair<std::string, std::string>, SigbusGroup> groups;
-  groups[{"", ""}] = SigbusGroup{};
-  for (const auto &[key, count] : bus_errors_.counts()) {
+std::vector<FailureGroup> Engine::sigbus_groups() const { return groups_of(bus_errors_.counts()); }
+
+std::vector<FailureGroup> Engine::nospace_groups() const { return groups_of(nospace_counts_); }
+
+std::vector<FailureGroup> Engine::groups_of(const FailureCounts &counts) const {
+  std::map<std::pair<std::string, std::string>, FailureGroup> groups;
+  groups[{"", ""}] = FailureGroup{};
+  for (const auto &[key, count] : counts) {
     const auto &[mountpoint, cgroup] = key;
     const ContainerRef *c = container_of(cgroup);
-    SigbusGroup &g = groups[{c ? c->id : std::string(), mountpoint}];
+    FailureGroup &g = groups[{c ? c->id : std::string(), mountpoint}];
     if (c)
       g.container = *c;
     g.mountpoint = mountpoint;
     g.count += count;
   }
-  std::vector<SigbusGroup> out;
+  std::vector<FailureGroup> out;
   out.reserve(groups.size());
   for (auto &[key, g] : groups)
     out.push_back(std::move(g));
   return out;
+}
+
+void Engine::count_nospace(const Event &e) {
+  ++devs_[e.dev].enospc;
+  ++nospace_counts_[{e.kind == Kind::tmpfs ? mountpoint_of(false, e.mnt_id, e.dev) : std::string(),
+                     e.cgroup_id}];
+}
+
+void Engine::on_nospace(const Event &e) {
+  // A create whose mount was not found has no device.
+  if (e.dev == 0) {
+    ++stats_.ignored;
+    return;
+  }
+  count_nospace(e);
 }
 
 } // namespace shmbpf

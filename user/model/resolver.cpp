@@ -145,10 +145,14 @@ PathResolver::Outcome PathResolver::resolve(Event &e) {
   case EventType::memfd_create:
     remember(e, e.name, Kind::memfd);
     return Outcome::resolved;
+  case EventType::nospace:
+    if (is_create_nospace(e))
+      return resolve_new_file(e);
+    [[fallthrough]]; // a write's file, found as a fault's
   case EventType::sigbus: {
     // The file behind a fault: its mount joined to its in-mount path, as
     // for an open; an unlinked file keeps the path it was known by.
-    if (e.fault != FaultLookup::file || e.kind != Kind::tmpfs)
+    if ((e.type == EventType::sigbus && e.fault != FaultLookup::file) || e.kind != Kind::tmpfs)
       return Outcome::resolved;
     if (e.unlinked) {
       if (auto it = inodes_.find({e.dev, e.ino}); it != inodes_.end())
@@ -181,12 +185,14 @@ PathResolver::Outcome PathResolver::resolve(Event &e) {
   }
 }
 
-PathResolver::Outcome PathResolver::resolve_by_name(Event &e) {
+PathResolver::Outcome PathResolver::absolute_path(const Event &e, bool &have_start,
+                                                  const MountInfo *&mount) {
   // The start directory the record carries: the old path's when it is
   // relative, else the new path's (new_start). linkat(fd, "", ...,
   // AT_EMPTY_PATH) has no old path: the kernel gave its inode exactly.
   const bool old_relative = !e.absolute && !e.path.empty();
-  bool have_start = false;
+  have_start = false;
+  mount = nullptr;
   if (old_relative || e.new_start) {
     auto m = by_id_.find(e.start_mnt_id);
     if (m == by_id_.end() || m->second.dev != e.start_dev)
@@ -197,19 +203,43 @@ PathResolver::Outcome PathResolver::resolve_by_name(Event &e) {
   }
   if (!knows_namespace(e.mntns))
     return Outcome::unknown_mount;
-  if (!e.path.empty()) {
-    std::string &abs = joined_;
-    if (old_relative) {
-      dir_.assign(start_);
-      dir_ += '/';
-      dir_ += e.path;
-      normalize_into(abs, dir_);
-    } else {
-      normalize_into(abs, e.path);
-    }
-    const MountInfo *m = mount_for_path(e.mntns, abs);
-    if (!m || !m->is_tmpfs())
-      return Outcome::not_shared_mem;
+  if (e.path.empty())
+    return Outcome::resolved;
+  if (old_relative) {
+    dir_.assign(start_);
+    dir_ += '/';
+    dir_ += e.path;
+    normalize_into(joined_, dir_);
+  } else {
+    normalize_into(joined_, e.path);
+  }
+  mount = mount_for_path(e.mntns, joined_);
+  if (!mount || !mount->is_tmpfs())
+    return Outcome::not_shared_mem;
+  return Outcome::resolved;
+}
+
+PathResolver::Outcome PathResolver::resolve_new_file(Event &e) {
+  bool have_start = false;
+  const MountInfo *m = nullptr;
+  if (const Outcome o = absolute_path(e, have_start, m); o != Outcome::resolved)
+    return o;
+  if (!m)
+    return Outcome::not_shared_mem;
+  e.full_path.assign(joined_);
+  e.dev = m->dev;
+  e.mnt_id = m->mnt_id;
+  return Outcome::resolved;
+}
+
+PathResolver::Outcome PathResolver::resolve_by_name(Event &e) {
+  bool have_start = false;
+  const MountInfo *m = nullptr;
+  if (const Outcome o = absolute_path(e, have_start, m); o != Outcome::resolved)
+    return o;
+  const bool old_relative = !e.absolute && !e.path.empty();
+  if (m) {
+    const std::string &abs = joined_;
     e.full_path.assign(abs);
     if (auto it = paths_.find(path_key(e.mntns, abs)); it != paths_.end()) {
       e.dev = it->second.dev;

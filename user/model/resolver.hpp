@@ -63,8 +63,14 @@ private:
   };
 
   const MountInfo *mount_for_path(uint32_t mntns, const std::string &abs) const;
+  // e's path as passed made absolute into joined_ (from its start
+  // directory, into start_, when relative; have_start when there is one),
+  // and the tmpfs mount it is on (nullptr when e has no path).
+  Outcome absolute_path(const Event &e, bool &have_start, const MountInfo *&mount);
   // unlink, rename and link: the kernel's path(s) as passed, made absolute.
   Outcome resolve_by_name(Event &e);
+  // A create that failed: the file it was to be, its mount's dev and id.
+  Outcome resolve_new_file(Event &e);
   // False when e's absolute path as passed says that mount m, found by
   // e's mount id and device, is not the mount e was on (both reused).
   bool agrees_with_path(const Event &e, const MountInfo &m);

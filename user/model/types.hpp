@@ -186,9 +186,9 @@ struct MountUsage {
   std::optional<double> percent;         // nullopt when unlimited
   double growth_bytes_per_s = 0;         // least-squares slope over the sample window
   std::optional<double> seconds_to_full; // nullopt unless growing towards a limit
-  uint64_t enospc = 0;                   // failed resizes with ENOSPC
-  uint64_t sigbus = 0;                   // SIGBUS faults on a file of this filesystem
-  std::optional<BusError> last_sigbus;   // the latest of them
+  uint64_t enospc = 0; // writes, resizes and creates that found no space (ENOSPC, EDQUOT)
+  uint64_t sigbus = 0; // SIGBUS faults on a file of this filesystem
+  std::optional<BusError> last_sigbus; // the latest of them
   // The container whose processes own the mount's namespace (a container's
   // own /dev/shm), by the rule that gives a segment of unknown creator its
   // container; id "" for the host or a namespace no one container owns.

@@ -118,6 +118,8 @@ const ColumnSet<MountUsage> &mount_columns() {
        }},
       {{"SEGS", right}, [](const M &m, const C &) { return number(m.segments); }},
       {{"TRACKED", right}, [](const M &m, const C &) { return human_bytes(m.tracked_bytes); }},
+      {{"ENOSPC", right},
+       [](const M &m, const C &) { return m.enospc ? number(m.enospc) : std::string("-"); }},
       {{"SIGBUS", right},
        [](const M &m, const C &) { return m.sigbus ? number(m.sigbus) : std::string("-"); }},
   };

@@ -162,7 +162,8 @@ std::string bus_error_text(const BusError &b, uint64_t now_ns) {
 }
 
 bool mount_alert(const MountUsage &m) {
-  if (m.sigbus != 0) // a process died of this mount (or could have)
+  // A process died of this mount (or could have), or a write failed on it.
+  if (m.sigbus != 0 || m.enospc != 0)
     return true;
   if (m.percent && std::isfinite(*m.percent) && *m.percent > alert_percent)
     return true;

@@ -155,6 +155,20 @@ void mounts(PrometheusWriter &w, const std::vector<MountUsage> &all, uint32_t ho
        });
 }
 
+// One sample per (container, mountpoint) group of a failure counter.
+void failure_samples(PrometheusWriter &w, const std::vector<FailureGroup> &groups) {
+  for (const FailureGroup &g : groups) {
+    const Owner owner(g.container);
+    w.sample({{"namespace", owner.pod_namespace},
+              {"pod", owner.pod},
+              {"pod_uid", owner.pod_uid},
+              {"container", owner.name},
+              {"id", owner.id},
+              {"mountpoint", g.mountpoint}},
+             g.count);
+  }
+}
+
 void counters(PrometheusWriter &w, const MetricsSnapshot &s) {
   const MetricsCounters &c = s.counters;
   w.family("shmbpf_events_total", Type::counter, "Events applied to the model since start.");
@@ -168,16 +182,12 @@ void counters(PrometheusWriter &w, const MetricsSnapshot &s) {
            "SIGBUS faults the kernel generated since start, by the faulting process's container "
            "and the mount of the file it touched: what touching a page of a full /dev/shm "
            "causes.");
-  for (const SigbusGroup &g : s.sigbus) {
-    const Owner owner(g.container);
-    w.sample({{"namespace", owner.pod_namespace},
-              {"pod", owner.pod},
-              {"pod_uid", owner.pod_uid},
-              {"container", owner.name},
-              {"id", owner.id},
-              {"mountpoint", g.mountpoint}},
-             g.count);
-  }
+  failure_samples(w, s.sigbus);
+  w.family("shmbpf_nospace_total", Type::counter,
+           "Writes, resizes (ftruncate, fallocate) and creates on a tmpfs or hugetlbfs that "
+           "failed for lack of space (ENOSPC, or EDQUOT from a quota) since start, by the "
+           "failing process's container and the mount: a full /dev/shm without the crash.");
+  failure_samples(w, s.nospace);
   w.family("shmbpf_bpf_program_attached", Type::gauge,
            "1 when the hook's program is attached; 0 when the hook is off on this kernel (what "
            "is lost: shmbpf doctor).");
@@ -232,6 +242,7 @@ MetricsSnapshot take_metrics_snapshot(const Engine &engine, MetricsCounters coun
   s.segments = engine.segment_groups(counters.now_ns, 0);
   s.mounts = engine.mounts();
   s.sigbus = engine.sigbus_groups();
+  s.nospace = engine.nospace_groups();
   s.counters = std::move(counters);
   return s;
 }

@@ -54,7 +54,8 @@ struct MetricsSnapshot {
   MetricsCounters counters;
   std::vector<SegmentGroup> segments; // every orphan counts, whatever its age
   std::vector<MountUsage> mounts;
-  std::vector<SigbusGroup> sigbus; // kernel-generated SIGBUS since start
+  std::vector<FailureGroup> sigbus;  // kernel-generated SIGBUS since start
+  std::vector<FailureGroup> nospace; // writes, resizes and creates without space since start
 };
 
 MetricsSnapshot take_metrics_snapshot(const Engine &engine, MetricsCounters counters);

@@ -192,7 +192,7 @@ bool Details::mount(const std::string &id) {
     const auto ttf = seconds_to_full(*m);
     kv("growth", bytes_rate_text(m->growth_bytes_per_s, true) + ", full in " +
                      (ttf ? human_age(*ttf) : std::string("-")));
-    kv("enospc", std::to_string(m->enospc) + " failed resizes");
+    kv("enospc", std::to_string(m->enospc) + " writes, resizes or creates found no space");
     kv("sigbus", std::to_string(m->sigbus) +
                      (m->last_sigbus ? ", last " + bus_error_text(*m->last_sigbus, snap_.now_ns)
                                      : std::string()));

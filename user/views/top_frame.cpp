@@ -70,6 +70,8 @@ std::string mount_line(const MountUsage &m, std::string name, std::size_t name_w
   line += "  " + bytes_rate_text(m.growth_bytes_per_s, true);
   const auto ttf = seconds_to_full(m);
   line += "  full in " + (ttf ? human_age(*ttf) : std::string("-"));
+  if (m.enospc)
+    line += "  ENOSPC " + std::to_string(m.enospc);
   if (m.sigbus)
     line += "  SIGBUS " + std::to_string(m.sigbus);
   return line;

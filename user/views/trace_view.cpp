@@ -74,19 +74,25 @@ void append_dev(std::string &out, uint32_t kdev) {
   append_dec(out, dev_minor(kdev));
 }
 
-bool is_file_event(EventType t) {
+// Events with a file's fields: a write without space has them too.
+bool is_file_event(const Event &e) {
+  const EventType t = e.type;
   return t == EventType::create || t == EventType::open || t == EventType::memfd_create ||
-         t == EventType::resize;
+         t == EventType::resize || (t == EventType::nospace && !is_create_nospace(e));
 }
+
+// A resize, or a write that found no space: a size asked for.
+bool asks_size(EventType t) { return t == EventType::resize || t == EventType::nospace; }
 
 bool is_sysv_event(EventType t) {
   return t == EventType::shmget || t == EventType::shmat || t == EventType::shmdt ||
          t == EventType::shm_rmid;
 }
 
-bool is_path_event(EventType t) {
-  return t == EventType::unlink || t == EventType::rename || t == EventType::link;
-}
+bool is_path_event(const Event &e) { return is_by_path(e); }
+
+// A rename's or a link's second path.
+bool has_newpath(EventType t) { return t == EventType::rename || t == EventType::link; }
 
 // The new name of a rename or link: resolved, else as passed.
 std::string_view new_path(const Event &e) {
@@ -161,7 +167,7 @@ void size_column(std::string &out, const Event &e) {
   const std::size_t from = out.size();
   if (e.err != 0)
     out += '-';
-  else if (is_file_event(e.type))
+  else if (is_file_event(e))
     append_dec(out, e.size);
   else if (e.type == EventType::shmget)
     append_dec(out, e.arg_size);
@@ -203,26 +209,26 @@ void inode_details(Details &d, const Event &e) {
 }
 
 void details_column(Details &d, const Event &e) {
-  if (is_file_event(e.type)) {
+  if (is_file_event(e)) {
     inode_details(d, e);
     if (e.fd >= 0)
       d.dec("fd", e.fd);
-    if (e.type != EventType::resize || e.flags != 0)
+    if (!asks_size(e.type) || e.flags != 0)
       d.hex("flags", e.flags);
-    if (e.type != EventType::resize && e.mode != 0) {
+    if (!asks_size(e.type) && e.mode != 0) {
       std::string &out = d.key("mode");
       out += '0';
       append_base(out, e.mode, 8);
     }
     if (e.is_new)
       d.word("new");
-    if (e.type == EventType::resize) {
+    if (asks_size(e.type)) {
       d.dec("arg_size", e.arg_size);
       d.dec("bytes", e.bytes);
       d.text("origin", to_string(e.origin));
     }
-  } else if (is_path_event(e.type)) {
-    if (e.type != EventType::unlink) {
+  } else if (is_path_event(e)) {
+    if (has_newpath(e.type)) {
       d.word("->");
       if (new_path(e).empty())
         d.word("-");
@@ -230,6 +236,8 @@ void details_column(Details &d, const Event &e) {
         append_escaped_text(d.word(), new_path(e));
     }
     inode_details(d, e);
+    if (e.type == EventType::nospace)
+      d.text("origin", to_string(e.origin));
     // An unresolved relative path means nothing without its directory.
     if (e.full_path.empty() && e.dirfd != at_fdcwd)
       d.dec("dirfd", e.dirfd);
@@ -439,15 +447,15 @@ void TraceFormatter::write_json_fields(JsonWriter &j, std::string &out, const Ev
       .num("errno", e.err)
       .num("ret", e.ret);
 
-  if (is_file_event(e.type)) {
+  if (is_file_event(e)) {
     append_json_dev(j.key("dev").raw_value(), e.dev);
     j.num("ino", e.ino).num("size", e.size).num("bytes", e.bytes).str("path", best_path(e));
-    if (e.type != EventType::resize)
+    if (!asks_size(e.type))
       j.str("path_arg", e.path);
     j.str("name", e.name).num("flags", e.flags).num("mode", e.mode).num("fd", e.fd);
     if (e.type == EventType::create)
       j.boolean("new", e.is_new);
-    if (e.type == EventType::resize)
+    if (asks_size(e.type))
       j.num("arg_size", e.arg_size);
     j.str("origin", to_string(e.origin)).boolean("truncated", e.truncated);
   } else if (e.type == EventType::free) {
@@ -459,16 +467,16 @@ void TraceFormatter::write_json_fields(JsonWriter &j, std::string &out, const Ev
         .num("folios", e.folios)
         .num("nlink", e.nlink)
         .boolean("unlinked", e.unlinked);
-  } else if (is_path_event(e.type)) {
+  } else if (is_path_event(e)) {
     j.str("path", e.full_path.empty() ? std::string_view(e.path) : e.full_path)
         .str("path_arg", e.path)
         .num("dirfd", e.dirfd);
-    if (e.type != EventType::unlink)
+    if (has_newpath(e.type))
       j.str("newpath", new_path(e)).str("newpath_arg", e.newpath).num("newdirfd", e.newdirfd);
-    if (e.ino != 0) {
+    if (e.ino != 0 || (e.type == EventType::nospace && e.dev != 0))
       append_json_dev(j.key("dev").raw_value(), e.dev);
+    if (e.ino != 0)
       j.num("ino", e.ino);
-    }
     j.num("flags", e.flags).str("origin", to_string(e.origin)).boolean("truncated", e.truncated);
   } else if (is_sysv_event(e.type)) {
     j.num("shmid", e.shmid);
