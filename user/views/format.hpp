@@ -60,7 +60,8 @@ std::optional<uint64_t> seconds_to_full(const MountUsage &m);
 std::string bus_error_text(const BusError &b, uint64_t now_ns);
 
 // The mounts worth attention: a SIGBUS on a file of theirs or a write that
-// found no space, over 90% full or full within an hour. One rule for top's header, its rows and its JSON.
+// found no space, over 90% full or full within an hour. One rule for top's header, its rows and its
+// JSON.
 bool mount_alert(const MountUsage &m);
 
 } // namespace shmbpf
