@@ -7,6 +7,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -15,6 +16,7 @@
 #include <cerrno>
 #include <cstring>
 #include <string>
+#include <thread>
 
 namespace shmbpf::test {
 namespace {
@@ -111,6 +113,66 @@ TEST(LeaksCli, WindowReportsAWriterThatKeepsGrowing) {
   EXPECT_GE(j["window"]["covered_s"].get<double>(), 2.5);
   EXPECT_GE(j["window"]["samples"].get<int>(), 3);
   EXPECT_EQ(j["window"]["complete"], true);
+}
+
+// A process that maps a file larger than its 1 MiB tmpfs and touches every
+// page dies of SIGBUS during the window: leaks names the mount, the file
+// and the cause, and that alone makes its exit status 1.
+TEST(LeaksCli, WindowReportsTheMountASigbusHit) {
+  SHMBPF_REQUIRE_ROOT();
+  const std::string mnt = "/tmp/shmbpf-e2e-sigbus-" + std::to_string(getpid());
+  ASSERT_EQ(mkdir(mnt.c_str(), 0700), 0);
+  ASSERT_EQ(mount("tmpfs", mnt.c_str(), "tmpfs", 0, "size=1m"), 0) << strerror(errno);
+  struct Unmount {
+    std::string dir;
+    ~Unmount() {
+      umount2(dir.c_str(), MNT_DETACH);
+      rmdir(dir.c_str());
+    }
+  } unmount{mnt};
+  const std::string path = mnt + "/big";
+  GatedFork toucher = fork_gated("e2e-toucher", [&] {
+    int fd = open(path.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+    if (fd < 0 || ftruncate(fd, 4 << 20) != 0)
+      return 1;
+    auto *p = static_cast<volatile char *>(
+        mmap(nullptr, 4 << 20, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
+    if (p == MAP_FAILED)
+      return 2;
+    for (size_t off = 0; off < (4u << 20); off += 4096)
+      p[off] = 1; // SIGBUS at 1 MiB
+    return 3;
+  });
+
+  // The fault comes two seconds into a window of six: the BPF programs
+  // are attached by then.
+  std::thread go([&] {
+    sleep(2);
+    char c = 1;
+    if (write(toucher.gate_fd, &c, 1) != 1)
+      kill(toucher.pid, SIGKILL);
+    close(toucher.gate_fd);
+  });
+  auto r = run_shmbpf("leaks --json --window 6 --match '/nothing/matches'");
+  go.join();
+  int status = 0;
+  waitpid(toucher.pid, &status, 0);
+  ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGBUS) << status;
+
+  EXPECT_EQ(r.code, 1) << r.out << r.err;
+  auto j = r.json();
+  ASSERT_TRUE(j["bus_errors"].is_array()) << r.out << r.err;
+  ASSERT_EQ(j["bus_errors"].size(), 1u) << r.out;
+  const auto &m = j["bus_errors"][0];
+  EXPECT_EQ(m["mountpoint"], mnt);
+  EXPECT_EQ(m["count"], 1);
+  EXPECT_EQ(m["last"]["pid"], toucher.pid);
+  EXPECT_EQ(m["last"]["comm"], "e2e-toucher");
+  EXPECT_EQ(m["last"]["path"], path);
+  EXPECT_EQ(m["last"]["offset"], 1 << 20);
+  EXPECT_EQ(m["last"]["file_size"], 4 << 20);
+  EXPECT_EQ(m["last"]["mount_size"], 1 << 20);
+  EXPECT_EQ(m["last"]["cause"], "mount-full");
 }
 
 } // namespace

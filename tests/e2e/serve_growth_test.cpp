@@ -14,6 +14,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -22,6 +23,7 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <optional>
 #include <string>
 
 namespace shmbpf::test {
@@ -144,6 +146,81 @@ TEST(ServeGrowth, LeaksWindowFromTheDaemonsHistory) {
   EXPECT_EQ(refused.err, "shmbpf: shmbpf serve at " + sock +
                              ": refused the request: window must be at most 900 seconds: the "
                              "daemon keeps usage samples for that long, not 901\n");
+
+  serve.signal(SIGTERM);
+  expect_exit_code(serve.wait(30s), 0);
+}
+
+// A full 1 MiB tmpfs under a running daemon: a writer's write fails with
+// ENOSPC, then a process maps a file larger than the mount and dies of
+// SIGBUS touching it. `leaks --server --window` names the mount, the file
+// and the cause; /metrics counts both on the mount's series.
+TEST(ServeGrowth, AFullMountsSigbusAndNoSpaceInLeaksAndMetrics) {
+  SHMBPF_REQUIRE_ROOT();
+  Scratch scratch;
+  ASSERT_EQ(mkdir(scratch.mnt.c_str(), 0700), 0) << strerror(errno);
+  ASSERT_EQ(mount("tmpfs", scratch.mnt.c_str(), "tmpfs", 0, "size=1m"), 0) << strerror(errno);
+  const std::string sock = scratch.sock();
+  const int port = free_port();
+  ShmbpfProcess serve(
+      {"serve", "--no-state", "--listen", "127.0.0.1:" + std::to_string(port), "--socket", sock});
+  SHMBPF_SERVE_READY(serve, port);
+
+  const std::string big = scratch.mnt + "/big", log = scratch.mnt + "/log";
+  GatedFork toucher = fork_gated("e2e-sfull", [&] {
+    int w = open(log.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+    if (w < 0)
+      return 1;
+    std::string chunk(64 << 10, 'w');
+    while (write(w, chunk.data(), chunk.size()) > 0) {
+    }
+    if (errno != ENOSPC)
+      return 2;
+    if (ftruncate(w, 0) != 0) // room for the mapping's first pages again
+      return 6;
+    int fd = open(big.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
+    if (fd < 0 || ftruncate(fd, 4 << 20) != 0)
+      return 3;
+    auto *p = static_cast<volatile char *>(
+        mmap(nullptr, 4 << 20, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
+    if (p == MAP_FAILED)
+      return 4;
+    for (size_t off = 0; off < (4u << 20); off += 4096)
+      p[off] = 1; // SIGBUS at 1 MiB
+    return 5;
+  });
+  ASSERT_EQ(write(toucher.gate_fd, "x", 1), 1);
+  close(toucher.gate_fd);
+  int status = 0;
+  ASSERT_EQ(waitpid(toucher.pid, &status, 0), toucher.pid);
+  ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGBUS) << status;
+
+  // The daemon applies events as they come: poll briefly for both.
+  const std::string at = "mountpoint=\"" + scratch.mnt + "\"";
+  std::optional<double> sigbus, nospace;
+  for (int i = 0; i < 50 && (!sigbus || !nospace); ++i) {
+    if (auto m = get(port, "/metrics"); m && m->status == 200) {
+      sigbus = metric(m->body, "shmbpf_sigbus_total", {at, "id=\"\""});
+      nospace = metric(m->body, "shmbpf_nospace_total", {at, "id=\"\""});
+    }
+    if (!sigbus || !nospace)
+      std::this_thread::sleep_for(100ms);
+  }
+  EXPECT_EQ(sigbus, 1.0);
+  EXPECT_EQ(nospace, 1.0);
+
+  auto r = run_shmbpf("leaks --server " + sock + " --window 60 --json --match '/nothing'");
+  EXPECT_EQ(r.code, 1) << r.out << r.err; // a fault alone is a finding
+  json j = r.json();
+  ASSERT_EQ(j["bus_errors"].size(), 1u) << r.out;
+  const json &m = j["bus_errors"][0];
+  EXPECT_EQ(m["mountpoint"], scratch.mnt);
+  EXPECT_EQ(m["count"], 1);
+  EXPECT_EQ(m["last"]["pid"], toucher.pid);
+  EXPECT_EQ(m["last"]["comm"], "e2e-sfull");
+  EXPECT_EQ(m["last"]["path"], big);
+  EXPECT_EQ(m["last"]["cause"], "mount-full");
+  EXPECT_EQ(m["last"]["mount_size"], 1 << 20);
 
   serve.signal(SIGTERM);
   expect_exit_code(serve.wait(30s), 0);

@@ -98,6 +98,67 @@ TEST(LeaksView, JsonShape) {
   EXPECT_EQ(j["growth"][0]["bytes_per_s"], 4096.0);
 }
 
+BusError fault_on(const std::string &mountpoint, uint32_t pid, uint64_t ts) {
+  BusError b;
+  b.ts_ns = ts;
+  b.pid = pid;
+  b.comm = "python3";
+  b.fault = FaultLookup::file;
+  b.kind = Kind::tmpfs;
+  b.mountpoint = mountpoint;
+  b.path = mountpoint + "/torch_1";
+  b.offset = 1 << 20;
+  b.file_size = 4 << 20;
+  b.mount_size = 1 << 20;
+  b.mount_used = 1 << 20;
+  b.cause = BusCause::mount_full;
+  return b;
+}
+
+// Faults of a window by mount: most first, each with its latest fault; a
+// fault alone is a finding.
+TEST(LeaksView, BusErrorsByMountInTextAndJson) {
+  LeakReport r;
+  r.window = GrowthWindow{10, 10, 11, true};
+  EXPECT_FALSE(r.leaking());
+  EXPECT_NE(leaks_text(r, 200 * kSec, 60).find("no steady growth or SIGBUS fault seen"),
+            std::string::npos);
+  r.bus_errors =
+      bus_error_mounts({fault_on("/run/a", 1, 190 * kSec), fault_on("/dev/shm", 2, 191 * kSec),
+                        fault_on("/dev/shm", 3, 195 * kSec)});
+  ASSERT_EQ(r.bus_errors.size(), 2u);
+  EXPECT_EQ(r.bus_errors[0].mountpoint, "/dev/shm");
+  EXPECT_EQ(r.bus_errors[0].count, 2u);
+  EXPECT_EQ(r.bus_errors[0].last.pid, 3u);
+  EXPECT_TRUE(r.leaking());
+
+  const std::string t = leaks_text(r, 200 * kSec, 60);
+  EXPECT_NE(t.find("bus errors: 2 mounts with SIGBUS faults"), std::string::npos) << t;
+  EXPECT_NE(t.find("/dev/shm  2 faults, last 5s ago, pid 3 (python3): /dev/shm/torch_1"),
+            std::string::npos)
+      << t;
+  EXPECT_NE(t.find("mount-full"), std::string::npos) << t;
+
+  auto j = nlohmann::json::parse(leaks_json(r, 200 * kSec));
+  ASSERT_EQ(j["bus_errors"].size(), 2u);
+  EXPECT_EQ(j["bus_errors"][0]["mountpoint"], "/dev/shm");
+  EXPECT_EQ(j["bus_errors"][0]["count"], 2);
+  EXPECT_EQ(j["bus_errors"][0]["last"]["pid"], 3);
+  EXPECT_EQ(j["bus_errors"][0]["last"]["cause"], "mount-full");
+  EXPECT_EQ(j["bus_errors"][0]["last"]["path"], "/dev/shm/torch_1");
+  EXPECT_EQ(j["bus_errors"][0]["last"]["offset"], 1 << 20);
+  EXPECT_TRUE(j["bus_errors"][0]["last"]["container"].is_null());
+  EXPECT_EQ(j["bus_errors"][1]["mountpoint"], "/run/a");
+
+  // Not watched (no BPF): null, and the text says why.
+  r.bus_errors.clear();
+  r.bus_errors_unwatched = "BPF cannot load";
+  EXPECT_TRUE(nlohmann::json::parse(leaks_json(r, 200 * kSec))["bus_errors"].is_null());
+  EXPECT_NE(leaks_text(r, 200 * kSec, 60)
+                .find("note: SIGBUS faults not watched during the window: BPF cannot load"),
+            std::string::npos);
+}
+
 TEST(LeaksView, TextNamesTheCleanCaseAndEscapesNames) {
   EXPECT_NE(leaks_text({}, 0, 60).find("no leaks"), std::string::npos);
   LeakReport r = summarize_orphans({orphan("/dev/shm/evil\x1b[2J", 4096, "/dev/shm")}, "");

@@ -237,9 +237,10 @@ std::unique_ptr<CLI::App> make_app(CliOptions &opts) {
   add_match_option(leaks, k.match);
   leaks
       ->add_option("--window", k.window_s,
-                   "Watch this many seconds for growing processes, containers and mounts "
-                   "(default 0: no growth check); with --server, judge growth over the daemon's "
-                   "samples of the last this many seconds, at once (at most 900)")
+                   "Watch this many seconds for growing processes, containers and mounts, and "
+                   "(as root, with BPF) for mounts whose files SIGBUS faults hit (default 0: "
+                   "neither); with --server, judge both over the daemon's last this many "
+                   "seconds, at once (at most 900)")
       ->check(kFinite & CLI::NonNegativeNumber);
   leaks->add_flag("--all-mounts", k.all_mounts,
                   "Also judge files on tmpfs mounts that are not shared memory (/run, /tmp); "

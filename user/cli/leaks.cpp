@@ -7,6 +7,7 @@
 
 #include "live/clock.hpp"
 #include "live/container_names.hpp"
+#include "live/session.hpp"
 #include "model/apply_scan.hpp"
 #include "model/leaks.hpp"
 #include "sources/clock.hpp"
@@ -16,10 +17,14 @@
 
 #include <unistd.h>
 
+#include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <optional>
+#include <string>
 #include <thread>
 
 namespace shmbpf {
@@ -54,6 +59,45 @@ int run_leaks_remote(const LeaksOptions &opts, const std::string &socket) {
   return reply.leaking ? 1 : 0;
 }
 
+// The kernel's SIGBUS faults while a window is watched: a Session whose
+// sigbus events go to the engine (the scans see everything else). Without
+// BPF the window is still watched for growth, and the report says why
+// faults were not.
+class FaultWatch {
+public:
+  FaultWatch(Engine &engine, std::string &unwatched) : engine_(engine) {
+    ProbeOptions probe;
+    probe.command = "leaks";
+    try {
+      session_.emplace(probe);
+    } catch (const FatalError &e) {
+      unwatched = e.what();
+    }
+  }
+
+  // Until deadline: reads faults as they come, or just sleeps.
+  void until(std::chrono::steady_clock::time_point deadline) {
+    while (session_) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0)
+        return;
+      const int n =
+          session_->poll(static_cast<int>(std::min<int64_t>(left.count(), 250)), [&](Event &e) {
+            if (e.type == EventType::sigbus)
+              engine_.apply(e);
+          });
+      if (n < 0 && n != -EINTR)
+        break;
+    }
+    std::this_thread::sleep_until(deadline);
+  }
+
+private:
+  Engine &engine_;
+  std::optional<Session> session_;
+};
+
 } // namespace
 
 int run_leaks(const LeaksOptions &opts) {
@@ -67,14 +111,20 @@ int run_leaks(const LeaksOptions &opts) {
   Engine engine(cfg);
   fill_from_scan(engine, opts.runtime_roots);
 
-  // Growth needs time: rescan once a second over the window.
+  // Growth needs time: rescan once a second over the window, and watch for
+  // SIGBUS faults meanwhile.
   std::vector<UsageSample> samples{sample_usage(engine, now)};
+  std::string unwatched;
+  std::optional<FaultWatch> faults;
+  if (opts.window_s > 0)
+    faults.emplace(engine, unwatched);
+  const uint64_t window_start = boottime_ns();
   const auto start = std::chrono::steady_clock::now();
   const auto window = std::chrono::duration<double>(opts.window_s);
   for (int i = 1; opts.window_s > 0; ++i) {
     auto next = start + std::chrono::duration_cast<std::chrono::steady_clock::duration>(
                             std::min(window, std::chrono::duration<double>(i)));
-    std::this_thread::sleep_until(next);
+    faults->until(next);
     now = boottime_ns();
     reconcile(engine, scan_system(), now);
     name_containers(engine, opts.runtime_roots);
@@ -93,6 +143,8 @@ int run_leaks(const LeaksOptions &opts) {
                                  static_cast<double>(samples.back().t_ns - samples.front().t_ns) /
                                      1'000'000'000.0,
                                  samples.size(), true};
+    report.bus_errors = bus_error_mounts(engine.sigbus_since(window_start));
+    report.bus_errors_unwatched = unwatched;
   }
   std::string out = opts.json ? leaks_json(report, now)
                               : leaks_text(report, now, static_cast<uint64_t>(opts.min_age_s));

@@ -262,18 +262,23 @@ HttpReply LocalApi::leaks(const HttpQuery &q) const {
   struct Copy {
     uint64_t now_ns;
     std::vector<Orphan> orphans;
+    std::vector<BusError> faults; // of the window
   };
+  const auto window_ns = static_cast<uint64_t>(std::llround(window_s * 1e9));
   auto copy =
       endpoints_.read([&](const Engine &engine, const MonitorStats &, const MetricsCounters &) {
         const uint64_t now = Monitor::now_ns();
-        return Copy{now, engine.orphans(now, min_age_ns)};
+        return Copy{now, engine.orphans(now, min_age_ns),
+                    window_s > 0 ? engine.sigbus_since(now > window_ns ? now - window_ns : 0)
+                                 : std::vector<BusError>{}};
       });
   if (!copy)
     return Endpoints::not_ready();
   LeakReport report = summarize_orphans(copy->orphans, glob, all_mounts);
+  report.bus_errors = bus_error_mounts(copy->faults);
   if (window_s > 0) {
     // Growth from the samples kept, judged after their lock is let go.
-    const UsageWindow w = usage_->window(static_cast<uint64_t>(std::llround(window_s * 1e9)));
+    const UsageWindow w = usage_->window(window_ns);
     report.growth = find_growth(w);
     report.window = w.span;
   }

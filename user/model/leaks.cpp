@@ -144,4 +144,22 @@ void sort_growth(std::vector<GrowthFinding> &findings) {
   });
 }
 
+std::vector<BusErrorMount> bus_error_mounts(const std::vector<BusError> &faults) {
+  std::map<std::string, BusErrorMount> by_mount;
+  for (const BusError &b : faults) {
+    BusErrorMount &m = by_mount[b.mountpoint];
+    m.mountpoint = b.mountpoint;
+    ++m.count;
+    m.last = b; // oldest first: the last one stays
+  }
+  std::vector<BusErrorMount> out;
+  out.reserve(by_mount.size());
+  for (auto &[mountpoint, m] : by_mount)
+    out.push_back(std::move(m));
+  std::stable_sort(out.begin(), out.end(), [](const BusErrorMount &a, const BusErrorMount &b) {
+    return a.count > b.count;
+  });
+  return out;
+}
+
 } // namespace shmbpf

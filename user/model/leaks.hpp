@@ -46,13 +46,25 @@ struct GrowthWindow {
   bool complete = false; // the samples span at least requested_s
 };
 
+// The SIGBUS faults of a window on one mount: what a full /dev/shm did to
+// the processes using it.
+struct BusErrorMount {
+  std::string mountpoint; // "" when no file was found, for memfds and SysV
+  uint64_t count = 0;
+  BusError last; // with its container
+};
+
 struct LeakReport {
   std::vector<SegmentInfo> orphans; // largest first
   uint64_t orphan_bytes = 0;
   std::vector<LeakGroup> by_mount, by_container, by_pattern; // largest first
   std::vector<GrowthFinding> growth;
   std::optional<GrowthWindow> window; // set when growth was checked
-  bool leaking() const { return !orphans.empty() || !growth.empty(); }
+  // Mounts SIGBUS faults hit during the window, most faults first.
+  std::vector<BusErrorMount> bus_errors;
+  // Why faults were not watched during the window (no BPF), "" when they were.
+  std::string bus_errors_unwatched;
+  bool leaking() const { return !orphans.empty() || !growth.empty() || !bus_errors.empty(); }
 };
 
 // Where shared memory lives: any /dev/shm mount (the host's or a
@@ -91,5 +103,9 @@ GrowthFinding growth_finding(std::string what, std::string id, std::string name,
                              const std::vector<uint64_t> &bytes, double seconds);
 // Fastest first, as find_growth returns them.
 void sort_growth(std::vector<GrowthFinding> &findings);
+
+// faults (oldest first, as Engine::sigbus_since) by the mountpoint of the
+// file each hit: most faults first, then by mountpoint.
+std::vector<BusErrorMount> bus_error_mounts(const std::vector<BusError> &faults);
 
 } // namespace shmbpf

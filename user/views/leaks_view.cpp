@@ -29,14 +29,49 @@ std::string short_window_note(const LeakReport &r) {
          seconds_text(r.window->requested_s) + " asked for: the daemon has not run that long yet\n";
 }
 
+// Faults not watched: said under every report of a window.
+std::string unwatched_note(const LeakReport &r) {
+  if (!r.window || r.bus_errors_unwatched.empty())
+    return {};
+  return "note: SIGBUS faults not watched during the window: " +
+         escape_text(r.bus_errors_unwatched) + "\n";
+}
+
+std::string bus_errors_text(const LeakReport &r, uint64_t now_ns) {
+  std::string out = "bus errors: " + std::to_string(r.bus_errors.size()) + " mount" +
+                    (r.bus_errors.size() == 1 ? "" : "s") + " with SIGBUS faults" + over_window(r) +
+                    "\n";
+  for (const BusErrorMount &m : r.bus_errors)
+    out += "  " + (m.mountpoint.empty() ? std::string("(no mount)") : escape_text(m.mountpoint)) +
+           "  " + std::to_string(m.count) + " fault" + (m.count == 1 ? "" : "s") + ", last " +
+           bus_error_text(m.last, now_ns) + "\n";
+  return out;
+}
+
+void write_bus_error(JsonWriter &w, const BusError &b) {
+  w.begin_object().num("ts_ns", b.ts_ns).num("pid", b.pid).str("comm", b.comm);
+  w.key("container");
+  write_container(w, b.container);
+  w.str("fault", to_string(b.fault)).str("cause", to_string(b.cause));
+  w.key("kind");
+  if (b.kind == Kind::none)
+    w.null();
+  else
+    w.str(to_string(b.kind));
+  w.str("path", b.path).num("addr", b.addr).num("offset", b.offset);
+  w.num("file_size", b.file_size).num("mount_size", b.mount_size).num("mount_used", b.mount_used);
+  w.end_object();
+}
+
 } // namespace
 
 std::string leaks_text(const LeakReport &r, uint64_t now_ns, uint64_t min_age_s) {
   std::string out;
   if (!r.leaking()) {
     out += "no leaks: no orphaned segment older than " + human_age(min_age_s) +
-           ", no steady growth seen" + over_window(r) + "\n";
-    return out + short_window_note(r);
+           ", no steady growth" + std::string(r.window ? " or SIGBUS fault" : "") + " seen" +
+           over_window(r) + "\n";
+    return out + short_window_note(r) + unwatched_note(r);
   }
   if (!r.orphans.empty()) {
     out += "orphans: " + std::to_string(r.orphans.size()) + " segments, " +
@@ -70,7 +105,12 @@ std::string leaks_text(const LeakReport &r, uint64_t now_ns, uint64_t min_age_s)
              bytes_rate_text(g.bytes_per_s, false) + "\n";
     }
   }
-  return out + short_window_note(r);
+  if (!r.bus_errors.empty()) {
+    if (!r.orphans.empty() || !r.growth.empty())
+      out += "\n";
+    out += bus_errors_text(r, now_ns);
+  }
+  return out + short_window_note(r) + unwatched_note(r);
 }
 
 std::string leaks_json(const LeakReport &r, uint64_t now_ns) {
@@ -114,6 +154,20 @@ std::string leaks_json(const LeakReport &r, uint64_t now_ns) {
     w.key("window").begin_object();
     w.real("requested_s", r.window->requested_s).real("covered_s", r.window->covered_s);
     w.num("samples", r.window->samples).boolean("complete", r.window->complete).end_object();
+    // SIGBUS faults of the window by mount; null when they were not watched.
+    w.key("bus_errors");
+    if (!r.bus_errors_unwatched.empty()) {
+      w.null();
+    } else {
+      w.begin_array();
+      for (const BusErrorMount &m : r.bus_errors) {
+        w.begin_object().key("mountpoint").str_or_null(m.mountpoint).num("count", m.count);
+        w.key("last");
+        write_bus_error(w, m.last);
+        w.end_object();
+      }
+      w.end_array();
+    }
   }
   w.end_object();
   out += '\n';
