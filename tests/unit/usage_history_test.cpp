@@ -216,7 +216,8 @@ TEST(LeaksView, TheWindowInJsonAndAShortOneInText) {
   EXPECT_EQ(j["window"]["samples"], 13);
   EXPECT_EQ(j["window"]["complete"], false);
   std::string t = leaks_text(r, 0, 60);
-  EXPECT_NE(t.find("no steady growth or SIGBUS fault seen over the last 12 s"), std::string::npos) << t;
+  EXPECT_NE(t.find("no steady growth or SIGBUS fault seen over the last 12 s"), std::string::npos)
+      << t;
   EXPECT_NE(t.find("note: growth judged over 12 s (13 samples), not the 60 s asked for"),
             std::string::npos)
       << t;
