@@ -20,12 +20,13 @@ struct HookMeaning {
   std::string_view hook, events, lost;
 };
 constexpr std::array kMeanings = {
-    HookMeaning{"sys_exit_open", "create, open", "files created or opened with open(2) not seen"},
-    HookMeaning{"sys_exit_openat", "create, open",
+    HookMeaning{"sys_exit_open", "create, open, nospace",
+                "files created or opened with open(2) not seen"},
+    HookMeaning{"sys_exit_openat", "create, open, nospace",
                 "files created or opened with openat(2) not seen"},
-    HookMeaning{"sys_exit_openat2", "create, open",
+    HookMeaning{"sys_exit_openat2", "create, open, nospace",
                 "files created or opened with openat2(2) not seen"},
-    HookMeaning{"sys_exit_creat", "create", "files created with creat(2) not seen"},
+    HookMeaning{"sys_exit_creat", "create, nospace", "files created with creat(2) not seen"},
     HookMeaning{"sys_exit_memfd_create", "memfd_create",
                 "memfds found only by rescans of processes' fds"},
     HookMeaning{"sys_exit_ftruncate", "resize", "sizes set with ftruncate(2) come from rescans"},
