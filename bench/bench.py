@@ -25,7 +25,8 @@ REPO = os.path.dirname(HERE)
 
 # name -> (program, extra args, iterations for one measurement)
 WORKLOADS = {
-    "open_close": ("open_close", [], 200000),
+"    "open_close": ("open_close", [], 200000),
+    "write": ("write_loop", [], 400000),
     "shm": ("shm_cycle", [], 50000),
     "shm_mmap": ("shm_cycle", ["-m"], 6000),
     "memfd": ("memfd_cycle", [], 60000),
@@ -33,6 +34,7 @@ WORKLOADS = {
 }
 WORKLOAD_TITLES = {
     "open_close": "open+close on ext4 (unrelated)",
+    "write": "64-byte pwrite on ext4 (unrelated)",
     "shm": "POSIX shm cycle",
     "shm_mmap": "POSIX shm cycle + mmap/touch/munmap",
     "memfd": "memfd cycle",

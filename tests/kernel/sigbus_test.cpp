@@ -9,15 +9,21 @@
 #include <gtest/gtest.h>
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <fstream>
+#include <iterator>
+#include <string>
 #include <thread>
 #include <utility>
 
@@ -208,6 +214,134 @@ TEST(Sigbus, AMemfdTouchedPastItsEnd) {
   // memfds live on the kernel's own mount: no size, and no mountpoint.
   EXPECT_EQ(e.mount_size, 0u);
   EXPECT_EQ(bus_cause(e), BusCause::beyond_eof);
+}
+
+// A cgroup v2 directory with the hugetlb controller and a limit of one
+// 2 MiB huge page, and a pool with pages to spare; all undone at the end.
+// "" from make() when the machine cannot: why, to skip on. Both are the
+// machine's: a lock keeps the test's runs alongside (the other builds'
+// binaries) from undoing each other's.
+class HugetlbLimit {
+public:
+  HugetlbLimit() = default;
+  HugetlbLimit(const HugetlbLimit &) = delete;
+  HugetlbLimit &operator=(const HugetlbLimit &) = delete;
+  ~HugetlbLimit() {
+    if (!dir_.empty())
+      rmdir(dir_.c_str());
+    if (enabled_)
+      write_file(root_ + "/cgroup.subtree_control", "-hugetlb");
+    if (pool_ >= 0)
+      write_file(kPool, std::to_string(pool_));
+    if (lock_ >= 0)
+      close(lock_); // lets the next one in
+  }
+
+  std::string make() {
+    lock_ = open("/tmp/shmbpf-kt-hugetlb.lock", O_CREAT | O_RDWR | O_CLOEXEC, 0600);
+    if (lock_ < 0 || flock(lock_, LOCK_EX) != 0)
+      return std::string("cannot lock /tmp/shmbpf-kt-hugetlb.lock: ") + std::strerror(errno);
+    const auto mnt = find_cgroup2_mount(read_mountinfo(0));
+    if (!mnt)
+      return "no cgroup2 mount";
+    root_ = *mnt;
+    if (read_file(root_ + "/cgroup.controllers").find("hugetlb") == std::string::npos)
+      return "no hugetlb controller on cgroup2 (bound to v1, or not built)";
+    if (read_file(root_ + "/cgroup.subtree_control").find("hugetlb") == std::string::npos) {
+      if (!write_file(root_ + "/cgroup.subtree_control", "+hugetlb"))
+        return "cannot enable hugetlb in " + root_;
+      enabled_ = true;
+    }
+    const std::string pool = read_file(kPool);
+    if (pool.empty())
+      return "no 2 MiB huge pages on this machine";
+    pool_ = std::stol(pool);
+    if (!write_file(kPool, std::to_string(pool_ + 4)))
+      return "cannot grow the huge page pool";
+    dir_ = root_ + "/shmbpf-kt-hugetlb-" + std::to_string(getpid());
+    if (mkdir(dir_.c_str(), 0755) != 0)
+      return "mkdir " + dir_ + ": " + std::strerror(errno);
+    if (!write_file(dir_ + "/hugetlb.2MB.max", std::to_string(2 * mib)))
+      return "cannot set hugetlb.2MB.max";
+    return {};
+  }
+  // In the child: moves the calling process into the cgroup.
+  bool join() const { return write_file(dir_ + "/cgroup.procs", "0"); }
+  uint64_t id() const {
+    struct stat st {};
+    return stat(dir_.c_str(), &st) == 0 ? st.st_ino : 0;
+  }
+
+private:
+  static constexpr const char *kPool = "/sys/kernel/mm/hugepages/hugepages-2048kB/nr_hugepages";
+  static std::string read_file(const std::string &path) {
+    std::ifstream in(path);
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    return text;
+  }
+  static bool write_file(const std::string &path, const std::string &text) {
+    int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
+    if (fd < 0)
+      return false;
+    const bool ok = write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+    close(fd);
+    return ok;
+  }
+  std::string root_, dir_;
+  bool enabled_ = false;
+  long pool_ = -1;
+  int lock_ = -1;
+};
+
+// A memory cgroup limit where the kernel answers with SIGBUS rather than
+// the OOM killer: a hugetlb memfd whose cgroup may have one huge page. The
+// pool has pages; the second page's fault is over the limit.
+TEST(Sigbus, AHugetlbMemfdOverItsCgroupsLimit) {
+  HugetlbLimit limit;
+  if (const std::string why = limit.make(); !why.empty())
+    GTEST_SKIP() << why;
+  SHMBPF_COLLECTOR(col);
+  const std::string comm = "sigbus-hugetlb";
+  Shared<Mapped> m;
+  const bool looks_up = finds_the_mapping(*col);
+  auto [c, e] = fault_until_looked_up(looks_up, [&] {
+    Child child = run_child(comm, [&] {
+      die_of_sigbus_plainly();
+      if (!limit.join())
+        return 1;
+      int fd = memfd_create("kt-hugetlb", MFD_CLOEXEC | MFD_HUGETLB);
+      if (fd < 0 || ftruncate(fd, 8 * mib) != 0)
+        return 2;
+      auto *p = static_cast<volatile char *>(
+          mmap(nullptr, 8 * mib, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
+      if (p == MAP_FAILED)
+        return 3;
+      record_mapping(*m, fd, const_cast<char *>(p));
+      p[0] = 1;
+      p[2 * mib + 7] = 1; // over the cgroup's one page
+      return 4;
+    });
+    Event ev = sigbus_of(*col, child, comm);
+    return std::pair<Child, Event>(std::move(child), ev);
+  });
+  ASSERT_NE(m->addr, 0u);
+  EXPECT_EQ(e.addr, m->addr + 2 * mib + 7);
+  EXPECT_EQ(e.cgroup_id, limit.id());
+  if (!looks_up) {
+    EXPECT_EQ(e.fault, FaultLookup::unknown);
+    return;
+  }
+  ASSERT_EQ(e.fault, FaultLookup::file);
+  EXPECT_EQ(e.kind, Kind::memfd);
+  EXPECT_EQ(e.fs, kFsHugetlbfs);
+  EXPECT_EQ(e.name, "memfd:kt-hugetlb");
+  EXPECT_EQ(e.dev, m->dev);
+  EXPECT_EQ(e.ino, m->ino);
+  EXPECT_EQ(e.offset, 2 * mib + 7);
+  EXPECT_EQ(e.size, 8 * mib);
+  EXPECT_EQ(e.bytes, 2 * mib); // the one page it had
+  EXPECT_FALSE(e.beyond_eof);
+  EXPECT_EQ(bus_cause(e), BusCause::no_huge_pages);
 }
 
 // An anonymous mapping never faults with SIGBUS by itself; a signal sent
