@@ -25,7 +25,7 @@ REPO = os.path.dirname(HERE)
 
 # name -> (program, extra args, iterations for one measurement)
 WORKLOADS = {
-"    "open_close": ("open_close", [], 200000),
+    "open_close": ("open_close", [], 200000),
     "write": ("write_loop", [], 400000),
     "shm": ("shm_cycle", [], 50000),
     "shm_mmap": ("shm_cycle", ["-m"], 6000),
