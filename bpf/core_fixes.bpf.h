@@ -169,8 +169,9 @@ static __always_inline struct pt_regs *syscall_regs(long nr)
 /*
  * The mapping of the current task that holds addr: where a SIGBUS fault
  * happened. Found with bpf_find_vma where the kernel has it (v5.17), and
- * before that by the search find_vma() did: the mm's VMAs were an rbtree,
- * mm->mm_rb, until v6.1's maple tree ("mm: remove rb tree"). The lookup
+ * where it has not, or it cannot run, by the search find_vma() does: the
+ * mm's VMAs were an rbtree, mm->mm_rb, until v6.1's maple tree ("mm:
+ * remove rb tree"), searched below too. The lookup
  * stays in the fast and compat builds, the rbtree in the compat builds:
  * a callback's address is an instruction a v5.12 verifier rejects anywhere
  * in a program, so the noatomic build (v5.10, v5.11) has only the rbtree.
@@ -240,20 +241,109 @@ static __always_inline int vma_by_rbtree(__u64 addr, struct shmbpf_vma *out)
 }
 #endif
 
+/*
+ * The mm's maple tree (v6.1, "mm: start tracking VMAs with maple tree"),
+ * searched as mtree_lookup_walk() does, without its lock: bpf_find_vma
+ * cannot run here when another tracer's lookup on this CPU left its
+ * deferred unlock pending (an irq_work, interrupts being off), and the
+ * noatomic build has no lookup of its own on these kernels. Reads are
+ * probe reads; a node changed meanwhile (another thread's mmap) can only
+ * make the search miss, and the mapping found is checked to hold addr.
+ *
+ * A node's pointer carries its type in bits 3-6 (the node is 256-byte
+ * aligned); the root's also has bit 1 set (xa_is_node, MAPLE_ROOT_NODE),
+ * without which the root is an empty tree or one entry at index 0. Types 0 and 1 are
+ * leaves (dense, leaf_64: a mm's are leaf_64), 2 is range_64 (15 pivots, 16
+ * slots), 3 arange_64 (9 pivots, 10 slots). The first pivot at or above
+ * addr picks its slot; past the last pivot, the last slot (up to the
+ * node's max). A leaf's slot is the vm_area_struct, or NULL for a gap.
+ * Returns 0 when the kernel has no maple tree.
+ */
+#define SHMBPF_MAPLE_DEPTH 8 /* 16-way: a mm's tree is 3 or 4 deep */
+
+static __always_inline int vma_by_maple(__u64 addr, struct shmbpf_vma *out)
+{
+	struct mm_struct *mm = BPF_CORE_READ(current_task(), mm);
+	__u32 range_pivots = bpf_core_field_offset(struct maple_node, mr64.pivot);
+	__u32 range_slots = bpf_core_field_offset(struct maple_node, mr64.slot);
+	__u32 arange_pivots = bpf_core_field_offset(struct maple_node, ma64.pivot);
+	__u32 arange_slots = bpf_core_field_offset(struct maple_node, ma64.slot);
+	__u64 entry;
+
+	if (!bpf_core_field_exists(mm->mm_mt))
+		return 0;
+	entry = (__u64)BPF_CORE_READ(mm, mm_mt.ma_root);
+	if ((entry & 3) != 2 || entry <= 4096)
+		return 1; /* no node: no mapping above address 0 */
+	for (int depth = 0; depth < SHMBPF_MAPLE_DEPTH; depth++) {
+		void *node = (void *)(entry & ~255ULL);
+		__u64 type = (entry >> 3) & 0xf;
+		__u32 npivots = type == 3 ? 9 : 15;
+		__u32 pivots = type == 3 ? arange_pivots : range_pivots;
+		__u32 slots = type == 3 ? arange_slots : range_slots;
+		__u32 at = npivots; /* past the last pivot: the last slot */
+		__u64 next = 0;
+
+		if (entry <= 4096)
+			return 1; /* a NULL child: nothing there */
+		for (__u32 i = 0; i < 15; i++) {
+			__u64 pivot = 0;
+
+			if (i >= npivots)
+				break;
+			bpf_probe_read_kernel(&pivot, sizeof(pivot), node + pivots + i * 8);
+			if (pivot >= addr) {
+				at = i;
+				break;
+			}
+			if (pivot == 0 && i > 0)
+				return 1; /* the node's data ended below addr */
+		}
+		bpf_probe_read_kernel(&next, sizeof(next), node + slots + at * 8);
+		if (type < 2) {
+			struct vm_area_struct *vma = (void *)next;
+
+			if (vma && BPF_CORE_READ(vma, vm_start) <= addr &&
+			    addr < BPF_CORE_READ(vma, vm_end)) {
+				out->start = BPF_CORE_READ(vma, vm_start);
+				out->pgoff = BPF_CORE_READ(vma, vm_pgoff);
+				out->file = (__u64)BPF_CORE_READ(vma, vm_file);
+				out->found = 1;
+			}
+			return 1;
+		}
+		entry = next;
+	}
+	return 0; /* deeper than any mm's: give up */
+}
+
+/* The search without bpf_find_vma: the rbtree where the kernel has one,
+ * else the maple tree. */
+static __always_inline int vma_by_tree(__u64 addr, struct shmbpf_vma *out)
+{
+#ifdef SHMBPF_COMPAT
+	if (vma_by_rbtree(addr, out))
+		return 1;
+#endif
+	return vma_by_maple(addr, out);
+}
+
 /* 1 when a lookup ran (out->found says whether a mapping holds addr), 0
- * when none could (a busy mmap lock, no way on this kernel). */
+ * when none could (a tree deeper than expected, no way on this kernel). */
 static __always_inline int vma_at(__u64 addr, struct shmbpf_vma *out)
 {
 #if defined(SHMBPF_NO_ATOMICS)
-	return vma_by_rbtree(addr, out);
+	return vma_by_tree(addr, out);
 #else
 #ifdef SHMBPF_COMPAT
 	if (!have_find_vma)
-		return vma_by_rbtree(addr, out);
+		return vma_by_tree(addr, out);
 #endif
 	long err = bpf_find_vma(bpf_get_current_task_btf(), addr, shmbpf_vma_found, out, 0);
 
-	return err == 0 || err == -2 /* -ENOENT: no mapping there */;
+	if (err == 0 || err == -2 /* -ENOENT: no mapping there */)
+		return 1;
+	return vma_by_tree(addr, out); /* -EBUSY: the mmap lock's unlock is pending */
 #endif
 }
 #endif /* SHMBPF_KFUNCS */

@@ -13,7 +13,6 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
-#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -77,40 +76,6 @@ Event sigbus_of(Collector &col, const Child &c, const std::string &comm) {
   return e;
 }
 
-// Runs fault (a child that dies of SIGBUS) until the kernel's lookup of
-// its mapping ran. bpf_find_vma defers its unlock to a per-CPU irq_work
-// while interrupts are off, as in signal_generate: another tracer's program
-// attached before ours (another shmbpf, a test running alongside) that just
-// looked up the same fault leaves it busy, and ours reads "unknown". That
-// tracer lives a few seconds at most, so a few tries get past it.
-// Where the programs cannot look anything up (looks_up false), once.
-template <class Fn> std::pair<Child, Event> fault_until_looked_up(bool looks_up, Fn fault) {
-  std::pair<Child, Event> out = fault();
-  for (int attempt = 1; looks_up && attempt < 20 && out.second.fault == FaultLookup::unknown;
-       ++attempt) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
-    out = fault();
-  }
-  return out;
-}
-
-// Whether the loaded programs can find a fault's mapping on this kernel:
-// not the v5.10 build's rbtree search on a kernel that has no rbtree
-// (SHMBPF_BUILD=compat_noatomic on v6.1 or later, docs/KERNELS.md).
-bool finds_the_mapping(const Collector &col) {
-  const auto &fb = col.session().probe().fallbacks();
-  const bool by_rbtree = std::any_of(fb.begin(), fb.end(), [](const Fallback &f) {
-    return f.feature.starts_with("bpf_find_vma");
-  });
-  if (!by_rbtree)
-    return true;
-  utsname u{};
-  uname(&u);
-  int major = 0, minor = 0;
-  std::sscanf(u.release, "%d.%d", &major, &minor);
-  return major < 6 || (major == 6 && minor < 1);
-}
-
 // A tmpfs of 64 KiB: a mapping of a 1 MiB file on it runs out of pages.
 TEST(Sigbus, AFullTmpfsNamesTheFileTheMountAndTheOffset) {
   TmpfsMount tmpfs;
@@ -120,33 +85,24 @@ TEST(Sigbus, AFullTmpfsNamesTheFileTheMountAndTheOffset) {
   const std::string file = tmpfs.dir() + "/fill";
   const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
   Shared<Mapped> m;
-  const bool looks_up = finds_the_mapping(*col);
-  auto [c, e] = fault_until_looked_up(looks_up, [&] {
-    ::unlink(file.c_str()); // a fresh file each time: the full mount is emptied
-    Child child = run_child(comm, [&] {
-      die_of_sigbus_plainly();
-      int fd = open(file.c_str(), O_CREAT | O_RDWR, 0600);
-      if (fd < 0 || ftruncate(fd, mib) != 0)
-        return 1;
-      auto *p = static_cast<volatile char *>(
-          mmap(nullptr, mib, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
-      if (p == MAP_FAILED)
-        return 2;
-      record_mapping(*m, fd, const_cast<char *>(p));
-      for (uint64_t off = 0; off < mib; off += page)
-        p[off] = 1;
-      return 3; // should have died before
-    });
-    Event ev = sigbus_of(*col, child, comm);
-    return std::pair<Child, Event>(std::move(child), ev);
+  Child c = run_child(comm, [&] {
+    die_of_sigbus_plainly();
+    int fd = open(file.c_str(), O_CREAT | O_RDWR, 0600);
+    if (fd < 0 || ftruncate(fd, mib) != 0)
+      return 1;
+    auto *p =
+        static_cast<volatile char *>(mmap(nullptr, mib, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
+    if (p == MAP_FAILED)
+      return 2;
+    record_mapping(*m, fd, const_cast<char *>(p));
+    for (uint64_t off = 0; off < mib; off += page)
+      p[off] = 1;
+    return 3; // should have died before
   });
+  const Event e = sigbus_of(*col, c, comm);
   ASSERT_NE(m->addr, 0u);
   // 64 KiB hold the first pages; the next one faults.
   EXPECT_EQ(e.addr, m->addr + 64 * kib);
-  if (!looks_up) {
-    EXPECT_EQ(e.fault, FaultLookup::unknown);
-    return;
-  }
   ASSERT_EQ(e.fault, FaultLookup::file);
   EXPECT_EQ(e.kind, Kind::tmpfs);
   EXPECT_EQ(e.fs, kFsTmpfs);
@@ -179,30 +135,22 @@ TEST(Sigbus, AMemfdTouchedPastItsEnd) {
   const std::string comm = "sigbus-memfd";
   const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
   Shared<Mapped> m;
-  const bool looks_up = finds_the_mapping(*col);
-  auto [c, e] = fault_until_looked_up(looks_up, [&] {
-    Child child = run_child(comm, [&] {
-      die_of_sigbus_plainly();
-      int fd = memfd_create("kt-sigbus", MFD_CLOEXEC);
-      if (fd < 0 || ftruncate(fd, mib) != 0)
-        return 1;
-      auto *p = static_cast<volatile char *>(
-          mmap(nullptr, mib, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
-      if (p == MAP_FAILED || ftruncate(fd, page) != 0)
-        return 2;
-      record_mapping(*m, fd, const_cast<char *>(p));
-      p[2 * page + 5] = 1;
-      return 3;
-    });
-    Event ev = sigbus_of(*col, child, comm);
-    return std::pair<Child, Event>(std::move(child), ev);
+  Child c = run_child(comm, [&] {
+    die_of_sigbus_plainly();
+    int fd = memfd_create("kt-sigbus", MFD_CLOEXEC);
+    if (fd < 0 || ftruncate(fd, mib) != 0)
+      return 1;
+    auto *p =
+        static_cast<volatile char *>(mmap(nullptr, mib, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
+    if (p == MAP_FAILED || ftruncate(fd, page) != 0)
+      return 2;
+    record_mapping(*m, fd, const_cast<char *>(p));
+    p[2 * page + 5] = 1;
+    return 3;
   });
+  const Event e = sigbus_of(*col, c, comm);
   ASSERT_NE(m->addr, 0u);
   EXPECT_EQ(e.addr, m->addr + 2 * page + 5);
-  if (!looks_up) {
-    EXPECT_EQ(e.fault, FaultLookup::unknown);
-    return;
-  }
   ASSERT_EQ(e.fault, FaultLookup::file);
   EXPECT_EQ(e.kind, Kind::memfd);
   EXPECT_EQ(e.name, "memfd:kt-sigbus");
@@ -303,34 +251,26 @@ TEST(Sigbus, AHugetlbMemfdOverItsCgroupsLimit) {
   SHMBPF_COLLECTOR(col);
   const std::string comm = "sigbus-hugetlb";
   Shared<Mapped> m;
-  const bool looks_up = finds_the_mapping(*col);
-  auto [c, e] = fault_until_looked_up(looks_up, [&] {
-    Child child = run_child(comm, [&] {
-      die_of_sigbus_plainly();
-      if (!limit.join())
-        return 1;
-      int fd = memfd_create("kt-hugetlb", MFD_CLOEXEC | MFD_HUGETLB);
-      if (fd < 0 || ftruncate(fd, 8 * mib) != 0)
-        return 2;
-      auto *p = static_cast<volatile char *>(
-          mmap(nullptr, 8 * mib, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
-      if (p == MAP_FAILED)
-        return 3;
-      record_mapping(*m, fd, const_cast<char *>(p));
-      p[0] = 1;
-      p[2 * mib + 7] = 1; // over the cgroup's one page
-      return 4;
-    });
-    Event ev = sigbus_of(*col, child, comm);
-    return std::pair<Child, Event>(std::move(child), ev);
+  Child c = run_child(comm, [&] {
+    die_of_sigbus_plainly();
+    if (!limit.join())
+      return 1;
+    int fd = memfd_create("kt-hugetlb", MFD_CLOEXEC | MFD_HUGETLB);
+    if (fd < 0 || ftruncate(fd, 8 * mib) != 0)
+      return 2;
+    auto *p = static_cast<volatile char *>(
+        mmap(nullptr, 8 * mib, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
+    if (p == MAP_FAILED)
+      return 3;
+    record_mapping(*m, fd, const_cast<char *>(p));
+    p[0] = 1;
+    p[2 * mib + 7] = 1; // over the cgroup's one page
+    return 4;
   });
+  const Event e = sigbus_of(*col, c, comm);
   ASSERT_NE(m->addr, 0u);
   EXPECT_EQ(e.addr, m->addr + 2 * mib + 7);
   EXPECT_EQ(e.cgroup_id, limit.id());
-  if (!looks_up) {
-    EXPECT_EQ(e.fault, FaultLookup::unknown);
-    return;
-  }
   ASSERT_EQ(e.fault, FaultLookup::file);
   EXPECT_EQ(e.kind, Kind::memfd);
   EXPECT_EQ(e.fs, kFsHugetlbfs);
@@ -342,6 +282,42 @@ TEST(Sigbus, AHugetlbMemfdOverItsCgroupsLimit) {
   EXPECT_EQ(e.bytes, 2 * mib); // the one page it had
   EXPECT_FALSE(e.beyond_eof);
   EXPECT_EQ(bus_cause(e), BusCause::no_huge_pages);
+}
+
+// Two tracers on one fault (two shmbpf instances, a daemon and a `trace`):
+// the first one's bpf_find_vma leaves its unlock pending on the CPU, with
+// interrupts off, and the second's cannot run; it searches the VMA tree
+// itself. Both name the file.
+TEST(Sigbus, TwoTracersBothFindTheFile) {
+  TmpfsMount tmpfs;
+  ASSERT_TRUE(tmpfs.mount("size=64k,mode=0700"));
+  SHMBPF_COLLECTOR(first);
+  SHMBPF_COLLECTOR(second);
+  const std::string comm = "sigbus-twice";
+  const std::string file = tmpfs.dir() + "/twice";
+  Shared<Mapped> m;
+  Child c = run_child(comm, [&] {
+    die_of_sigbus_plainly();
+    int fd = open(file.c_str(), O_CREAT | O_RDWR, 0600);
+    if (fd < 0 || ftruncate(fd, mib) != 0)
+      return 1;
+    auto *p =
+        static_cast<volatile char *>(mmap(nullptr, mib, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
+    if (p == MAP_FAILED)
+      return 2;
+    record_mapping(*m, fd, const_cast<char *>(p));
+    for (uint64_t off = 0; off < mib; off += 4 * kib)
+      p[off] = 1; // past the 64 KiB the mount has
+    return 3;
+  });
+  for (Collector *col : {first.get(), second.get()}) {
+    const Event e = sigbus_of(*col, c, comm);
+    ASSERT_EQ(e.fault, FaultLookup::file);
+    EXPECT_EQ(e.ino, m->ino);
+    EXPECT_EQ(e.offset, 64 * kib);
+    EXPECT_EQ(e.full_path, file);
+    EXPECT_EQ(bus_cause(e), BusCause::mount_full);
+  }
 }
 
 // An anonymous mapping never faults with SIGBUS by itself; a signal sent

@@ -127,7 +127,7 @@ TEST(ProgramChoice, SigbusFindsItsMappingWithFindVmaWhereTheKernelHasIt) {
   ProgramChoice c = choose_programs(with_signal(), kernel_6_1(), kAllHooks);
   EXPECT_EQ(hook(c, "signal/signal_generate").build, Build::compat);
   EXPECT_FALSE(has_fallback(c, "bpf_find_vma"));
-  // 5.10: the noatomic build, which searches the VMA rbtree instead.
+  // 5.10: the noatomic build, which searches the VMA tree instead.
   c = choose_programs(with_signal(), kernel_5_10(), kAllHooks);
   EXPECT_EQ(hook(c, "signal/signal_generate").build, Build::compat_noatomic);
   EXPECT_TRUE(has_fallback(c, "bpf_find_vma"));

@@ -31,14 +31,8 @@ constexpr std::array kMeanings = {
                 "memfds found only by rescans of processes' fds"},
     HookMeaning{"sys_exit_ftruncate", "resize", "sizes set with ftruncate(2) come from rescans"},
     HookMeaning{"sys_exit_fallocate", "resize", "sizes set with fallocate(2) come from rescans"},
-    HookMeaning{"sys_exit_write", "nospace", "writes with write(2) that find no space not seen"},
-    HookMeaning{"sys_exit_pwrite64", "nospace",
-                "writes with pwrite(2) that find no space not seen"},
-    HookMeaning{"sys_exit_writev", "nospace", "writes with writev(2) that find no space not seen"},
-    HookMeaning{"sys_exit_pwritev", "nospace",
-                "writes with pwritev(2) that find no space not seen"},
-    HookMeaning{"sys_exit_pwritev2", "nospace",
-                "writes with pwritev2(2) that find no space not seen"},
+    HookMeaning{"sys_exit", "nospace",
+                "writes (write, pwrite, writev, pwritev) that find no space not seen"},
     HookMeaning{"sys_exit_unlink", "unlink", "unlinks with unlink(2) found by reconciliation"},
     HookMeaning{"sys_exit_unlinkat", "unlink", "unlinks with unlinkat(2) found by reconciliation"},
     HookMeaning{"sys_exit_rename", "rename", "renames with rename(2) found by reconciliation"},
@@ -68,9 +62,10 @@ const HookMeaning *meaning_of(std::string_view hook) {
 }
 
 // "tracepoint/syscalls/sys_exit_openat" -> "syscalls/sys_exit_openat";
-// "tp_btf/x" -> "x"; "" for a section that attaches to nothing (raw_tp).
+// "tp_btf/x" and "raw_tp/x" -> "x"; "" for a section that attaches to
+// nothing ("raw_tp", run by userspace).
 std::string hook_of(std::string_view section) {
-  for (std::string_view prefix : {"tracepoint/", "tp_btf/"})
+  for (std::string_view prefix : {"tracepoint/", "tp_btf/", "raw_tp/"})
     if (section.starts_with(prefix))
       return std::string(section.substr(prefix.size()));
   return {};
@@ -215,8 +210,8 @@ ProgramChoice choose_programs(const std::vector<ProgramRef> &programs,
   if (sigbus_by_rbtree)
     out.fallbacks.push_back({"bpf_find_vma (v5.17)",
                              "the mapping at a SIGBUS's address is found by a search of the "
-                             "process's VMA tree (mm_rb), which kernels from v6.1 on no longer "
-                             "have: there a SIGBUS is reported without its file",
+                             "process's VMA tree (the rbtree mm_rb before v6.1, the maple tree "
+                             "from v6.1), without the mmap lock",
                              false});
   if (page_loaded)
     out.fallbacks.push_back({"a folio in mm_filemap_delete_from_page_cache (v5.17)",
