@@ -314,8 +314,14 @@ int SHMBPF_PROG(tracepoint__syscalls__sys_exit_memfd_create)(struct trace_event_
 	return 0;
 }
 
-static __always_inline int handle_resize_exit(long nr, long ret, __u16 origin)
+/*
+ * A call on a tmpfs or hugetlbfs file's fd: a resize (ftruncate, fallocate),
+ * failed or not, or a write that found no space (ENOSPC: the mount is
+ * full; EDQUOT: a tmpfs quota), which its caller has checked.
+ */
+static __always_inline int handle_fd_exit(long nr, long ret, __u16 origin)
 {
+	const int write = origin >= SHMBPF_ORIG_WRITE;
 	struct shmbpf_file_event *e;
 	struct super_block *sb;
 	struct inode *inode;
@@ -332,20 +338,35 @@ static __always_inline int handle_resize_exit(long nr, long ret, __u16 origin)
 		return 0;
 
 	/* Pages freed by a shrinking truncate are reported before the resize. */
-	flush_free_acc();
+	if (!write)
+		flush_free_acc();
 	e = reserve(sizeof(*e));
 	if (!e)
 		return 0;
-	fill_hdr(&e->hdr, SHMBPF_EV_RESIZE, sizeof(*e), ret);
+	fill_hdr(&e->hdr, write ? SHMBPF_EV_NOSPACE_WRITE : SHMBPF_EV_RESIZE, sizeof(*e), ret);
 	e->flags_ev = 0;
 	fill_file_identity(e, f, inode, sb);
-	if (origin == SHMBPF_ORIG_FTRUNCATE) {
+	e->flags = 0;
+	switch (origin) {
+	case SHMBPF_ORIG_FTRUNCATE: /* ftruncate(fd, length) */
 		e->arg_size = SYSCALL_ARG(regs, 2);
-		e->flags = 0;
-	} else {
-		/* fallocate(fd, mode, offset, len) */
+		break;
+	case SHMBPF_ORIG_FALLOCATE: /* fallocate(fd, mode, offset, len) */
 		e->flags = SYSCALL_ARG(regs, 2);
 		e->arg_size = SYSCALL_ARG(regs, 3) + SYSCALL_ARG(regs, 4);
+		break;
+	case SHMBPF_ORIG_WRITE: /* write(fd, buf, count) at the file position */
+		e->arg_size = KREAD(f, f_pos) + SYSCALL_ARG(regs, 3);
+		break;
+	case SHMBPF_ORIG_PWRITE64: /* pwrite64(fd, buf, count, offset) */
+		e->arg_size = SYSCALL_ARG(regs, 4) + SYSCALL_ARG(regs, 3);
+		break;
+	case SHMBPF_ORIG_WRITEV:
+		e->arg_size = KREAD(f, f_pos);
+		break;
+	default: /* pwritev(fd, iov, iovcnt, pos_l, pos_h): x86-64 passes it whole in pos_l */
+		e->arg_size = SYSCALL_ARG(regs, 4);
+		break;
 	}
 	e->mode = KREAD(inode, i_mode);
 	e->fd = SYSCALL_ARG(regs, 1);
@@ -360,65 +381,13 @@ static __always_inline int handle_resize_exit(long nr, long ret, __u16 origin)
 SEC("tracepoint/syscalls/sys_exit_ftruncate")
 int SHMBPF_PROG(tracepoint__syscalls__sys_exit_ftruncate)(struct trace_event_raw_sys_exit *ctx)
 {
-	return handle_resize_exit(ctx->id, ctx->ret, SHMBPF_ORIG_FTRUNCATE);
+	return handle_fd_exit(ctx->id, ctx->ret, SHMBPF_ORIG_FTRUNCATE);
 }
 
 SEC("tracepoint/syscalls/sys_exit_fallocate")
 int SHMBPF_PROG(tracepoint__syscalls__sys_exit_fallocate)(struct trace_event_raw_sys_exit *ctx)
 {
-	return handle_resize_exit(ctx->id, ctx->ret, SHMBPF_ORIG_FALLOCATE);
-}
-
-/* A write to a tmpfs or hugetlbfs file that found no space: ENOSPC (the
- * mount is full), EDQUOT (a tmpfs quota). */
-static __always_inline int handle_write_exit(long nr, long ret, __u16 origin)
-{
-	struct shmbpf_file_event *e;
-	struct super_block *sb;
-	struct inode *inode;
-	struct pt_regs *regs;
-	struct file *f;
-	__u8 fs;
-
-	if (ret != -ENOSPC && ret != -EDQUOT)
-		return 0;
-	regs = syscall_regs(nr);
-	f = fd_to_file(SYSCALL_ARG(regs, 1));
-	inode = KREAD(f, f_inode);
-	sb = KREAD(inode, i_sb);
-	fs = inode_fs(inode, sb);
-	if (fs == SHMBPF_FS_UNKNOWN)
-		return 0;
-
-	e = reserve(sizeof(*e));
-	if (!e)
-		return 0;
-	fill_hdr(&e->hdr, SHMBPF_EV_NOSPACE_WRITE, sizeof(*e), ret);
-	e->flags_ev = 0;
-	fill_file_identity(e, f, inode, sb);
-	switch (origin) {
-	case SHMBPF_ORIG_WRITE: /* write(fd, buf, count) at the file position */
-		e->arg_size = KREAD(f, f_pos) + SYSCALL_ARG(regs, 3);
-		break;
-	case SHMBPF_ORIG_PWRITE64: /* pwrite64(fd, buf, count, offset) */
-		e->arg_size = SYSCALL_ARG(regs, 4) + SYSCALL_ARG(regs, 3);
-		break;
-	case SHMBPF_ORIG_WRITEV:
-		e->arg_size = KREAD(f, f_pos);
-		break;
-	default: /* pwritev(fd, iov, iovcnt, pos_l, pos_h): x86-64 passes it whole in pos_l */
-		e->arg_size = SYSCALL_ARG(regs, 4);
-		break;
-	}
-	e->flags = 0;
-	e->mode = KREAD(inode, i_mode);
-	e->fd = SYSCALL_ARG(regs, 1);
-	e->origin = origin;
-	e->fs = fs;
-	e->path_len = 0;
-	e->path[0] = 0;
-	submit(e);
-	return 0;
+	return handle_fd_exit(ctx->id, ctx->ret, SHMBPF_ORIG_FALLOCATE);
 }
 
 /*
@@ -444,15 +413,15 @@ int SHMBPF_PROG(raw_tracepoint__sys_exit)(struct bpf_raw_tracepoint_args *ctx)
 	nr = BPF_CORE_READ((struct pt_regs *)ctx->args[0], orig_ax);
 	switch (nr) {
 	case NR_WRITE:
-		return handle_write_exit(nr, ret, SHMBPF_ORIG_WRITE);
+		return handle_fd_exit(nr, ret, SHMBPF_ORIG_WRITE);
 	case NR_PWRITE64:
-		return handle_write_exit(nr, ret, SHMBPF_ORIG_PWRITE64);
+		return handle_fd_exit(nr, ret, SHMBPF_ORIG_PWRITE64);
 	case NR_WRITEV:
-		return handle_write_exit(nr, ret, SHMBPF_ORIG_WRITEV);
+		return handle_fd_exit(nr, ret, SHMBPF_ORIG_WRITEV);
 	case NR_PWRITEV:
-		return handle_write_exit(nr, ret, SHMBPF_ORIG_PWRITEV);
+		return handle_fd_exit(nr, ret, SHMBPF_ORIG_PWRITEV);
 	case NR_PWRITEV2:
-		return handle_write_exit(nr, ret, SHMBPF_ORIG_PWRITEV2);
+		return handle_fd_exit(nr, ret, SHMBPF_ORIG_PWRITEV2);
 	}
 	return 0;
 }

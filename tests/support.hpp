@@ -5,13 +5,16 @@
 
 #include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <functional>
 #include <mutex>
@@ -153,5 +156,52 @@ inline GatedFork fork_gated(const std::string &comm, const std::function<int()> 
   close(p[0]);
   return {pid, p[1]};
 }
+
+// In a child: creates path, bytes long, maps it shared and writes a byte
+// of every page. On a tmpfs with less room it dies of SIGBUS where the
+// mount runs out; otherwise the exit status says which step failed (1, 2),
+// or 3 when everything fit.
+inline int map_and_touch(const std::string &path, size_t bytes) {
+  int fd = open(path.c_str(), O_CREAT | O_EXCL | O_RDWR | O_CLOEXEC, 0600);
+  if (fd < 0 || ftruncate(fd, static_cast<off_t>(bytes)) != 0)
+    return 1;
+  auto *p =
+      static_cast<volatile char *>(mmap(nullptr, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
+  if (p == MAP_FAILED)
+    return 2;
+  for (size_t off = 0; off < bytes; off += 4096)
+    p[off] = 1;
+  return 3;
+}
+
+// A tmpfs of one test on a new directory /tmp/<stem>-<pid>, unmounted and
+// removed when this goes. ASSERT_EQ(mount(options), "") once.
+class TestTmpfs {
+public:
+  explicit TestTmpfs(const std::string &stem)
+      : dir_("/tmp/" + stem + "-" + std::to_string(getpid())) {}
+  TestTmpfs(const TestTmpfs &) = delete;
+  TestTmpfs &operator=(const TestTmpfs &) = delete;
+  ~TestTmpfs() {
+    if (mounted_)
+      umount2(dir_.c_str(), MNT_DETACH);
+    if (made_)
+      rmdir(dir_.c_str());
+  }
+  std::string mount(const char *options) {
+    if (mkdir(dir_.c_str(), 0700) != 0)
+      return "mkdir " + dir_ + ": " + std::strerror(errno);
+    made_ = true;
+    if (::mount("tmpfs", dir_.c_str(), "tmpfs", 0, options) != 0)
+      return "mount tmpfs on " + dir_ + ": " + std::strerror(errno);
+    mounted_ = true;
+    return {};
+  }
+  const std::string &dir() const { return dir_; }
+
+private:
+  std::string dir_;
+  bool made_ = false, mounted_ = false;
+};
 
 } // namespace shmbpf::test

@@ -55,6 +55,24 @@ void record_mapping(Mapped &out, int fd, const void *p) {
   out.ino = st.st_ino;
 }
 
+// In a child: maps file, 1 MiB, on a tmpfs with less room and touches
+// every page; dies of SIGBUS where the mount runs out. The exit status
+// says which step failed if it does not.
+int fill_past_the_mount(const std::string &file, Mapped &m) {
+  die_of_sigbus_plainly();
+  int fd = open(file.c_str(), O_CREAT | O_RDWR, 0600);
+  if (fd < 0 || ftruncate(fd, mib) != 0)
+    return 1;
+  auto *p =
+      static_cast<volatile char *>(mmap(nullptr, mib, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
+  if (p == MAP_FAILED)
+    return 2;
+  record_mapping(m, fd, const_cast<char *>(p));
+  for (uint64_t off = 0; off < mib; off += static_cast<uint64_t>(sysconf(_SC_PAGESIZE)))
+    p[off] = 1;
+  return 3; // should have died before
+}
+
 // The one SIGBUS event a child that died of it caused, its header checked.
 Event sigbus_of(Collector &col, const Child &c, const std::string &comm) {
   EXPECT_TRUE(WIFSIGNALED(c.status)) << "status " << c.status;
@@ -83,22 +101,8 @@ TEST(Sigbus, AFullTmpfsNamesTheFileTheMountAndTheOffset) {
   SHMBPF_COLLECTOR(col);
   const std::string comm = "sigbus-fill";
   const std::string file = tmpfs.dir() + "/fill";
-  const uint64_t page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
   Shared<Mapped> m;
-  Child c = run_child(comm, [&] {
-    die_of_sigbus_plainly();
-    int fd = open(file.c_str(), O_CREAT | O_RDWR, 0600);
-    if (fd < 0 || ftruncate(fd, mib) != 0)
-      return 1;
-    auto *p =
-        static_cast<volatile char *>(mmap(nullptr, mib, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
-    if (p == MAP_FAILED)
-      return 2;
-    record_mapping(*m, fd, const_cast<char *>(p));
-    for (uint64_t off = 0; off < mib; off += page)
-      p[off] = 1;
-    return 3; // should have died before
-  });
+  Child c = run_child(comm, [&] { return fill_past_the_mount(file, *m); });
   const Event e = sigbus_of(*col, c, comm);
   ASSERT_NE(m->addr, 0u);
   // 64 KiB hold the first pages; the next one faults.
@@ -296,20 +300,7 @@ TEST(Sigbus, TwoTracersBothFindTheFile) {
   const std::string comm = "sigbus-twice";
   const std::string file = tmpfs.dir() + "/twice";
   Shared<Mapped> m;
-  Child c = run_child(comm, [&] {
-    die_of_sigbus_plainly();
-    int fd = open(file.c_str(), O_CREAT | O_RDWR, 0600);
-    if (fd < 0 || ftruncate(fd, mib) != 0)
-      return 1;
-    auto *p =
-        static_cast<volatile char *>(mmap(nullptr, mib, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
-    if (p == MAP_FAILED)
-      return 2;
-    record_mapping(*m, fd, const_cast<char *>(p));
-    for (uint64_t off = 0; off < mib; off += 4 * kib)
-      p[off] = 1; // past the 64 KiB the mount has
-    return 3;
-  });
+  Child c = run_child(comm, [&] { return fill_past_the_mount(file, *m); });
   for (Collector *col : {first.get(), second.get()}) {
     const Event e = sigbus_of(*col, c, comm);
     ASSERT_EQ(e.fault, FaultLookup::file);

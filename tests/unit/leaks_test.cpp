@@ -134,7 +134,7 @@ TEST(LeaksView, BusErrorsByMountInTextAndJson) {
 
   const std::string t = leaks_text(r, 200 * kSec, 60);
   EXPECT_NE(t.find("bus errors: 2 mounts with SIGBUS faults"), std::string::npos) << t;
-  EXPECT_NE(t.find("/dev/shm  2 faults, last 5s ago, pid 3 (python3): /dev/shm/torch_1"),
+  EXPECT_NE(t.find("/dev/shm of host  2 faults, last 5s ago, pid 3 (python3): /dev/shm/torch_1"),
             std::string::npos)
       << t;
   EXPECT_NE(t.find("mount-full"), std::string::npos) << t;
@@ -143,12 +143,23 @@ TEST(LeaksView, BusErrorsByMountInTextAndJson) {
   ASSERT_EQ(j["bus_errors"].size(), 2u);
   EXPECT_EQ(j["bus_errors"][0]["mountpoint"], "/dev/shm");
   EXPECT_EQ(j["bus_errors"][0]["count"], 2);
+  EXPECT_TRUE(j["bus_errors"][0]["container"].is_null());
   EXPECT_EQ(j["bus_errors"][0]["last"]["pid"], 3);
   EXPECT_EQ(j["bus_errors"][0]["last"]["cause"], "mount-full");
   EXPECT_EQ(j["bus_errors"][0]["last"]["path"], "/dev/shm/torch_1");
   EXPECT_EQ(j["bus_errors"][0]["last"]["offset"], 1 << 20);
   EXPECT_TRUE(j["bus_errors"][0]["last"]["container"].is_null());
   EXPECT_EQ(j["bus_errors"][1]["mountpoint"], "/run/a");
+
+  // Every container's /dev/shm is /dev/shm: the container tells them apart.
+  BusError in_ctr = fault_on("/dev/shm", 4, 196 * kSec);
+  in_ctr.container = ContainerRef{"abc123", "docker", ""};
+  const auto groups = bus_error_mounts({fault_on("/dev/shm", 2, 191 * kSec), in_ctr});
+  ASSERT_EQ(groups.size(), 2u);
+  EXPECT_EQ(groups[0].container.id, "");
+  EXPECT_EQ(groups[0].last.pid, 2u);
+  EXPECT_EQ(groups[1].container.id, "abc123");
+  EXPECT_EQ(groups[1].last.pid, 4u);
 
   // Not watched (no BPF): null, and the text says why.
   r.bus_errors.clear();

@@ -171,6 +171,7 @@ TEST(Resolver, CreateWithoutSpaceFindsTheMountOfTheNewFile) {
   EXPECT_EQ(c.full_path, "/dev/shm/torch_1_2_3");
   EXPECT_EQ(c.dev, 26u);
   EXPECT_EQ(c.mnt_id, 25u);
+  EXPECT_EQ(c.name, "/torch_1_2_3");
   EXPECT_EQ(c.ino, 0u);
 
   auto bind = unlink_of("/srv/bind/x");

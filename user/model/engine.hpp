@@ -324,6 +324,8 @@ private:
   void on_nospace(const Event &e);
   // A failure for lack of space on e's filesystem, by mount and cgroup.
   void count_nospace(const Event &e);
+  // The mountpoint of the file a sigbus or nospace event names.
+  std::string failure_mountpoint(const Event &e) const;
   std::vector<FailureGroup> groups_of(const FailureCounts &counts) const;
 
   Process &touch_process(const Event &e);

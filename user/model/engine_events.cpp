@@ -402,7 +402,7 @@ void Engine::on_sigbus(const Event &e) {
     if (e.kind == Kind::memfd || e.kind == Kind::sysv) {
       b.path = e.name;
     } else {
-      b.mountpoint = mountpoint_of(false, e.mnt_id, e.dev);
+      b.mountpoint = failure_mountpoint(e);
       if (!e.full_path.empty())
         b.path = e.full_path; // the resolver's
       else

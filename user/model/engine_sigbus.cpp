@@ -46,10 +46,23 @@ std::vector<FailureGroup> Engine::groups_of(const FailureCounts &counts) const {
   return out;
 }
 
+std::string Engine::failure_mountpoint(const Event &e) const {
+  std::string mp = mountpoint_of(false, e.mnt_id, e.dev);
+  const std::string &full = e.full_path;
+  if (full.empty() || mp == "/" || (!mp.empty() && full.starts_with(mp + "/")))
+    return mp;
+  // A mount made since the engine's last look at the mount table, under a
+  // reused id and device (containers come and go): the resolver's path is
+  // the new mount's, its mountpoint joined to the file's name there.
+  const std::string &name = e.name;
+  if (name.starts_with('/') && name.size() < full.size() && full.ends_with(name))
+    return full.substr(0, full.size() - name.size());
+  return mp;
+}
+
 void Engine::count_nospace(const Event &e) {
   ++devs_[e.dev].enospc;
-  ++nospace_counts_[{e.kind == Kind::tmpfs ? mountpoint_of(false, e.mnt_id, e.dev) : std::string(),
-                     e.cgroup_id}];
+  ++nospace_counts_[{e.kind == Kind::tmpfs ? failure_mountpoint(e) : std::string(), e.cgroup_id}];
 }
 
 void Engine::on_nospace(const Event &e) {

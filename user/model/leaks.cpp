@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <map>
 #include <tuple>
+#include <utility>
 
 namespace shmbpf {
 
@@ -145,9 +146,10 @@ void sort_growth(std::vector<GrowthFinding> &findings) {
 }
 
 std::vector<BusErrorMount> bus_error_mounts(const std::vector<BusError> &faults) {
-  std::map<std::string, BusErrorMount> by_mount;
+  std::map<std::pair<std::string, std::string>, BusErrorMount> by_mount;
   for (const BusError &b : faults) {
-    BusErrorMount &m = by_mount[b.mountpoint];
+    BusErrorMount &m = by_mount[{b.container.id, b.mountpoint}];
+    m.container = b.container;
     m.mountpoint = b.mountpoint;
     ++m.count;
     m.last = b; // oldest first: the last one stays

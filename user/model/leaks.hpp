@@ -46,12 +46,14 @@ struct GrowthWindow {
   bool complete = false; // the samples span at least requested_s
 };
 
-// The SIGBUS faults of a window on one mount: what a full /dev/shm did to
-// the processes using it.
+// The SIGBUS faults of a window on one mount, by one container's
+// processes: what a full /dev/shm did to the processes using it (every
+// container's is /dev/shm, so the container tells them apart).
 struct BusErrorMount {
+  ContainerRef container; // of the faulting processes; id "" = host
   std::string mountpoint; // "" when no file was found, for memfds and SysV
   uint64_t count = 0;
-  BusError last; // with its container
+  BusError last;
 };
 
 struct LeakReport {
@@ -104,8 +106,9 @@ GrowthFinding growth_finding(std::string what, std::string id, std::string name,
 // Fastest first, as find_growth returns them.
 void sort_growth(std::vector<GrowthFinding> &findings);
 
-// faults (oldest first, as Engine::sigbus_since) by the mountpoint of the
-// file each hit: most faults first, then by mountpoint.
+// faults (oldest first, as Engine::sigbus_since, with their containers) by
+// container and the mountpoint of the file each hit: most faults first,
+// then by container id and mountpoint.
 std::vector<BusErrorMount> bus_error_mounts(const std::vector<BusError> &faults);
 
 } // namespace shmbpf

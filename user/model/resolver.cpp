@@ -229,6 +229,12 @@ PathResolver::Outcome PathResolver::resolve_new_file(Event &e) {
   e.full_path.assign(joined_);
   e.dev = m->dev;
   e.mnt_id = m->mnt_id;
+  // Its name in the mount, as the kernel names files (a bind mount's root
+  // is not known here: the name is then what the path has below it).
+  if (m->mountpoint == "/")
+    e.name.assign(joined_);
+  else if (joined_.size() > m->mountpoint.size())
+    e.name.assign(joined_, m->mountpoint.size());
   return Outcome::resolved;
 }
 

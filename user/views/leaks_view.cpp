@@ -43,8 +43,8 @@ std::string bus_errors_text(const LeakReport &r, uint64_t now_ns) {
                     "\n";
   for (const BusErrorMount &m : r.bus_errors)
     out += "  " + (m.mountpoint.empty() ? std::string("(no mount)") : escape_text(m.mountpoint)) +
-           "  " + std::to_string(m.count) + " fault" + (m.count == 1 ? "" : "s") + ", last " +
-           bus_error_text(m.last, now_ns) + "\n";
+           " of " + container_text(m.container) + "  " + std::to_string(m.count) + " fault" +
+           (m.count == 1 ? "" : "s") + ", last " + bus_error_text(m.last, now_ns) + "\n";
   return out;
 }
 
@@ -161,7 +161,9 @@ std::string leaks_json(const LeakReport &r, uint64_t now_ns) {
     } else {
       w.begin_array();
       for (const BusErrorMount &m : r.bus_errors) {
-        w.begin_object().key("mountpoint").str_or_null(m.mountpoint).num("count", m.count);
+        w.begin_object().key("mountpoint").str_or_null(m.mountpoint).key("container");
+        write_container(w, m.container);
+        w.num("count", m.count);
         w.key("last");
         write_bus_error(w, m.last);
         w.end_object();
