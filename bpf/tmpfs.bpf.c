@@ -391,39 +391,47 @@ int SHMBPF_PROG(tracepoint__syscalls__sys_exit_fallocate)(struct trace_event_raw
 }
 
 /*
- * One program on the raw sys_exit tracepoint for the five writes: a
- * program on each syscall's own tracepoint costs every write the perf
- * buffer set up for it (a 64-byte pwrite on ext4: 1.12x), this one every
- * syscall a compare (docs/BENCHMARKS.md, finding 29). x86-64 numbers.
+ * Writes that found no space. These programs run at the exit of every
+ * write of every process; any other result returns at the first compare.
+ * What that costs (a 64-byte pwrite on ext4: 1.12x) is the syscall
+ * tracepoint's own: one program on the raw sys_exit tracepoint instead
+ * costs every syscall more (docs/BENCHMARKS.md, finding 29).
  */
-#define NR_WRITE    1
-#define NR_PWRITE64 18
-#define NR_WRITEV   20
-#define NR_PWRITEV  296
-#define NR_PWRITEV2 328
-
-SEC("raw_tp/sys_exit")
-int SHMBPF_PROG(raw_tracepoint__sys_exit)(struct bpf_raw_tracepoint_args *ctx)
+static __always_inline int handle_write_exit(long nr, long ret, __u16 origin)
 {
-	long ret = (long)ctx->args[1];
-	long nr;
-
 	if (ret != -ENOSPC && ret != -EDQUOT)
 		return 0;
-	nr = BPF_CORE_READ((struct pt_regs *)ctx->args[0], orig_ax);
-	switch (nr) {
-	case NR_WRITE:
-		return handle_fd_exit(nr, ret, SHMBPF_ORIG_WRITE);
-	case NR_PWRITE64:
-		return handle_fd_exit(nr, ret, SHMBPF_ORIG_PWRITE64);
-	case NR_WRITEV:
-		return handle_fd_exit(nr, ret, SHMBPF_ORIG_WRITEV);
-	case NR_PWRITEV:
-		return handle_fd_exit(nr, ret, SHMBPF_ORIG_PWRITEV);
-	case NR_PWRITEV2:
-		return handle_fd_exit(nr, ret, SHMBPF_ORIG_PWRITEV2);
-	}
-	return 0;
+	return handle_fd_exit(nr, ret, origin);
+}
+
+SEC("tracepoint/syscalls/sys_exit_write")
+int SHMBPF_PROG(tracepoint__syscalls__sys_exit_write)(struct trace_event_raw_sys_exit *ctx)
+{
+	return handle_write_exit(ctx->id, ctx->ret, SHMBPF_ORIG_WRITE);
+}
+
+SEC("tracepoint/syscalls/sys_exit_pwrite64")
+int SHMBPF_PROG(tracepoint__syscalls__sys_exit_pwrite64)(struct trace_event_raw_sys_exit *ctx)
+{
+	return handle_write_exit(ctx->id, ctx->ret, SHMBPF_ORIG_PWRITE64);
+}
+
+SEC("tracepoint/syscalls/sys_exit_writev")
+int SHMBPF_PROG(tracepoint__syscalls__sys_exit_writev)(struct trace_event_raw_sys_exit *ctx)
+{
+	return handle_write_exit(ctx->id, ctx->ret, SHMBPF_ORIG_WRITEV);
+}
+
+SEC("tracepoint/syscalls/sys_exit_pwritev")
+int SHMBPF_PROG(tracepoint__syscalls__sys_exit_pwritev)(struct trace_event_raw_sys_exit *ctx)
+{
+	return handle_write_exit(ctx->id, ctx->ret, SHMBPF_ORIG_PWRITEV);
+}
+
+SEC("tracepoint/syscalls/sys_exit_pwritev2")
+int SHMBPF_PROG(tracepoint__syscalls__sys_exit_pwritev2)(struct trace_event_raw_sys_exit *ctx)
+{
+	return handle_write_exit(ctx->id, ctx->ret, SHMBPF_ORIG_PWRITEV2);
 }
 
 #endif /* !SHMBPF_NO_ATOMICS */

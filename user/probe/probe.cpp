@@ -363,8 +363,7 @@ Probe::Probe(const ProbeOptions &opts, bool attach_now) {
       return exists(tracefs + "/events/" + std::string(tp)) ? "" : "no such tracepoint";
     // A tracepoint's BTF type (btf_trace_<name>) comes with it; tracefs
     // settles it without parsing the kernel's BTF once more.
-    if ((sec.starts_with("tp_btf/") || sec.starts_with("raw_tp/")) &&
-        !tracepoints.has(sec.substr(7)))
+    if (sec.starts_with("tp_btf/") && !tracepoints.has(sec.substr(7)))
       return "no such tracepoint";
     return "";
   };

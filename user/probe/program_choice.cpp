@@ -31,8 +31,14 @@ constexpr std::array kMeanings = {
                 "memfds found only by rescans of processes' fds"},
     HookMeaning{"sys_exit_ftruncate", "resize", "sizes set with ftruncate(2) come from rescans"},
     HookMeaning{"sys_exit_fallocate", "resize", "sizes set with fallocate(2) come from rescans"},
-    HookMeaning{"sys_exit", "nospace",
-                "writes (write, pwrite, writev, pwritev) that find no space not seen"},
+    HookMeaning{"sys_exit_write", "nospace", "writes with write(2) that find no space not seen"},
+    HookMeaning{"sys_exit_pwrite64", "nospace",
+                "writes with pwrite(2) that find no space not seen"},
+    HookMeaning{"sys_exit_writev", "nospace", "writes with writev(2) that find no space not seen"},
+    HookMeaning{"sys_exit_pwritev", "nospace",
+                "writes with pwritev(2) that find no space not seen"},
+    HookMeaning{"sys_exit_pwritev2", "nospace",
+                "writes with pwritev2(2) that find no space not seen"},
     HookMeaning{"sys_exit_unlink", "unlink", "unlinks with unlink(2) found by reconciliation"},
     HookMeaning{"sys_exit_unlinkat", "unlink", "unlinks with unlinkat(2) found by reconciliation"},
     HookMeaning{"sys_exit_rename", "rename", "renames with rename(2) found by reconciliation"},
@@ -62,10 +68,9 @@ const HookMeaning *meaning_of(std::string_view hook) {
 }
 
 // "tracepoint/syscalls/sys_exit_openat" -> "syscalls/sys_exit_openat";
-// "tp_btf/x" and "raw_tp/x" -> "x"; "" for a section that attaches to
-// nothing ("raw_tp", run by userspace).
+// "tp_btf/x" -> "x"; "" for a section that attaches to nothing (raw_tp).
 std::string hook_of(std::string_view section) {
-  for (std::string_view prefix : {"tracepoint/", "tp_btf/", "raw_tp/"})
+  for (std::string_view prefix : {"tracepoint/", "tp_btf/"})
     if (section.starts_with(prefix))
       return std::string(section.substr(prefix.size()));
   return {};
