@@ -9,7 +9,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <fcntl.h>
 #include <sys/mman.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 struct bench_args {
@@ -76,6 +78,40 @@ static inline long long bench_now_ns(clockid_t clk)
 
 	clock_gettime(clk, &ts);
 	return (long long)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/*
+ * The unrelated workloads' file: -a PATH, else /var/tmp/shmbpf-bench-<stem>-<pid>
+ * (into own, removed by bench_unrelated_done), opened for writing and
+ * created if need be. Warns when it is on tmpfs, where a tracer would
+ * report it rather than pass it by.
+ */
+#define BENCH_TMPFS_MAGIC 0x01021994
+
+static inline int bench_unrelated_file(const struct bench_args *a, const char *stem, char *own,
+				       size_t own_size, const char **path)
+{
+	struct statfs sfs;
+	int fd;
+
+	*path = a->arg;
+	if (!*path) {
+		snprintf(own, own_size, "/var/tmp/shmbpf-bench-%s-%d", stem, (int)getpid());
+		*path = own;
+	}
+	fd = open(*path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+	if (fd < 0)
+		bench_die(*path);
+	if (fstatfs(fd, &sfs) == 0 && sfs.f_type == BENCH_TMPFS_MAGIC)
+		fprintf(stderr, "workload: warning: %s is on tmpfs, not an unrelated filesystem\n",
+			*path);
+	return fd;
+}
+
+static inline void bench_unrelated_done(const char *path, const char *own)
+{
+	if (path == own)
+		unlink(own);
 }
 
 /* The segment every workload makes: -a SIZE bytes (default 16 KiB), its

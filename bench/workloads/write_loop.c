@@ -4,11 +4,6 @@
  * (docs/EVENTS.md, nospace): this is what that costs a program that writes. */
 #include "bench_common.h"
 
-#include <fcntl.h>
-#include <sys/vfs.h>
-
-#define TMPFS_MAGIC 0x01021994
-
 static void op(void *ctx, long i)
 {
 	static const char buf[64] = "shmbpf";
@@ -22,23 +17,11 @@ int main(int argc, char **argv)
 {
 	struct bench_args a = bench_parse(argc, argv, 200000);
 	char own[64];
-	const char *path = a.arg;
-	struct statfs sfs;
-	int fd;
+	const char *path;
+	int fd = bench_unrelated_file(&a, "write", own, sizeof(own), &path);
 
-	if (!path) {
-		snprintf(own, sizeof(own), "/var/tmp/shmbpf-bench-write-%d", (int)getpid());
-		path = own;
-	}
-	fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-	if (fd < 0)
-		bench_die(path);
-	if (fstatfs(fd, &sfs) == 0 && sfs.f_type == TMPFS_MAGIC)
-		fprintf(stderr, "workload: warning: %s is on tmpfs, not an unrelated filesystem\n",
-			path);
 	bench_run(&a, op, &fd);
 	close(fd);
-	if (path == own)
-		unlink(own);
+	bench_unrelated_done(path, own);
 	return 0;
 }
