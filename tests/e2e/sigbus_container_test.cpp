@@ -51,6 +51,7 @@ TEST(SigbusContainer, ADataLoaderFillsItsDevShmAndShmbpfSaysWhere) {
   SHMBPF_SERVE_READY(serve, port);
 
   const int code = ctr.run([] {
+    die_of_sigbus_plainly();
     for (int n = 0; n < 64; ++n) {
       const std::string path =
           "/dev/shm/torch_" + std::to_string(getpid()) + "_e2e_" + std::to_string(n);

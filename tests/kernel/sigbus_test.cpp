@@ -40,13 +40,6 @@ struct Mapped {
   uint64_t ino = 0;
 };
 
-// The kernel's own SIGBUS death, without a core dump (slow, litter) and
-// even under AddressSanitizer, which would handle the signal and exit 1.
-void die_of_sigbus_plainly() {
-  prctl(PR_SET_DUMPABLE, 0);
-  signal(SIGBUS, SIG_DFL);
-}
-
 void record_mapping(Mapped &out, int fd, const void *p) {
   struct stat st {};
   fstat(fd, &st);
