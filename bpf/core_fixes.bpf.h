@@ -264,14 +264,17 @@ static __always_inline int vma_by_rbtree(__u64 addr, struct shmbpf_vma *out)
 static __always_inline int vma_by_maple(__u64 addr, struct shmbpf_vma *out)
 {
 	struct mm_struct *mm = BPF_CORE_READ(current_task(), mm);
-	__u32 range_pivots = bpf_core_field_offset(struct maple_node, mr64.pivot);
-	__u32 range_slots = bpf_core_field_offset(struct maple_node, mr64.slot);
-	__u32 arange_pivots = bpf_core_field_offset(struct maple_node, ma64.pivot);
-	__u32 arange_slots = bpf_core_field_offset(struct maple_node, ma64.slot);
+	__u32 range_pivots, range_slots, arange_pivots, arange_slots;
 	__u64 entry;
 
+	/* First: on a kernel without the tree, the offsets below have no
+	 * relocation (libbpf poisons them) and must be unreachable. */
 	if (!bpf_core_field_exists(mm->mm_mt))
 		return 0;
+	range_pivots = bpf_core_field_offset(struct maple_node, mr64.pivot);
+	range_slots = bpf_core_field_offset(struct maple_node, mr64.slot);
+	arange_pivots = bpf_core_field_offset(struct maple_node, ma64.pivot);
+	arange_slots = bpf_core_field_offset(struct maple_node, ma64.slot);
 	entry = (__u64)BPF_CORE_READ(mm, mm_mt.ma_root);
 	if ((entry & 3) != 2 || entry <= 4096)
 		return 1; /* no node: no mapping above address 0 */

@@ -156,7 +156,7 @@ std::vector<BusErrorMount> bus_error_mounts(const std::vector<BusError> &faults)
   }
   std::vector<BusErrorMount> out;
   out.reserve(by_mount.size());
-  for (auto &[mountpoint, m] : by_mount)
+  for (auto &[key, m] : by_mount)
     out.push_back(std::move(m));
   std::stable_sort(out.begin(), out.end(), [](const BusErrorMount &a, const BusErrorMount &b) {
     return a.count > b.count;

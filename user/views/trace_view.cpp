@@ -89,8 +89,6 @@ bool is_sysv_event(EventType t) {
          t == EventType::shm_rmid;
 }
 
-bool is_path_event(const Event &e) { return is_by_path(e); }
-
 // A rename's or a link's second path.
 bool has_newpath(EventType t) { return t == EventType::rename || t == EventType::link; }
 
@@ -227,7 +225,7 @@ void details_column(Details &d, const Event &e) {
       d.dec("bytes", e.bytes);
       d.text("origin", to_string(e.origin));
     }
-  } else if (is_path_event(e)) {
+  } else if (is_by_path(e)) {
     if (has_newpath(e.type)) {
       d.word("->");
       if (new_path(e).empty())
@@ -467,7 +465,7 @@ void TraceFormatter::write_json_fields(JsonWriter &j, std::string &out, const Ev
         .num("folios", e.folios)
         .num("nlink", e.nlink)
         .boolean("unlinked", e.unlinked);
-  } else if (is_path_event(e)) {
+  } else if (is_by_path(e)) {
     j.str("path", e.full_path.empty() ? std::string_view(e.path) : e.full_path)
         .str("path_arg", e.path)
         .num("dirfd", e.dirfd);
