@@ -90,8 +90,21 @@ TEST(ServeGrowth, LeaksWindowFromTheDaemonsHistory) {
   } reap{writer.pid};
   ASSERT_EQ(write(writer.gate_fd, "x", 1), 1);
   close(writer.gate_fd);
-  // The daemon samples once a second: six samples of a steady rise.
-  std::this_thread::sleep_for(6500ms);
+  // A process is in a sample once the daemon knows it holds bytes (its
+  // file's size comes from a re-stat): the window starts after that.
+  const auto holds_bytes = [&] {
+    auto ls = run_shmbpf("ls --server " + sock + " --by process --json");
+    const json procs = ls.json();
+    for (const auto &p : procs["processes"])
+      if (p["pid"] == writer.pid && p["bytes_held"].get<uint64_t>() > 0)
+        return true;
+    return false;
+  };
+  const auto deadline = Clock::now() + 20s;
+  while (!holds_bytes() && Clock::now() < deadline)
+    std::this_thread::sleep_for(100ms);
+  // The daemon samples about once a second: five or more of a steady rise.
+  std::this_thread::sleep_for(5500ms);
 
   // Answered at once, from the samples kept: no 4 s of watching.
   const auto asked = Clock::now();
