@@ -93,6 +93,26 @@ SHMBPF_EXTERN struct {
 	__type(value, struct shmbpf_scratch);
 } scratch SEC(".maps");
 
+/*
+ * The last resize each CPU sent from a light hook (inode_hooks.bpf.h). shmem_setattr changes a
+ * ctime twice (setattr_copy, then its own update), both after the new size is set: the second
+ * record would say the same again.
+ */
+struct last_resize {
+	__u64 pid_tgid;
+	__u64 ino;
+	__u64 size;
+	__u64 bytes;
+	__u16 origin;
+};
+
+SHMBPF_EXTERN struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, struct last_resize);
+} last_resize SEC(".maps");
+
 /* Frees of one inode are summed per CPU until another inode's page is freed
  * on that CPU, a syscall we trace returns on it, or userspace flushes it. */
 SHMBPF_EXTERN struct {

@@ -15,7 +15,7 @@
 #ifndef SHMBPF_EVENTS_H
 #define SHMBPF_EVENTS_H
 
-#define SHMBPF_ABI_VERSION 5
+#define SHMBPF_ABI_VERSION 6
 
 #define SHMBPF_COMM_LEN 16
 /* Paths as passed by the caller and in-mount paths: longer ones are
@@ -45,7 +45,10 @@ enum shmbpf_event_type {
 	 * failed to create a file (shmbpf_path_event: userspace finds its mount). */
 	SHMBPF_EV_NOSPACE_WRITE = 16,
 	SHMBPF_EV_NOSPACE_CREATE = 17,
-	SHMBPF_EV_MAX = 18,
+	/* The light hooks' create: a tmpfs or hugetlbfs inode made by an open
+	 * (shmbpf_path_event: the path as passed, hint_* the new inode). */
+	SHMBPF_EV_CREATE_BY_PATH = 18,
+	SHMBPF_EV_MAX = 19,
 };
 
 /* The syscall (or hook) an event came from, for display and tests. */
@@ -70,6 +73,7 @@ enum shmbpf_origin {
 	SHMBPF_ORIG_WRITEV = 17,
 	SHMBPF_ORIG_PWRITEV = 18,
 	SHMBPF_ORIG_PWRITEV2 = 19,
+	SHMBPF_ORIG_TRUNCATE = 20,
 };
 
 /* Filesystem of the inode an event is about. */
@@ -89,6 +93,8 @@ enum shmbpf_fs {
 #define SHMBPF_F_INTERNAL  0x40 /* sigbus: the file is on a kernel-internal mount (memfd, SysV) */
 #define SHMBPF_F_BEYOND_EOF                                                                        \
 	0x80 /* sigbus: the faulting page starts at or past the end of the file */
+#define SHMBPF_F_EXACT_HINT                                                                        \
+	0x100 /* path record: hint_* is the file itself (a light hook saw its inode) */
 
 /* Common header: every record starts with it. 64 bytes. */
 struct shmbpf_hdr {
@@ -138,14 +144,15 @@ struct shmbpf_file_event {
 };
 
 /*
- * unlink, rename, link, and a create that failed for lack of space (flags:
- * the open flags). The kernel cannot resolve the path after the call,
- * so it sends what userspace needs to do it: the path(s) as passed, the
+ * unlink, rename, link, a create that failed for lack of space (flags:
+ * the open flags), and the light hooks' create (flags: the open flags). The kernel cannot resolve
+ * the path after the call, so it sends what userspace needs to do it: the path(s) as passed, the
  * dirfds, and a start directory (its mount and in-mount components): the
  * old path's when it is relative, else (SHMBPF_F_NEW_START) the new path's
  * when that one is.
  * hint_dev/hint_ino: the last tracked inode created under this leaf name;
- * for linkat(fd, "", ..., AT_EMPTY_PATH), fd's inode itself.
+ * for linkat(fd, "", ..., AT_EMPTY_PATH), fd's inode itself; from a light
+ * hook (SHMBPF_F_EXACT_HINT), the inode the call changed.
  */
 struct shmbpf_path_event {
 	struct shmbpf_hdr hdr;

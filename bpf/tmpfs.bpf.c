@@ -11,98 +11,10 @@
  */
 #define SHMBPF_KFUNCS /* the file helpers; the fast build's bpf_rdonly_cast (core_fixes.bpf.h) */
 #include "shmbpf.bpf.h"
+#include "paths.bpf.h"
 
 /* f_mode bit set when the open created the file (since v4.19). */
 #define FMODE_CREATED 0x100000
-
-/* Everything but the components; e->flags_ev must be set before. */
-static __always_inline void fill_file_fields(struct shmbpf_file_event *e, struct file *f,
-					     struct inode *inode, struct super_block *sb)
-{
-	e->dev = KREAD(sb, s_dev);
-	e->ino = KREAD(inode, i_ino);
-	e->size = KREAD(inode, i_size);
-	e->bytes = (__u64)KREAD(inode, i_blocks) << 9;
-	e->mnt_id = mount_id(KREAD(f, f_path.mnt));
-	if (KREAD(inode, __i_nlink) == 0)
-		e->flags_ev |= SHMBPF_F_UNLINKED;
-}
-
-static __always_inline void fill_file_identity(struct shmbpf_file_event *e, struct file *f,
-					       struct inode *inode, struct super_block *sb)
-{
-	e->comp_len = collect_components(KREAD(f, f_path.dentry), KREAD(f, f_path.mnt),
-					 e->components, &e->ncomp, &e->flags_ev);
-	fill_file_fields(e, f, inode, sb);
-}
-
-/* An open's path, flags and mode, from its saved arguments. */
-static __always_inline void open_args(struct pt_regs *regs, __u16 origin, const char **upath,
-				      __u32 *flags, __u32 *mode)
-{
-	switch (origin) {
-	case SHMBPF_ORIG_OPEN:
-		*upath = (const char *)SYSCALL_ARG(regs, 1);
-		*flags = SYSCALL_ARG(regs, 2);
-		*mode = SYSCALL_ARG(regs, 3);
-		break;
-	case SHMBPF_ORIG_CREAT:
-		*upath = (const char *)SYSCALL_ARG(regs, 1);
-		*flags = O_CREAT | 01 /* O_WRONLY */ | 01000 /* O_TRUNC */;
-		*mode = SYSCALL_ARG(regs, 2);
-		break;
-	case SHMBPF_ORIG_OPENAT2: {
-		struct open_how how = {};
-
-		*upath = (const char *)SYSCALL_ARG(regs, 2);
-		bpf_probe_read_user(&how, sizeof(how), (void *)SYSCALL_ARG(regs, 3));
-		*flags = how.flags;
-		*mode = how.mode;
-		break;
-	}
-	default:
-		*upath = (const char *)SYSCALL_ARG(regs, 2);
-		*flags = SYSCALL_ARG(regs, 3);
-		*mode = SYSCALL_ARG(regs, 4);
-		break;
-	}
-}
-
-/* The directory a relative path starts from: the cwd, or dirfd's. */
-static __always_inline void start_dir(int dirfd, struct dentry **d, struct vfsmount **mnt)
-{
-	if (dirfd == AT_FDCWD) {
-		struct task_struct *t = current_task();
-
-		*d = KREAD(t, fs, pwd.dentry);
-		*mnt = KREAD(t, fs, pwd.mnt);
-	} else {
-		struct file *df = fd_to_file(dirfd);
-
-		*d = KREAD(df, f_path.dentry);
-		*mnt = KREAD(df, f_path.mnt);
-	}
-}
-
-/* The start directory of a relative path into a path record. */
-static __always_inline void fill_start(struct shmbpf_path_event *e, struct dentry *d,
-				       struct vfsmount *mnt)
-{
-	e->start_dev = 0;
-	e->start_ino = 0;
-	e->start_mnt_id = 0;
-	e->start_comp_len = 0;
-	e->start_ncomp = 0;
-	if (d) {
-		e->start_dev = KREAD(d, d_sb, s_dev);
-		e->start_ino = KREAD(d, d_inode, i_ino);
-		e->start_mnt_id = mount_id(mnt);
-		e->start_comp_len = collect_components(d, mnt, e->start_components, &e->start_ncomp,
-						       &e->flags_ev);
-	} else {
-		e->start_components[0] = 0;
-	}
-}
 
 /*
  * An open that was to create a file and found no space: ENOSPC from a
@@ -450,55 +362,26 @@ static __always_inline int handle_path_exit(long nr, long ret, __u16 origin)
 	struct shmbpf_scratch *s = bpf_map_lookup_elem(&scratch, &zero);
 	struct shmbpf_path_event *e;
 	struct shmbpf_name_bucket *b = NULL;
+	struct path_start start = {};
+	struct path_call c;
 	__u32 hint_dev = 0;
 	__u64 hint_ino = 0;
-	struct pt_regs *regs;
-	const char *upath, *unew = NULL;
-	struct dentry *start_d = NULL;
-	struct vfsmount *start_mnt = NULL;
-	int dirfd = AT_FDCWD, newdirfd = AT_FDCWD;
 	int link = origin == SHMBPF_ORIG_LINK || origin == SHMBPF_ORIG_LINKAT;
-	__u32 flags = 0, start_flags = 0;
-	int slash = 0, by_fd = 0, absolute;
-	char new0 = 0;
+	int slash = 0, by_fd = 0;
 	__u64 key = 0;
-	__u8 type;
 	long n;
 
 	if (ret != 0 || !s)
 		return 0;
-	regs = syscall_regs(nr);
-	switch (origin) {
-	case SHMBPF_ORIG_UNLINK:
-		upath = (const char *)SYSCALL_ARG(regs, 1);
-		break;
-	case SHMBPF_ORIG_UNLINKAT:
-		dirfd = SYSCALL_ARG(regs, 1);
-		upath = (const char *)SYSCALL_ARG(regs, 2);
-		flags = SYSCALL_ARG(regs, 3);
-		if (flags & AT_REMOVEDIR)
-			return 0;
-		break;
-	case SHMBPF_ORIG_RENAME:
-	case SHMBPF_ORIG_LINK:
-		upath = (const char *)SYSCALL_ARG(regs, 1);
-		unew = (const char *)SYSCALL_ARG(regs, 2);
-		break;
-	default: /* renameat, renameat2, linkat: the same first four arguments */
-		dirfd = SYSCALL_ARG(regs, 1);
-		upath = (const char *)SYSCALL_ARG(regs, 2);
-		newdirfd = SYSCALL_ARG(regs, 3);
-		unew = (const char *)SYSCALL_ARG(regs, 4);
-		if (origin != SHMBPF_ORIG_RENAMEAT)
-			flags = SYSCALL_ARG(regs, 5);
-		break;
-	}
+	path_call_args(syscall_regs(nr), origin, &c);
+	if (origin == SHMBPF_ORIG_UNLINKAT && (c.flags & AT_REMOVEDIR))
+		return 0;
 
-	n = bpf_probe_read_user_str(s->buf, SHMBPF_PATH_LEN, upath);
+	n = bpf_probe_read_user_str(s->buf, SHMBPF_PATH_LEN, c.upath);
 	/* An empty string reads as 1 byte (its NUL) on 6.18, as 0 on 6.12 and
 	 * before, where nothing is copied either. */
-	if (origin == SHMBPF_ORIG_LINKAT && (flags & AT_EMPTY_PATH) && (n == 0 || n == 1)) {
-		struct file *f = fd_to_file(dirfd);
+	if (origin == SHMBPF_ORIG_LINKAT && (c.flags & AT_EMPTY_PATH) && (n == 0 || n == 1)) {
+		struct file *f = fd_to_file(c.dirfd);
 		struct inode *inode = KREAD(f, f_inode);
 		struct super_block *sb = KREAD(inode, i_sb);
 
@@ -515,61 +398,21 @@ static __always_inline int handle_path_exit(long nr, long ret, __u16 origin)
 		if (!b || !shmbpf_name_get(b, key, &hint_dev, &hint_ino))
 			return 0;
 	}
-
-	absolute = !by_fd && s->buf[0] == '/';
-	if (!by_fd && !absolute) {
-		start_dir(dirfd, &start_d, &start_mnt);
-		if (!slash && sb_fs(KREAD(start_d, d_sb)) == SHMBPF_FS_UNKNOWN)
-			return 0;
-	} else if (unew && bpf_probe_read_user(&new0, 1, unew) == 0 && new0 && new0 != '/') {
-		/* Nothing relative in the old path: the new one's start instead. */
-		start_dir(newdirfd, &start_d, &start_mnt);
-		start_flags = SHMBPF_F_NEW_START;
-	}
+	if (!path_call_start(&c, s->buf, by_fd, slash, &start))
+		return 0;
 
 	flush_free_acc();
 	e = reserve(sizeof(*e));
 	if (!e)
 		return 0;
-	if (origin <= SHMBPF_ORIG_UNLINKAT)
-		type = SHMBPF_EV_UNLINK;
-	else if (link)
-		type = SHMBPF_EV_LINK;
-	else
-		type = SHMBPF_EV_RENAME;
-	fill_hdr(&e->hdr, type, sizeof(*e), ret);
-	e->dirfd = dirfd;
-	e->newdirfd = newdirfd;
-	e->flags = flags;
-	e->flags_ev = start_flags | (absolute ? SHMBPF_F_ABSOLUTE : 0);
-	if (n == SHMBPF_PATH_LEN)
-		e->flags_ev |= SHMBPF_F_TRUNCATED;
-	e->hint_dev = hint_dev;
-	e->hint_ino = hint_ino;
-	e->pad0 = 0;
-	e->origin = origin;
-	e->path_len = 0;
-	e->path[0] = 0;
-	if (!by_fd) {
-		e->path_len = n - 1;
-		copy_used(e->path, s->buf, n);
-	}
-	e->newpath_len = 0;
-	e->newpath[0] = 0;
-	if (unew) {
-		long m = bpf_probe_read_user_str(e->newpath, sizeof(e->newpath), unew);
-
-		if (m > 0)
-			e->newpath_len = m - 1;
-	}
-	__builtin_memset(e->pad1, 0, sizeof(e->pad1));
-	fill_start(e, start_d, start_mnt);
+	fill_hdr(&e->hdr, path_call_type(origin), sizeof(*e), ret);
+	fill_path_record(e, &c, origin, s->buf, by_fd ? 0 : n, &start, hint_dev, hint_ino);
 
 	/* An unlinked or renamed file's old name is gone, a linked one's stays;
 	 * a renamed or linked file is followed under its new name too. */
 	if (b && !link)
 		shmbpf_name_remove(b, key);
-	if (unew && e->newpath_len > 0)
+	if (c.unew && e->newpath_len > 0)
 		track_key(shmbpf_name_key(leaf_hash(e->newpath, &slash)), hint_dev, hint_ino);
 	submit(e);
 	return 0;
@@ -692,6 +535,9 @@ int flush_free(void *ctx)
 	return 0;
 }
 #endif
+
+/* The light hook set (the inode timestamp tracepoints). */
+#include "inode_hooks.bpf.h"
 
 #endif /* !SHMBPF_NO_ATOMICS */
 

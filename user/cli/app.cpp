@@ -58,6 +58,14 @@ void add_ring_buffer_option(CLI::App *cmd, size_t &bytes) {
       ->capture_default_str();
 }
 
+CLI::Option *add_hooks_option(CLI::App *cmd, std::string &value, const char *auto_means) {
+  return cmd
+      ->add_option(HookSetting::kFlag, value,
+                   std::string(HookSetting::kHelp) + "; auto is " + auto_means)
+      ->check(CLI::IsMember({"full", "light", "auto"}))
+      ->capture_default_str();
+}
+
 void add_verbose_flag(CLI::App *cmd, bool &verbose) {
   cmd->add_flag("-v,--verbose", verbose, "Show libbpf's messages");
 }
@@ -201,6 +209,7 @@ std::unique_ptr<CLI::App> make_app(CliOptions &opts) {
   trace->add_option("--duration", t.duration_s, "Stop after this many seconds")
       ->check(kFinite & CLI::PositiveNumber);
   add_ring_buffer_option(trace, t.ring_buffer_bytes);
+  add_hooks_option(trace, t.hooks, "full");
   trace->add_flag("--json", t.json, "Print one JSON object per event (NDJSON)");
   trace->add_flag("--stats", t.stats,
                   "At exit, print the time spent in shmbpf's BPF programs, per hook (turns "
@@ -247,10 +256,12 @@ std::unique_ptr<CLI::App> make_app(CliOptions &opts) {
                   "by default only /dev/shm mounts, memfds, SysV, hugetlbfs and known "
                   "shared-memory names");
   leaks->add_flag("--json", k.json, "Print JSON");
+  add_hooks_option(leaks, k.hooks, "light where the kernel has it, else full")->needs("--window");
   add_runtime_root_option(leaks, k.runtime_roots);
   // The daemon names containers with its own --runtime-root.
   add_server_option(leaks, k.server, "Orphans, and growth over --window,")
-      ->excludes("--runtime-root");
+      ->excludes("--runtime-root")
+      ->excludes(HookSetting::kFlag);
 
   auto *top = app->add_subcommand(
       "top", "Live view of shared memory by process, container, mount or segment (needs root).");
@@ -268,9 +279,11 @@ std::unique_ptr<CLI::App> make_app(CliOptions &opts) {
   top->add_flag("--json", o.json, "With -b: one JSON object per frame");
   add_runtime_root_option(top, o.runtime_roots);
   add_ring_buffer_option(top, o.ring_buffer_bytes);
+  add_hooks_option(top, o.hooks, "full");
   add_verbose_flag(top, o.verbose);
   add_server_option(top, o.server, "Frames")
       ->excludes(RingBufferSetting::kFlag)
+      ->excludes(HookSetting::kFlag)
       ->excludes("--verbose")
       ->excludes("--runtime-root");
 
@@ -282,6 +295,7 @@ std::unique_ptr<CLI::App> make_app(CliOptions &opts) {
   auto &d = opts.doctor;
   doctor->add_flag("--json", d.json, "Print JSON");
   add_ring_buffer_option(doctor, d.ring_buffer_bytes);
+  add_hooks_option(doctor, d.hooks, "full");
   add_verbose_flag(doctor, d.verbose);
 
   auto *serve = app->add_subcommand(
@@ -371,6 +385,7 @@ std::unique_ptr<CLI::App> make_app(CliOptions &opts) {
       ->check(kGlob)
       ->needs(reap_flag);
   add_ring_buffer_option(serve, s.ring_buffer_bytes);
+  add_hooks_option(serve, s.hooks, "light where the kernel has it, else full");
   add_verbose_flag(serve, s.verbose);
 
   auto *audit = app->add_subcommand(
@@ -403,6 +418,7 @@ std::unique_ptr<CLI::App> make_app(CliOptions &opts) {
                     "runtime's name; \"host\" for the host)");
   add_runtime_root_option(audit, a.runtime_roots);
   add_ring_buffer_option(audit, a.ring_buffer_bytes);
+  add_hooks_option(audit, a.hooks, "light where the kernel has it, else full")->needs("--watch");
   add_verbose_flag(audit, a.verbose);
 
   auto *reap = app->add_subcommand(

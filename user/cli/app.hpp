@@ -30,6 +30,7 @@ struct TraceOptions {
   std::vector<std::string> events; // create, open, ...
   double duration_s = 0;           // 0: until SIGINT/SIGTERM
   size_t ring_buffer_bytes = RingBufferSetting::kDefault;
+  std::string hooks = "auto"; // --hooks: full, light or auto
   bool json = false;
   bool stats = false; // --stats: the BPF programs' run time at exit
   bool verbose = false;
@@ -54,6 +55,7 @@ struct LeaksOptions {
   double min_age_s = kLeakMinAgeS;  // younger segments are not orphans yet
   std::optional<std::string> match; // glob on the path
   double window_s = 0;              // > 0: watch this long for growth findings
+  std::string hooks = "auto";       // --hooks, for the SIGBUS watch of a --window
   bool all_mounts = false;          // also /run, /tmp and other non-shm tmpfs mounts
   bool json = false;
   RuntimeRoots runtime_roots;        // --runtime-root RUNTIME=DIR
@@ -69,6 +71,7 @@ struct TopOptions {
   int iterations = 0;         // -n: frames to print in batch mode, 0 = until a signal
   bool json = false;          // with -b: one JSON object per frame
   size_t ring_buffer_bytes = RingBufferSetting::kDefault;
+  std::string hooks = "auto"; // --hooks: full, light or auto
   bool verbose = false;
   RuntimeRoots runtime_roots;        // --runtime-root RUNTIME=DIR
   std::optional<std::string> server; // --server: frames from a daemon at this socket
@@ -76,6 +79,7 @@ struct TopOptions {
 
 struct DoctorCliOptions {
   size_t ring_buffer_bytes = RingBufferSetting::kDefault;
+  std::string hooks = "auto"; // --hooks: full, light or auto
   bool json = false;
   bool verbose = false;
 };
@@ -96,6 +100,7 @@ struct ServeOptions {
   double reap_min_age_s = kReapMinAgeS;
   std::optional<std::string> reap_match; // glob on the path
   size_t ring_buffer_bytes = RingBufferSetting::kDefault;
+  std::string hooks = "auto"; // --hooks: full, light or auto
   bool verbose = false;
 };
 
@@ -107,6 +112,7 @@ struct AuditOptions {
   std::optional<std::string> container;
   RuntimeRoots runtime_roots; // --runtime-root RUNTIME=DIR
   size_t ring_buffer_bytes = RingBufferSetting::kDefault;
+  std::string hooks = "auto"; // --hooks: full, light or auto
   bool verbose = false;
 };
 

@@ -107,6 +107,7 @@ void watch_execs(const AuditOptions &opts, const AuditScan &scan, std::vector<Fi
   popts.ring_buffer_bytes = opts.ring_buffer_bytes;
   popts.verbose = opts.verbose;
   popts.command = "audit --watch";
+  HookSetting::apply(popts, opts.hooks, HookSet::light);
   Session session(popts);
   install_stop_signals();
   tell_kernel_notes(session.probe(), opts.verbose);

@@ -9,7 +9,7 @@
 namespace shmbpf {
 
 int run_doctor(const DoctorCliOptions &opts) {
-  const DoctorReport report = examine_machine({opts.ring_buffer_bytes, opts.verbose});
+  const DoctorReport report = examine_machine({opts.ring_buffer_bytes, opts.hooks, opts.verbose});
   Output output;
   output.write(opts.json ? doctor_json(report) : doctor_text(report));
   output.check();

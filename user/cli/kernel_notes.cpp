@@ -6,6 +6,8 @@ namespace shmbpf {
 
 std::vector<std::string> kernel_notes(const Probe &probe, bool verbose) {
   std::vector<std::string> out;
+  if (!probe.hook_set_note().empty())
+    out.push_back("note: " + probe.hook_set_note());
   // "hook not available: " is what scripts (tests/vm) look for.
   for (const auto &m : probe.missing_hooks())
     out.push_back("warning: hook not available: " + m);
@@ -17,6 +19,7 @@ std::vector<std::string> kernel_notes(const Probe &probe, bool verbose) {
                     f.feature + ": " + f.instead);
   if (!verbose)
     return out;
+  out.push_back("info: hook set " + std::string(hook_set_name(probe.hook_set())));
   for (const HookStatus &h : probe.hooks())
     if (!h.program.empty())
       out.push_back("info: hook " + h.hook + ": program " + h.program + " (" +

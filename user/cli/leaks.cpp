@@ -65,9 +65,11 @@ int run_leaks_remote(const LeaksOptions &opts, const std::string &socket) {
 // faults were not.
 class FaultWatch {
 public:
-  FaultWatch(Engine &engine, std::string &unwatched) : engine_(engine) {
+  FaultWatch(Engine &engine, std::string_view hooks, std::string &unwatched) : engine_(engine) {
     ProbeOptions probe;
     probe.command = "leaks";
+    // Faults are in both sets: the light one costs other syscalls nothing.
+    HookSetting::apply(probe, hooks, HookSet::light);
     try {
       session_.emplace(probe);
     } catch (const FatalError &e) {
@@ -117,7 +119,7 @@ int run_leaks(const LeaksOptions &opts) {
   std::string unwatched;
   std::optional<FaultWatch> faults;
   if (opts.window_s > 0)
-    faults.emplace(engine, unwatched);
+    faults.emplace(engine, opts.hooks, unwatched);
   const uint64_t window_start = boottime_ns();
   const auto start = std::chrono::steady_clock::now();
   const auto window = std::chrono::duration<double>(opts.window_s);

@@ -153,6 +153,7 @@ int run_serve(const ServeOptions &opts) {
   mopts.probe.command = "serve";
   mopts.probe.ring_buffer_bytes = opts.ring_buffer_bytes;
   mopts.probe.verbose = opts.verbose;
+  HookSetting::apply(mopts.probe, opts.hooks, HookSet::light);
   const std::string boot_id = current_boot_id();
   RestoreStats restored;
   if (saved)

@@ -103,6 +103,7 @@ int run_top(const TopOptions &opts) {
   mopts.probe.command = "top";
   mopts.probe.ring_buffer_bytes = opts.ring_buffer_bytes;
   mopts.probe.verbose = opts.verbose;
+  HookSetting::apply(mopts.probe, opts.hooks, HookSet::full);
   mopts.runtime_roots = opts.runtime_roots;
   Monitor mon(mopts);
   tell_kernel_notes(mon.session().probe(), opts.verbose);

@@ -25,6 +25,7 @@ int run_trace(const TraceOptions &opts) {
   popts.ring_buffer_bytes = opts.ring_buffer_bytes;
   popts.verbose = opts.verbose;
   popts.run_stats = opts.stats;
+  HookSetting::apply(popts, opts.hooks, HookSet::full);
   Session session(popts);
   install_stop_signals();
   tell_kernel_notes(session.probe(), opts.verbose);
@@ -84,7 +85,9 @@ int run_trace(const TraceOptions &opts) {
   std::fprintf(stderr, "\n");
   if (opts.stats) {
     const std::chrono::duration<double> traced = std::chrono::steady_clock::now() - start;
-    std::fputs(program_stats_text(session.probe().program_stats(), traced.count()).c_str(), stderr);
+    const Probe &probe = session.probe();
+    std::fputs(hooks_in_use_text(probe.hook_set(), probe.hooks()).c_str(), stderr);
+    std::fputs(program_stats_text(probe.program_stats(), traced.count()).c_str(), stderr);
   }
   out.check(); // a full disk is an error; a reader gone (`| head`) is not
   return 0;

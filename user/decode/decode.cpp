@@ -36,7 +36,16 @@ void reset_keeping_buffers(Event &e) {
 }
 
 void decode_hdr(const shmbpf_hdr &h, Event &e) {
-  e.type = h.type == SHMBPF_EV_NOSPACE_CREATE ? EventType::nospace : static_cast<EventType>(h.type);
+  switch (h.type) {
+  case SHMBPF_EV_NOSPACE_CREATE:
+    e.type = EventType::nospace;
+    break;
+  case SHMBPF_EV_CREATE_BY_PATH:
+    e.type = EventType::create;
+    break;
+  default:
+    e.type = static_cast<EventType>(h.type);
+  }
   e.ts_ns = h.ts_ns;
   e.pid = h.pid;
   e.tid = h.tid;
@@ -80,7 +89,9 @@ void decode_file(const shmbpf_file_event &r, Event &e) {
   cstr(e.path, r.path, std::min<size_t>(r.path_len, sizeof(r.path)));
   size_t clen = std::min<size_t>(r.comp_len, sizeof(r.components));
   std::string_view leaf(r.components, strnlen(r.components, clen));
-  if (e.type == EventType::memfd_create || leaf.starts_with("memfd:")) {
+  if (e.type == EventType::memfd_create && leaf.empty()) {
+    e.name = "memfd:" + e.path; // a light hook's: the dentry comes later
+  } else if (e.type == EventType::memfd_create || leaf.starts_with("memfd:")) {
     e.name.assign(leaf); // a pseudo dentry: its name is the whole story
   } else {
     join_components_into(e.name, r.components, clen, r.flags_ev & SHMBPF_F_MNT_ROOT);
@@ -143,6 +154,10 @@ void decode_path(const shmbpf_path_event &r, Event &e) {
   e.start_dev = r.start_dev;
   e.start_mnt_id = r.start_mnt_id;
   e.start_ino = r.start_ino;
+  e.by_path = true;
+  e.exact_hint = r.flags_ev & SHMBPF_F_EXACT_HINT;
+  if (e.type == EventType::create) // a light hook's: the new inode is the hint
+    e.is_new = true;
   e.dev = r.hint_dev;
   e.ino = r.hint_ino;
   cstr(e.path, r.path, std::min<size_t>(r.path_len, sizeof(r.path)));
@@ -195,6 +210,7 @@ size_t record_size(uint8_t type) {
   case SHMBPF_EV_RENAME:
   case SHMBPF_EV_LINK:
   case SHMBPF_EV_NOSPACE_CREATE:
+  case SHMBPF_EV_CREATE_BY_PATH:
     return sizeof(shmbpf_path_event);
   case SHMBPF_EV_SHMGET:
   case SHMBPF_EV_SHMAT:
@@ -288,6 +304,7 @@ bool decode_event_into(const void *data, size_t len, Event &e, std::string *why)
   case SHMBPF_EV_RENAME:
   case SHMBPF_EV_LINK:
   case SHMBPF_EV_NOSPACE_CREATE:
+  case SHMBPF_EV_CREATE_BY_PATH:
     decode_path(copy_record<shmbpf_path_event>(data), e);
     break;
   case SHMBPF_EV_SHMGET:

@@ -29,10 +29,10 @@ constexpr std::array<std::pair<Kind, std::string_view>, 3> kKindNames{{
     {Kind::memfd, "memfd"},
     {Kind::sysv, "sysv"},
 }};
-constexpr std::array<std::string_view, 20> kOriginNames{
+constexpr std::array<std::string_view, 21> kOriginNames{
     "",       "open",     "openat",   "openat2",  "creat",     "ftruncate",    "fallocate",
     "unlink", "unlinkat", "rename",   "renameat", "renameat2", "memfd_create", "link",
-    "linkat", "write",    "pwrite64", "writev",   "pwritev",   "pwritev2"};
+    "linkat", "write",    "pwrite64", "writev",   "pwritev",   "pwritev2",     "truncate"};
 constexpr std::array<std::string_view, 5> kFaultNames{"not-a-fault", "file", "anon", "no-mapping",
                                                       "unknown"};
 } // namespace

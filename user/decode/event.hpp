@@ -59,6 +59,7 @@ enum class Origin : uint8_t {
   writev = 17,
   pwritev = 18,
   pwritev2 = 19,
+  truncate = 20,
 };
 
 // What the kernel found at a SIGBUS's faulting address (mirrors enum
@@ -134,6 +135,12 @@ struct Event {
   int32_t newdirfd = -100;
   bool absolute = false;
   bool new_start = false; // start_* is newpath's start directory, not path's
+  // The kernel sent the path as passed, resolved here: unlink, rename,
+  // link, a create without space, and the light hooks' create.
+  bool by_path = false;
+  // dev and ino are the file itself, not the last one with its leaf name
+  // (a light hook saw the inode).
+  bool exact_hint = false;
   uint32_t start_dev = 0;
   uint32_t start_mnt_id = 0;
   uint64_t start_ino = 0;
@@ -175,7 +182,7 @@ inline bool is_create_nospace(const Event &e) {
 // resolved to a file in userspace.
 inline bool is_by_path(const Event &e) {
   return e.type == EventType::unlink || e.type == EventType::rename || e.type == EventType::link ||
-         is_create_nospace(e);
+         is_create_nospace(e) || (e.type == EventType::create && e.by_path);
 }
 
 } // namespace shmbpf

@@ -27,6 +27,9 @@ struct DoctorReport {
   // From loading the real programs (empty when they could not be loaded).
   std::vector<HookStatus> hooks;
   std::vector<Fallback> fallbacks;
+  HookSet hook_set = HookSet::full; // the set loaded
+  std::string hook_set_note;        // why it is not the one asked for
+  std::string light_missing;        // why the light set cannot load here; "" when it can
   uint64_t ring_buffer_bytes = 0;
   uint64_t name_capacity = 0; // the kernel's leaf-name table, in names
   uint64_t tmpfs_files = 0;   // inodes in use on the tmpfs mounts this process sees

@@ -14,6 +14,8 @@ std::string_view build_name(Build b) {
   return "?";
 }
 
+std::string_view hook_set_name(HookSet s) { return s == HookSet::light ? "light" : "full"; }
+
 std::string off_text(const HookStatus &h) {
   return h.hook + ": " + h.off + (h.lost.empty() ? "" : " (" + h.lost + ")");
 }

@@ -8,6 +8,13 @@
 
 namespace shmbpf {
 
+// The two sets of hooks (docs/KERNELS.md): `full` watches the syscalls
+// (every result, opens of existing files, System V calls) and costs every
+// syscall of every process a little; `light` attaches no syscall hook and
+// sees files from inside the filesystem, the rest from rescans.
+enum class HookSet { full, light };
+std::string_view hook_set_name(HookSet s);
+
 // The builds of bpf/ a program can come from, best first.
 enum class Build { fast, compat, compat_noatomic };
 std::string_view build_name(Build b);

@@ -119,8 +119,10 @@ std::string hooks_summary(const DoctorReport &r) {
     if (std::any_of(r.hooks.begin(), r.hooks.end(),
                     [b](const HookStatus &h) { return !h.program.empty() && h.build == b; }))
       builds += (builds.empty() ? "" : ", ") + std::string(build_name(b));
-  return std::to_string(on) + " of " + std::to_string(r.hooks.size()) + " hooks attached (build " +
-         builds + ")";
+  return std::to_string(on) + " of " + std::to_string(r.hooks.size()) + " hooks of the " +
+         std::string(hook_set_name(r.hook_set)) + " set attached (build " + builds +
+         "); light set " +
+         (r.light_missing.empty() ? "available" : "not available: " + r.light_missing);
 }
 
 // Loads and attaches the real programs, as trace and top do, and lets them go.
@@ -128,6 +130,7 @@ DoctorCheck programs_check(DoctorReport &r, const DoctorOptions &opts) {
   ProbeOptions po;
   po.command = "doctor";
   po.verbose = opts.verbose;
+  HookSetting::apply(po, opts.hooks, HookSet::full);
   if (opts.ring_buffer_bytes)
     po.ring_buffer_bytes = opts.ring_buffer_bytes;
   r.tmpfs_files = tmpfs_files_in_use();
@@ -136,6 +139,9 @@ DoctorCheck programs_check(DoctorReport &r, const DoctorOptions &opts) {
   try {
     Probe probe(po);
     r.hooks = probe.hooks();
+    r.hook_set = probe.hook_set();
+    r.hook_set_note = probe.hook_set_note();
+    r.light_missing = probe.light_missing();
     r.fallbacks = probe.fallbacks();
     r.name_capacity = probe.name_capacity();
   } catch (const FatalError &e) {

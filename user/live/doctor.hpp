@@ -11,6 +11,7 @@ namespace shmbpf {
 
 struct DoctorOptions {
   size_t ring_buffer_bytes = 0; // the size to try; 0: the default
+  std::string hooks = "auto";   // the hook set to try (--hooks)
   bool verbose = false;         // libbpf's messages to stderr
 };
 

@@ -286,7 +286,10 @@ int Monitor::poll(int timeout_ms) {
   const uint64_t lost = session_.lost();
   const auto loss_gap = rescan_gap(opts_.loss_reconcile_gap, last_rescan_cost_, kLossRescanShare);
   const bool loss_due = lost != lost_seen_ && now - last_reconcile_ >= loss_gap;
-  const auto period = rescan_gap(opts_.reconcile_every, last_rescan_cpu_, kIdleRescanShare);
+  const auto every = session_.probe().hook_set() == HookSet::light
+                         ? std::min(opts_.reconcile_every, opts_.light_reconcile_every)
+                         : opts_.reconcile_every;
+  const auto period = rescan_gap(every, last_rescan_cpu_, kIdleRescanShare);
   if (loss_due || now - last_reconcile_ >= period) {
     // Lost records mean the tables may be wrong in any way: rescan now, but
     // not on every poll of a storm, or rescans would feed the loss. What is

@@ -33,6 +33,9 @@ struct MonitorOptions {
   // of thousands of files, a rescan every 30 s would be most of an idle
   // daemon's CPU.
   std::chrono::milliseconds reconcile_every{30'000};
+  // The same with the light hook set, which sees no open of an existing
+  // file, no close and no System V call: only rescans find them.
+  std::chrono::milliseconds light_reconcile_every{5'000};
   // The least time between two rescans caused by lost records. The gap
   // also grows with what a rescan costs (kLossRescanShare), so that with
   // many files the rescans cannot take most of the consumer's time and

@@ -151,7 +151,7 @@ void Session::handle(const void *data, size_t len, const EventFn &fn) {
   // When the path was not on tmpfs, or named another file than the hint,
   // the hinted file still has that name: give it back, or unlinking
   // /var/tmp/x would hide a later unlink of /dev/shm/x.
-  if (by_name && hint_ino != 0 && !e.truncated && !e.path.empty() &&
+  if (by_name && !e.exact_hint && hint_ino != 0 && !e.truncated && !e.path.empty() &&
       outcome != PathResolver::Outcome::unknown_mount &&
       (outcome == PathResolver::Outcome::not_shared_mem || e.dev != hint_dev ||
        e.ino != hint_ino)) {

@@ -5,6 +5,11 @@
 
 namespace shmbpf {
 
+namespace {
+// O_TMPFILE without its O_DIRECTORY bit.
+constexpr uint32_t kOTmpfileBit = 020000000;
+} // namespace
+
 void PathResolver::set_namespace(uint32_t mntns, std::vector<MountInfo> mounts) {
   // Mount ids are reused after an unmount: forget this namespace's old ones.
   if (auto old = by_ns_.find(mntns); old != by_ns_.end())
@@ -125,6 +130,13 @@ PathResolver::Outcome PathResolver::resolve(Event &e) {
       remember(e, e.name, e.kind);
       return Outcome::resolved;
     }
+    if (e.by_path) // a light hook's create: the new inode and the path as passed
+      return resolve_created(e);
+    if (e.mnt_id == 0) { // a light hook's resize without a file: the path known
+      if (auto it = inodes_.find({e.dev, e.ino}); it != inodes_.end())
+        e.full_path.assign(it->second.path);
+      return Outcome::resolved;
+    }
     auto m = by_id_.find(e.mnt_id);
     // A different device under a known id means the id was reused.
     if (m == by_id_.end() || m->second.dev != e.dev)
@@ -238,6 +250,24 @@ PathResolver::Outcome PathResolver::resolve_new_file(Event &e) {
   return Outcome::resolved;
 }
 
+PathResolver::Outcome PathResolver::resolve_created(Event &e) {
+  const uint32_t dev = e.dev;
+  if (const Outcome o = resolve_new_file(e); o != Outcome::resolved)
+    return o;
+  if (e.dev != dev) // the path as passed led elsewhere (a rename raced it)
+    return Outcome::not_shared_mem;
+  if (e.flags & kOTmpfileBit) {
+    // O_TMPFILE names the directory; the kernel calls the file "#<ino>".
+    const std::string leaf = "/#" + std::to_string(e.ino);
+    e.full_path += leaf;
+    e.name += leaf;
+    e.unlinked = true;
+  }
+  remember(e, e.full_path, Kind::tmpfs);
+  paths_[path_key(e.mntns, e.full_path)] = {e.dev, e.ino};
+  return Outcome::resolved;
+}
+
 PathResolver::Outcome PathResolver::resolve_by_name(Event &e) {
   bool have_start = false;
   const MountInfo *m = nullptr;
@@ -248,11 +278,13 @@ PathResolver::Outcome PathResolver::resolve_by_name(Event &e) {
     const std::string &abs = joined_;
     e.full_path.assign(abs);
     if (auto it = paths_.find(path_key(e.mntns, abs)); it != paths_.end()) {
-      e.dev = it->second.dev;
-      e.ino = it->second.ino;
+      if (!e.exact_hint) {
+        e.dev = it->second.dev;
+        e.ino = it->second.ino;
+      }
       if (e.type != EventType::link) // a link leaves the old name
         paths_.erase(it);
-    } else if (e.dev != m->dev) {
+    } else if (e.dev != m->dev && !e.exact_hint) {
       e.dev = 0; // the kernel's hint was another file with the same leaf name
       e.ino = 0;
     }

@@ -71,6 +71,9 @@ private:
   Outcome resolve_by_name(Event &e);
   // A create that failed: the file it was to be, its mount's dev and id.
   Outcome resolve_new_file(Event &e);
+  // A light hook's create (the inode exact, the path as passed): as a
+  // failed one, then remembered as an open's file is.
+  Outcome resolve_created(Event &e);
   // False when e's absolute path as passed says that mount m, found by
   // e's mount id and device, is not the mount e was on (both reused).
   bool agrees_with_path(const Event &e, const MountInfo &m);

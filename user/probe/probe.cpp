@@ -304,6 +304,18 @@ private:
   size_t bytes_ = 0;
 };
 
+void HookSetting::apply(ProbeOptions &opts, std::string_view value, HookSet auto_set) {
+  opts.light_or_full = false;
+  if (value == "full") {
+    opts.hooks = HookSet::full;
+  } else if (value == "light") {
+    opts.hooks = HookSet::light;
+  } else {
+    opts.hooks = auto_set;
+    opts.light_or_full = auto_set == HookSet::light;
+  }
+}
+
 Probe::Probe(const ProbeOptions &opts, bool attach_now) {
   g_verbose = opts.verbose;
   {
@@ -372,7 +384,26 @@ Probe::Probe(const ProbeOptions &opts, bool attach_now) {
   bpf_object__for_each_program(prog, skel_->obj) {
     programs.push_back({bpf_program__name(prog), bpf_program__section_name(prog)});
   }
-  ProgramChoice choice = choose_programs(programs, features_, missing);
+  hook_set_ = opts.hooks;
+  bool light_or_full = opts.light_or_full;
+  // SHMBPF_HOOKS: the set every command loads, whatever it asked for (the
+  // tests of the model run in both sets with it).
+  if (const char *h = std::getenv("SHMBPF_HOOKS"); h && *h) {
+    const std::string_view set = h;
+    if (set != "full" && set != "light")
+      throw FatalError("SHMBPF_HOOKS", std::string(set) + " is not a hook set (full or light)", 2);
+    hook_set_ = set == "light" ? HookSet::light : HookSet::full;
+    light_or_full = false;
+  }
+  light_missing_ = choose_programs(programs, features_, missing, HookSet::light).light_missing;
+  if (hook_set_ == HookSet::light && !light_missing_.empty()) {
+    if (!light_or_full)
+      throw FatalError(std::string(HookSetting::kFlag) + " light",
+                       light_missing_ + "; use --hooks full", 2);
+    hook_set_note_ = "light hooks cannot load (" + light_missing_ + "): the full set instead";
+    hook_set_ = HookSet::full;
+  }
+  ProgramChoice choice = choose_programs(programs, features_, missing, hook_set_);
   bpf_object__for_each_program(prog, skel_->obj) {
     const std::string_view name = bpf_program__name(prog);
     bpf_program__set_autoload(prog, std::find(choice.load.begin(), choice.load.end(), name) !=

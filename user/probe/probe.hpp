@@ -34,6 +34,18 @@ struct RingBufferSetting {
   static std::string problem(size_t bytes);
 };
 
+// --hooks: which hook set a command loads. "auto" is full for the commands
+// a person runs for a while (trace, top) and light for the daemon.
+struct HookSetting {
+  static constexpr const char *kFlag = "--hooks";
+  static constexpr const char *kHelp =
+      "hooks to load: full (every syscall's result; costs every syscall a little), light (no "
+      "syscall hook; opens of existing files, System V and errors from rescans) or auto";
+  // Sets opts' hook set from the flag's value (full, light, auto); auto is
+  // auto_set, and light by auto falls back to full.
+  static void apply(struct ProbeOptions &opts, std::string_view value, HookSet auto_set);
+};
+
 struct ProbeOptions {
   // The subcommand that loads the probe, named in what a failed check
   // tells the user to run ("sudo shmbpf <command>").
@@ -45,6 +57,11 @@ struct ProbeOptions {
   // tmpfs (name_map_capacity of tmpfs_files_in_use()).
   size_t name_capacity = 0;
   bool verbose = false; // forward libbpf's messages to stderr
+  // The hook set to load. With light_or_full, the full set where this
+  // kernel has nothing the light one needs (what --hooks auto means for
+  // the daemon); without, that is an error.
+  HookSet hooks = HookSet::full;
+  bool light_or_full = false;
   // Have the kernel count each program's runs and run time from load on
   // (BPF_ENABLE_STATS, for as long as the probe lives; it adds two clock
   // reads to every run). program_stats() reads them.
@@ -166,6 +183,11 @@ public:
   const KernelFeatures &features() const { return features_; }
   // The kernel features the loaded programs do without, and how.
   const std::vector<Fallback> &fallbacks() const { return fallbacks_; }
+  // The hook set loaded, and why it is not the one asked for ("" when it is).
+  HookSet hook_set() const { return hook_set_; }
+  const std::string &hook_set_note() const { return hook_set_note_; }
+  // Why the light set cannot load on this kernel; "" when it can.
+  const std::string &light_missing() const { return light_missing_; }
   // Runs and run time of every attached program so far, by hook. Zeros
   // unless statistics are on (ProbeOptions::run_stats, or the sysctl
   // kernel.bpf_stats_enabled).
@@ -198,6 +220,9 @@ private:
   std::vector<std::string> missing_;
   std::vector<HookStatus> hooks_;
   std::vector<Fallback> fallbacks_;
+  HookSet hook_set_ = HookSet::full;
+  std::string hook_set_note_;
+  std::string light_missing_;
   KernelFeatures features_;
   int ncpus_ = 0;
   int stats_fd_ = -1; // BPF_ENABLE_STATS: statistics are on while it is open

@@ -14,6 +14,25 @@ constexpr std::string_view kCompat = "_compat";
 constexpr std::string_view kPageFlavour = "_page";
 constexpr std::string_view kFreeHook = "mm_filemap_delete_from_page_cache";
 constexpr std::string_view kSignalHook = "signal/signal_generate";
+constexpr std::string_view kSyscallHooks = "syscalls/";
+// The light set's in-filesystem hooks: the inode timestamp tracepoints.
+constexpr std::array<std::string_view, 3> kInodeHooks = {"inode_set_ctime_to_ts", "ctime_ns_xchg",
+                                                         "ctime_xchg_skip"};
+constexpr std::string_view kInodeEvents = "create, memfd_create, resize, unlink, rename, link";
+
+bool is_inode_hook(std::string_view hook) {
+  return std::find(kInodeHooks.begin(), kInodeHooks.end(), hook) != kInodeHooks.end();
+}
+
+// Whether a hook belongs to a set: syscall hooks to full only, the inode
+// hooks to light only, the rest (exit, exec, SIGBUS, frees) to both.
+bool in_set(std::string_view hook, HookSet set) {
+  if (hook.starts_with(kSyscallHooks))
+    return set == HookSet::full;
+  if (is_inode_hook(hook))
+    return set == HookSet::light;
+  return true;
+}
 
 // What each hook reports, and what is left when it is off.
 struct HookMeaning {
@@ -125,14 +144,16 @@ bool lower_features(KernelFeatures &f, std::string_view build) {
 }
 
 ProgramChoice choose_programs(const std::vector<ProgramRef> &programs,
-                              const KernelFeatures &features, const HookCheck &missing) {
+                              const KernelFeatures &features, const HookCheck &missing,
+                              HookSet set) {
   ProgramChoice out;
-  // Hooks in the order of their first program.
+  // Hooks of the set in the order of their first program.
   std::vector<std::string> sections;
   for (const ProgramRef &p : programs) {
     if (hook_of(p.section).empty())
       out.load.push_back(p.name);
-    else if (std::find(sections.begin(), sections.end(), p.section) == sections.end())
+    else if (in_set(hook_of(p.section), set) &&
+             std::find(sections.begin(), sections.end(), p.section) == sections.end())
       sections.push_back(p.section);
   }
 
@@ -146,6 +167,9 @@ ProgramChoice choose_programs(const std::vector<ProgramRef> &programs,
     if (const HookMeaning *m = meaning_of(h.hook)) {
       h.events = m->events;
       h.lost = m->lost;
+    } else if (is_inode_hook(h.hook)) {
+      h.events = kInodeEvents;
+      h.lost = "changes the kernel reports here come from rescans";
     }
     if (std::string why = missing(section); !why.empty()) {
       h.off = why;
@@ -193,6 +217,11 @@ ProgramChoice choose_programs(const std::vector<ProgramRef> &programs,
     page_loaded = page_loaded || (free_hook && parse(pick->name).page_flavour);
     out.hooks.push_back(std::move(h));
   }
+
+  if (set == HookSet::light &&
+      std::none_of(out.hooks.begin(), out.hooks.end(),
+                   [](const HookStatus &h) { return is_inode_hook(h.hook) && !h.program.empty(); }))
+    out.light_missing = "no inode timestamp tracepoint (v6.13) on " + release_text(features);
 
   // The fallbacks the chosen programs live with.
   if (compat_loaded && !features.rdonly_cast)

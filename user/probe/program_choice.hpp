@@ -38,21 +38,27 @@ struct ProgramRef {
 
 struct ProgramChoice {
   std::vector<std::string> load; // the programs to load; every other one stays off
-  std::vector<HookStatus> hooks; // every hook, in the object's order
+  std::vector<HookStatus> hooks; // every hook of the set, in the object's order
   std::vector<Fallback> fallbacks;
+  // The light set has nothing that sees files from inside the filesystem
+  // here: why ("" when it has, and for the full set).
+  std::string light_missing;
 };
 
 // Answers "" when the kernel has the hook of a program's section, else why
 // not ("no such tracepoint").
 using HookCheck = std::function<std::string(const std::string &section)>;
 
-// One program per hook: the first build in this kernel's order of
-// preference that has one (fast when bpf_rdonly_cast exists; compat, or
+// One program per hook of the set: the first build in this kernel's order
+// of preference that has one (fast when bpf_rdonly_cast exists; compat, or
 // compat_noatomic without atomics, otherwise) and, for the free hook, the
-// one whose argument type matches. Programs outside any hook (flush_free)
-// are always loaded.
+// one whose argument type matches. Hooks of the other set are left out
+// (the light set has no syscalls/ hook, the full set none of the inode
+// timestamp ones). Programs outside any hook (flush_free) are always
+// loaded.
 ProgramChoice choose_programs(const std::vector<ProgramRef> &programs,
-                              const KernelFeatures &features, const HookCheck &missing);
+                              const KernelFeatures &features, const HookCheck &missing,
+                              HookSet set = HookSet::full);
 
 // SHMBPF_BUILD: features lowered to what an older kernel offers, so that
 // its builds load here (tests of the fallbacks on a new kernel): "compat"

@@ -79,8 +79,10 @@ std::string doctor_text(const DoctorReport &r) {
     out += "\nring buffer: " + human_bytes(r.ring_buffer_bytes) +
            " (--ring-buffer-size); name table: " + std::to_string(r.name_capacity) +
            " names, for " + std::to_string(r.tmpfs_files) + " files on tmpfs now\n";
+  if (!r.hook_set_note.empty())
+    out += "\nnote: " + escape_text(r.hook_set_note) + "\n";
   if (!r.hooks.empty())
-    out += "\n" + hooks_table(r);
+    out += "\n" + std::string(hook_set_name(r.hook_set)) + " hook set:\n" + hooks_table(r);
   if (!r.fallbacks.empty()) {
     out += "\nkernel " + escape_text(r.release) + " lacks, and shmbpf does instead:\n";
     for (const Fallback &f : r.fallbacks)
@@ -111,6 +113,9 @@ std::string doctor_json(const DoctorReport &r) {
     w.str("detail", c.detail).end_object();
   }
   w.end_array();
+  w.str("hook_set", hook_set_name(r.hook_set));
+  w.key("hook_set_note").str_or_null(r.hook_set_note);
+  w.key("light_missing").str_or_null(r.light_missing);
   w.key("hooks").begin_array();
   for (const HookStatus &h : r.hooks) {
     const bool on = !h.program.empty();

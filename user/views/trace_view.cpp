@@ -452,7 +452,7 @@ void TraceFormatter::write_json_fields(JsonWriter &j, std::string &out, const Ev
       j.str("path_arg", e.path);
     j.str("name", e.name).num("flags", e.flags).num("mode", e.mode).num("fd", e.fd);
     if (e.type == EventType::create)
-      j.boolean("new", e.is_new);
+      j.boolean("new", e.is_new).boolean("path_from_call", e.by_path);
     if (asks_size(e.type))
       j.num("arg_size", e.arg_size);
     j.str("origin", to_string(e.origin)).boolean("truncated", e.truncated);
@@ -627,6 +627,17 @@ const char *errno_literal(int err) {
 }
 
 } // namespace
+
+std::string hooks_in_use_text(HookSet set, const std::vector<HookStatus> &hooks) {
+  std::string out = "shmbpf: " + std::string(hook_set_name(set)) + " hooks:";
+  const char *sep = " ";
+  for (const HookStatus &h : hooks)
+    if (!h.program.empty()) {
+      out += sep + h.hook;
+      sep = ", ";
+    }
+  return out + "\n";
+}
 
 std::string program_stats_text(std::vector<ProgramStats> stats, double seconds) {
   std::erase_if(stats, [](const ProgramStats &p) { return p.runs == 0; });

@@ -3,6 +3,7 @@
 #pragma once
 
 #include "decode/event.hpp"
+#include "facts/hooks.hpp"
 #include "facts/program_stats.hpp"
 
 #include <cstddef>
@@ -44,6 +45,9 @@ std::string errno_name(int err);
 // of tracing, in total (and as a share of one CPU) and per hook, the
 // costliest first; hooks that never ran are left out. Lines end in '\n'.
 std::string program_stats_text(std::vector<ProgramStats> stats, double seconds);
+
+// "shmbpf: light hooks: a, b, c": the set loaded and the hooks attached.
+std::string hooks_in_use_text(HookSet set, const std::vector<HookStatus> &hooks);
 
 // trace_line() and trace_json() for a stream of events: appends to a
 // buffer the caller reuses, and keeps what the next event can reuse (the

@@ -1,0 +1,369 @@
+/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+/*
+ * The light hook set: tmpfs and hugetlbfs files and memfds seen from inside
+ * the filesystem, with no syscall tracepoint, so that unrelated syscalls
+ * pay nothing (docs/BENCHMARKS.md, findings 8 and 24).
+ *
+ * A file's ctime changes when it is made, resized, unlinked, renamed or
+ * linked, and the kernel's inode timestamp tracepoints (v6.13: one of the
+ * three fires for every change) pass the inode. They run inside the call,
+ * in the caller's context: the header is the caller's, and the call's
+ * number and arguments are in its saved user registers. The number says
+ * what happened; anything else that changes a ctime (a write, chmod) is
+ * dropped at the first compare. The record is the one the syscall exit
+ * programs send for the same call, except a create, whose file has no
+ * dentry yet: it goes as the path as passed (SHMBPF_EV_CREATE_BY_PATH),
+ * resolved in userspace.
+ *
+ * Part of tmpfs.bpf.c's object, not one of its own: libbpf 1.1's linker
+ * cannot link the fast build's kfunc (bpf_rdonly_cast) declared in two.
+ */
+#ifndef SHMBPF_INODE_HOOKS_BPF_H
+#define SHMBPF_INODE_HOOKS_BPF_H
+
+#include "paths.bpf.h"
+
+/* x86-64's numbers of the calls the light hooks report. */
+#if defined(__TARGET_ARCH_x86)
+#define NR_open		2
+#define NR_truncate	76
+#define NR_ftruncate	77
+#define NR_rename	82
+#define NR_creat	85
+#define NR_link		86
+#define NR_unlink	87
+#define NR_openat	257
+#define NR_unlinkat	263
+#define NR_renameat	264
+#define NR_linkat	265
+#define NR_fallocate	285
+#define NR_renameat2	316
+#define NR_memfd_create 319
+#define NR_openat2	437
+#endif
+
+/* The origin of a call by its number; SHMBPF_ORIG_NONE for any other. */
+static __always_inline __u16 origin_of(long nr)
+{
+	switch (nr) {
+#if defined(__TARGET_ARCH_x86)
+	case NR_open:
+		return SHMBPF_ORIG_OPEN;
+	case NR_openat:
+		return SHMBPF_ORIG_OPENAT;
+	case NR_openat2:
+		return SHMBPF_ORIG_OPENAT2;
+	case NR_creat:
+		return SHMBPF_ORIG_CREAT;
+	case NR_memfd_create:
+		return SHMBPF_ORIG_MEMFD_CREATE;
+	case NR_ftruncate:
+		return SHMBPF_ORIG_FTRUNCATE;
+	case NR_fallocate:
+		return SHMBPF_ORIG_FALLOCATE;
+	case NR_truncate:
+		return SHMBPF_ORIG_TRUNCATE;
+	case NR_unlink:
+		return SHMBPF_ORIG_UNLINK;
+	case NR_unlinkat:
+		return SHMBPF_ORIG_UNLINKAT;
+	case NR_rename:
+		return SHMBPF_ORIG_RENAME;
+	case NR_renameat:
+		return SHMBPF_ORIG_RENAMEAT;
+	case NR_renameat2:
+		return SHMBPF_ORIG_RENAMEAT2;
+	case NR_link:
+		return SHMBPF_ORIG_LINK;
+	case NR_linkat:
+		return SHMBPF_ORIG_LINKAT;
+#endif
+	default:
+		return SHMBPF_ORIG_NONE;
+	}
+}
+
+/*
+ * The caller's saved user registers and the origin of its call; NULL
+ * where the kernel cannot say. Without bpf_task_pt_regs they are found as
+ * saved_user_regs() finds them, taking the stack size whose saved call
+ * number is one of the calls above.
+ */
+static __always_inline struct pt_regs *caller_regs(__u16 *origin)
+{
+	struct pt_regs *regs;
+
+#ifdef SHMBPF_COMPAT
+	if (!have_task_pt_regs) {
+#if defined(__TARGET_ARCH_x86)
+		void *stack = KREAD(current_task(), stack);
+		__u32 regs_size = bpf_core_type_size(struct pt_regs);
+
+		for (__u32 kib = 16; kib <= 64; kib *= 2) {
+			regs = stack + kib * 1024 - regs_size;
+			*origin = origin_of(KREAD(regs, orig_ax));
+			if (*origin != SHMBPF_ORIG_NONE)
+				return regs;
+		}
+#endif
+		return NULL;
+	}
+#endif
+	regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
+	*origin = origin_of(KREAD(regs, orig_ax));
+	return regs;
+}
+
+/* The dentry the inode is known by (its first), NULL for a new inode. */
+static __always_inline struct dentry *first_alias(struct inode *inode)
+{
+	struct hlist_node *first = KREAD(inode, i_dentry.first);
+
+	if (!first)
+		return NULL;
+	return TYPED((void *)first - bpf_core_field_offset(struct dentry, d_u.d_alias),
+		     struct dentry);
+}
+
+/* A new file of an open: the path as passed, resolved in userspace. */
+static __always_inline int light_create(struct pt_regs *regs, __u16 origin, struct inode *inode,
+					struct super_block *sb)
+{
+	__u32 zero = 0;
+	struct shmbpf_scratch *s = bpf_map_lookup_elem(&scratch, &zero);
+	struct shmbpf_path_event *e;
+	struct path_start start = {};
+	struct path_call c = {};
+	const char *upath;
+	__u32 flags, mode;
+	int slash = 0;
+	long n;
+
+	if (!s)
+		return 0;
+	open_args(regs, origin, &upath, &flags, &mode);
+	c.dirfd = AT_FDCWD;
+	c.newdirfd = AT_FDCWD;
+	c.flags = flags;
+	if (origin == SHMBPF_ORIG_OPENAT || origin == SHMBPF_ORIG_OPENAT2)
+		c.dirfd = SYSCALL_ARG(regs, 1);
+	n = bpf_probe_read_user_str(s->buf, SHMBPF_PATH_LEN, upath);
+	if (n <= 1)
+		return 0;
+	leaf_hash(s->buf, &slash);
+	/* The file is on tmpfs: no start directory is dropped here. */
+	path_call_start(&c, s->buf, 0, 1, &start);
+
+	e = reserve(sizeof(*e));
+	if (!e)
+		return 0;
+	fill_hdr(&e->hdr, SHMBPF_EV_CREATE_BY_PATH, sizeof(*e), 0);
+	fill_path_record(e, &c, origin, s->buf, n, &start, KREAD(sb, s_dev), KREAD(inode, i_ino));
+	e->flags_ev |= SHMBPF_F_EXACT_HINT;
+	submit(e);
+	return 0;
+}
+
+/* A memfd's new inode: the name as passed, no fd yet. */
+static __always_inline int light_memfd(struct pt_regs *regs, struct inode *inode,
+				       struct super_block *sb, __u8 fs)
+{
+	struct shmbpf_file_event *e;
+	long n;
+
+	e = reserve(sizeof(*e));
+	if (!e)
+		return 0;
+	fill_hdr(&e->hdr, SHMBPF_EV_MEMFD_CREATE, sizeof(*e), 0);
+	e->flags_ev = 0;
+	fill_inode_fields(e, inode, sb);
+	e->mnt_id = 0;
+	e->comp_len = 0;
+	e->ncomp = 0;
+	e->components[0] = 0;
+	e->fs = fs;
+	e->arg_size = 0;
+	e->flags = SYSCALL_ARG(regs, 2);
+	e->mode = 0;
+	e->fd = -1;
+	e->origin = SHMBPF_ORIG_MEMFD_CREATE;
+	e->path_len = 0;
+	n = bpf_probe_read_user_str(e->path, sizeof(e->path), (const char *)SYSCALL_ARG(regs, 1));
+	if (n > 0)
+		e->path_len = n - 1;
+	submit(e);
+	return 0;
+}
+
+/*
+ * A size set: by ftruncate or fallocate on an fd (the file and its path,
+ * as the exit program reports them), or by truncate or an open's O_TRUNC
+ * (the inode alone: no mount, no path). fallocate changes the ctime before
+ * it allocates, so its size and bytes may be the ones before; the re-stat
+ * of held files corrects them. A record that would repeat this CPU's last
+ * one (the same thread, file, size and call) is not sent.
+ */
+static __always_inline int light_resize(struct pt_regs *regs, __u16 origin, struct inode *inode,
+					struct super_block *sb, __u8 fs)
+{
+	__u32 zero = 0;
+	struct last_resize *last = bpf_map_lookup_elem(&last_resize, &zero);
+	__u64 id = bpf_get_current_pid_tgid();
+	__u64 ino = KREAD(inode, i_ino);
+	__u64 size = KREAD(inode, i_size);
+	__u64 bytes = (__u64)KREAD(inode, i_blocks) << 9;
+	struct shmbpf_file_event *e;
+	struct file *f = NULL;
+
+	if (!last)
+		return 0;
+	if (last->pid_tgid == id && last->ino == ino && last->size == size &&
+	    last->bytes == bytes && last->origin == origin)
+		return 0;
+	last->pid_tgid = id;
+	last->ino = ino;
+	last->size = size;
+	last->bytes = bytes;
+	last->origin = origin;
+	if (origin == SHMBPF_ORIG_FTRUNCATE || origin == SHMBPF_ORIG_FALLOCATE) {
+		f = fd_to_file(SYSCALL_ARG(regs, 1));
+		if (KREAD(f, f_inode, i_ino) != KREAD(inode, i_ino))
+			f = NULL;
+	}
+	flush_free_acc();
+	e = reserve(sizeof(*e));
+	if (!e)
+		return 0;
+	fill_hdr(&e->hdr, SHMBPF_EV_RESIZE, sizeof(*e), 0);
+	e->flags_ev = 0;
+	if (f) {
+		fill_file_identity(e, f, inode, sb);
+		e->fd = SYSCALL_ARG(regs, 1);
+	} else {
+		e->comp_len = 0;
+		e->ncomp = 0;
+		e->components[0] = 0;
+		fill_inode_fields(e, inode, sb);
+		e->mnt_id = 0;
+		e->fd = -1;
+	}
+	e->flags = 0;
+	e->arg_size = e->size;
+	if (origin == SHMBPF_ORIG_FTRUNCATE) {
+		e->arg_size = SYSCALL_ARG(regs, 2);
+	} else if (origin == SHMBPF_ORIG_FALLOCATE) {
+		e->flags = SYSCALL_ARG(regs, 2);
+		e->arg_size = SYSCALL_ARG(regs, 3) + SYSCALL_ARG(regs, 4);
+	}
+	e->mode = KREAD(inode, i_mode);
+	e->origin = origin;
+	e->fs = fs;
+	e->path_len = 0;
+	e->path[0] = 0;
+	submit(e);
+	return 0;
+}
+
+/*
+ * unlink, rename or link of this inode: the call's record, with the inode
+ * itself as its hint. A rename over an existing file changes the ctime of
+ * both: the one renamed is the one whose name is the old path's leaf.
+ */
+static __always_inline int light_path_call(struct pt_regs *regs, __u16 origin, struct inode *inode,
+					   struct super_block *sb)
+{
+	__u32 zero = 0;
+	struct shmbpf_scratch *s = bpf_map_lookup_elem(&scratch, &zero);
+	struct shmbpf_path_event *e;
+	struct path_start start = {};
+	struct path_call c;
+	struct dentry *alias;
+	__u64 own = 0;
+	int slash = 0, by_fd = 0;
+	long n;
+
+	if (!s)
+		return 0;
+	path_call_args(regs, origin, &c);
+	if (origin >= SHMBPF_ORIG_RENAME && origin <= SHMBPF_ORIG_RENAMEAT2) {
+		alias = first_alias(inode);
+		if (alias)
+			own = dentry_name_hash(alias);
+	}
+	n = bpf_probe_read_user_str(s->buf, SHMBPF_PATH_LEN, c.upath);
+	if (origin == SHMBPF_ORIG_LINKAT && (c.flags & AT_EMPTY_PATH) && (n == 0 || n == 1))
+		by_fd = 1;
+	else if (n <= 1)
+		return 0;
+	if (!by_fd && leaf_hash(s->buf, &slash) != own && own)
+		return 0; /* the file a rename replaces: its unlink is the rename's */
+	path_call_start(&c, s->buf, by_fd, 1, &start);
+
+	flush_free_acc();
+	e = reserve(sizeof(*e));
+	if (!e)
+		return 0;
+	fill_hdr(&e->hdr, path_call_type(origin), sizeof(*e), 0);
+	fill_path_record(e, &c, origin, s->buf, by_fd ? 0 : n, &start, KREAD(sb, s_dev),
+			 KREAD(inode, i_ino));
+	e->flags_ev |= SHMBPF_F_EXACT_HINT;
+	submit(e);
+	return 0;
+}
+
+static __always_inline int on_ctime(struct inode *inode)
+{
+	struct super_block *sb = KREAD(inode, i_sb);
+	__u8 fs = inode_fs(inode, sb); /* regular files on tmpfs or hugetlbfs */
+	struct pt_regs *regs;
+	__u16 origin = SHMBPF_ORIG_NONE;
+
+	if (fs == SHMBPF_FS_UNKNOWN)
+		return 0;
+	regs = caller_regs(&origin);
+	if (!regs)
+		return 0;
+	switch (origin) {
+	case SHMBPF_ORIG_NONE:
+		return 0;
+	case SHMBPF_ORIG_OPEN:
+	case SHMBPF_ORIG_OPENAT:
+	case SHMBPF_ORIG_OPENAT2:
+	case SHMBPF_ORIG_CREAT:
+		/* A new inode has no dentry yet; an existing one's ctime changes
+		 * in an open only by O_TRUNC. */
+		if (!first_alias(inode))
+			return light_create(regs, origin, inode, sb);
+		return light_resize(regs, origin, inode, sb, fs);
+	case SHMBPF_ORIG_MEMFD_CREATE:
+		if (!first_alias(inode))
+			return light_memfd(regs, inode, sb, fs);
+		return 0;
+	case SHMBPF_ORIG_FTRUNCATE:
+	case SHMBPF_ORIG_FALLOCATE:
+	case SHMBPF_ORIG_TRUNCATE:
+		return light_resize(regs, origin, inode, sb, fs);
+	default:
+		return light_path_call(regs, origin, inode, sb);
+	}
+}
+
+SEC("tp_btf/inode_set_ctime_to_ts")
+int SHMBPF_BPF_PROG(SHMBPF_PROG(tp_btf__inode_set_ctime_to_ts), struct inode *inode)
+{
+	return on_ctime(inode);
+}
+
+SEC("tp_btf/ctime_ns_xchg")
+int SHMBPF_BPF_PROG(SHMBPF_PROG(tp_btf__ctime_ns_xchg), struct inode *inode)
+{
+	return on_ctime(inode);
+}
+
+SEC("tp_btf/ctime_xchg_skip")
+int SHMBPF_BPF_PROG(SHMBPF_PROG(tp_btf__ctime_xchg_skip), struct inode *inode)
+{
+	return on_ctime(inode);
+}
+
+#endif /* SHMBPF_INODE_HOOKS_BPF_H */
