@@ -305,6 +305,7 @@ TEST(Monitor, RescanSeedsFilesWhoseCreationWasLost) {
   opts.probe.ring_buffer_bytes = 64 << 10;         // the burst below overflows it
   opts.loss_reconcile_gap = std::chrono::hours(1); // rescans only when asked
   opts.reconcile_every = std::chrono::hours(1);
+  opts.light_reconcile_every = opts.reconcile_every;
   SHMBPF_MONITOR(m, opts);
   ScratchDir scratch;
   ASSERT_TRUE(scratch.make("/dev/shm/shmbpf-mon-seed-" + std::to_string(getpid())));
@@ -336,6 +337,7 @@ TEST(Monitor, RescanSeedsFilesWhoseCreationWasLost) {
 TEST(Monitor, ClosedAndUnlinkedFileIsGoneWhileItsCreatorLives) {
   MonitorOptions opts;
   opts.reconcile_every = std::chrono::hours(1);
+  opts.light_reconcile_every = opts.reconcile_every;
   SHMBPF_MONITOR(m, opts);
   const std::string path = "/dev/shm/shmbpf-mon-closed-" + std::to_string(getpid());
   int step[2];
@@ -384,6 +386,7 @@ TEST(Monitor, HardLinksKeepTheSegmentWhenANameGoes) {
 
   MonitorOptions opts;
   opts.reconcile_every = std::chrono::hours(1);
+  opts.light_reconcile_every = opts.reconcile_every;
   SHMBPF_MONITOR(m, opts);
   auto s = m->engine().segment(pre_key);
   ASSERT_TRUE(s) << "not bootstrapped";
@@ -500,6 +503,7 @@ TEST(Monitor, NameTableIsMappedOnlyWhileNamesAreWritten) {
   close(made);
   MonitorOptions opts;
   opts.reconcile_every = std::chrono::hours(1); // rescans only when asked
+  opts.light_reconcile_every = opts.reconcile_every;
   opts.loss_reconcile_gap = std::chrono::hours(1);
   SHMBPF_MONITOR(m, opts);
   const Probe &probe = m->session().probe();
@@ -548,6 +552,7 @@ TEST(Monitor, NameTableIsMappedOnlyWhileNamesAreWritten) {
 TEST(Monitor, EventsReadDuringAGatherAreAppliedAfterItInOrder) {
   MonitorOptions opts;
   opts.reconcile_every = std::chrono::hours(1);
+  opts.light_reconcile_every = opts.reconcile_every;
   opts.sample_every = 1ms;
   std::promise<void> open_gate;
   std::shared_future<void> gate = open_gate.get_future().share();
@@ -616,6 +621,7 @@ TEST(Monitor, EventsReadDuringAGatherAreAppliedAfterItInOrder) {
 TEST(Monitor, UnlinkedFilesOfALiveProcessGoInBatchesBetweenSamples) {
   MonitorOptions opts;
   opts.reconcile_every = std::chrono::hours(1);
+  opts.light_reconcile_every = opts.reconcile_every;
   opts.sample_every = std::chrono::hours(1); // no sample: only the batches
   SHMBPF_MONITOR(m, opts);
   ScratchDir scratch;

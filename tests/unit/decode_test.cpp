@@ -112,6 +112,17 @@ TEST(Decode, MemfdNameIsTheDentryName) {
   EXPECT_EQ(res->name, "memfd:cuda");
 }
 
+TEST(Decode, ALightMemfdIsNamedFromItsArgument) {
+  auto r = record<shmbpf_file_event>(SHMBPF_EV_MEMFD_CREATE);
+  r.fd = -1;
+  r.origin = SHMBPF_ORIG_MEMFD_CREATE;
+  r.path_len = put(r.path, "torch-shm") - 1;
+  auto res = decode_event(&r, sizeof(r));
+  ASSERT_TRUE(res.ok()) << res.error();
+  EXPECT_EQ(res->name, "memfd:torch-shm"); // no dentry yet: no components
+  EXPECT_EQ(res->kind, Kind::memfd);
+}
+
 TEST(Decode, ResizeOfSysvInodeIsSysv) {
   auto r = file_record(SHMBPF_EV_RESIZE);
   set_components(r, "SYSV0000abcd");
@@ -328,6 +339,25 @@ TEST(Decode, NoSpaceFromAWriteAndFromACreate) {
   EXPECT_EQ(res->ino, 0u);
   EXPECT_TRUE(is_create_nospace(*res));
   EXPECT_TRUE(is_by_path(*res));
+
+  // The light hooks' create: the same record, the new inode as its hint.
+  auto l = record<shmbpf_path_event>(SHMBPF_EV_CREATE_BY_PATH);
+  l.origin = SHMBPF_ORIG_OPENAT;
+  l.flags = 0xc2;
+  l.flags_ev = SHMBPF_F_ABSOLUTE | SHMBPF_F_EXACT_HINT;
+  l.hint_dev = 26;
+  l.hint_ino = 99;
+  set_path(l, "/dev/shm/y");
+  res = decode_event(&l, sizeof(l));
+  ASSERT_TRUE(res.ok()) << res.error();
+  EXPECT_EQ(res->type, EventType::create);
+  EXPECT_TRUE(res->is_new);
+  EXPECT_TRUE(res->by_path);
+  EXPECT_TRUE(res->exact_hint);
+  EXPECT_EQ(res->ino, 99u);
+  EXPECT_EQ(res->fd, -1);
+  EXPECT_TRUE(is_by_path(*res));
+  EXPECT_FALSE(is_create_nospace(*res));
 
   // Each record type keeps its own size.
   auto short_create = c;

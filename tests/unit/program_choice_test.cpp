@@ -28,6 +28,10 @@ std::vector<ProgramRef> object_programs() {
   p.push_back({free + "_compat", free_sec});
   p.push_back({free + "_page_compat", free_sec});
   p.push_back({"flush_free", "raw_tp"});
+  // The light set's in-filesystem hooks.
+  for (const char *tp : {"inode_set_ctime_to_ts", "ctime_ns_xchg", "ctime_xchg_skip"})
+    for (const char *suffix : {"", "_compat"})
+      p.push_back({std::string("tp_btf__") + tp + suffix, std::string("tp_btf/") + tp});
   return p;
 }
 
@@ -139,6 +143,36 @@ TEST(ProgramChoice, SigbusFindsItsMappingWithFindVmaWhereTheKernelHasIt) {
   c = choose_programs(with_signal(), kernel_6_18(), kAllHooks);
   EXPECT_EQ(hook(c, "signal/signal_generate").build, Build::fast);
   EXPECT_FALSE(has_fallback(c, "bpf_find_vma"));
+}
+
+TEST(ProgramChoice, TheLightSetHasNoSyscallHookAndTheFullSetNoInodeHook) {
+  const ProgramChoice light =
+      choose_programs(object_programs(), kernel_6_18(), kAllHooks, HookSet::light);
+  EXPECT_EQ(sorted(light.load), sorted({"tp_btf__mm_filemap_delete_from_page_cache", "flush_free",
+                                        "tp_btf__inode_set_ctime_to_ts", "tp_btf__ctime_ns_xchg",
+                                        "tp_btf__ctime_xchg_skip"}));
+  for (const HookStatus &h : light.hooks)
+    EXPECT_FALSE(h.hook.starts_with("syscalls/")) << h.hook; // left out, not listed as off
+  EXPECT_EQ(hook(light, "ctime_ns_xchg").events,
+            "create, memfd_create, resize, unlink, rename, link");
+  EXPECT_TRUE(light.light_missing.empty());
+
+  const ProgramChoice full = choose_programs(object_programs(), kernel_6_18(), kAllHooks);
+  for (const HookStatus &h : full.hooks)
+    EXPECT_EQ(h.hook.find("ctime"), std::string::npos) << h.hook;
+  EXPECT_TRUE(full.light_missing.empty());
+}
+
+TEST(ProgramChoice, ALightSetWithoutTimestampTracepointsSaysWhy) {
+  const HookCheck before_6_13 = [](const std::string &sec) {
+    return sec.find("ctime") != std::string::npos ? std::string("no such tracepoint")
+                                                  : std::string();
+  };
+  const ProgramChoice c =
+      choose_programs(object_programs(), kernel_6_1(), before_6_13, HookSet::light);
+  EXPECT_EQ(c.light_missing, "no inode timestamp tracepoint (v6.13) on kernel 6.1.0-57-amd64");
+  EXPECT_TRUE(hook(c, "inode_set_ctime_to_ts").program.empty());
+  EXPECT_FALSE(hook(c, "mm_filemap_delete_from_page_cache").program.empty());
 }
 
 TEST(ProgramChoice, AMissingHookIsOffAndSaysWhatIsLost) {

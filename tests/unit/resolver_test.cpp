@@ -188,6 +188,76 @@ TEST(Resolver, CreateWithoutSpaceFindsTheMountOfTheNewFile) {
   EXPECT_EQ(r.resolve(disk), PathResolver::Outcome::not_shared_mem);
 }
 
+// The light hooks' create: the new inode exact, the path as passed.
+Event light_create(std::string path, uint64_t ino) {
+  Event e = unlink_of(std::move(path));
+  e.type = EventType::create;
+  e.by_path = true;
+  e.exact_hint = true;
+  e.is_new = true;
+  e.dev = 26;
+  e.ino = ino;
+  return e;
+}
+
+TEST(Resolver, ALightCreateIsNamedFromItsPathAndNamesLaterResizes) {
+  auto r = resolver();
+  auto c = light_create("torch_1_2_3", 41);
+  c.start_mnt_id = 25;
+  c.start_dev = 26;
+  c.start_dir = "/";
+  EXPECT_EQ(r.resolve(c), PathResolver::Outcome::resolved);
+  EXPECT_EQ(c.full_path, "/dev/shm/torch_1_2_3");
+  EXPECT_EQ(c.name, "/torch_1_2_3");
+  EXPECT_EQ(c.mnt_id, 25u);
+  EXPECT_EQ(c.ino, 41u);
+
+  // A resize that names only the inode (truncate(2)): the path the create gave it.
+  Event rs = create_in(0, "", 41);
+  rs.type = EventType::resize;
+  EXPECT_EQ(r.resolve(rs), PathResolver::Outcome::resolved);
+  EXPECT_EQ(rs.full_path, "/dev/shm/torch_1_2_3");
+
+  // Its unlink by the path finds it, as a full-set create's would.
+  auto ul = unlink_of("/dev/shm/torch_1_2_3");
+  EXPECT_EQ(r.resolve(ul), PathResolver::Outcome::resolved);
+  EXPECT_EQ(ul.ino, 41u);
+}
+
+TEST(Resolver, ALightCreateWithOTmpfileIsItsDirectorysUnnamedFile) {
+  auto r = resolver();
+  auto c = light_create("/dev/shm", 42);
+  c.flags = 020200002; // O_TMPFILE | O_RDWR
+  EXPECT_EQ(r.resolve(c), PathResolver::Outcome::resolved);
+  EXPECT_EQ(c.full_path, "/dev/shm/#42");
+  EXPECT_TRUE(c.unlinked);
+}
+
+TEST(Resolver, ALightCreateWhosePathLeadsElsewhereIsDropped) {
+  auto r = resolver();
+  // The path names the bind mount's device (27), the inode is on 26: the
+  // file was renamed away before the path was read.
+  auto c = light_create("/srv/bind/x", 43);
+  EXPECT_EQ(r.resolve(c), PathResolver::Outcome::not_shared_mem);
+}
+
+TEST(Resolver, AnExactHintWinsOverAStaleName) {
+  auto r = resolver();
+  auto c = create_in(25, "/a", 7);
+  ASSERT_EQ(r.resolve(c), PathResolver::Outcome::resolved);
+  // /dev/shm/a was replaced by a file the model never saw made (inode 9):
+  // a light hook's unlink names it exactly.
+  auto ul = unlink_of("/dev/shm/a");
+  ul.dev = 26;
+  ul.ino = 9;
+  ul.exact_hint = true;
+  EXPECT_EQ(r.resolve(ul), PathResolver::Outcome::resolved);
+  EXPECT_EQ(ul.ino, 9u);
+  auto stale = unlink_of("/dev/shm/a");
+  EXPECT_EQ(r.resolve(stale), PathResolver::Outcome::resolved);
+  EXPECT_EQ(stale.ino, 0u); // the name is gone
+}
+
 TEST(Resolver, RenameMovesThePath) {
   auto r = resolver();
   auto c = create_in(25, "/a", 55);

@@ -1,0 +1,235 @@
+// Kernel tests of the light hook set (--hooks light): the real programs on
+// the inode timestamp tracepoints, no syscall hook, and real calls by a
+// named child. Each event is checked against what the child saw; what the
+// light set cannot know (the fd of a create, its mount id) is checked to
+// be absent, not guessed.
+#include "kernel/file_events.hpp"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+namespace shmbpf::test {
+namespace {
+
+constexpr uint64_t kMiB = 1 << 20;
+
+ProbeOptions light() {
+  ProbeOptions o;
+  o.hooks = HookSet::light;
+  return o;
+}
+
+// The light hooks' create of the file the child described in ff: the
+// inode exact, the path as passed made absolute in userspace, no fd.
+void expect_light_create(const Event &e, const Traced &t, const FileFacts &ff, const TestFile &file,
+                         Origin origin) {
+  SCOPED_TRACE(show(e));
+  expect_header(e, t);
+  expect_ok(e, 0);
+  EXPECT_EQ(e.kind, Kind::tmpfs);
+  EXPECT_EQ(e.origin, origin);
+  EXPECT_TRUE(e.is_new);
+  EXPECT_TRUE(e.by_path);
+  EXPECT_EQ(e.dev, ff.dev);
+  EXPECT_EQ(e.ino, ff.ino);
+  EXPECT_EQ(e.mnt_id, ff.mnt_id); // found from the path's mount
+  EXPECT_EQ(e.fd, -1);
+  EXPECT_EQ(e.size, 0u);
+  EXPECT_EQ(e.full_path, file.path);
+  EXPECT_EQ(e.name, file.name);
+}
+
+TEST(LightHooks, CreateResizeUnlinkAndFreeOfAChild) {
+  const TestFile file("kt-light");
+  SHMBPF_COLLECTOR(col, light());
+  ASSERT_EQ(col->session().probe().hook_set(), HookSet::light);
+
+  Traced t;
+  ASSERT_NO_FATAL_FAILURE(trace(*col, t, "kt-light", [&](Facts &f) {
+    int fd = noted(shm_open(file.name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600), f.f[0]);
+    if (fd < 0)
+      return 1;
+    if (ftruncate(fd, kMiB) != 0 || !note_file(fd, f.f[1]))
+      return 2;
+    auto *p = static_cast<volatile char *>(
+        mmap(nullptr, kMiB, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
+    if (p == MAP_FAILED)
+      return 3;
+    for (size_t off = 0; off < kMiB; off += 4096)
+      p[off] = 1;
+    // A write and a chmod change the ctime too: neither is an event.
+    if (pwrite(fd, "x", 1, 0) != 1 || fchmod(fd, 0640) != 0)
+      return 4;
+    // Opening an existing file changes nothing the light hooks see.
+    int again = shm_open(file.name.c_str(), O_RDWR, 0);
+    if (again < 0)
+      return 5;
+    close(again);
+    if (shm_unlink(file.name.c_str()) != 0)
+      return 6;
+    munmap(const_cast<char *>(p), kMiB);
+    close(fd);
+    return 0;
+  }));
+  const FileFacts &created = t.facts->f[0];
+
+  Event cr, rs, ul;
+  ASSERT_TRUE(one(t.evs, EventType::create, cr));
+  ASSERT_TRUE(one(t.evs, EventType::resize, rs)); // shmem_setattr's two ctimes, one record
+  ASSERT_TRUE(one(t.evs, EventType::unlink, ul));
+  EXPECT_TRUE(has_n(t.evs, 0, EventType::open));
+  expect_light_create(cr, t, created, file, Origin::openat);
+  EXPECT_EQ(cr.flags & (O_CREAT | O_EXCL), static_cast<uint32_t>(O_CREAT | O_EXCL));
+
+  // An ftruncate names its fd: the file, its mount and path, as the full set.
+  expect_file_ok(rs, t, t.facts->f[1], 0);
+  EXPECT_EQ(rs.origin, Origin::ftruncate);
+  EXPECT_EQ(rs.size, kMiB);
+  EXPECT_EQ(rs.arg_size, kMiB);
+  EXPECT_EQ(rs.fd, created.fd);
+  expect_named(rs, "", file.name, file.path);
+
+  expect_unlink_ok(ul, t, file.path, created.dev, created.ino);
+  EXPECT_TRUE(ul.exact_hint);
+  EXPECT_EQ(ul.origin, Origin::unlink);
+  EXPECT_LT(cr.ts_ns, rs.ts_ns);
+  EXPECT_LT(rs.ts_ns, ul.ts_ns);
+
+  expect_freed_unlinked(*col, created, kMiB, file.path, ul.ts_ns);
+}
+
+TEST(LightHooks, MemfdCreateAndResize) {
+  SHMBPF_COLLECTOR(col, light());
+  Traced t;
+  ASSERT_NO_FATAL_FAILURE(trace(*col, t, "kt-lmemfd", [&](Facts &f) {
+    int fd = noted(memfd_create("kt-lmemfd", MFD_CLOEXEC), f.f[0]);
+    if (fd < 0)
+      return 1;
+    if (ftruncate(fd, 65536) != 0 || !note_file(fd, f.f[1]))
+      return 2;
+    return 0;
+  }));
+
+  Event m, rs;
+  ASSERT_TRUE(one(t.evs, EventType::memfd_create, m));
+  ASSERT_TRUE(one(t.evs, EventType::resize, rs));
+  SCOPED_TRACE(show(m));
+  expect_header(m, t);
+  expect_ok(m, 0);
+  EXPECT_EQ(m.kind, Kind::memfd);
+  EXPECT_EQ(m.dev, t.facts->f[0].dev);
+  EXPECT_EQ(m.ino, t.facts->f[0].ino);
+  EXPECT_EQ(m.fd, -1); // made before its fd
+  EXPECT_EQ(m.flags, static_cast<uint32_t>(MFD_CLOEXEC));
+  expect_named(m, "kt-lmemfd", "memfd:kt-lmemfd", "");
+
+  expect_file_ok(rs, t, t.facts->f[1], 0);
+  EXPECT_EQ(rs.kind, Kind::memfd);
+  EXPECT_EQ(rs.size, 65536u);
+  expect_named(rs, "", "memfd:kt-lmemfd", "");
+}
+
+// A relative create from a directory fd, truncate(2) by path and an
+// open's O_TRUNC: the inode alone, named by what the model knows of it.
+TEST(LightHooks, RelativeCreateTruncateAndOTrunc) {
+  const TestFile file("kt-lrel");
+  SHMBPF_COLLECTOR(col, light());
+  Traced t;
+  ASSERT_NO_FATAL_FAILURE(trace(*col, t, "kt-lrel", [&](Facts &f) {
+    int dir = open("/dev/shm", O_RDONLY | O_DIRECTORY);
+    int fd = noted(openat(dir, file.leaf.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600), f.f[0]);
+    if (fd < 0)
+      return 1;
+    if (truncate(file.path.c_str(), 8192) != 0 || !note_file(fd, f.f[1]))
+      return 2;
+    int again = openat(dir, file.leaf.c_str(), O_RDWR | O_TRUNC);
+    if (again < 0 || !note_file(fd, f.f[2]))
+      return 3;
+    close(again);
+    if (unlinkat(dir, file.leaf.c_str(), 0) != 0)
+      return 4;
+    close(fd);
+    close(dir);
+    return 0;
+  }));
+
+  Event cr, ul;
+  std::vector<Event> resizes;
+  ASSERT_TRUE(one(t.evs, EventType::create, cr));
+  ASSERT_TRUE(take(t.evs, 2, EventType::resize, resizes));
+  ASSERT_TRUE(one(t.evs, EventType::unlink, ul));
+  expect_light_create(cr, t, t.facts->f[0], file, Origin::openat);
+  EXPECT_EQ(cr.path, file.leaf);
+  EXPECT_FALSE(cr.absolute);
+
+  const std::vector<std::pair<Origin, uint64_t>> want = {{Origin::truncate, 8192},
+                                                         {Origin::openat, 0}};
+  for (size_t i = 0; i < resizes.size(); ++i) {
+    const Event &rs = resizes[i];
+    SCOPED_TRACE(show(rs));
+    expect_header(rs, t);
+    EXPECT_EQ(rs.origin, want[i].first);
+    EXPECT_EQ(rs.size, want[i].second);
+    EXPECT_EQ(rs.size, t.facts->f[i + 1].size);
+    EXPECT_EQ(rs.dev, t.facts->f[0].dev);
+    EXPECT_EQ(rs.ino, t.facts->f[0].ino);
+    EXPECT_EQ(rs.fd, -1);               // no fd to name
+    EXPECT_EQ(rs.mnt_id, 0u);           // nor its mount
+    EXPECT_EQ(rs.full_path, file.path); // the path the create gave it
+  }
+  expect_unlink_ok(ul, t, file.path, t.facts->f[0].dev, t.facts->f[0].ino);
+  EXPECT_EQ(ul.origin, Origin::unlinkat);
+}
+
+// A rename over an existing file changes both files' ctimes: the event is
+// the renamed file's; a link and the unlink of each name follow it.
+TEST(LightHooks, RenameOverAFileLinkAndUnlinks) {
+  const TestFile a("kt-la"), b("kt-lb"), c("kt-lc");
+  SHMBPF_COLLECTOR(col, light());
+  Traced t;
+  ASSERT_NO_FATAL_FAILURE(trace(*col, t, "kt-lrename", [&](Facts &f) {
+    int fa = noted(open(a.path.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600), f.f[0]);
+    int fb = noted(open(b.path.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600), f.f[1]);
+    if (fa < 0 || fb < 0)
+      return 1;
+    if (rename(a.path.c_str(), b.path.c_str()) != 0)
+      return 2;
+    if (link(b.path.c_str(), c.path.c_str()) != 0)
+      return 3;
+    if (unlink(b.path.c_str()) != 0 || unlink(c.path.c_str()) != 0)
+      return 4;
+    close(fa);
+    close(fb);
+    return 0;
+  }));
+  const FileFacts &fa = t.facts->f[0];
+
+  Event rn, ln;
+  std::vector<Event> unlinks;
+  ASSERT_TRUE(has_n(t.evs, 2, EventType::create));
+  ASSERT_TRUE(one(t.evs, EventType::rename, rn));
+  ASSERT_TRUE(one(t.evs, EventType::link, ln));
+  ASSERT_TRUE(take(t.evs, 2, EventType::unlink, unlinks));
+  for (const Event *e : {&rn, &ln, &unlinks[0], &unlinks[1]}) {
+    SCOPED_TRACE(show(*e));
+    expect_header(*e, t);
+    EXPECT_EQ(e->dev, fa.dev);
+    EXPECT_EQ(e->ino, fa.ino); // never the file the rename replaced
+    EXPECT_TRUE(e->exact_hint);
+  }
+  EXPECT_EQ(rn.full_path, a.path);
+  EXPECT_EQ(rn.full_newpath, b.path);
+  EXPECT_EQ(ln.full_path, b.path);
+  EXPECT_EQ(ln.full_newpath, c.path);
+  EXPECT_EQ(unlinks[0].full_path, b.path);
+  EXPECT_EQ(unlinks[1].full_path, c.path);
+}
+
+} // namespace
+} // namespace shmbpf::test
