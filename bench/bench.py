@@ -118,8 +118,11 @@ class Tracer:
         self.cfg = cfg
         self.errf = tempfile.TemporaryFile(mode="w+")
         self.out_path = out
-        if kind in ("trace", "base"):
-            cmd = [cfg.shmbpf if kind == "trace" else cfg.base_shmbpf, "trace", "--json"]
+        if kind in ("trace", "base", "light"):
+            cmd = [cfg.base_shmbpf if kind == "base" else cfg.shmbpf, "trace", "--json"]
+            # trace loads the full set unless told (and "base" may predate --hooks).
+            if kind == "light":
+                cmd += ["--hooks", "light"]
             if ring:
                 cmd += ["--ring-buffer-size", str(ring)]
         elif kind == "engine":
@@ -191,7 +194,7 @@ class Tracer:
             self.p.wait()
         err = self.stderr()
         res = {"events": None, "lost": None}
-        if self.kind in ("trace", "base"):
+        if self.kind in ("trace", "base", "light"):
             m = re.search(r"shmbpf: (\d+) events, (\d+) lost", err)
             if m:
                 res = {"events": int(m.group(1)), "lost": int(m.group(2))}
@@ -236,7 +239,7 @@ def run_workload(cfg, name, iters=None, extra=()):
 
 
 def conditions(cfg, wanted):
-    conds = ["untraced", "trace", "engine"]
+    conds = ["untraced", "trace", "light", "engine"]
     if subprocess.run(["which", "bpftrace"], capture_output=True).returncode == 0:
         conds.append("bpftrace")
     if cfg.base_shmbpf:
@@ -1000,7 +1003,7 @@ def main():
     ap.add_argument("--only", action="append", choices=SECTIONS, help="run only these sections")
     ap.add_argument("--workload", action="append", choices=list(WORKLOADS), help="only these workloads")
     ap.add_argument("--condition", action="append",
-                    choices=["untraced", "trace", "base", "engine", "bpftrace", *FLOOR_MODES])
+                    choices=["untraced", "trace", "light", "base", "engine", "bpftrace", *FLOOR_MODES])
     ap.add_argument("--shmbpf", help="the shmbpf binary to measure (default: BUILD_DIR/shmbpf)")
     ap.add_argument("--base-shmbpf", help="another shmbpf binary, measured as condition 'base'")
     ap.add_argument("--rounds", type=int, default=5)
@@ -1039,9 +1042,10 @@ def main():
     if "floor" in sections:
         log("floor (programs that do nothing, count, or emit one small record, on the shm cycle's "
             "syscall hooks and on the inode timestamp hooks):")
-        conds_floor = ["untraced", *FLOOR_MODES, "trace"] + (["base"] if cfg.base_shmbpf else [])
+        conds_floor = ["untraced", *FLOOR_MODES, "trace", "light"] + (["base"] if cfg.base_shmbpf else [])
         conds_floor = [c for c in conds_floor if not args.condition or c in args.condition]
-        res["floor"] = bench_overhead(cfg, [w for w in workloads if w in FLOOR_WORKLOADS], conds_floor)
+        floor_workloads = args.workload or FLOOR_WORKLOADS
+        res["floor"] = bench_overhead(cfg, floor_workloads, conds_floor)
     if "throughput" in sections:
         log("throughput (two producers, default ring buffer):")
         res["throughput"] = bench_throughput(cfg, [c for c in conds], args.seconds)
@@ -1050,7 +1054,8 @@ def main():
         res["loss"] = bench_loss(cfg, int(20000 * cfg.scale) or 100)
     if "bpf_cost" in sections:
         log("BPF cost per hit (kernel.bpf_stats_enabled=1):")
-        res["bpf_cost"] = bench_bpf_cost(cfg, workloads, [c for c in conds if c in ("trace", "base", "bpftrace")])
+        res["bpf_cost"] = bench_bpf_cost(cfg, workloads,
+                                         [c for c in conds if c in ("trace", "light", "base", "bpftrace")])
     if "memory" in sections:
         log("engine memory per segment:")
         res["memory"] = bench_memory(cfg, [100000, 1000000])

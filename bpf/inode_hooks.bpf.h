@@ -136,7 +136,6 @@ static __always_inline int light_create(struct pt_regs *regs, __u16 origin, stru
 	struct path_call c = {};
 	const char *upath;
 	__u32 flags, mode;
-	int slash = 0;
 	long n;
 
 	if (!s)
@@ -150,8 +149,8 @@ static __always_inline int light_create(struct pt_regs *regs, __u16 origin, stru
 	n = bpf_probe_read_user_str(s->buf, SHMBPF_PATH_LEN, upath);
 	if (n <= 1)
 		return 0;
-	leaf_hash(s->buf, &slash);
-	/* The file is on tmpfs: no start directory is dropped here. */
+	/* The file is on tmpfs: no start directory is dropped here (so its
+	 * leaf need not be hashed to see whether the path has a directory). */
 	path_call_start(&c, s->buf, 0, 1, &start);
 
 	e = reserve(sizeof(*e));
@@ -169,7 +168,6 @@ static __always_inline int light_memfd(struct pt_regs *regs, struct inode *inode
 				       struct super_block *sb, __u8 fs)
 {
 	struct shmbpf_file_event *e;
-	long n;
 
 	e = reserve(sizeof(*e));
 	if (!e)
@@ -182,15 +180,8 @@ static __always_inline int light_memfd(struct pt_regs *regs, struct inode *inode
 	e->ncomp = 0;
 	e->components[0] = 0;
 	e->fs = fs;
-	e->arg_size = 0;
-	e->flags = SYSCALL_ARG(regs, 2);
-	e->mode = 0;
 	e->fd = -1;
-	e->origin = SHMBPF_ORIG_MEMFD_CREATE;
-	e->path_len = 0;
-	n = bpf_probe_read_user_str(e->path, sizeof(e->path), (const char *)SYSCALL_ARG(regs, 1));
-	if (n > 0)
-		e->path_len = n - 1;
+	fill_memfd_args(e, regs);
 	submit(e);
 	return 0;
 }

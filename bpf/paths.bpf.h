@@ -38,6 +38,21 @@ static __always_inline void fill_file_identity(struct shmbpf_file_event *e, stru
 	fill_file_fields(e, f, inode, sb);
 }
 
+/* What memfd_create(name, flags) passed, into its record. */
+static __always_inline void fill_memfd_args(struct shmbpf_file_event *e, struct pt_regs *regs)
+{
+	long n;
+
+	e->arg_size = 0;
+	e->flags = SYSCALL_ARG(regs, 2);
+	e->mode = 0;
+	e->origin = SHMBPF_ORIG_MEMFD_CREATE;
+	e->path_len = 0;
+	n = bpf_probe_read_user_str(e->path, sizeof(e->path), (const char *)SYSCALL_ARG(regs, 1));
+	if (n > 0)
+		e->path_len = n - 1;
+}
+
 /* An open's path, flags and mode, from its saved arguments. */
 static __always_inline void open_args(struct pt_regs *regs, __u16 origin, const char **upath,
 				      __u32 *flags, __u32 *mode)

@@ -188,7 +188,6 @@ int SHMBPF_PROG(tracepoint__syscalls__sys_exit_memfd_create)(struct trace_event_
 	struct pt_regs *regs;
 	struct file *f;
 	long ret = ctx->ret;
-	long n;
 
 	/* Failures are rare and worth seeing (EMFILE, ENOMEM). */
 	f = fd_to_file(ret);
@@ -213,15 +212,8 @@ int SHMBPF_PROG(tracepoint__syscalls__sys_exit_memfd_create)(struct trace_event_
 		e->fs = sb_fs(sb);
 		fill_file_identity(e, f, inode, sb);
 	}
-	e->arg_size = 0;
-	e->flags = SYSCALL_ARG(regs, 2);
-	e->mode = 0;
 	e->fd = ret >= 0 ? ret : -1;
-	e->origin = SHMBPF_ORIG_MEMFD_CREATE;
-	e->path_len = 0;
-	n = bpf_probe_read_user_str(e->path, sizeof(e->path), (const char *)SYSCALL_ARG(regs, 1));
-	if (n > 0)
-		e->path_len = n - 1;
+	fill_memfd_args(e, regs);
 	submit(e);
 	return 0;
 }

@@ -52,9 +52,10 @@ std::string ready_line(const Monitor &mon) {
     on += !h.program.empty();
   const EngineTotals t = engine.totals(Monitor::now_ns(), 0);
   return "ready: " + std::to_string(on) + " of " + std::to_string(probe.hooks().size()) +
-         " hooks attached; " + std::to_string(engine.segment_count()) + " segments (" +
-         std::to_string(t.orphans) + " orphaned), " + std::to_string(engine.mounts().size()) +
-         " tmpfs mounts, " + std::to_string(engine.stats().processes) + " processes";
+         " hooks of the " + std::string(hook_set_name(probe.hook_set())) + " set attached; " +
+         std::to_string(engine.segment_count()) + " segments (" + std::to_string(t.orphans) +
+         " orphaned), " + std::to_string(engine.mounts().size()) + " tmpfs mounts, " +
+         std::to_string(engine.stats().processes) + " processes";
 }
 
 } // namespace
