@@ -114,15 +114,35 @@ static __always_inline struct pt_regs *caller_regs(__u16 *origin)
 	return regs;
 }
 
-/* The dentry the inode is known by (its first), NULL for a new inode. */
-static __always_inline struct dentry *first_alias(struct inode *inode)
+/* Whether the inode has a dentry yet: a new one has none. */
+static __always_inline int has_alias(struct inode *inode)
 {
-	struct hlist_node *first = KREAD(inode, i_dentry.first);
+	return KREAD(inode, i_dentry.first) != NULL;
+}
 
-	if (!first)
-		return NULL;
-	return TYPED((void *)first - bpf_core_field_offset(struct dentry, d_u.d_alias),
-		     struct dentry);
+/* The names of a renamed file's dentries looked at, at most (hard links). */
+#define MAX_ALIASES 4
+
+/*
+ * Whether the inode has a dentry whose name hashes to leaf. A rename over
+ * another file changes both ctimes; the one renamed still has the old
+ * leaf name. An inode with more names than are looked at counts as having
+ * it.
+ */
+static __always_inline int has_name(struct inode *inode, __u64 leaf)
+{
+	struct hlist_node *node = KREAD(inode, i_dentry.first);
+
+	for (int i = 0; i < MAX_ALIASES && node; i++) {
+		struct dentry *d =
+			TYPED((void *)node - bpf_core_field_offset(struct dentry, d_u.d_alias),
+			      struct dentry);
+
+		if (dentry_name_hash(d) == leaf)
+			return 1;
+		node = KREAD(node, next);
+	}
+	return node != NULL;
 }
 
 /* A new file of an open: the path as passed, resolved in userspace. */
@@ -268,8 +288,6 @@ static __always_inline int light_path_call(struct pt_regs *regs, __u16 origin, s
 	struct shmbpf_path_event *e;
 	struct path_start start = {};
 	struct path_call c;
-	struct dentry *alias;
-	__u64 own = 0;
 	int slash = 0, by_fd = 0;
 	long n;
 
@@ -277,17 +295,16 @@ static __always_inline int light_path_call(struct pt_regs *regs, __u16 origin, s
 		return 0;
 	path_call_args(regs, origin, &c);
 	if (origin >= SHMBPF_ORIG_RENAME && origin <= SHMBPF_ORIG_RENAMEAT2) {
-		alias = first_alias(inode);
-		if (alias)
-			own = dentry_name_hash(alias);
+		/* The names are hashed in scratch: the path is read after. */
+		n = bpf_probe_read_user_str(s->buf, SHMBPF_PATH_LEN, c.upath);
+		if (n <= 1 || !has_name(inode, leaf_hash(s->buf, &slash)))
+			return 0; /* the file a rename replaces: its unlink is the rename's */
 	}
 	n = bpf_probe_read_user_str(s->buf, SHMBPF_PATH_LEN, c.upath);
 	if (origin == SHMBPF_ORIG_LINKAT && (c.flags & AT_EMPTY_PATH) && (n == 0 || n == 1))
 		by_fd = 1;
 	else if (n <= 1)
 		return 0;
-	if (!by_fd && leaf_hash(s->buf, &slash) != own && own)
-		return 0; /* the file a rename replaces: its unlink is the rename's */
 	path_call_start(&c, s->buf, by_fd, 1, &start);
 
 	flush_free_acc();
@@ -323,11 +340,11 @@ static __always_inline int on_ctime(struct inode *inode)
 	case SHMBPF_ORIG_CREAT:
 		/* A new inode has no dentry yet; an existing one's ctime changes
 		 * in an open only by O_TRUNC. */
-		if (!first_alias(inode))
+		if (!has_alias(inode))
 			return light_create(regs, origin, inode, sb);
 		return light_resize(regs, origin, inode, sb, fs);
 	case SHMBPF_ORIG_MEMFD_CREATE:
-		if (!first_alias(inode))
+		if (!has_alias(inode))
 			return light_memfd(regs, inode, sb, fs);
 		return 0;
 	case SHMBPF_ORIG_FTRUNCATE:

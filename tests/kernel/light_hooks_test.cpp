@@ -231,5 +231,30 @@ TEST(LightHooks, RenameOverAFileLinkAndUnlinks) {
   EXPECT_EQ(unlinks[1].full_path, c.path);
 }
 
+// A file with two names renamed by its older one: its newest dentry comes
+// first in the inode's list, and the rename is still its own.
+TEST(LightHooks, RenameOfAFileWithTwoNames) {
+  const TestFile a("kt-l2a"), b("kt-l2b"), c("kt-l2c");
+  SHMBPF_COLLECTOR(col, light());
+  Traced t;
+  ASSERT_NO_FATAL_FAILURE(trace(*col, t, "kt-l2names", [&](Facts &f) {
+    int fd = noted(open(a.path.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600), f.f[0]);
+    if (fd < 0 || link(a.path.c_str(), b.path.c_str()) != 0)
+      return 1;
+    if (rename(a.path.c_str(), c.path.c_str()) != 0)
+      return 2;
+    unlink(b.path.c_str());
+    unlink(c.path.c_str());
+    close(fd);
+    return 0;
+  }));
+  Event rn;
+  ASSERT_TRUE(one(t.evs, EventType::rename, rn));
+  EXPECT_EQ(rn.ino, t.facts->f[0].ino) << show(rn);
+  EXPECT_EQ(rn.full_path, a.path);
+  EXPECT_EQ(rn.full_newpath, c.path);
+  EXPECT_TRUE(has_n(t.evs, 2, EventType::unlink));
+}
+
 } // namespace
 } // namespace shmbpf::test
