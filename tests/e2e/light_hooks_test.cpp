@@ -5,6 +5,7 @@
 // the rescans have found what the light hooks do not see (an open of an
 // existing file).
 #include "background.hpp"
+#include "reap_support.hpp"
 #include "run_cli.hpp"
 #include "support.hpp"
 
@@ -170,53 +171,6 @@ TEST(TraceLight, AttachesNoSyscallHookAndReportsAChildsFiles) {
   EXPECT_EQ(light.err().find("syscalls/"), std::string::npos) << light.err();
 }
 
-// A child that runs setup, says so, and keeps what it opened until released.
-class Holding {
-public:
-  Holding(const std::string &comm, const std::function<bool()> &setup) {
-    int ready[2], release[2];
-    if (pipe2(ready, O_CLOEXEC) != 0 || pipe2(release, O_CLOEXEC) != 0)
-      std::abort();
-    pid_ = ForkGuard::fork();
-    if (pid_ == 0) {
-      prctl(PR_SET_NAME, comm.c_str());
-      close(ready[0]);
-      close(release[1]);
-      const char ok = setup() ? 'y' : 'n';
-      if (write(ready[1], &ok, 1) != 1)
-        _exit(1);
-      char c;
-      while (read(release[0], &c, 1) > 0) {
-      }
-      _exit(0);
-    }
-    close(ready[1]);
-    close(release[0]);
-    release_ = release[1];
-    char ok = 0;
-    ok_ = read(ready[0], &ok, 1) == 1 && ok == 'y';
-    close(ready[0]);
-  }
-  ~Holding() { release(); }
-  Holding(const Holding &) = delete;
-  Holding &operator=(const Holding &) = delete;
-
-  bool ok() const { return ok_; }
-  pid_t pid() const { return pid_; }
-  void release() {
-    if (release_ < 0)
-      return;
-    close(release_);
-    release_ = -1;
-    waitpid(pid_, nullptr, 0);
-  }
-
-private:
-  pid_t pid_ = -1;
-  int release_ = -1;
-  bool ok_ = false;
-};
-
 // A file of 64 KiB with its pages allocated; its fd stays open.
 bool make_file(const std::string &path) {
   int fd = open(path.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
@@ -269,26 +223,37 @@ TEST(TopLight, SameSegmentsHoldersAndOrphansAsFullAfterARescan) {
   struct Cleanup {
     std::string prefix;
     ~Cleanup() {
-      for (const char *n : {"1", "2", "3"})
+      for (const char *n : {"1", "2", "3", "4"})
         unlink((prefix + n).c_str());
     }
   } cleanup{prefix};
-  // A creates two files and holds them; B opens one that exists (no event
-  // in the light set); C creates one and exits, leaving an orphan.
-  Holding a("e2e-lholder", [&] { return make_file(prefix + "1") && make_file(prefix + "2"); });
+  // A creates two files and holds them; B creates one and opens one of A's
+  // (an open of an existing file: no event in the light set, B's holdings
+  // are rescanned each second since it holds a file); C creates one and
+  // exits, leaving an orphan.
+  auto named = [](const char *comm, std::function<bool()> fn) {
+    return [comm, fn] {
+      prctl(PR_SET_NAME, comm);
+      return fn();
+    };
+  };
+  Holder a(
+      named("e2e-lholder", [&] { return make_file(prefix + "1") && make_file(prefix + "2"); }));
   ASSERT_TRUE(a.ok());
-  Holding b("e2e-lopener", [&] { return open((prefix + "1").c_str(), O_RDWR) >= 0; });
+  Holder b(named("e2e-lopener", [&] {
+    return make_file(prefix + "4") && open((prefix + "1").c_str(), O_RDWR) >= 0;
+  }));
   ASSERT_TRUE(b.ok());
-  {
-    Holding c("e2e-lorphan", [&] { return make_file(prefix + "3"); });
-    ASSERT_TRUE(c.ok());
-  }
+  Holder c(named("e2e-lorphan", [&] { return make_file(prefix + "3"); }));
+  ASSERT_TRUE(c.ok());
+  c.stop();
 
   std::vector<uint32_t> ab = {static_cast<uint32_t>(a.pid()), static_cast<uint32_t>(b.pid())};
   std::sort(ab.begin(), ab.end());
   auto as_full_says = [&](const std::map<std::string, json> &m) {
     auto at = [&](const char *n) { return m.count(prefix + n) ? m.at(prefix + n) : json(); };
-    return m.size() == 3 && at("1")["holders"] == json(ab) &&
+    return m.size() == 4 && at("1")["holders"] == json(ab) &&
+           at("4")["holders"] == json({b.pid()}) && at("4")["creator"] == b.pid() &&
            at("2")["holders"] == json({a.pid()}) && at("3")["holders"].empty() &&
            at("3")["orphan"] == true && at("1")["creator"] == a.pid() && at("3")["bytes"] == 65536;
   };

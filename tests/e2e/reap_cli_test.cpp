@@ -20,6 +20,7 @@
 #include <chrono>
 #include <cstdio>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <thread>
@@ -107,21 +108,26 @@ bool holds_o_path(pid_t pid, const std::string &path) {
   return found;
 }
 
-// A process with many open fds: reap's fresh look at every process's fds
+// Processes with many open fds: reap's fresh look at every process's fds
 // takes longer, which widens the window between reap's first hold on a
-// target and its removal that the race tests act in.
-Holder fd_hog() {
-  return Holder([] {
-    struct rlimit rl {
-      40000, 40000
-    };
-    if (setrlimit(RLIMIT_NOFILE, &rl) != 0)
-      return true; // a smaller hog still works
-    for (int i = 0; i < 30000; ++i)
-      if (open("/dev/null", O_RDONLY) < 0)
-        break;
-    return true;
-  });
+// target and its removal that the race tests act in. Four of them, since
+// one process's fds are capped by its limit (20,000 where raising it is
+// not allowed), and one hog's 20,000 left that window shorter than a
+// loaded machine takes to notice the hold and act, now and then.
+std::vector<std::unique_ptr<Holder>> fd_hogs() {
+  std::vector<std::unique_ptr<Holder>> hogs;
+  for (int h = 0; h < 4; ++h)
+    hogs.push_back(std::make_unique<Holder>([] {
+      struct rlimit rl {
+        40000, 40000
+      };
+      setrlimit(RLIMIT_NOFILE, &rl); // a smaller hog still works
+      for (int i = 0; i < 30000; ++i)
+        if (open("/dev/null", O_RDONLY) < 0)
+          break;
+      return true;
+    }));
+  return hogs;
 }
 
 TEST(ReapCli, DryRunChangesNothingAndReportsWhatWouldBeFreed) {
@@ -305,7 +311,7 @@ TEST(ReapCli, ExitStatusTwoOnBadFlagsAndWithoutRoot) {
 
 // Runs `reap --yes --json` on the mount and calls act once reap holds
 // victim (after its scan chose it, before its last checks). A few tries:
-// the act must land inside that window. The caller starts fd_hog() first.
+// the act must land inside that window. The caller starts fd_hogs() first.
 struct Race {
   CliResult cli;
   json doc;
@@ -345,7 +351,7 @@ TEST(ReapCli, TargetOpenedAtRemovalIsHeldAndExitsOne) {
   // reap's look at every process goes by ascending pid and lists the pids
   // when it starts: the opener exists already (a process started during
   // that look would not be in it), after the hog that makes the look long.
-  Holder hog = fd_hog();
+  const auto hogs = fd_hogs();
   int opened[2];
   ASSERT_EQ(pipe2(opened, O_CLOEXEC), 0);
   GatedFork opener = fork_gated("e2e-reap-opener", [&] {
@@ -391,7 +397,7 @@ TEST(ReapCli, TargetRemovedBySomeoneElseIsGoneAndExitsZero) {
   ReapMount m;
   ASSERT_EQ(m.error(), "");
   const std::string victim = m.path("victim"), control = m.path("control");
-  Holder hog = fd_hog();
+  const auto hogs = fd_hogs();
   const Race race = race_reap(m, victim, control, [&] { unlink(victim.c_str()); });
   EXPECT_EQ(race.cli.code, 0) << race.cli.out << race.cli.err;
   const auto segs = by_path(race.doc);
