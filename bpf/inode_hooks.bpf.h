@@ -293,6 +293,12 @@ static __always_inline int light_path_call(struct pt_regs *regs, __u16 origin, s
 
 	if (!s)
 		return 0;
+	/* An unlink or rename that drops a file's last name and reference
+	 * evicts it in the same call, and the truncate of its pages changes
+	 * its ctime once more: a file with no link left was reported already.
+	 * (A link may give an O_TMPFILE file its first.) */
+	if (origin <= SHMBPF_ORIG_RENAMEAT2 && KREAD(inode, __i_nlink) == 0)
+		return 0;
 	path_call_args(regs, origin, &c);
 	if (origin >= SHMBPF_ORIG_RENAME && origin <= SHMBPF_ORIG_RENAMEAT2) {
 		/* The names are hashed in scratch: the path is read after. */

@@ -8,12 +8,14 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 
 #include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -134,6 +136,15 @@ private:
 // Forks a child named comm (prctl) that waits until a byte arrives on the
 // returned gate fd, then runs fn and exits with its result; EOF on the gate
 // makes it exit 99 without running fn. Lets the parent learn the pid first.
+// Whether the running kernel is at least major.minor (uname's release).
+inline bool kernel_at_least(unsigned major, unsigned minor) {
+  utsname u{};
+  unsigned ma = 0, mi = 0;
+  if (uname(&u) != 0 || std::sscanf(u.release, "%u.%u", &ma, &mi) != 2)
+    return true; // unknown: as if new, so that nothing is skipped for it
+  return ma > major || (ma == major && mi >= minor);
+}
+
 struct GatedFork {
   pid_t pid = -1;
   int gate_fd = -1;

@@ -176,8 +176,9 @@ TEST(ServeGrowth, AFullMountsSigbusAndNoSpaceInLeaksAndMetrics) {
   ASSERT_EQ(mount("tmpfs", scratch.mnt.c_str(), "tmpfs", 0, "size=1m"), 0) << strerror(errno);
   const std::string sock = scratch.sock();
   const int port = free_port();
-  ShmbpfProcess serve(
-      {"serve", "--no-state", "--listen", "127.0.0.1:" + std::to_string(port), "--socket", sock});
+  // Writes without space are seen by the full hook set only.
+  ShmbpfProcess serve({"serve", "--no-state", "--hooks", "full", "--listen",
+                       "127.0.0.1:" + std::to_string(port), "--socket", sock});
   SHMBPF_SERVE_READY(serve, port);
 
   const std::string big = scratch.mnt + "/big", log = scratch.mnt + "/log";

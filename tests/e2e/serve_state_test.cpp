@@ -79,10 +79,16 @@ json wait_for_creator(const std::string &sock, const std::string &path, bool in_
   return s;
 }
 
-std::vector<std::string> serve_args(int port, const std::string &dir) {
-  return {"serve",       "--listen",      "127.0.0.1:" + std::to_string(port),
-          "--socket",    dir + "/s.sock", "--state-dir",
-          dir + "/state"};
+// The full hook set where a test needs what only it sees (a System V
+// segment's creator from its shmget); the daemon's default otherwise.
+std::vector<std::string> serve_args(int port, const std::string &dir, bool full = false) {
+  std::vector<std::string> args = {
+      "serve",       "--listen",      "127.0.0.1:" + std::to_string(port),
+      "--socket",    dir + "/s.sock", "--state-dir",
+      dir + "/state"};
+  if (full)
+    args.insert(args.end(), {"--hooks", "full"});
+  return args;
 }
 
 TEST(ServeState, ACreatorSurvivesARestart) {
@@ -110,7 +116,7 @@ TEST(ServeState, ACreatorSurvivesARestart) {
   } rmid_after{key};
 
   int port = free_port();
-  auto first = std::make_unique<ShmbpfProcess>(serve_args(port, dir.path));
+  auto first = std::make_unique<ShmbpfProcess>(serve_args(port, dir.path, true));
   SHMBPF_SERVE_READY(*first, port);
   const pid_t child = fork();
   ASSERT_GE(child, 0);

@@ -267,8 +267,8 @@ TEST(TraceCli, JsonShowsAHardLinkAndEachNamesUnlink) {
   EXPECT_EQ(ln["truncated"], false);
 }
 
-// --stats: after the summary, the time in the BPF programs and a row per
-// hook that ran, the syscalls this test made among them.
+// --stats: after the summary, the time in the BPF programs, a row per hook
+// that ran (the syscalls this test made among them), and the hook set.
 TEST(TraceCli, StatsReportsTheProgramsRunTime) {
   Shmbpf p({"trace", "--stats"});
   ASSERT_TRUE(wait_loaded_text(p));
@@ -290,10 +290,14 @@ TEST(TraceCli, StatsReportsTheProgramsRunTime) {
   EXPECT_GE(std::stoull(m[1].str()), uint64_t{3 * kCycles});
   const std::regex row_re(R"(^  (\S+) +(\d+) +(\d+) +[0-9.]+$)");
   std::map<std::string, uint64_t> runs;
-  for (auto it = summary + 3; it < err.end(); ++it) {
+  // The rows, then the set and its hooks.
+  ASSERT_GE(err.end() - summary, 4) << p.err();
+  for (auto it = summary + 3; it < err.end() - 1; ++it) {
     ASSERT_TRUE(std::regex_match(*it, m, row_re)) << *it;
     runs[m[1].str()] = std::stoull(m[2].str());
   }
+  EXPECT_TRUE(err.back().starts_with("shmbpf: full hooks: sched/sched_process_exit, ")) << p.err();
+  EXPECT_NE(err.back().find(", syscalls/sys_exit_openat, "), std::string::npos) << p.err();
   for (const char *hook :
        {"syscalls/sys_exit_openat", "syscalls/sys_exit_ftruncate", "syscalls/sys_exit_unlink"})
     EXPECT_GE(runs[hook], uint64_t{kCycles}) << hook << "\n" << p.err();

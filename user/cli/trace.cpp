@@ -86,8 +86,8 @@ int run_trace(const TraceOptions &opts) {
   if (opts.stats) {
     const std::chrono::duration<double> traced = std::chrono::steady_clock::now() - start;
     const Probe &probe = session.probe();
-    std::fputs(hooks_in_use_text(probe.hook_set(), probe.hooks()).c_str(), stderr);
     std::fputs(program_stats_text(probe.program_stats(), traced.count()).c_str(), stderr);
+    std::fputs(hooks_in_use_text(probe.hook_set(), probe.hooks()).c_str(), stderr);
   }
   out.check(); // a full disk is an error; a reader gone (`| head`) is not
   return 0;
