@@ -13,7 +13,8 @@
  * dropped at the first compare. The record is the one the syscall exit
  * programs send for the same call, except a create, whose file has no
  * dentry yet: it goes as the path as passed (SHMBPF_EV_CREATE_BY_PATH),
- * resolved in userspace.
+ * resolved in userspace. Before v6.13, programs on the calls that make the
+ * same changes pass the inode instead (the end of this file).
  *
  * Part of tmpfs.bpf.c's object, not one of its own: libbpf 1.1's linker
  * cannot link the fast build's kfunc (bpf_rdonly_cast) declared in two.
@@ -325,7 +326,17 @@ static __always_inline int light_path_call(struct pt_regs *regs, __u16 origin, s
 	return 0;
 }
 
-static __always_inline int on_ctime(struct inode *inode)
+/* What a hook's caller may have done to the inode, for on_ctime. */
+enum {
+	ON_CREATE = 1, /* made it: a create, an O_TMPFILE, a memfd */
+	ON_RESIZE = 2, /* set its size */
+	ON_NAME = 4,   /* unlinked, renamed or linked it */
+	ON_ANY = ON_CREATE | ON_RESIZE | ON_NAME,
+};
+
+/* The record for a change to inode, by the caller's call number; only
+ * changes of the kinds in on are looked at. */
+static __always_inline int on_ctime(struct inode *inode, int on)
 {
 	struct super_block *sb = KREAD(inode, i_sb);
 	__u8 fs = inode_fs(inode, sb); /* regular files on tmpfs or hugetlbfs */
@@ -347,37 +358,95 @@ static __always_inline int on_ctime(struct inode *inode)
 		/* A new inode has no dentry yet; an existing one's ctime changes
 		 * in an open only by O_TRUNC. */
 		if (!has_alias(inode))
-			return light_create(regs, origin, inode, sb);
-		return light_resize(regs, origin, inode, sb, fs);
+			return (on & ON_CREATE) ? light_create(regs, origin, inode, sb) : 0;
+		return (on & ON_RESIZE) ? light_resize(regs, origin, inode, sb, fs) : 0;
 	case SHMBPF_ORIG_MEMFD_CREATE:
-		if (!has_alias(inode))
+		if ((on & ON_CREATE) && !has_alias(inode))
 			return light_memfd(regs, inode, sb, fs);
 		return 0;
 	case SHMBPF_ORIG_FTRUNCATE:
 	case SHMBPF_ORIG_FALLOCATE:
 	case SHMBPF_ORIG_TRUNCATE:
-		return light_resize(regs, origin, inode, sb, fs);
+		return (on & ON_RESIZE) ? light_resize(regs, origin, inode, sb, fs) : 0;
 	default:
-		return light_path_call(regs, origin, inode, sb);
+		return (on & ON_NAME) ? light_path_call(regs, origin, inode, sb) : 0;
 	}
 }
 
 SEC("tp_btf/inode_set_ctime_to_ts")
 int SHMBPF_BPF_PROG(SHMBPF_PROG(tp_btf__inode_set_ctime_to_ts), struct inode *inode)
 {
-	return on_ctime(inode);
+	return on_ctime(inode, ON_ANY);
 }
 
 SEC("tp_btf/ctime_ns_xchg")
 int SHMBPF_BPF_PROG(SHMBPF_PROG(tp_btf__ctime_ns_xchg), struct inode *inode)
 {
-	return on_ctime(inode);
+	return on_ctime(inode, ON_ANY);
 }
 
 SEC("tp_btf/ctime_xchg_skip")
 int SHMBPF_BPF_PROG(SHMBPF_PROG(tp_btf__ctime_xchg_skip), struct inode *inode)
 {
-	return on_ctime(inode);
+	return on_ctime(inode, ON_ANY);
+}
+
+/*
+ * Before v6.13 there is no timestamp tracepoint. Where the kernel traces
+ * functions (fentry and fexit, v5.5 on x86-64), programs on the calls that
+ * make the same changes take their place, each passing the changed inode
+ * to on_ctime (userspace loads these only without the tracepoints):
+ *   d_instantiate   a new file's first dentry (create, O_TMPFILE, memfd)
+ *                   and a link's new one;
+ *   shmem_unlink    an unlink, and the file a rename replaces (dropped);
+ *   d_move          a rename, once the filesystem made it (before v6.6
+ *                   a rename changes no ctime of the file renamed);
+ *   shmem_setattr   truncate, ftruncate and O_TRUNC, once they succeeded;
+ *   shmem_fallocate fallocate, once it succeeded: the size and bytes after.
+ * None of them changed its parameters since v5.10 but shmem_setattr, which
+ * gained a user namespace (v5.12) and then an idmap (v6.3) in front: it
+ * has a program for each count. hugetlbfs files' resizes and unlinks go
+ * by other calls: on these kernels, rescans.
+ */
+
+SEC("fentry/d_instantiate")
+int SHMBPF_BPF_PROG(SHMBPF_PROG(fentry__d_instantiate), struct dentry *dentry, struct inode *inode)
+{
+	return on_ctime(inode, ON_CREATE | ON_NAME);
+}
+
+SEC("fentry/shmem_unlink")
+int SHMBPF_BPF_PROG(SHMBPF_PROG(fentry__shmem_unlink), struct inode *dir, struct dentry *dentry)
+{
+	return on_ctime(KREAD(dentry, d_inode), ON_NAME);
+}
+
+SEC("fentry/d_move")
+int SHMBPF_BPF_PROG(SHMBPF_PROG(fentry__d_move), struct dentry *dentry, struct dentry *target)
+{
+	return on_ctime(KREAD(dentry, d_inode), ON_NAME);
+}
+
+/* Before v5.12 (the _2args flavour, chosen by userspace from the BTF). */
+SEC("fexit/shmem_setattr")
+int SHMBPF_BPF_PROG(SHMBPF_PROG(fexit__shmem_setattr_2args), struct dentry *dentry,
+		    struct iattr *attr, int ret)
+{
+	return ret ? 0 : on_ctime(KREAD(dentry, d_inode), ON_RESIZE);
+}
+
+SEC("fexit/shmem_setattr")
+int SHMBPF_BPF_PROG(SHMBPF_PROG(fexit__shmem_setattr), void *ns, struct dentry *dentry,
+		    struct iattr *attr, int ret)
+{
+	return ret ? 0 : on_ctime(KREAD(dentry, d_inode), ON_RESIZE);
+}
+
+SEC("fexit/shmem_fallocate")
+int SHMBPF_BPF_PROG(SHMBPF_PROG(fexit__shmem_fallocate), struct file *file, int mode, loff_t offset,
+		    loff_t len, long ret)
+{
+	return ret ? 0 : on_ctime(KREAD(file, f_inode), ON_RESIZE);
 }
 
 #endif /* SHMBPF_INODE_HOOKS_BPF_H */

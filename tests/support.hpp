@@ -8,7 +8,6 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
-#include <sys/utsname.h>
 
 #include <atomic>
 #include <cerrno>
@@ -133,23 +132,14 @@ private:
   }
 };
 
-// Forks a child named comm (prctl) that waits until a byte arrives on the
-// returned gate fd, then runs fn and exits with its result; EOF on the gate
-// makes it exit 99 without running fn. Lets the parent learn the pid first.
-// Whether the running kernel is at least major.minor (uname's release).
-inline bool kernel_at_least(unsigned major, unsigned minor) {
-  utsname u{};
-  unsigned ma = 0, mi = 0;
-  if (uname(&u) != 0 || std::sscanf(u.release, "%u.%u", &ma, &mi) != 2)
-    return true; // unknown: as if new, so that nothing is skipped for it
-  return ma > major || (ma == major && mi >= minor);
-}
-
 struct GatedFork {
   pid_t pid = -1;
   int gate_fd = -1;
 };
 
+// Forks a child named comm (prctl) that waits until a byte arrives on the
+// returned gate fd, then runs fn and exits with its result; EOF on the gate
+// makes it exit 99 without running fn. Lets the parent learn the pid first.
 inline GatedFork fork_gated(const std::string &comm, const std::function<int()> &fn) {
   int p[2];
   if (pipe2(p, O_CLOEXEC) != 0)

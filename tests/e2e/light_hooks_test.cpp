@@ -78,16 +78,8 @@ bool has(const std::vector<std::string> &v, const std::string &x) {
   return ::testing::AssertionFailure() << "shmbpf trace showed no memfd; stderr: " << p.err();
 }
 
-// The light set's hooks came with Linux 6.13.
-#define SHMBPF_REQUIRE_LIGHT_HOOKS()                                                               \
-  do {                                                                                             \
-    SHMBPF_REQUIRE_ROOT();                                                                         \
-    if (!kernel_at_least(6, 13))                                                                   \
-      GTEST_SKIP() << "no inode timestamp tracepoints before Linux 6.13";                          \
-  } while (0)
-
 TEST(TraceLight, AttachesNoSyscallHookAndReportsAChildsFiles) {
-  SHMBPF_REQUIRE_LIGHT_HOOKS();
+  SHMBPF_REQUIRE_ROOT();
   ShmbpfProcess light({"trace", "--hooks", "light", "--json", "--stats"});
   ShmbpfProcess full({"trace", "--hooks", "full", "--json"});
   ASSERT_TRUE(wait_loaded(light));
@@ -216,7 +208,7 @@ std::map<std::string, json> our_segments(const std::string &out, const std::stri
 }
 
 TEST(TopLight, SameSegmentsHoldersAndOrphansAsFullAfterARescan) {
-  SHMBPF_REQUIRE_LIGHT_HOOKS();
+  SHMBPF_REQUIRE_ROOT();
   const std::vector<std::string> args = {"top", "-b", "--json", "--by", "segments", "-d", "0.5"};
   auto with = [&](const char *set) {
     auto a = args;

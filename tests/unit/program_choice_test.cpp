@@ -32,6 +32,16 @@ std::vector<ProgramRef> object_programs() {
   for (const char *tp : {"inode_set_ctime_to_ts", "ctime_ns_xchg", "ctime_xchg_skip"})
     for (const char *suffix : {"", "_compat"})
       p.push_back({std::string("tp_btf__") + tp + suffix, std::string("tp_btf/") + tp});
+  // ... and the calls that take their place before v6.13.
+  for (const char *fn : {"fentry/d_instantiate", "fentry/shmem_unlink", "fentry/d_move",
+                         "fexit/shmem_setattr", "fexit/shmem_fallocate"})
+    for (const char *suffix : {"", "_compat"}) {
+      std::string name = fn;
+      name.replace(name.find('/'), 1, "__");
+      p.push_back({name + suffix, fn});
+      if (name.ends_with("setattr"))
+        p.push_back({name + "_2args" + suffix, fn});
+    }
   return p;
 }
 
@@ -41,10 +51,21 @@ KernelFeatures kernel_6_18() {
   return {"6.18.0", true, true, true, KernelFeatures::FreeArg::folio, true};
 }
 KernelFeatures kernel_6_1() {
-  return {"6.1.0-57-amd64", false, true, true, KernelFeatures::FreeArg::folio, true};
+  return {"6.1.0-57-amd64", false, true, true, KernelFeatures::FreeArg::folio, true, 3};
 }
 KernelFeatures kernel_5_10() {
-  return {"5.10.0-46-amd64", false, false, false, KernelFeatures::FreeArg::page, false};
+  return {"5.10.0-46-amd64", false, false, false, KernelFeatures::FreeArg::page, false, 2};
+}
+
+// A kernel before v6.13: no timestamp tracepoint; functions as traced says.
+HookCheck before_6_13(std::string traced = "") {
+  return [traced](const std::string &sec) {
+    if (sec.find("ctime") != std::string::npos)
+      return std::string("no such tracepoint");
+    if (sec.starts_with("fentry/") || sec.starts_with("fexit/"))
+      return traced;
+    return std::string();
+  };
 }
 
 const HookStatus &hook(const ProgramChoice &c, const std::string &name) {
@@ -163,16 +184,66 @@ TEST(ProgramChoice, TheLightSetHasNoSyscallHookAndTheFullSetNoInodeHook) {
   EXPECT_TRUE(full.light_missing.empty());
 }
 
-TEST(ProgramChoice, ALightSetWithoutTimestampTracepointsSaysWhy) {
-  const HookCheck before_6_13 = [](const std::string &sec) {
-    return sec.find("ctime") != std::string::npos ? std::string("no such tracepoint")
-                                                  : std::string();
-  };
+TEST(ProgramChoice, BeforeTimestampTracepointsTheLightSetTracesShmemsCalls) {
   const ProgramChoice c =
-      choose_programs(object_programs(), kernel_6_1(), before_6_13, HookSet::light);
-  EXPECT_EQ(c.light_missing, "no inode timestamp tracepoint (v6.13) on kernel 6.1.0-57-amd64");
+      choose_programs(object_programs(), kernel_6_1(), before_6_13(), HookSet::light);
+  EXPECT_TRUE(c.light_missing.empty()) << c.light_missing;
+  EXPECT_EQ(sorted(c.load),
+            sorted({"tp_btf__mm_filemap_delete_from_page_cache_compat", "flush_free",
+                    "fentry__d_instantiate_compat", "fentry__shmem_unlink_compat",
+                    "fentry__d_move_compat", "fexit__shmem_setattr_compat",
+                    "fexit__shmem_fallocate_compat"}));
+  for (const HookStatus &h : c.hooks)
+    EXPECT_EQ(h.hook.find("ctime"), std::string::npos) << h.hook; // left out, not off
+  EXPECT_EQ(hook(c, "fentry/d_instantiate").events, "create, memfd_create, link");
+  EXPECT_EQ(hook(c, "fexit/shmem_setattr").events, "resize");
+
+  // v5.10: the compat build, the only one with these programs, and
+  // shmem_setattr's program for two parameters.
+  const ProgramChoice old =
+      choose_programs(object_programs(), kernel_5_10(), before_6_13(), HookSet::light);
+  EXPECT_EQ(hook(old, "fentry/d_move").program, "fentry__d_move_compat");
+  EXPECT_EQ(hook(old, "fexit/shmem_setattr").program, "fexit__shmem_setattr_2args_compat");
+  EXPECT_TRUE(old.light_missing.empty());
+
+  // Where the tracepoints exist, they are the set's, and no call is.
+  const ProgramChoice now =
+      choose_programs(object_programs(), kernel_6_18(), kAllHooks, HookSet::light);
+  for (const HookStatus &h : now.hooks)
+    EXPECT_FALSE(h.hook.starts_with("fentry/") || h.hook.starts_with("fexit/")) << h.hook;
+  // And the full set has neither.
+  const ProgramChoice full = choose_programs(object_programs(), kernel_6_1(), before_6_13());
+  for (const HookStatus &h : full.hooks)
+    EXPECT_FALSE(h.hook.starts_with("fentry/") || h.hook.starts_with("fexit/")) << h.hook;
+}
+
+TEST(ProgramChoice, ALightSetWithNeitherKindOfHookSaysWhy) {
+  const ProgramChoice c =
+      choose_programs(object_programs(), kernel_6_1(),
+                      before_6_13("no function tracing here (available_filter_functions: "
+                                  "Operation not permitted)"),
+                      HookSet::light);
+  EXPECT_EQ(c.light_missing,
+            "no inode timestamp tracepoint (v6.13) on kernel 6.1.0-57-amd64, and no tracing of "
+            "shmem's calls (fentry/d_instantiate: no function tracing here "
+            "(available_filter_functions: Operation not permitted))");
   EXPECT_TRUE(hook(c, "inode_set_ctime_to_ts").program.empty());
+  EXPECT_TRUE(hook(c, "fentry/d_move").program.empty());
   EXPECT_FALSE(hook(c, "mm_filemap_delete_from_page_cache").program.empty());
+}
+
+TEST(ProgramChoice, ShmemSetattrWithParametersNotKnownIsOff) {
+  KernelFeatures f = kernel_6_1();
+  f.setattr_args = 4;
+  ProgramChoice c = choose_programs(object_programs(), f, before_6_13(), HookSet::light);
+  EXPECT_TRUE(hook(c, "fexit/shmem_setattr").program.empty());
+  EXPECT_EQ(hook(c, "fexit/shmem_setattr").off,
+            "on kernel 6.1.0-57-amd64 it has 4 parameters, not 2 or 3");
+  EXPECT_FALSE(hook(c, "fexit/shmem_fallocate").program.empty());
+  EXPECT_TRUE(c.light_missing.empty()); // the other calls still load
+  f.setattr_args = 0;
+  c = choose_programs(object_programs(), f, before_6_13(), HookSet::light);
+  EXPECT_EQ(hook(c, "fexit/shmem_setattr").off, "not in the kernel's BTF");
 }
 
 TEST(ProgramChoice, AMissingHookIsOffAndSaysWhatIsLost) {

@@ -52,6 +52,16 @@ KernelFeatures::FreeArg free_arg_of(const btf *b) {
   return KernelFeatures::FreeArg::other;
 }
 
+// How many parameters a function has in the BTF; 0 when it is not there.
+int param_count(const btf *b, const char *function) {
+  const int id = btf__find_by_name_kind(b, function, BTF_KIND_FUNC);
+  if (id <= 0)
+    return 0;
+  const btf_type *t = btf__type_by_id(b, static_cast<__u32>(id));
+  t = t ? btf__type_by_id(b, t->type) : nullptr;
+  return t && btf_is_func_proto(t) ? btf_vlen(t) : 0;
+}
+
 constexpr bpf_insn insn(__u8 code, __u8 dst, __u8 src, __s16 off, __s32 imm) {
   bpf_insn i{};
   i.code = code;
@@ -96,6 +106,7 @@ KernelFeatures probe_kernel_features() {
   if (std::unique_ptr<btf, BtfFree> b{btf__load_vmlinux_btf()}; b) {
     f.rdonly_cast = btf__find_by_name_kind(b.get(), "bpf_rdonly_cast", BTF_KIND_FUNC) > 0;
     f.free_arg = free_arg_of(b.get());
+    f.setattr_args = param_count(b.get(), "shmem_setattr");
   }
   f.task_pt_regs =
       libbpf_probe_bpf_helper(BPF_PROG_TYPE_TRACEPOINT, BPF_FUNC_task_pt_regs, nullptr) == 1;

@@ -3,6 +3,7 @@
 #include "facts/result.hpp"
 #include "probe/kernel_features.hpp"
 #include "probe/load_log.hpp"
+#include "probe/trace_lists.hpp"
 
 #include <linux/types.h>
 
@@ -101,30 +102,13 @@ std::string_view tracepoint_of(std::string_view sec) {
   return sec.starts_with(prefix) ? sec.substr(prefix.size()) : std::string_view{};
 }
 
-// Which tracepoints tracefs lists ("category:name" lines), read once.
-class TracepointList {
-public:
-  explicit TracepointList(std::string tracefs) : tracefs_(std::move(tracefs)) {}
-  bool has(std::string_view name) {
-    if (!read_) {
-      read_ = true;
-      if (FILE *f = std::fopen((tracefs_ + "/available_events").c_str(), "re")) {
-        char buf[65536];
-        size_t n;
-        while ((n = std::fread(buf, 1, sizeof buf, f)) > 0)
-          text_.append(buf, n);
-        std::fclose(f);
-      }
-    }
-    const std::string needle = ":" + std::string(name) + "\n";
-    return text_.find(needle) != std::string::npos;
-  }
-
-private:
-  std::string tracefs_;
-  std::string text_;
-  bool read_ = false;
-};
+// "fentry/d_move" -> "d_move"; "" for any other section.
+std::string_view function_of(std::string_view sec) {
+  for (std::string_view prefix : {"fentry/", "fexit/"})
+    if (sec.starts_with(prefix))
+      return sec.substr(prefix.size());
+  return {};
+}
 
 } // namespace
 
@@ -370,6 +354,7 @@ Probe::Probe(const ProbeOptions &opts, bool attach_now) {
   skel_->rodata->have_task_pt_regs = features_.task_pt_regs ? 1 : 0;
   skel_->rodata->have_find_vma = features_.find_vma ? 1 : 0;
   TracepointList tracepoints(tracefs);
+  FunctionList functions(tracefs);
   auto missing = [&](const std::string &sec) -> std::string {
     if (auto tp = tracepoint_of(sec); !tp.empty())
       return exists(tracefs + "/events/" + std::string(tp)) ? "" : "no such tracepoint";
@@ -377,6 +362,8 @@ Probe::Probe(const ProbeOptions &opts, bool attach_now) {
     // settles it without parsing the kernel's BTF once more.
     if (sec.starts_with("tp_btf/") && !tracepoints.has(sec.substr(7)))
       return "no such tracepoint";
+    if (auto fn = function_of(sec); !fn.empty())
+      return functions.missing(fn);
     return "";
   };
   std::vector<ProgramRef> programs;

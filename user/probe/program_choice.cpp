@@ -12,16 +12,31 @@ constexpr std::string_view kCompatNoatomic = "_compat_noatomic";
 constexpr std::string_view kCompat = "_compat";
 // The free hook's program for kernels whose tracepoint passes a page.
 constexpr std::string_view kPageFlavour = "_page";
+// shmem_setattr's program for kernels before v5.12 (two parameters).
+constexpr std::string_view kTwoArgsFlavour = "_2args";
 constexpr std::string_view kFreeHook = "mm_filemap_delete_from_page_cache";
 constexpr std::string_view kSignalHook = "signal/signal_generate";
 constexpr std::string_view kSyscallHooks = "syscalls/";
-// The light set's in-filesystem hooks: the inode timestamp tracepoints.
-constexpr std::array<std::string_view, 3> kInodeHooks = {"inode_set_ctime_to_ts", "ctime_ns_xchg",
-                                                         "ctime_xchg_skip"};
+// The light set's in-filesystem hooks: the inode timestamp tracepoints
+// (v6.13) or, on older kernels, the calls that make the same changes.
+constexpr std::array<std::string_view, 3> kTimestampHooks = {"inode_set_ctime_to_ts",
+                                                             "ctime_ns_xchg", "ctime_xchg_skip"};
+constexpr std::array<std::string_view, 5> kFunctionHooks = {
+    "fentry/d_instantiate", "fentry/shmem_unlink", "fentry/d_move", "fexit/shmem_setattr",
+    "fexit/shmem_fallocate"};
 constexpr std::string_view kInodeEvents = "create, memfd_create, resize, unlink, rename, link";
+constexpr std::string_view kSetattrHook = "fexit/shmem_setattr";
+
+bool is_timestamp_hook(std::string_view hook) {
+  return std::find(kTimestampHooks.begin(), kTimestampHooks.end(), hook) != kTimestampHooks.end();
+}
+
+bool is_function_hook(std::string_view hook) {
+  return std::find(kFunctionHooks.begin(), kFunctionHooks.end(), hook) != kFunctionHooks.end();
+}
 
 bool is_inode_hook(std::string_view hook) {
-  return std::find(kInodeHooks.begin(), kInodeHooks.end(), hook) != kInodeHooks.end();
+  return is_timestamp_hook(hook) || is_function_hook(hook);
 }
 
 // Whether a hook belongs to a set: syscall hooks to full only, the inode
@@ -76,6 +91,13 @@ constexpr std::array kMeanings = {
     HookMeaning{"sched_process_exec", "exec", "new programs of a process found by rescans"},
     HookMeaning{"signal_generate", "sigbus", "SIGBUS faults (a full tmpfs) not seen"},
     HookMeaning{kFreeHook, "free", "freed bytes of unlinked files come from rescans"},
+    HookMeaning{"d_instantiate", "create, memfd_create, link",
+                "files and memfds made, and links, found by rescans"},
+    HookMeaning{"shmem_unlink", "unlink", "unlinks found by reconciliation"},
+    HookMeaning{"d_move", "rename", "renames found by reconciliation"},
+    HookMeaning{"shmem_setattr", "resize",
+                "sizes set by truncate, ftruncate and O_TRUNC come from rescans"},
+    HookMeaning{"shmem_fallocate", "resize", "sizes set with fallocate(2) come from rescans"},
 };
 
 const HookMeaning *meaning_of(std::string_view hook) {
@@ -87,17 +109,20 @@ const HookMeaning *meaning_of(std::string_view hook) {
 }
 
 // "tracepoint/syscalls/sys_exit_openat" -> "syscalls/sys_exit_openat";
-// "tp_btf/x" -> "x"; "" for a section that attaches to nothing (raw_tp).
+// "tp_btf/x" -> "x"; a function's hook keeps its kind ("fentry/x"); "" for
+// a section that attaches to nothing (raw_tp).
 std::string hook_of(std::string_view section) {
   for (std::string_view prefix : {"tracepoint/", "tp_btf/"})
     if (section.starts_with(prefix))
       return std::string(section.substr(prefix.size()));
+  if (section.starts_with("fentry/") || section.starts_with("fexit/"))
+    return std::string(section);
   return {};
 }
 
 struct Parsed {
   Build build;
-  bool page_flavour;
+  bool flavour; // the page or the two-parameter flavour of its hook's program
 };
 
 Parsed parse(std::string_view name) {
@@ -109,7 +134,7 @@ Parsed parse(std::string_view name) {
     build = Build::compat;
     name.remove_suffix(kCompat.size());
   }
-  return {build, name.ends_with(kPageFlavour)};
+  return {build, name.ends_with(kPageFlavour) || name.ends_with(kTwoArgsFlavour)};
 }
 
 // The builds in this kernel's order of preference. Without atomics the
@@ -156,6 +181,21 @@ ProgramChoice choose_programs(const std::vector<ProgramRef> &programs,
              std::find(sections.begin(), sections.end(), p.section) == sections.end())
       sections.push_back(p.section);
   }
+  // One kind of in-filesystem hook: the tracepoints where the kernel has
+  // one, the calls otherwise. Where neither loads, both stay listed (off).
+  if (set == HookSet::light) {
+    const bool stamps = std::any_of(sections.begin(), sections.end(), [&](const std::string &sec) {
+      return is_timestamp_hook(hook_of(sec)) && missing(sec).empty();
+    });
+    const bool calls =
+        !stamps && std::any_of(sections.begin(), sections.end(), [&](const std::string &sec) {
+          return is_function_hook(hook_of(sec)) && missing(sec).empty();
+        });
+    std::erase_if(sections, [&](const std::string &sec) {
+      const std::string hook = hook_of(sec);
+      return (stamps && is_function_hook(hook)) || (calls && is_timestamp_hook(hook));
+    });
+  }
 
   const std::vector<Build> order = preference(features);
   bool compat_loaded = false, noatomic_loaded = false, page_loaded = false;
@@ -167,7 +207,7 @@ ProgramChoice choose_programs(const std::vector<ProgramRef> &programs,
     if (const HookMeaning *m = meaning_of(h.hook)) {
       h.events = m->events;
       h.lost = m->lost;
-    } else if (is_inode_hook(h.hook)) {
+    } else if (is_timestamp_hook(h.hook)) {
       h.events = kInodeEvents;
       h.lost = "changes the kernel reports here come from rescans";
     }
@@ -178,6 +218,14 @@ ProgramChoice choose_programs(const std::vector<ProgramRef> &programs,
     }
     if (free_hook && features.free_arg == KernelFeatures::FreeArg::absent) {
       h.off = "not in the kernel's BTF";
+      out.hooks.push_back(std::move(h));
+      continue;
+    }
+    if (h.hook == kSetattrHook && features.setattr_args != 2 && features.setattr_args != 3) {
+      h.off = features.setattr_args == 0
+                  ? "not in the kernel's BTF"
+                  : "on " + release_text(features) + " it has " +
+                        std::to_string(features.setattr_args) + " parameters, not 2 or 3";
       out.hooks.push_back(std::move(h));
       continue;
     }
@@ -192,8 +240,10 @@ ProgramChoice choose_programs(const std::vector<ProgramRef> &programs,
         if (p.section != section)
           continue;
         const Parsed parsed = parse(p.name);
-        const bool wants_page = free_hook && features.free_arg == KernelFeatures::FreeArg::page;
-        if (parsed.build == b && (free_hook && parsed.page_flavour) == wants_page) {
+        const bool wants_flavour =
+            (free_hook && features.free_arg == KernelFeatures::FreeArg::page) ||
+            (h.hook == kSetattrHook && features.setattr_args == 2);
+        if (parsed.build == b && parsed.flavour == wants_flavour) {
           pick = &p;
           h.build = b;
           break;
@@ -214,14 +264,21 @@ ProgramChoice choose_programs(const std::vector<ProgramRef> &programs,
     if (h.hook == kSignalHook)
       sigbus_by_rbtree =
           h.build == Build::compat_noatomic || (h.build == Build::compat && !features.find_vma);
-    page_loaded = page_loaded || (free_hook && parse(pick->name).page_flavour);
+    page_loaded = page_loaded || (free_hook && parse(pick->name).flavour);
     out.hooks.push_back(std::move(h));
   }
 
   if (set == HookSet::light &&
-      std::none_of(out.hooks.begin(), out.hooks.end(),
-                   [](const HookStatus &h) { return is_inode_hook(h.hook) && !h.program.empty(); }))
+      std::none_of(out.hooks.begin(), out.hooks.end(), [](const HookStatus &h) {
+        return is_inode_hook(h.hook) && !h.program.empty();
+      })) {
     out.light_missing = "no inode timestamp tracepoint (v6.13) on " + release_text(features);
+    for (const HookStatus &h : out.hooks)
+      if (is_function_hook(h.hook)) {
+        out.light_missing += ", and no tracing of shmem's calls (" + h.hook + ": " + h.off + ")";
+        break;
+      }
+  }
 
   // The fallbacks the chosen programs live with.
   if (compat_loaded && !features.rdonly_cast)

@@ -28,6 +28,9 @@ struct KernelFeatures {
   FreeArg free_arg = FreeArg::absent;
   // The helper bpf_find_vma (v5.17): the mapping at a SIGBUS's address.
   bool find_vma = false;
+  // shmem_setattr's parameters in the BTF: 2 before v5.12, 3 since (a user
+  // namespace, then an idmap, in front); 0 when it is not there.
+  int setattr_args = 0;
 };
 
 // A program of the object, as libbpf names it.
@@ -46,16 +49,18 @@ struct ProgramChoice {
 };
 
 // Answers "" when the kernel has the hook of a program's section, else why
-// not ("no such tracepoint").
+// not ("no such tracepoint", "not a function the kernel can trace").
 using HookCheck = std::function<std::string(const std::string &section)>;
 
 // One program per hook of the set: the first build in this kernel's order
 // of preference that has one (fast when bpf_rdonly_cast exists; compat, or
 // compat_noatomic without atomics, otherwise) and, for the free hook, the
 // one whose argument type matches. Hooks of the other set are left out
-// (the light set has no syscalls/ hook, the full set none of the inode
-// timestamp ones). Programs outside any hook (flush_free) are always
-// loaded.
+// (the light set has no syscalls/ hook, the full set none of the
+// in-filesystem ones). The light set's in-filesystem hooks are the inode
+// timestamp tracepoints where the kernel has one, else the fentry and
+// fexit programs on the calls that make the same changes. Programs outside
+// any hook (flush_free) are always loaded.
 ProgramChoice choose_programs(const std::vector<ProgramRef> &programs,
                               const KernelFeatures &features, const HookCheck &missing,
                               HookSet set = HookSet::full);
