@@ -6,9 +6,11 @@ vm_quote() { printf "'%s'" "${1//\'/\'\\\'\'}"; }
 
 # console=ttyS0 carries the kernel's messages, ttyS1 the command's output
 # (guest/init); panic=-1 with -no-reboot turns a guest that died into a
-# QEMU that exits. trust_cpu: QEMU's CPU model has RDRAND, and a 5.10 guest
+# QEMU that exits, and softlockup_panic=1 a CPU stuck in the kernel into a
+# guest that died (vm_run then says so). loglevel=5: a report's stack too.
+# trust_cpu: QEMU's CPU model has RDRAND, and a 5.10 guest
 # without an entropy source would otherwise stall on getrandom().
-VM_APPEND="console=ttyS0 panic=-1 quiet loglevel=4 random.trust_cpu=on"
+VM_APPEND="console=ttyS0 panic=-1 quiet loglevel=5 softlockup_panic=1 random.trust_cpu=on"
 
 # Sets VM_QEMU to the command line of a guest.
 vm_qemu() { # ACCEL INITRD MEM CPUS CONSOLE OUT
@@ -62,8 +64,25 @@ vm_accel() { # WORK
   echo "$answer"
 }
 
+# What a guest that hung or died left on its console: the last test it
+# started (check.sh names them there), the first kernel report of trouble
+# (a soft lockup, an oops, a panic) with its stack, and the last lines.
+vm_console() { # CONSOLE
+  local run first
+  run=$(grep -a '^shmbpf-test: ' "$1" | tail -n 1)
+  [ -n "$run" ] && vm_log "the last test it started: ${run#shmbpf-test: }"
+  first=$(grep -a -n -m 1 -E 'BUG:|Oops|Kernel panic|WARNING:|INFO: task' "$1" | cut -d: -f1)
+  if [ -n "$first" ]; then
+    vm_log "its console's first report of trouble:"
+    sed -n "${first},$((first + 45))p" "$1" >&2
+  fi
+  vm_log "its console's last lines:"
+  tail -n 20 "$1" >&2
+}
+
 # Boots the guest, streams its command's output to stdout and returns the
-# status it reported.
+# status it reported; 124 when it timed out, 126 when its kernel reported a
+# soft lockup (and panicked), 125 when it ended otherwise without a status.
 vm_run() { # ACCEL INITRD TIMEOUT MEM CPUS WORK
   local accel=$1 initrd=$2 limit=$3 mem=$4 cpus=$5 work=$6
   local console="$work/console" out="$work/out" t0=$SECONDS qrc=0
@@ -80,13 +99,14 @@ vm_run() { # ACCEL INITRD TIMEOUT MEM CPUS WORK
     vm_log "guest up: kernel ${begin% *}, ${begin##* } s after its boot; $wall s in QEMU"
   fi
   if [ "$qrc" = 124 ] || [ "$qrc" = 137 ]; then
-    vm_log "error: the guest did not finish within $limit s; its console's last lines:"
-    tail -n 30 "$console" >&2
+    vm_log "error: the guest did not finish within $limit s"
+    vm_console "$console"
     return 124
   fi
   if [ -z "$status" ]; then
-    vm_log "error: the guest ended without reporting a status (QEMU status $qrc); its console:"
-    tail -n 50 "$console" >&2
+    vm_log "error: the guest ended without reporting a status (QEMU status $qrc)"
+    vm_console "$console"
+    grep -a -q 'soft lockup' "$console" && return 126
     return 125
   fi
   return "$status"
