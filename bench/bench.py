@@ -296,6 +296,51 @@ def bench_overhead(cfg, workloads, conds):
     return results
 
 
+# --- overhead in a VM guest --------------------------------------------------
+
+# The workloads measured in a guest, and their iterations there: TCG runs a
+# syscall some 10-20 times slower than this machine does.
+VM_WORKLOADS = {"open_close": 20000, "shm": 5000, "memfd": 6000, "sysv": 4000}
+
+
+def bench_vm(cfg, release, workloads):
+    """The overhead section in a VM-layer guest of one Debian kernel (tests/vm/vm.sh):
+    untraced, full and light, interleaved, by bench/vm/overhead.sh in the guest."""
+    names = [w for w in workloads if w in VM_WORKLOADS] or list(VM_WORKLOADS)
+    specs = [f"{w}={WORKLOADS[w][0]}:{max(SUBRUNS, int(VM_WORKLOADS[w] * cfg.scale))}" for w in names]
+    script = os.path.join(HERE, "vm", "overhead.sh")
+    files = [cfg.shmbpf, script] + [cfg.bin(WORKLOADS[w][0]) for w in names]
+    cmd = ["bash", os.path.join(REPO, "tests", "vm", "vm.sh"), "--timeout", "7200"]
+    for f in files:
+        cmd += ["--file", f]
+    cmd += [release, "sh", script, cfg.shmbpf, cfg.bench_bin, str(cfg.rounds), str(SUBRUNS)] + specs
+    rows, kernel = {}, None
+    with subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True) as p:
+        for line in p.stdout:
+            line = line.strip()
+            if line.startswith("kernel "):
+                kernel = line.split(" ", 1)[1]
+            elif line.startswith("result "):
+                r = parse_kv(line)
+                rows.setdefault(r["workload"], {}).setdefault(r["cond"], []).append(r)
+                log(f"  {release} {r['workload']:10s} round {r['round']}/{cfg.rounds} {r['cond']:9s} "
+                    f"{float(r['ns_per_op']):10.1f} ns/op  lost={r['lost']}")
+            else:
+                log(f"  {release}: {line}")
+    if p.returncode != 0:
+        raise RuntimeError(f"the {release} guest failed (status {p.returncode})")
+    results = {}
+    for w, per in rows.items():
+        base = median([float(x["ns_per_op"]) for x in per.get("untraced", [])])
+        summary = {}
+        for c in ("untraced", "full", "light"):
+            med = median([float(x["ns_per_op"]) for x in per.get(c, [])])
+            summary[c] = {"median_ns_per_op": med, "ratio": (med / base) if base and med else None,
+                          "lost": sum(int(x["lost"]) for x in per.get(c, [])), "runs": per.get(c, [])}
+        results[w] = summary
+    return {"release": release, "kernel": kernel, "overhead": results}
+
+
 # --- throughput and loss ----------------------------------------------------
 
 
@@ -878,15 +923,16 @@ def md_table(header, align, rows):
             + [line(r) for r in rows])
 
 
-def ratio_table(section, first, with_targets):
+def ratio_table(section, first, with_targets, titles=None):
     """An overhead-style section as table lines: per workload, the untraced
     ns/op and every other condition's ratio (and losses), with the issue's
     target when asked."""
+    titles = {**WORKLOAD_TITLES, **(titles or {})}
     conds = [c for c in next(iter(section.values())).keys() if c != "untraced"]
     rows = []
     for w, s in section.items():
         t = TARGETS.get(w)
-        rows.append([WORKLOAD_TITLES[w], fmt(s["untraced"]["median_ns_per_op"], ".0f")]
+        rows.append([titles[w], fmt(s["untraced"]["median_ns_per_op"], ".0f")]
                     + [fmt(s[c]["ratio"], ".2f") + ("" if not s[c].get("lost") else f" ({s[c]['lost']} lost)")
                        for c in conds]
                     + (["≤ %.2f×" % t if t else "—"] if with_targets else []))
@@ -962,6 +1008,10 @@ def report(res):
                            "peak RSS MB"], "lrrr",
                           [[k, f"{au[k]['wall_s']:.2f}", f"{au[k]['cpu_s']:.2f}", f"{au[k]['rss_bytes'] / 1e6:.1f}"]
                            for k in ("shmbpf audit --json", "shmbpf ls --json")])
+    for v in res.get("vm", []):
+        lines += ["", f"In a {v['release']} guest (kernel {v['kernel']}, TCG):"]
+        lines += ratio_table(v["overhead"], "workload", False,
+                             {"open_close": "open+close on ramfs (unrelated)"})
     ec = res.get("engine_cpu")
     if ec:
         lines += md_table(["engine benchmark", "ns/event"], "lr",
@@ -994,7 +1044,7 @@ def selfcheck():
 
 
 SECTIONS = ["overhead", "floor", "throughput", "loss", "bpf_cost", "memory", "engine_cpu", "startup", "top",
-            "serve", "audit"]
+            "serve", "audit", "vm"]
 
 
 def main():
@@ -1017,6 +1067,8 @@ def main():
     # Long enough to hold a rescan: with 100,000 files the live loop rescans
     # every 2-3 minutes (its period grows with a rescan's cost), not 30 s.
     ap.add_argument("--idle-seconds", type=float, default=240.0, help="serve's idle CPU measurement")
+    ap.add_argument("--vm", action="append", choices=["bullseye", "bookworm", "trixie"],
+                    help="the guests of the vm section (default: bookworm and trixie)")
     ap.add_argument("--quick", action="store_true", help="2 rounds, smaller runs (development)")
     ap.add_argument("--output", help="write all results as JSON here")
     ap.add_argument("--selfcheck", action="store_true", help=argparse.SUPPRESS)
@@ -1075,6 +1127,11 @@ def main():
     if "audit" in sections:
         log(f"audit of {args.containers} simulated containers holding {args.audit_segments} segments:")
         res["audit"] = bench_audit(cfg, args.containers, args.audit_segments)
+    if "vm" in sections and (args.only or args.vm):
+        res["vm"] = []
+        for release in args.vm or ["bookworm", "trixie"]:
+            log(f"overhead in a {release} guest (untraced, full and light hook sets, interleaved rounds):")
+            res["vm"].append(bench_vm(cfg, release, args.workload or []))
     res["meta"]["load_at_end"] = loadavg()
     out = args.output or os.path.join(cfg.build, "bench", "results.json")
     with open(out, "w") as f:

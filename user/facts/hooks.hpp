@@ -3,6 +3,7 @@
 // load, told by trace, top and doctor.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 
@@ -14,6 +15,8 @@ namespace shmbpf {
 // sees files from inside the filesystem, the rest from rescans.
 enum class HookSet { full, light };
 std::string_view hook_set_name(HookSet s);
+// The set a name ("full", "light") names; nothing for any other.
+std::optional<HookSet> hook_set_named(std::string_view name);
 
 // The builds of bpf/ a program can come from, best first.
 enum class Build { fast, compat, compat_noatomic };

@@ -289,15 +289,9 @@ private:
 };
 
 void HookSetting::apply(ProbeOptions &opts, std::string_view value, HookSet auto_set) {
-  opts.light_or_full = false;
-  if (value == "full") {
-    opts.hooks = HookSet::full;
-  } else if (value == "light") {
-    opts.hooks = HookSet::light;
-  } else {
-    opts.hooks = auto_set;
-    opts.light_or_full = auto_set == HookSet::light;
-  }
+  const std::optional<HookSet> named = hook_set_named(value);
+  opts.hooks = named.value_or(auto_set);
+  opts.light_or_full = !named && auto_set == HookSet::light;
 }
 
 Probe::Probe(const ProbeOptions &opts, bool attach_now) {
@@ -376,10 +370,10 @@ Probe::Probe(const ProbeOptions &opts, bool attach_now) {
   // SHMBPF_HOOKS: the set every command loads, whatever it asked for (the
   // tests of the model run in both sets with it).
   if (const char *h = std::getenv("SHMBPF_HOOKS"); h && *h) {
-    const std::string_view set = h;
-    if (set != "full" && set != "light")
-      throw FatalError("SHMBPF_HOOKS", std::string(set) + " is not a hook set (full or light)", 2);
-    hook_set_ = set == "light" ? HookSet::light : HookSet::full;
+    const std::optional<HookSet> set = hook_set_named(h);
+    if (!set)
+      throw FatalError("SHMBPF_HOOKS", std::string(h) + " is not a hook set (full or light)", 2);
+    hook_set_ = *set;
     light_or_full = false;
   }
   light_missing_ = choose_programs(programs, features_, missing, HookSet::light).light_missing;
