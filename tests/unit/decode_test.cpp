@@ -121,6 +121,14 @@ TEST(Decode, ALightMemfdIsNamedFromItsArgument) {
   ASSERT_TRUE(res.ok()) << res.error();
   EXPECT_EQ(res->name, "memfd:torch-shm"); // no dentry yet: no components
   EXPECT_EQ(res->kind, Kind::memfd);
+
+  // A name as long as the record holds is longer than the kernel takes
+  // (249 bytes): the dentry's name is cut where the kernel's would be.
+  std::memset(r.path, 'n', sizeof(r.path));
+  r.path_len = sizeof(r.path);
+  res = decode_event(&r, sizeof(r));
+  ASSERT_TRUE(res.ok()) << res.error();
+  EXPECT_EQ(res->name, "memfd:" + std::string(249, 'n'));
 }
 
 TEST(Decode, ResizeOfSysvInodeIsSysv) {

@@ -90,7 +90,10 @@ void decode_file(const shmbpf_file_event &r, Event &e) {
   size_t clen = std::min<size_t>(r.comp_len, sizeof(r.components));
   std::string_view leaf(r.components, strnlen(r.components, clen));
   if (e.type == EventType::memfd_create && leaf.empty()) {
-    e.name = "memfd:" + e.path; // a light hook's: the dentry comes later
+    // A light hook's: the dentry comes later, named as memfd_create names
+    // it, from an argument of at most MFD_NAME_MAX_LEN (249) bytes.
+    constexpr size_t kMemfdNameMax = 249;
+    e.name = "memfd:" + e.path.substr(0, kMemfdNameMax);
   } else if (e.type == EventType::memfd_create || leaf.starts_with("memfd:")) {
     e.name.assign(leaf); // a pseudo dentry: its name is the whole story
   } else {
