@@ -146,12 +146,20 @@ static __always_inline int has_name(struct inode *inode, __u64 leaf)
 	return node != NULL;
 }
 
+/* The record a light hook builds (this CPU's record_buf); NULL never in
+ * practice, but the verifier wants the check. */
+static __always_inline union shmbpf_record *record_space(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&record_buf, &zero);
+}
+
 /* A new file of an open: the path as passed, resolved in userspace. */
 static __always_inline int light_create(struct pt_regs *regs, __u16 origin, struct inode *inode,
 					struct super_block *sb)
 {
-	__u32 zero = 0;
-	struct shmbpf_scratch *s = bpf_map_lookup_elem(&scratch, &zero);
+	union shmbpf_record *r = record_space();
 	struct shmbpf_path_event *e;
 	struct path_start start = {};
 	struct path_call c = {};
@@ -159,28 +167,25 @@ static __always_inline int light_create(struct pt_regs *regs, __u16 origin, stru
 	__u32 flags, mode;
 	long n;
 
-	if (!s)
+	if (!r)
 		return 0;
+	e = &r->path;
 	open_args(regs, origin, &upath, &flags, &mode);
 	c.dirfd = AT_FDCWD;
 	c.newdirfd = AT_FDCWD;
 	c.flags = flags;
 	if (origin == SHMBPF_ORIG_OPENAT || origin == SHMBPF_ORIG_OPENAT2)
 		c.dirfd = SYSCALL_ARG(regs, 1);
-	n = bpf_probe_read_user_str(s->buf, SHMBPF_PATH_LEN, upath);
+	n = bpf_probe_read_user_str(e->path, SHMBPF_PATH_LEN, upath);
 	if (n <= 1)
 		return 0;
 	/* The file is on tmpfs: no start directory is dropped here (so its
 	 * leaf need not be hashed to see whether the path has a directory). */
-	path_call_start(&c, s->buf, 0, 1, &start);
-
-	e = reserve(sizeof(*e));
-	if (!e)
-		return 0;
-	fill_hdr(&e->hdr, SHMBPF_EV_CREATE_BY_PATH, sizeof(*e), 0);
-	fill_path_record(e, &c, origin, s->buf, n, &start, KREAD(sb, s_dev), KREAD(inode, i_ino));
+	path_call_start(&c, e->path, 0, 1, &start);
+	fill_hdr(&e->hdr, SHMBPF_EV_CREATE_BY_PATH, 0, 0);
+	fill_path_record(e, &c, origin, n, &start, KREAD(sb, s_dev), KREAD(inode, i_ino));
 	e->flags_ev |= SHMBPF_F_EXACT_HINT;
-	submit(e);
+	output(e, path_record_size(e));
 	return 0;
 }
 
@@ -188,22 +193,22 @@ static __always_inline int light_create(struct pt_regs *regs, __u16 origin, stru
 static __always_inline int light_memfd(struct pt_regs *regs, struct inode *inode,
 				       struct super_block *sb, __u8 fs)
 {
+	union shmbpf_record *r = record_space();
 	struct shmbpf_file_event *e;
 
-	e = reserve(sizeof(*e));
-	if (!e)
+	if (!r)
 		return 0;
-	fill_hdr(&e->hdr, SHMBPF_EV_MEMFD_CREATE, sizeof(*e), 0);
+	e = &r->file;
+	fill_hdr(&e->hdr, SHMBPF_EV_MEMFD_CREATE, 0, 0);
 	e->flags_ev = 0;
 	fill_inode_fields(e, inode, sb);
 	e->mnt_id = 0;
 	e->comp_len = 0;
 	e->ncomp = 0;
-	e->components[0] = 0;
 	e->fs = fs;
 	e->fd = -1;
 	fill_memfd_args(e, regs);
-	submit(e);
+	output(e, file_record_size(e));
 	return 0;
 }
 
@@ -220,6 +225,7 @@ static __always_inline int light_resize(struct pt_regs *regs, __u16 origin, stru
 {
 	__u32 zero = 0;
 	struct last_resize *last = bpf_map_lookup_elem(&last_resize, &zero);
+	union shmbpf_record *r = record_space();
 	__u64 id = bpf_get_current_pid_tgid();
 	__u64 ino = KREAD(inode, i_ino);
 	__u64 size = KREAD(inode, i_size);
@@ -227,7 +233,7 @@ static __always_inline int light_resize(struct pt_regs *regs, __u16 origin, stru
 	struct shmbpf_file_event *e;
 	struct file *f = NULL;
 
-	if (!last)
+	if (!last || !r)
 		return 0;
 	if (last->pid_tgid == id && last->ino == ino && last->size == size &&
 	    last->bytes == bytes && last->origin == origin)
@@ -242,11 +248,8 @@ static __always_inline int light_resize(struct pt_regs *regs, __u16 origin, stru
 		if (KREAD(f, f_inode, i_ino) != KREAD(inode, i_ino))
 			f = NULL;
 	}
-	flush_free_acc();
-	e = reserve(sizeof(*e));
-	if (!e)
-		return 0;
-	fill_hdr(&e->hdr, SHMBPF_EV_RESIZE, sizeof(*e), 0);
+	e = &r->file;
+	fill_hdr(&e->hdr, SHMBPF_EV_RESIZE, 0, 0);
 	e->flags_ev = 0;
 	if (f) {
 		fill_file_identity(e, f, inode, sb);
@@ -254,7 +257,6 @@ static __always_inline int light_resize(struct pt_regs *regs, __u16 origin, stru
 	} else {
 		e->comp_len = 0;
 		e->ncomp = 0;
-		e->components[0] = 0;
 		fill_inode_fields(e, inode, sb);
 		e->mnt_id = 0;
 		e->fd = -1;
@@ -271,8 +273,8 @@ static __always_inline int light_resize(struct pt_regs *regs, __u16 origin, stru
 	e->origin = origin;
 	e->fs = fs;
 	e->path_len = 0;
-	e->path[0] = 0;
-	submit(e);
+	flush_free_acc();
+	output(e, file_record_size(e));
 	return 0;
 }
 
@@ -284,15 +286,14 @@ static __always_inline int light_resize(struct pt_regs *regs, __u16 origin, stru
 static __always_inline int light_path_call(struct pt_regs *regs, __u16 origin, struct inode *inode,
 					   struct super_block *sb)
 {
-	__u32 zero = 0;
-	struct shmbpf_scratch *s = bpf_map_lookup_elem(&scratch, &zero);
+	union shmbpf_record *r = record_space();
 	struct shmbpf_path_event *e;
 	struct path_start start = {};
 	struct path_call c;
 	int slash = 0, by_fd = 0;
 	long n;
 
-	if (!s)
+	if (!r)
 		return 0;
 	/* An unlink or rename that drops a file's last name and reference
 	 * evicts it in the same call, and the truncate of its pages changes
@@ -300,29 +301,24 @@ static __always_inline int light_path_call(struct pt_regs *regs, __u16 origin, s
 	 * (A link may give an O_TMPFILE file its first.) */
 	if (origin <= SHMBPF_ORIG_RENAMEAT2 && KREAD(inode, __i_nlink) == 0)
 		return 0;
+	e = &r->path;
 	path_call_args(regs, origin, &c);
-	if (origin >= SHMBPF_ORIG_RENAME && origin <= SHMBPF_ORIG_RENAMEAT2) {
-		/* The names are hashed in scratch: the path is read after. */
-		n = bpf_probe_read_user_str(s->buf, SHMBPF_PATH_LEN, c.upath);
-		if (n <= 1 || !has_name(inode, leaf_hash(s->buf, &slash)))
-			return 0; /* the file a rename replaces: its unlink is the rename's */
-	}
-	n = bpf_probe_read_user_str(s->buf, SHMBPF_PATH_LEN, c.upath);
+	n = bpf_probe_read_user_str(e->path, SHMBPF_PATH_LEN, c.upath);
 	if (origin == SHMBPF_ORIG_LINKAT && (c.flags & AT_EMPTY_PATH) && (n == 0 || n == 1))
 		by_fd = 1;
 	else if (n <= 1)
 		return 0;
-	path_call_start(&c, s->buf, by_fd, 1, &start);
-
-	flush_free_acc();
-	e = reserve(sizeof(*e));
-	if (!e)
+	/* The file a rename replaces: its unlink is the rename's. */
+	if (origin >= SHMBPF_ORIG_RENAME && origin <= SHMBPF_ORIG_RENAMEAT2 &&
+	    !has_name(inode, leaf_hash(e->path, &slash)))
 		return 0;
-	fill_hdr(&e->hdr, path_call_type(origin), sizeof(*e), 0);
-	fill_path_record(e, &c, origin, s->buf, by_fd ? 0 : n, &start, KREAD(sb, s_dev),
+	path_call_start(&c, e->path, by_fd, 1, &start);
+	fill_hdr(&e->hdr, path_call_type(origin), 0, 0);
+	fill_path_record(e, &c, origin, by_fd ? 0 : n, &start, KREAD(sb, s_dev),
 			 KREAD(inode, i_ino));
 	e->flags_ev |= SHMBPF_F_EXACT_HINT;
-	submit(e);
+	flush_free_acc();
+	output(e, path_record_size(e));
 	return 0;
 }
 

@@ -116,8 +116,6 @@ static __always_inline void fill_start(struct shmbpf_path_event *e, struct dentr
 		e->start_mnt_id = mount_id(mnt);
 		e->start_comp_len = collect_components(d, mnt, e->start_components, &e->start_ncomp,
 						       &e->flags_ev);
-	} else {
-		e->start_components[0] = 0;
 	}
 }
 
@@ -208,12 +206,12 @@ static __always_inline int path_call_start(const struct path_call *c, const char
 	return 1;
 }
 
-/* A path call's record after its header: the old path (n bytes of buf
- * with its NUL, or none), the new one read from the caller, the start. */
+/* A path call's record after its header and its old path (n bytes in
+ * e->path with its NUL, or none): the new path read from the caller, the
+ * start. */
 static __always_inline void fill_path_record(struct shmbpf_path_event *e, const struct path_call *c,
-					     __u16 origin, const char *buf, long n,
-					     const struct path_start *st, __u32 hint_dev,
-					     __u64 hint_ino)
+					     __u16 origin, long n, const struct path_start *st,
+					     __u32 hint_dev, __u64 hint_ino)
 {
 	e->dirfd = c->dirfd;
 	e->newdirfd = c->newdirfd;
@@ -225,14 +223,8 @@ static __always_inline void fill_path_record(struct shmbpf_path_event *e, const 
 	e->hint_ino = hint_ino;
 	e->pad0 = 0;
 	e->origin = origin;
-	e->path_len = 0;
-	e->path[0] = 0;
-	if (n > 0) {
-		e->path_len = n - 1;
-		copy_used(e->path, buf, n);
-	}
+	e->path_len = n > 0 ? n - 1 : 0;
 	e->newpath_len = 0;
-	e->newpath[0] = 0;
 	if (c->unew) {
 		long m = bpf_probe_read_user_str(e->newpath, sizeof(e->newpath), c->unew);
 
@@ -241,6 +233,25 @@ static __always_inline void fill_path_record(struct shmbpf_path_event *e, const 
 	}
 	__builtin_memset(e->pad1, 0, sizeof(e->pad1));
 	fill_start(e, st->d, st->mnt);
+}
+
+/* The bytes of a record built in record_buf that output() sends: up to
+ * the end of the last char array used. */
+static __always_inline __u32 file_record_size(const struct shmbpf_file_event *e)
+{
+	if (e->path_len)
+		return __builtin_offsetof(struct shmbpf_file_event, path) + e->path_len;
+	return __builtin_offsetof(struct shmbpf_file_event, components) + e->comp_len;
+}
+
+static __always_inline __u32 path_record_size(const struct shmbpf_path_event *e)
+{
+	if (e->start_comp_len)
+		return __builtin_offsetof(struct shmbpf_path_event, start_components) +
+		       e->start_comp_len;
+	if (e->newpath_len)
+		return __builtin_offsetof(struct shmbpf_path_event, newpath) + e->newpath_len;
+	return __builtin_offsetof(struct shmbpf_path_event, path) + e->path_len;
 }
 
 #endif /* SHMBPF_PATHS_BPF_H */

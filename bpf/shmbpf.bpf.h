@@ -93,6 +93,19 @@ SHMBPF_EXTERN struct {
 	__type(value, struct shmbpf_scratch);
 } scratch SEC(".maps");
 
+/* Where the light hooks build a record before output() sends the part of
+ * it that is used. */
+union shmbpf_record {
+	struct shmbpf_file_event file;
+	struct shmbpf_path_event path;
+};
+SHMBPF_EXTERN struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, union shmbpf_record);
+} record_buf SEC(".maps");
+
 /*
  * The last resize each CPU sent from a light hook (inode_hooks.bpf.h). shmem_setattr changes a
  * ctime twice (setattr_copy, then its own update), both after the new size is set: the second
@@ -147,18 +160,57 @@ static __always_inline void *reserve(__u32 size)
  * a quiet spell is delivered at once) or wakeup_bytes are waiting; the
  * consumer picks up the rest when its poll times out (Probe::poll).
  */
-static __always_inline void submit(void *e)
+static __always_inline __u64 wakeup_flag(const void *e)
 {
-	__u64 now = ((struct shmbpf_hdr *)e)->ts_ns;
-	__u64 flags = BPF_RB_NO_WAKEUP;
+	__u64 now = ((const struct shmbpf_hdr *)e)->ts_ns;
 
 	/* Signed: another CPU may have stored a later time meanwhile. */
 	if ((__s64)(now - last_wakeup_ns) >= (__s64)wakeup_interval_ns ||
 	    bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes) {
-		flags = BPF_RB_FORCE_WAKEUP;
 		last_wakeup_ns = now;
+		return BPF_RB_FORCE_WAKEUP;
 	}
-	bpf_ringbuf_submit(e, flags);
+	return BPF_RB_NO_WAKEUP;
+}
+
+static __always_inline void submit(void *e)
+{
+	bpf_ringbuf_submit(e, wakeup_flag(e));
+}
+
+/*
+ * n, a length the verifier must see as at most max (a constant). In the
+ * compat build in assembly: clang copies n before a clamp written in C,
+ * and a v5.10 verifier does not carry the clamp's bound over to the copy
+ * ("R2 unbounded memory access"). The fast build's kernels do.
+ */
+#ifdef SHMBPF_COMPAT
+#define BOUNDED(n, max)                                                                            \
+	({                                                                                         \
+		__u64 __n = (n);                                                                   \
+		asm volatile("if %0 <= %1 goto +1\n\t%0 = %1" : "+r"(__n) : "i"(max));             \
+		__n;                                                                               \
+	})
+#else
+#define BOUNDED(n, max) ((n) > (max) ? (max) : (n))
+#endif
+
+/*
+ * Send the first size bytes of a record built in record_buf: a file or
+ * path record whose char arrays are not all used ends after the last one
+ * used (shmbpf_events.h). Records sent whole from a reserve are up to 14
+ * cache lines apart in the ring, and each line a record writes there is a
+ * miss on a line last written a ring ago, which its submit then waits
+ * for; built here and sent this way, an unlink of an absolute path is
+ * about 2.5 lines, one after the other (docs/BENCHMARKS.md, finding 32).
+ */
+static __always_inline void output(void *e, __u32 size)
+{
+	__u64 n = BOUNDED(size, sizeof(union shmbpf_record));
+
+	((struct shmbpf_hdr *)e)->size = n;
+	if (bpf_ringbuf_output(&events, e, n, wakeup_flag(e)))
+		count(SHMBPF_CNT_LOST);
 }
 
 static __always_inline void fill_hdr(struct shmbpf_hdr *h, __u8 type, __u16 size, long ret)
@@ -173,12 +225,21 @@ static __always_inline void fill_hdr(struct shmbpf_hdr *h, __u8 type, __u16 size
 	h->pid = id >> 32;
 	h->ts_ns = bpf_ktime_get_boot_ns();
 	h->ppid = KREAD(t, real_parent, tgid);
-	h->uid = (__u32)bpf_get_current_uid_gid();
 	h->mntns = KREAD(t, nsproxy, mnt_ns, ns.inum);
 	h->ipcns = KREAD(t, nsproxy, ipc_ns, ns.inum);
-	h->cgroup_id = bpf_get_current_cgroup_id();
 	h->ret = (__s32)ret;
+	/* The fast build reads what the helpers would (the uid in the initial
+	 * namespace, the cgroup v2 id, comm) with loads: three calls fewer on
+	 * every record. */
+#ifdef SHMBPF_COMPAT
+	h->uid = (__u32)bpf_get_current_uid_gid();
+	h->cgroup_id = bpf_get_current_cgroup_id();
 	bpf_get_current_comm(h->comm, sizeof(h->comm));
+#else
+	h->uid = KREAD(t, cred, uid.val);
+	h->cgroup_id = KREAD(t, cgroups, dfl_cgrp, kn, id);
+	__builtin_memcpy(h->comm, t->comm, sizeof(h->comm));
+#endif
 }
 
 #ifdef SHMBPF_KFUNCS /* the file helpers below: tmpfs.bpf.c's */
@@ -300,20 +361,7 @@ static __always_inline __u16 walk_components(struct shmbpf_scratch *s, struct de
  */
 static __always_inline void copy_used(char *out, const char *buf, __u32 len)
 {
-#ifdef SHMBPF_COMPAT
-	/* Clamped and used in one register, in assembly: clang copies len
-	 * before a clamp written in C, and a v5.10 verifier does not carry
-	 * the clamp's bound over to the copy ("R2 unbounded memory access").
-	 * The fast build's kernels do, and keep their code. */
-	__u64 n = len;
-
-	asm volatile("if %0 <= %1 goto +1\n\t%0 = %1" : "+r"(n) : "i"(SHMBPF_PATH_LEN));
-	bpf_probe_read_kernel(out, n, buf);
-#else
-	if (len > SHMBPF_PATH_LEN)
-		len = SHMBPF_PATH_LEN;
-	bpf_probe_read_kernel(out, len, buf);
-#endif
+	bpf_probe_read_kernel(out, BOUNDED(len, SHMBPF_PATH_LEN), buf);
 }
 
 /* walk_components() into out, a record's SHMBPF_PATH_LEN bytes. */

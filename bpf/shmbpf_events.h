@@ -15,7 +15,7 @@
 #ifndef SHMBPF_EVENTS_H
 #define SHMBPF_EVENTS_H
 
-#define SHMBPF_ABI_VERSION 6
+#define SHMBPF_ABI_VERSION 7
 
 #define SHMBPF_COMM_LEN 16
 /* Paths as passed by the caller and in-mount paths: longer ones are
@@ -114,6 +114,13 @@ struct shmbpf_hdr {
 };
 
 /*
+ * A file or path record may end early (hdr.size smaller than its struct,
+ * never smaller than the fixed fields before its first char array): the
+ * bytes left out are the unused tail of its char arrays, and read as
+ * empty. The light hooks send theirs so (see output() in shmbpf.bpf.h).
+ */
+
+/*
  * create, open, memfd_create, resize, a write without space.
  * path: for create/open the path as passed; for memfd_create the name as
  * passed (without the "memfd:" prefix); empty for resize and writes.
@@ -139,8 +146,8 @@ struct shmbpf_file_event {
 	__u32 flags_ev; /* SHMBPF_F_* */
 	__u16 path_len; /* bytes used in path, without NUL */
 	__u16 comp_len; /* bytes used in components, including NULs */
-	char path[SHMBPF_PATH_LEN];
 	char components[SHMBPF_PATH_LEN];
+	char path[SHMBPF_PATH_LEN];
 };
 
 /*

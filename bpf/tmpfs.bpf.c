@@ -398,7 +398,9 @@ static __always_inline int handle_path_exit(long nr, long ret, __u16 origin)
 	if (!e)
 		return 0;
 	fill_hdr(&e->hdr, path_call_type(origin), sizeof(*e), ret);
-	fill_path_record(e, &c, origin, s->buf, by_fd ? 0 : n, &start, hint_dev, hint_ino);
+	if (!by_fd)
+		copy_used(e->path, s->buf, n);
+	fill_path_record(e, &c, origin, by_fd ? 0 : n, &start, hint_dev, hint_ino);
 
 	/* An unlinked or renamed file's old name is gone, a linked one's stays;
 	 * a renamed or linked file is followed under its new name too. */

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <vector>
@@ -184,6 +185,55 @@ TEST(Decode, RejectsWrongSizeForType) {
   // The header claims the full size but the record is cut.
   r.hdr.size = sizeof(r);
   EXPECT_FALSE(decode_event(&r, sizeof(r) - 8).ok());
+}
+
+// A record that ends early (the light hooks' records): sent as the first
+// size bytes of a buffer whose tail holds what an earlier record left.
+template <class Rec> std::vector<unsigned char> cut_record(Rec r, size_t size) {
+  r.hdr.size = static_cast<__u16>(size);
+  std::vector<unsigned char> bytes(sizeof(r), 'Z');
+  std::memcpy(bytes.data(), &r, size);
+  return bytes;
+}
+
+TEST(Decode, ARecordThatEndsEarlyReadsItsTailAsEmpty) {
+  auto f = file_record(SHMBPF_EV_RESIZE);
+  f.path_len = 0;
+  const auto resize = cut_record(f, offsetof(shmbpf_file_event, components) + f.comp_len);
+  auto r = decode_event(resize.data(), offsetof(shmbpf_file_event, components) + f.comp_len);
+  ASSERT_TRUE(r.ok()) << r.error();
+  EXPECT_EQ(r->name, "/sub/torch_1_2_3");
+  EXPECT_EQ(r->path, "");
+
+  auto p = record<shmbpf_path_event>(SHMBPF_EV_UNLINK);
+  set_path(p, "/dev/shm/x");
+  p.newpath_len = 0;
+  p.start_comp_len = 0;
+  const size_t size = offsetof(shmbpf_path_event, path) + p.path_len;
+  const auto unlink = cut_record(p, size);
+  // The length handed over is the record's, not the buffer's.
+  auto u = decode_event(unlink.data(), size);
+  ASSERT_TRUE(u.ok()) << u.error();
+  EXPECT_EQ(u->path, "/dev/shm/x");
+  EXPECT_EQ(u->newpath, "");
+  EXPECT_EQ(u->start_dir, "");
+}
+
+TEST(Decode, RejectsARecordCutInsideItsFixedFields) {
+  auto p = record<shmbpf_path_event>(SHMBPF_EV_UNLINK);
+  const auto cut = cut_record(p, offsetof(shmbpf_path_event, path) - 1);
+  auto r = decode_event(cut.data(), cut.size());
+  ASSERT_FALSE(r.ok());
+  EXPECT_NE(r.error().find("expected 128 to 896"), std::string::npos) << r.error();
+  // Nor may a record claim more than its struct.
+  auto f = file_record(SHMBPF_EV_CREATE);
+  f.hdr.size = sizeof(f) + 8;
+  std::vector<unsigned char> big(sizeof(f) + 8);
+  std::memcpy(big.data(), &f, sizeof(f));
+  EXPECT_FALSE(decode_event(big.data(), big.size()).ok());
+  // Every other record keeps its one size.
+  EXPECT_EQ(record_min_size(SHMBPF_EV_SHMGET), sizeof(shmbpf_sysv_event));
+  EXPECT_EQ(record_min_size(SHMBPF_EV_RESIZE), offsetof(shmbpf_file_event, components));
 }
 
 TEST(Decode, RejectsUnknownType) {
@@ -367,9 +417,10 @@ TEST(Decode, NoSpaceFromAWriteAndFromACreate) {
   EXPECT_TRUE(is_by_path(*res));
   EXPECT_FALSE(is_create_nospace(*res));
 
-  // Each record type keeps its own size.
+  // A path record is never smaller than its fixed fields, whatever other
+  // record has that size.
   auto short_create = c;
-  short_create.hdr.size = sizeof(shmbpf_file_event);
+  short_create.hdr.size = sizeof(shmbpf_sysv_event);
   EXPECT_FALSE(decode_event(&short_create, sizeof(c)).ok());
 }
 

@@ -4,6 +4,7 @@
 
 #include "shmbpf_events.h"
 
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <string_view>
@@ -193,13 +194,26 @@ void decode_free(const shmbpf_free_event &r, Event &e) {
   e.fs = r.fs;
 }
 
-template <class T> T copy_record(const void *data) {
-  T r;
-  std::memcpy(&r, data, sizeof(T)); // the ring buffer gives no alignment promise to C++
+// The record's first size bytes (all of T but for a record that ends
+// early: the rest reads as zeros, empty arrays).
+template <class T> T copy_record(const void *data, size_t size = sizeof(T)) {
+  T r{};
+  std::memcpy(&r, data, size); // the ring buffer gives no alignment promise to C++
   return r;
 }
 
 } // namespace
+
+size_t record_min_size(uint8_t type) {
+  switch (record_size(type)) {
+  case sizeof(shmbpf_file_event):
+    return offsetof(shmbpf_file_event, components);
+  case sizeof(shmbpf_path_event):
+    return offsetof(shmbpf_path_event, path);
+  default:
+    return record_size(type);
+  }
+}
 
 size_t record_size(uint8_t type) {
   switch (type) {
@@ -286,10 +300,12 @@ bool decode_event_into(const void *data, size_t len, Event &e, std::string *why)
     set_error(why, "unknown event type " + std::to_string(h.type));
     return false;
   }
-  if (h.size != want || len < want) {
+  const size_t least = record_min_size(h.type);
+  if (h.size < least || h.size > want || len < h.size) {
     set_error(why, "event type " + std::to_string(h.type) + " has size " + std::to_string(h.size) +
                        " in a record of " + std::to_string(len) + " bytes, expected " +
-                       std::to_string(want));
+                       (least == want ? std::to_string(want)
+                                      : std::to_string(least) + " to " + std::to_string(want)));
     return false;
   }
 
@@ -301,14 +317,14 @@ bool decode_event_into(const void *data, size_t len, Event &e, std::string *why)
   case SHMBPF_EV_MEMFD_CREATE:
   case SHMBPF_EV_RESIZE:
   case SHMBPF_EV_NOSPACE_WRITE:
-    decode_file(copy_record<shmbpf_file_event>(data), e);
+    decode_file(copy_record<shmbpf_file_event>(data, h.size), e);
     break;
   case SHMBPF_EV_UNLINK:
   case SHMBPF_EV_RENAME:
   case SHMBPF_EV_LINK:
   case SHMBPF_EV_NOSPACE_CREATE:
   case SHMBPF_EV_CREATE_BY_PATH:
-    decode_path(copy_record<shmbpf_path_event>(data), e);
+    decode_path(copy_record<shmbpf_path_event>(data, h.size), e);
     break;
   case SHMBPF_EV_SHMGET:
   case SHMBPF_EV_SHMAT:

@@ -24,6 +24,9 @@ bool decode_event_into(const void *data, size_t len, Event &e, std::string *why 
 // The size of a record of this type as the kernel writes it; 0 for a type
 // the ABI does not have.
 size_t record_size(uint8_t type);
+// The least a record of this type can be: a file or path record may end
+// early, after the last of its char arrays in use (shmbpf_events.h).
+size_t record_min_size(uint8_t type);
 
 // "name\0dir\0" (leaf first, as the kernel collects them) -> "/dir/name".
 // reached_root false means the walk stopped early: the path is marked with
