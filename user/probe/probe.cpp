@@ -3,6 +3,7 @@
 #include "facts/result.hpp"
 #include "probe/kernel_features.hpp"
 #include "probe/load_log.hpp"
+#include "probe/ring_reader.hpp"
 #include "probe/trace_lists.hpp"
 
 #include <linux/types.h>
@@ -254,7 +255,6 @@ void Probe::SkelDeleter::operator()(struct ::shmbpf_bpf *s) const {
   }
   shmbpf_bpf__destroy(s);
 }
-void Probe::RingDeleter::operator()(ring_buffer *r) const { ring_buffer__free(r); }
 
 // A BPF array maps its values from offset 0; a window of whole pages starts
 // at the page that holds its first bucket.
@@ -376,7 +376,10 @@ Probe::Probe(const ProbeOptions &opts, bool attach_now) {
     hook_set_ = *set;
     light_or_full = false;
   }
-  light_missing_ = choose_programs(programs, features_, missing, HookSet::light).light_missing;
+  // The light set's choice says what it lacks; it is also the one to load
+  // when light it stays.
+  ProgramChoice choice = choose_programs(programs, features_, missing, HookSet::light);
+  light_missing_ = choice.light_missing;
   if (hook_set_ == HookSet::light && !light_missing_.empty()) {
     if (!light_or_full)
       throw FatalError(std::string(HookSetting::kFlag) + " light",
@@ -384,7 +387,8 @@ Probe::Probe(const ProbeOptions &opts, bool attach_now) {
     hook_set_note_ = "light hooks cannot load (" + light_missing_ + "): the full set instead";
     hook_set_ = HookSet::full;
   }
-  ProgramChoice choice = choose_programs(programs, features_, missing, hook_set_);
+  if (hook_set_ != HookSet::light)
+    choice = choose_programs(programs, features_, missing, hook_set_);
   bpf_object__for_each_program(prog, skel_->obj) {
     const std::string_view name = bpf_program__name(prog);
     bpf_program__set_autoload(prog, std::find(choice.load.begin(), choice.load.end(), name) !=
@@ -433,14 +437,7 @@ Probe::Probe(const ProbeOptions &opts, bool attach_now) {
   if (!map_names(0, 1))
     throw FatalError("mapping the name table", errno_text(errno));
 
-  auto cb = [](void *ctx, void *data, size_t len) -> int {
-    auto *self = static_cast<Probe *>(ctx);
-    (*self->current_)(data, len);
-    return 0;
-  };
-  ring_.reset(ring_buffer__new(bpf_map__fd(skel_->maps.events), cb, this, nullptr));
-  if (!ring_)
-    throw FatalError("ring buffer", errno_text(errno));
+  ring_ = std::make_unique<RingReader>(bpf_map__fd(skel_->maps.events));
   if (attach_now)
     attach();
 }
@@ -493,19 +490,11 @@ std::vector<ProgramStats> Probe::program_stats() const {
   return out;
 }
 
-int Probe::poll(int timeout_ms, const RecordFn &fn) {
-  current_ = &fn;
-  int n = ring_buffer__poll(ring_.get(), timeout_ms);
-  // A timeout can leave records the kernel submitted without a wakeup.
-  if (n == 0)
-    n = ring_buffer__consume(ring_.get());
-  current_ = nullptr;
-  return n;
-}
+int Probe::poll(int timeout_ms, const RecordFn &fn) { return ring_->poll(timeout_ms, fn); }
 
 int Probe::wait(int timeout_ms) {
   epoll_event ev{};
-  const int n = epoll_wait(ring_buffer__epoll_fd(ring_.get()), &ev, 1, timeout_ms);
+  const int n = epoll_wait(ring_->epoll_fd(), &ev, 1, timeout_ms);
   return n < 0 ? -errno : n;
 }
 

@@ -17,10 +17,11 @@
 #include <vector>
 
 struct shmbpf_bpf; // the generated skeleton
-struct ring_buffer;
 struct shmbpf_name_bucket;
 
 namespace shmbpf {
+
+class RingReader;
 
 // --ring-buffer-size: the BPF ring buffer the kernel hands records through.
 // Its default, help and validation, for every command that loads BPF.
@@ -205,18 +206,14 @@ private:
   struct SkelDeleter {
     void operator()(struct ::shmbpf_bpf *s) const;
   };
-  struct RingDeleter {
-    void operator()(ring_buffer *r) const;
-  };
   std::unique_ptr<struct ::shmbpf_bpf, SkelDeleter> skel_;
-  std::unique_ptr<ring_buffer, RingDeleter> ring_;
+  std::unique_ptr<RingReader> ring_;
   // The kernel's tracked_names array: mask + 1 buckets.
   int names_fd_ = -1;
   uint32_t name_mask_ = 0;
   size_t name_table_bytes_ = 0;
   mutable std::atomic<uint64_t> name_table_maps_{0};
   uint64_t seed_full_ = 0;
-  const RecordFn *current_ = nullptr;
   std::vector<std::string> missing_;
   std::vector<HookStatus> hooks_;
   std::vector<Fallback> fallbacks_;

@@ -21,11 +21,11 @@ constexpr std::string_view kSyscallHooks = "syscalls/";
 // (v6.13) or, on older kernels, the calls that make the same changes.
 constexpr std::array<std::string_view, 3> kTimestampHooks = {"inode_set_ctime_to_ts",
                                                              "ctime_ns_xchg", "ctime_xchg_skip"};
-constexpr std::array<std::string_view, 5> kFunctionHooks = {
-    "fentry/d_instantiate", "fentry/shmem_unlink", "fentry/d_move", "fexit/shmem_setattr",
-    "fexit/shmem_fallocate"};
-constexpr std::string_view kInodeEvents = "create, memfd_create, resize, unlink, rename, link";
 constexpr std::string_view kSetattrHook = "fexit/shmem_setattr";
+constexpr std::array<std::string_view, 5> kFunctionHooks = {"fentry/d_instantiate",
+                                                            "fentry/shmem_unlink", "fentry/d_move",
+                                                            kSetattrHook, "fexit/shmem_fallocate"};
+constexpr std::string_view kInodeEvents = "create, memfd_create, resize, unlink, rename, link";
 
 bool is_timestamp_hook(std::string_view hook) {
   return std::find(kTimestampHooks.begin(), kTimestampHooks.end(), hook) != kTimestampHooks.end();
