@@ -155,6 +155,20 @@ static __always_inline union shmbpf_record *record_space(void)
 	return bpf_map_lookup_elem(&record_buf, &zero);
 }
 
+/* A path record's tail, its path (n bytes) in e->path already: the inode
+ * changed is the hint; this CPU's pending frees go first. */
+static __always_inline void send_path_record(struct shmbpf_path_event *e, __u8 type,
+					     const struct path_call *c, __u16 origin, long n,
+					     const struct path_start *st, struct inode *inode,
+					     struct super_block *sb)
+{
+	fill_hdr(&e->hdr, type, 0, 0);
+	fill_path_record(e, c, origin, n, st, KREAD(sb, s_dev), KREAD(inode, i_ino));
+	e->flags_ev |= SHMBPF_F_EXACT_HINT;
+	flush_free_acc();
+	output(e, path_record_size(e));
+}
+
 /* A new file of an open: the path as passed, resolved in userspace. */
 static __always_inline int light_create(struct pt_regs *regs, __u16 origin, struct inode *inode,
 					struct super_block *sb)
@@ -182,10 +196,7 @@ static __always_inline int light_create(struct pt_regs *regs, __u16 origin, stru
 	/* The file is on tmpfs: no start directory is dropped here (so its
 	 * leaf need not be hashed to see whether the path has a directory). */
 	path_call_start(&c, e->path, 0, 1, &start);
-	fill_hdr(&e->hdr, SHMBPF_EV_CREATE_BY_PATH, 0, 0);
-	fill_path_record(e, &c, origin, n, &start, KREAD(sb, s_dev), KREAD(inode, i_ino));
-	e->flags_ev |= SHMBPF_F_EXACT_HINT;
-	output(e, path_record_size(e));
+	send_path_record(e, SHMBPF_EV_CREATE_BY_PATH, &c, origin, n, &start, inode, sb);
 	return 0;
 }
 
@@ -261,14 +272,8 @@ static __always_inline int light_resize(struct pt_regs *regs, __u16 origin, stru
 		e->mnt_id = 0;
 		e->fd = -1;
 	}
-	e->flags = 0;
-	e->arg_size = e->size;
-	if (origin == SHMBPF_ORIG_FTRUNCATE) {
-		e->arg_size = SYSCALL_ARG(regs, 2);
-	} else if (origin == SHMBPF_ORIG_FALLOCATE) {
-		e->flags = SYSCALL_ARG(regs, 2);
-		e->arg_size = SYSCALL_ARG(regs, 3) + SYSCALL_ARG(regs, 4);
-	}
+	if (!fill_resize_args(e, regs, origin))
+		e->arg_size = e->size; /* truncate, O_TRUNC: the size set */
 	e->mode = KREAD(inode, i_mode);
 	e->origin = origin;
 	e->fs = fs;
@@ -313,12 +318,7 @@ static __always_inline int light_path_call(struct pt_regs *regs, __u16 origin, s
 	    !has_name(inode, leaf_hash(e->path, &slash)))
 		return 0;
 	path_call_start(&c, e->path, by_fd, 1, &start);
-	fill_hdr(&e->hdr, path_call_type(origin), 0, 0);
-	fill_path_record(e, &c, origin, by_fd ? 0 : n, &start, KREAD(sb, s_dev),
-			 KREAD(inode, i_ino));
-	e->flags_ev |= SHMBPF_F_EXACT_HINT;
-	flush_free_acc();
-	output(e, path_record_size(e));
+	send_path_record(e, path_call_type(origin), &c, origin, by_fd ? 0 : n, &start, inode, sb);
 	return 0;
 }
 

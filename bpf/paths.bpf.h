@@ -38,6 +38,24 @@ static __always_inline void fill_file_identity(struct shmbpf_file_event *e, stru
 	fill_file_fields(e, f, inode, sb);
 }
 
+/* What ftruncate(fd, length) or fallocate(fd, mode, offset, len) asked
+ * for, into a resize record; false (nothing set) for any other call. */
+static __always_inline int fill_resize_args(struct shmbpf_file_event *e, struct pt_regs *regs,
+					    __u16 origin)
+{
+	e->flags = 0;
+	if (origin == SHMBPF_ORIG_FTRUNCATE) {
+		e->arg_size = SYSCALL_ARG(regs, 2);
+		return 1;
+	}
+	if (origin == SHMBPF_ORIG_FALLOCATE) {
+		e->flags = SYSCALL_ARG(regs, 2);
+		e->arg_size = SYSCALL_ARG(regs, 3) + SYSCALL_ARG(regs, 4);
+		return 1;
+	}
+	return 0;
+}
+
 /* What memfd_create(name, flags) passed, into its record. */
 static __always_inline void fill_memfd_args(struct shmbpf_file_event *e, struct pt_regs *regs)
 {

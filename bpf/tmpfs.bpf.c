@@ -250,34 +250,28 @@ static __always_inline int handle_fd_exit(long nr, long ret, __u16 origin)
 	fill_hdr(&e->hdr, write ? SHMBPF_EV_NOSPACE_WRITE : SHMBPF_EV_RESIZE, sizeof(*e), ret);
 	e->flags_ev = 0;
 	fill_file_identity(e, f, inode, sb);
-	e->flags = 0;
-	switch (origin) {
-	case SHMBPF_ORIG_FTRUNCATE: /* ftruncate(fd, length) */
-		e->arg_size = SYSCALL_ARG(regs, 2);
-		break;
-	case SHMBPF_ORIG_FALLOCATE: /* fallocate(fd, mode, offset, len) */
-		e->flags = SYSCALL_ARG(regs, 2);
-		e->arg_size = SYSCALL_ARG(regs, 3) + SYSCALL_ARG(regs, 4);
-		break;
-	case SHMBPF_ORIG_WRITE: /* write(fd, buf, count) at the file position */
-		e->arg_size = KREAD(f, f_pos) + SYSCALL_ARG(regs, 3);
-		break;
-	case SHMBPF_ORIG_PWRITE64: /* pwrite64(fd, buf, count, offset) */
-		e->arg_size = SYSCALL_ARG(regs, 4) + SYSCALL_ARG(regs, 3);
-		break;
-	case SHMBPF_ORIG_WRITEV:
-		e->arg_size = KREAD(f, f_pos);
-		break;
-	default: /* pwritev(fd, iov, iovcnt, pos_l, pos_h): x86-64 passes it whole in pos_l */
-		e->arg_size = SYSCALL_ARG(regs, 4);
-		break;
+	/* A write's record: the end it asked for, or where it started. */
+	if (!fill_resize_args(e, regs, origin)) {
+		switch (origin) {
+		case SHMBPF_ORIG_WRITE: /* write(fd, buf, count) at the file position */
+			e->arg_size = KREAD(f, f_pos) + SYSCALL_ARG(regs, 3);
+			break;
+		case SHMBPF_ORIG_PWRITE64: /* pwrite64(fd, buf, count, offset) */
+			e->arg_size = SYSCALL_ARG(regs, 4) + SYSCALL_ARG(regs, 3);
+			break;
+		case SHMBPF_ORIG_WRITEV:
+			e->arg_size = KREAD(f, f_pos);
+			break;
+		default: /* pwritev(fd, iov, iovcnt, pos_l, pos_h): pos_l is all of it on x86-64 */
+			e->arg_size = SYSCALL_ARG(regs, 4);
+			break;
+		}
 	}
 	e->mode = KREAD(inode, i_mode);
 	e->fd = SYSCALL_ARG(regs, 1);
 	e->origin = origin;
 	e->fs = fs;
-	e->path_len = 0;
-	e->path[0] = 0;
+	e->path_len = 0; /* the decoder reads no byte of path */
 	submit(e);
 	return 0;
 }
