@@ -152,7 +152,8 @@ static __always_inline void *reserve(__u32 size)
 }
 
 /*
- * Submit a record, waking the consumer only when it is due. A wakeup is an
+ * How a record goes to the ring (submit() and output() below): waking the
+ * consumer only when it is due. A wakeup is an
  * irq_work self-IPI plus a context switch for the consumer: measured at
  * about 1 us per record in a VM, more than everything else a program does
  * (docs/BENCHMARKS.md). So records are submitted without a wakeup unless

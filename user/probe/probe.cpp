@@ -18,7 +18,6 @@
 
 #include <linux/capability.h>
 #include <sched.h>
-#include <sys/epoll.h>
 #include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/resource.h>
@@ -492,11 +491,7 @@ std::vector<ProgramStats> Probe::program_stats() const {
 
 int Probe::poll(int timeout_ms, const RecordFn &fn) { return ring_->poll(timeout_ms, fn); }
 
-int Probe::wait(int timeout_ms) {
-  epoll_event ev{};
-  const int n = epoll_wait(ring_->epoll_fd(), &ev, 1, timeout_ms);
-  return n < 0 ? -errno : n;
-}
+int Probe::wait(int timeout_ms) { return ring_->wait(timeout_ms); }
 
 void Probe::flush_frees() {
   int fd = bpf_map__fd(skel_->maps.free_acc);

@@ -18,8 +18,6 @@ namespace shmbpf {
 
 namespace {
 
-std::string errno_text(int err) { return std::strerror(err); }
-
 uint64_t load_acquire(const void *p) {
   return __atomic_load_n(static_cast<const uint64_t *>(p), __ATOMIC_ACQUIRE);
 }
@@ -34,7 +32,7 @@ RingReader::RingReader(int map_fd) {
   bpf_map_info info{};
   __u32 len = sizeof(info);
   if (bpf_obj_get_info_by_fd(map_fd, &info, &len) != 0)
-    throw FatalError("ring buffer", errno_text(errno));
+    throw FatalError("ring buffer", std::strerror(errno));
   if (info.type != BPF_MAP_TYPE_RINGBUF)
     throw FatalError("ring buffer", "the map is not a ring buffer");
   data_bytes_ = info.max_entries;
@@ -43,7 +41,8 @@ RingReader::RingReader(int map_fd) {
   consumer_ = mmap(nullptr, page_, PROT_READ | PROT_WRITE, MAP_SHARED, map_fd, 0);
   if (consumer_ == MAP_FAILED) {
     consumer_ = nullptr;
-    throw FatalError("ring buffer", "mapping its consumer page: " + errno_text(errno));
+    throw FatalError("ring buffer",
+                     std::string("mapping its consumer page: ") + std::strerror(errno));
   }
   // The data follows the producer's page twice over, so that a record that
   // wraps around the end reads as one.
@@ -53,7 +52,7 @@ RingReader::RingReader(int map_fd) {
     const int err = errno;
     producer_ = nullptr;
     munmap(consumer_, page_);
-    throw FatalError("ring buffer", "mapping its data: " + errno_text(err));
+    throw FatalError("ring buffer", std::string("mapping its data: ") + std::strerror(err));
   }
   epoll_fd_ = epoll_create1(EPOLL_CLOEXEC);
   epoll_event ev{};
@@ -64,7 +63,7 @@ RingReader::RingReader(int map_fd) {
       ::close(epoll_fd_);
     munmap(producer_, page_ + 2 * data_bytes_);
     munmap(consumer_, page_);
-    throw FatalError("ring buffer", "waiting on it: " + errno_text(err));
+    throw FatalError("ring buffer", std::string("waiting on it: ") + std::strerror(err));
   }
 }
 
@@ -114,11 +113,15 @@ int RingReader::consume(const RecordFn &fn) {
   return n;
 }
 
-int RingReader::poll(int timeout_ms, const RecordFn &fn) {
+int RingReader::wait(int timeout_ms) {
   epoll_event ev{};
-  if (epoll_wait(epoll_fd_, &ev, 1, timeout_ms) < 0)
-    return -errno;
-  // After a timeout too: records are submitted without a wakeup.
+  const int n = epoll_wait(epoll_fd_, &ev, 1, timeout_ms);
+  return n < 0 ? -errno : n;
+}
+
+int RingReader::poll(int timeout_ms, const RecordFn &fn) {
+  if (const int n = wait(timeout_ms); n < 0)
+    return n;
   return consume(fn);
 }
 

@@ -30,10 +30,12 @@ public:
   // (discarded records are skipped and not counted). Stops at a record
   // still being written.
   int consume(const RecordFn &fn);
-  // Waits up to timeout_ms for a wakeup, then consumes. -errno on failure.
+  // Waits up to timeout_ms for a wakeup: 1 when woken, 0 on a timeout,
+  // -errno on failure.
+  int wait(int timeout_ms);
+  // wait(), then consumes (after a timeout too: records are submitted
+  // without a wakeup). -errno when the wait failed.
   int poll(int timeout_ms, const RecordFn &fn);
-  // Readable when the kernel woke the consumer.
-  int epoll_fd() const { return epoll_fd_; }
 
   // How far the consumer position may lag behind what was read, for a
   // ring of this many bytes.
