@@ -19,7 +19,7 @@ cmake --build build -j"$(nproc)"
   ctest --no-tests=error --output-on-failure --timeout 300 -j2 -LE vm || rc=1
   ctest --no-tests=error --output-on-failure --timeout 300 -j2 -L vm || rc=1
   if [ -s vm-lockups.log ]; then
-    echo "=== guest kernels that locked up and were booted once more (tests/vm/vm.sh):"
+    echo "=== guest kernels that locked up or died booting, and were booted once more (tests/vm/vm.sh):"
     cat vm-lockups.log
   fi
   exit $rc

@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The harness on its own, without shmbpf: a guest's output and exit status
 # come back, it has the mounts check.sh relies on (and no tracefs: shmbpf
-# mounts that itself), and a guest that hangs ends at --timeout with 124.
+# mounts that itself), a guest that hangs ends at --timeout with 124, and
+# one whose kernel dies while booting is booted once more, then ends with
+# 123.
 set -uo pipefail
 vm="$(dirname "$0")/vm.sh"
 release=${1:-bookworm}
@@ -34,4 +36,8 @@ expect "the guest has what check.sh needs" 1 "$(echo "$out" | wc -l)"
 
 bash "$vm" --timeout 15 "$release" sleep 600
 expect "a guest that hangs ends at --timeout" 124 "$?"
+# No init to run: the kernel panics before anything of ours runs.
+log=$(SHMBPF_VM_LOCKUPS= bash "$vm" --append rdinit=/no-such-init --timeout 60 "$release" true 2>&1)
+expect "a guest whose kernel dies while booting ends with 123" 123 "$?"
+expect "and was booted once more" 1 "$(echo "$log" | grep -c 'died while booting.*once more')"
 exit "$failed"

@@ -16,6 +16,7 @@
 #   --mem MIB        guest memory (default 2048)
 #   --cpus N         guest CPUs (default 2)
 #   --env NAME=VAL   set in the guest (repeatable); CI is passed on as it is
+#   --append ARGS    add ARGS to the guest kernel's command line
 #
 # Environment: SHMBPF_VM_CACHE (default ~/.cache/shmbpf/vm) holds the
 # kernels and their private apt state; SHMBPF_VM_ACCEL=kvm|tcg skips the
@@ -23,7 +24,8 @@
 # may get before apt-get update runs again.
 #
 # Exit status: the command's; 124 when the guest timed out; 125 when the
-# guest ended without reporting; 77 when no guest can be had here (no qemu,
+# guest ended without reporting; 126 when its kernel locked up twice; 123
+# when it died twice while booting; 77 when no guest can be had here (no qemu,
 # no kernel) unless CI=true, where that is a failure (1).
 set -euo pipefail
 
@@ -67,6 +69,7 @@ while (($#)); do
   --mem) mem=$2 && shift 2 ;;
   --cpus) cpus=$2 && shift 2 ;;
   --env) envs+=("$2") && shift 2 ;;
+  --append) VM_APPEND+=" $2" && shift 2 ;;
   --) shift && break ;;
   -*) vm_die "unknown option $1" ;;
   *) break ;;
@@ -115,16 +118,23 @@ vm_log "$release: booting $VM_KERNEL_PKG $VM_KERNEL_VERSION ($accel, $cpus CPUs,
 rc=0
 vm_run "$accel" "$work/initramfs.cpio" "$timeout" "$mem" "$cpus" "$work" || rc=$?
 # A guest kernel that locked up a CPU (seen twice in the 6.1 and 5.10
-# guests under TCG, in different tests, with the host busy) is booted once
-# more; its report goes to SHMBPF_VM_LOCKUPS, which scripts/test.sh shows.
-if [ "$rc" = 126 ]; then
+# guests under TCG, in different tests, with the host busy), or that died
+# while booting, before anything of ours ran (an int3 oops inside code the
+# kernel was patching, seen once in the 6.12 guest under TCG), is booted
+# once more; its report goes to SHMBPF_VM_LOCKUPS, which scripts/test.sh
+# shows.
+if [ "$rc" = 126 ] || [ "$rc" = 123 ]; then
   if [ -n "${SHMBPF_VM_LOCKUPS:-}" ]; then
     {
       echo "=== $(date -u +%FT%TZ) $release ($VM_KERNEL_VERSION): $(cat "$top/vm-command")"
       vm_console "$work/console" 2>&1
     } >>"$SHMBPF_VM_LOCKUPS"
   fi
-  vm_log "$release: the guest's kernel locked up (above); booting it once more"
+  if [ "$rc" = 126 ]; then
+    vm_log "$release: the guest's kernel locked up (above); booting it once more"
+  else
+    vm_log "$release: the guest's kernel died while booting (above); booting it once more"
+  fi
   rc=0
   vm_run "$accel" "$work/initramfs.cpio" "$timeout" "$mem" "$cpus" "$work" || rc=$?
 fi

@@ -82,7 +82,9 @@ vm_console() { # CONSOLE
 
 # Boots the guest, streams its command's output to stdout and returns the
 # status it reported; 124 when it timed out, 126 when its kernel reported a
-# soft lockup (and panicked), 125 when it ended otherwise without a status.
+# soft lockup (and panicked), 123 when its kernel died before the guest's
+# init began (nothing of ours had run), 125 when it ended otherwise without a
+# status.
 vm_run() { # ACCEL INITRD TIMEOUT MEM CPUS WORK
   local accel=$1 initrd=$2 limit=$3 mem=$4 cpus=$5 work=$6
   local console="$work/console" out="$work/out" t0=$SECONDS qrc=0
@@ -107,6 +109,7 @@ vm_run() { # ACCEL INITRD TIMEOUT MEM CPUS WORK
     vm_log "error: the guest ended without reporting a status (QEMU status $qrc)"
     vm_console "$console"
     grep -a -q 'soft lockup' "$console" && return 126
+    [ -z "$begin" ] && grep -a -q 'Kernel panic' "$console" && return 123
     return 125
   fi
   return "$status"
