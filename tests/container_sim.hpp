@@ -4,8 +4,9 @@
 //   test process
 //    `- shim  (host namespaces, host cgroup; like a runtime's shim)
 //        `- init  pid 1 of a new PID namespace, in new mount and IPC
-//                 namespaces, private mounts, its own tmpfs on /dev/shm
-//                 (size=64m) and /proc, inside <cgroup2>/.../docker-<id>.scope
+//                 namespaces, private mounts without the host's tmpfs
+//                 mounts, its own tmpfs on /dev/shm (size=64m) and /proc,
+//                 inside <cgroup2>/.../docker-<id>.scope
 //
 // Code runs inside it like `docker exec`: a helper process joins the cgroup
 // and init's IPC, mount and PID namespaces, then forks the process that runs
@@ -15,6 +16,7 @@
 #pragma once
 
 #include "docker_cgroup.hpp"
+#include "sources/mountinfo.hpp"
 #include "support.hpp"
 
 #include <fcntl.h>
@@ -259,6 +261,8 @@ private:
       code = 1;
     else if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0)
       code = 2;
+    else if (!detach_host_tmpfs())
+      code = 5;
     else if (mount("shm", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC,
                    "size=64m,mode=1777") != 0)
       code = 3;
@@ -271,6 +275,29 @@ private:
     signal(SIGCHLD, SIG_IGN);
     for (;;)
       pause();
+  }
+
+  // A runtime's container never sees the host's tmpfs mounts: it moves to
+  // its own root and detaches the old one. The private copies that unshare
+  // made would otherwise keep alive, and reachable only from here, any
+  // tmpfs the host unmounts meanwhile (another container's /dev/shm, which
+  // docker mounts on the host), and shmbpf rightly counts what only this
+  // namespace reaches as this container's. /dev and /sys stay: the /dev/shm
+  // mounted next hides the host's, and cgroupfs needs /sys/fs/cgroup.
+  static bool detach_host_tmpfs() {
+    std::vector<MountInfo> mounts = read_mountinfo(0);
+    if (mounts.empty())
+      return false;
+    // Deepest first; one under a mount already detached went with it.
+    for (auto m = mounts.rbegin(); m != mounts.rend(); ++m) {
+      const std::string &p = m->mountpoint;
+      if (!m->is_tmpfs() || p == "/dev" || p.starts_with("/dev/") || p == "/sys" ||
+          p.starts_with("/sys/"))
+        continue;
+      if (umount2(p.c_str(), MNT_DETACH) != 0 && errno != EINVAL && errno != ENOENT)
+        return false;
+    }
+    return true;
   }
 
   // The host pid of the container process whose pid inside it is ns_pid:

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/sysmacros.h>
@@ -16,6 +17,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <set>
 #include <string>
 #include <vector>
@@ -250,6 +252,47 @@ TEST_F(ContainerE2E, ProcessesAndContainerTotals) {
   EXPECT_EQ((*c)["processes"], members.size());
   EXPECT_EQ((*c)["segments"], files_.size() + 1) << "four files and one SysV segment";
   EXPECT_EQ((*c)["bytes"], file_bytes() + sysv_size);
+}
+
+// A tmpfs the host unmounts after a container started (another container's
+// /dev/shm, which docker mounts on the host) is not the container's: like a
+// runtime's, the simulated container keeps no copy of the host's tmpfs
+// mounts, which would keep it alive and reachable from its namespace only.
+TEST(ContainerSimulation, HostTmpfsUnmountedLaterIsNotTheContainers) {
+  SHMBPF_REQUIRE_ROOT();
+  char dir[] = "/tmp/shmbpf-e2e-hosttmpfs-XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  ASSERT_EQ(mount("e2e", dir, "tmpfs", 0, "size=1m"), 0) << std::strerror(errno);
+  const std::string name = "e2e-gone-" + std::to_string(getpid());
+  int fd = write_shm_file(std::string(dir) + "/" + name, 3);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  ContainerSim ctr;
+  const std::string why = ctr.start();
+  // The directory stays: removing it would take the copies with it.
+  ASSERT_EQ(umount2(dir, MNT_DETACH), 0);
+  ASSERT_EQ(why, "");
+
+  auto r = run_shmbpf("ls --by container --json");
+  ASSERT_EQ(r.code, 0) << r.err;
+  bool found = false;
+  const json containers = r.json()["containers"];
+  for (const auto &c : containers)
+    if (c["id"] == ctr.id()) {
+      found = true;
+      EXPECT_EQ(c["segments"], 0) << c;
+    }
+  EXPECT_TRUE(found) << r.out;
+  auto all = run_shmbpf("ls --json");
+  ASSERT_EQ(all.code, 0) << all.err;
+  const json segments = all.json()["segments"];
+  for (const auto &s : segments) {
+    if (s["path"].is_string()) {
+      EXPECT_EQ(s["path"].get<std::string>().find(name), std::string::npos) << s;
+    }
+  }
+  ctr.stop();
+  rmdir(dir);
 }
 
 TEST_F(ContainerE2E, MountHasTheLimitAndUsage) {
