@@ -323,12 +323,22 @@ TEST(Monitor, RescanSeedsFilesWhoseCreationWasLost) {
   EXPECT_EQ(count(m->engine()), static_cast<size_t>(kFiles));
   EXPECT_GE(m->session().seeded() - seeded, kFiles - known);
   const uint64_t reconciles = m->stats().reconciles;
+  const uint64_t lost = m->stats().lost;
   for (int i = 0; i < kFiles; ++i) {
     ASSERT_EQ(unlink(scratch.file(i).c_str()), 0);
     m->poll(0);
   }
-  EXPECT_TRUE(pump_until(*m, [&](const Engine &e) { return count(e) == 0; }));
-  EXPECT_EQ(m->stats().reconciles, reconciles); // events did it, not a rescan
+  const bool by_events = pump_until(*m, [&](const Engine &e) { return count(e) == 0; });
+  if (m->stats().lost == lost) {
+    EXPECT_TRUE(by_events) << count(m->engine()) << " files left";
+    EXPECT_EQ(m->stats().reconciles, reconciles); // events did it, not a rescan
+  } else {
+    // Every ring gets every process's records: tests running alongside
+    // overflowed this small one meanwhile, and unlinks may have gone with
+    // their records. A rescan must then account for them.
+    m->reconcile();
+    EXPECT_EQ(count(m->engine()), 0u) << m->stats().lost - lost << " records lost meanwhile";
+  }
 }
 
 // close(2) is not traced: a file closed and unlinked by a process that
@@ -643,11 +653,16 @@ TEST(Monitor, UnlinkedFilesOfALiveProcessGoInBatchesBetweenSamples) {
   });
   close(step[0]);
   child.start();
-  const uint64_t gone_before = m->engine().stats().gone;
+  // Its files the model has seen go (not every process's: tests running
+  // alongside remove files too).
+  auto gone = [&](const Engine &e) -> int64_t {
+    auto p = e.process(static_cast<uint32_t>(child.pid));
+    return p ? static_cast<int64_t>(p->creates) - static_cast<int64_t>(files_in(e, dir)) : 0;
+  };
   // Alive, so only a rescan of its fds can tell the files are closed.
   EXPECT_TRUE(pump_until(
-      *m, [&](const Engine &e) { return e.stats().gone - gone_before >= 4096; }, 10s));
-  EXPECT_LE(files_in(m->engine(), dir), static_cast<size_t>(kFiles - 4096));
+      *m, [&](const Engine &e) { return gone(e) >= 4096; }, 10s))
+      << gone(m->engine()) << " gone";
   EXPECT_EQ(m->stats().lost, 0u);
   EXPECT_EQ(m->stats().reconciles, 1u); // the bootstrap only
   ASSERT_EQ(write(step[1], "x", 1), 1);
