@@ -41,6 +41,8 @@ WORKLOAD_TITLES = {
     "sysv": "SysV shmget/shmat/shmdt/RMID cycle",
 }
 
+# engine_host (the model without a view) with the full or the light hook set.
+ENGINES = ("engine", "engine_light")
 # The floor section's probes (bench/floor): condition -> floor_host's arguments.
 FLOOR_MODES = {"floor_empty": ["empty"], "floor_count": ["count"], "floor_record": ["record"],
                "ctime_empty": ["--hooks", "ctime", "empty"], "ctime_record": ["--hooks", "ctime", "record"]}
@@ -125,8 +127,8 @@ class Tracer:
                 cmd += ["--hooks", "light"]
             if ring:
                 cmd += ["--ring-buffer-size", str(ring)]
-        elif kind == "engine":
-            cmd = [cfg.bin("engine_host")]
+        elif kind in ENGINES:
+            cmd = [cfg.bin("engine_host")] + (["--hooks", "light"] if kind == "engine_light" else [])
             if ring:
                 cmd += ["--ring-buffer-size", str(ring)]
             if match:
@@ -137,16 +139,16 @@ class Tracer:
             cmd = [cfg.bin("floor_host")] + FLOOR_MODES[kind]
         else:
             raise ValueError(kind)
-        stdout = subprocess.PIPE if kind in ("engine",) + tuple(FLOOR_MODES) else (open(out, "w") if out else subprocess.DEVNULL)
+        stdout = subprocess.PIPE if kind in ENGINES + tuple(FLOOR_MODES) else (open(out, "w") if out else subprocess.DEVNULL)
         self.t_start = time.monotonic()
         self.p = subprocess.Popen(cmd, stdout=stdout, stderr=self.errf)
-        if out and kind != "engine":
+        if out and kind not in ENGINES:
             stdout.close()
 
     def wait_ready(self, timeout=120):
         """Attached (the count of BPF attachment fds stopped growing) and idle."""
         deadline = time.monotonic() + timeout
-        if self.kind == "engine":
+        if self.kind in ENGINES:
             line = self.p.stdout.readline()
             if line.strip() != b"ready":
                 raise RuntimeError(f"engine_host did not start: {self.stderr()}")
@@ -185,7 +187,7 @@ class Tracer:
         self.p.send_signal(signal.SIGINT)
         out = b""
         try:
-            if self.kind == "engine":
+            if self.kind in ENGINES:
                 out, _ = self.p.communicate(timeout=60)
             else:
                 self.p.wait(timeout=60)
@@ -198,7 +200,7 @@ class Tracer:
             m = re.search(r"shmbpf: (\d+) events, (\d+) lost", err)
             if m:
                 res = {"events": int(m.group(1)), "lost": int(m.group(2))}
-        elif self.kind == "engine":
+        elif self.kind in ENGINES:
             lines = [l for l in out.decode().splitlines() if l.startswith("{")]
             if lines:
                 j = json.loads(lines[-1])
@@ -1053,7 +1055,7 @@ def main():
     ap.add_argument("--only", action="append", choices=SECTIONS, help="run only these sections")
     ap.add_argument("--workload", action="append", choices=list(WORKLOADS), help="only these workloads")
     ap.add_argument("--condition", action="append",
-                    choices=["untraced", "trace", "light", "base", "engine", "bpftrace", *FLOOR_MODES])
+                    choices=["untraced", "trace", "light", "base", *ENGINES, "bpftrace", *FLOOR_MODES])
     ap.add_argument("--shmbpf", help="the shmbpf binary to measure (default: BUILD_DIR/shmbpf)")
     ap.add_argument("--base-shmbpf", help="another shmbpf binary, measured as condition 'base'")
     ap.add_argument("--rounds", type=int, default=5)
@@ -1095,6 +1097,8 @@ def main():
         log("floor (programs that do nothing, count, or emit one small record, on the shm cycle's "
             "syscall hooks and on the inode timestamp hooks):")
         conds_floor = ["untraced", *FLOOR_MODES, "trace", "light"] + (["base"] if cfg.base_shmbpf else [])
+        # The engines (what top and serve run, without a screen) when asked for.
+        conds_floor += [c for c in ENGINES if args.condition and c in args.condition]
         conds_floor = [c for c in conds_floor if not args.condition or c in args.condition]
         floor_workloads = args.workload or FLOOR_WORKLOADS
         res["floor"] = bench_overhead(cfg, floor_workloads, conds_floor)

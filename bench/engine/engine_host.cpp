@@ -2,13 +2,15 @@
 // resolver, engine, reconciliation) polled in a loop, which is what `top`
 // and `leaks` run underneath. The benchmark's "engine" condition.
 //
-//   engine_host [--ring-buffer-size BYTES] [--match GLOB] [--loss-reconcile-gap-ms MS]
+//   engine_host [--ring-buffer-size BYTES] [--hooks full|light] [--match GLOB]
+//               [--loss-reconcile-gap-ms MS]
 //
 // (a long --loss-reconcile-gap-ms keeps rescans out of a profile).
 // Prints "ready" on stdout once attached and bootstrapped. SIGUSR1 prints a
 // stats line (JSON) and keeps going; SIGINT/SIGTERM drains, prints it, exits.
 // "matching" counts live segments whose path matches GLOB, so a caller can
 // check the tables against what it created.
+#include "facts/hooks.hpp"
 #include "facts/result.hpp"
 #include "live/monitor.hpp"
 
@@ -63,13 +65,15 @@ int main(int argc, char **argv) {
   for (int i = 1; i + 1 < argc; i += 2) {
     if (std::strcmp(argv[i], "--ring-buffer-size") == 0)
       opts.probe.ring_buffer_bytes = std::strtoull(argv[i + 1], nullptr, 0);
+    else if (std::strcmp(argv[i], "--hooks") == 0 && shmbpf::hook_set_named(argv[i + 1]))
+      opts.probe.hooks = *shmbpf::hook_set_named(argv[i + 1]);
     else if (std::strcmp(argv[i], "--match") == 0)
       match = argv[i + 1];
     else if (std::strcmp(argv[i], "--loss-reconcile-gap-ms") == 0)
       opts.loss_reconcile_gap = std::chrono::milliseconds(std::strtoll(argv[i + 1], nullptr, 0));
     else {
-      std::fprintf(stderr, "usage: engine_host [--ring-buffer-size BYTES] [--match GLOB] "
-                           "[--loss-reconcile-gap-ms MS]\n");
+      std::fprintf(stderr, "usage: engine_host [--ring-buffer-size BYTES] [--hooks full|light] "
+                           "[--match GLOB] [--loss-reconcile-gap-ms MS]\n");
       return 2;
     }
   }
