@@ -62,19 +62,25 @@ void report(const shmbpf::Monitor &mon, const std::string &match, long long star
 int main(int argc, char **argv) {
   shmbpf::MonitorOptions opts;
   std::string match;
+  auto usage = [] {
+    std::fprintf(stderr, "usage: engine_host [--ring-buffer-size BYTES] [--hooks full|light] "
+                         "[--match GLOB] [--loss-reconcile-gap-ms MS]\n");
+    return 2;
+  };
   for (int i = 1; i + 1 < argc; i += 2) {
-    if (std::strcmp(argv[i], "--ring-buffer-size") == 0)
+    if (std::strcmp(argv[i], "--ring-buffer-size") == 0) {
       opts.probe.ring_buffer_bytes = std::strtoull(argv[i + 1], nullptr, 0);
-    else if (std::strcmp(argv[i], "--hooks") == 0 && shmbpf::hook_set_named(argv[i + 1]))
-      opts.probe.hooks = *shmbpf::hook_set_named(argv[i + 1]);
-    else if (std::strcmp(argv[i], "--match") == 0)
+    } else if (std::strcmp(argv[i], "--hooks") == 0) {
+      const auto set = shmbpf::hook_set_named(argv[i + 1]);
+      if (!set)
+        return usage();
+      opts.probe.hooks = *set;
+    } else if (std::strcmp(argv[i], "--match") == 0) {
       match = argv[i + 1];
-    else if (std::strcmp(argv[i], "--loss-reconcile-gap-ms") == 0)
+    } else if (std::strcmp(argv[i], "--loss-reconcile-gap-ms") == 0) {
       opts.loss_reconcile_gap = std::chrono::milliseconds(std::strtoll(argv[i + 1], nullptr, 0));
-    else {
-      std::fprintf(stderr, "usage: engine_host [--ring-buffer-size BYTES] [--hooks full|light] "
-                           "[--match GLOB] [--loss-reconcile-gap-ms MS]\n");
-      return 2;
+    } else {
+      return usage();
     }
   }
   struct sigaction sa {};

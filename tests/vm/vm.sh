@@ -130,11 +130,9 @@ if [ "$rc" = 126 ] || [ "$rc" = 123 ]; then
       vm_console "$work/console" 2>&1
     } >>"$SHMBPF_VM_LOCKUPS"
   fi
-  if [ "$rc" = 126 ]; then
-    vm_log "$release: the guest's kernel locked up (above); booting it once more"
-  else
-    vm_log "$release: the guest's kernel died while booting (above); booting it once more"
-  fi
+  what="locked up"
+  [ "$rc" = 123 ] && what="died while booting"
+  vm_log "$release: the guest's kernel $what (above); booting it once more"
   rc=0
   vm_run "$accel" "$work/initramfs.cpio" "$timeout" "$mem" "$cpus" "$work" || rc=$?
 fi
