@@ -184,6 +184,23 @@ TEST(ServeSocket, TheLeakThroughTheSocketAndEveryClient) {
   auto by_mount = run_shmbpf("ls --server " + sock + " --by mount --json");
   EXPECT_EQ(by_mount.code, 0) << by_mount.err;
   EXPECT_TRUE(by_mount.json()["mounts"].is_array()) << by_mount.out;
+  // The mount and container tables, whose columns relate rows to processes
+  // and mounts, and the containers' document: the host is a row of each.
+  auto mounts_text = run_shmbpf("ls --server " + sock + " --by mount");
+  EXPECT_EQ(mounts_text.code, 0) << mounts_text.err;
+  EXPECT_NE(mounts_text.out.find("MOUNTPOINT"), std::string::npos) << mounts_text.out;
+  EXPECT_NE(mounts_text.out.find("/dev/shm "), std::string::npos) << mounts_text.out;
+  auto ctrs = run_shmbpf("ls --server " + sock + " --by container --json");
+  EXPECT_EQ(ctrs.code, 0) << ctrs.err;
+  const json cj = ctrs.json();
+  ASSERT_TRUE(cj["containers"].is_array()) << ctrs.out;
+  ASSERT_FALSE(cj["containers"].empty()) << ctrs.out;
+  EXPECT_EQ(cj["containers"][0]["host"], true) << ctrs.out;
+  EXPECT_GE(cj["containers"][0]["segments"].get<int>(), 1) << ctrs.out;
+  auto ctrs_text = run_shmbpf("ls --server " + sock + " --by container");
+  EXPECT_EQ(ctrs_text.code, 0) << ctrs_text.err;
+  EXPECT_NE(ctrs_text.out.find("SHM MOUNT %"), std::string::npos) << ctrs_text.out;
+  EXPECT_NE(ctrs_text.out.find("\nhost "), std::string::npos) << ctrs_text.out;
 
   auto leaks = run_shmbpf("leaks --server " + sock + " --min-age 0 --match '" + path + "'");
   EXPECT_EQ(leaks.code, 1) << leaks.out << leaks.err; // 1: leaks found

@@ -125,7 +125,29 @@ struct Listing {
   std::vector<ProcessInfo> processes;
   std::vector<ContainerInfo> containers;
   std::vector<MountUsage> mounts;
+
+  Relations relations() const { return Relations(processes, mounts, host_mntns); }
 };
+
+enum class Rows { containers, mounts };
+
+// The rows of /v1/containers or /v1/mounts, and for the text table what its
+// columns relate them to (the processes, and the mounts); nullopt before the
+// first read of the model.
+std::optional<Listing> read_listing(const Endpoints &endpoints, Rows rows, bool text) {
+  return endpoints.read([&](const Engine &engine, const MonitorStats &, const MetricsCounters &c) {
+    Listing out;
+    out.now_ns = Monitor::now_ns();
+    out.host_mntns = c.host_mntns;
+    if (rows == Rows::containers)
+      out.containers = engine.containers(out.now_ns);
+    if (rows == Rows::mounts || text)
+      out.mounts = engine.mounts();
+    if (text)
+      out.processes = engine.processes(out.now_ns);
+    return out;
+  });
+}
 
 } // namespace
 
@@ -202,44 +224,23 @@ HttpReply LocalApi::processes(const HttpQuery &q) const {
 HttpReply LocalApi::containers(const HttpQuery &q) const {
   const Params p(q, {"format"});
   const bool text = p.as_text();
-  auto l =
-      endpoints_.read([&](const Engine &engine, const MonitorStats &, const MetricsCounters &c) {
-        Listing out;
-        out.now_ns = Monitor::now_ns();
-        out.host_mntns = c.host_mntns;
-        out.containers = engine.containers(out.now_ns);
-        if (text) { // the table's columns relate containers to processes and mounts
-          out.processes = engine.processes(out.now_ns);
-          out.mounts = engine.mounts();
-        }
-        return out;
-      });
+  auto l = read_listing(endpoints_, Rows::containers, text);
   if (!l)
     return Endpoints::not_ready();
   if (!text)
     return ok(false, containers_json(l->containers));
-  return ok(true,
-            containers_table(l->containers, Relations(l->processes, l->mounts, l->host_mntns)));
+  return ok(true, containers_table(l->containers, l->relations()));
 }
 
 HttpReply LocalApi::mounts(const HttpQuery &q) const {
   const Params p(q, {"format"});
   const bool text = p.as_text();
-  auto l =
-      endpoints_.read([&](const Engine &engine, const MonitorStats &, const MetricsCounters &c) {
-        Listing out;
-        out.now_ns = Monitor::now_ns();
-        out.host_mntns = c.host_mntns;
-        out.mounts = engine.mounts();
-        if (text)
-          out.processes = engine.processes(out.now_ns);
-        return out;
-      });
+  auto l = read_listing(endpoints_, Rows::mounts, text);
   if (!l)
     return Endpoints::not_ready();
   if (!text)
     return ok(false, mounts_json(l->mounts));
-  return ok(true, mounts_table(l->mounts, Relations(l->processes, l->mounts, l->host_mntns)));
+  return ok(true, mounts_table(l->mounts, l->relations()));
 }
 
 HttpReply LocalApi::leaks(const HttpQuery &q) const {
