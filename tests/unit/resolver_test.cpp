@@ -381,6 +381,40 @@ TEST(Resolver, FreeTakesKindAndPathOfKnownInode) {
   EXPECT_EQ(f.full_path, "/dev/shm/seg");
 }
 
+// An unlinked file's pages can come in several free records (its truncate
+// moved CPUs, or another file's page came between): each has its path.
+// One whose unlink was not seen is kept among the unlinked ones, bounded.
+TEST(Resolver, EveryFreeOfAnUnlinkedInodeHasItsPath) {
+  auto r = resolver();
+  auto c = create_in(25, "/seg", 77);
+  r.resolve(c);
+  auto u = unlink_of("/dev/shm/seg");
+  ASSERT_EQ(r.resolve(u), PathResolver::Outcome::resolved);
+  for (int i = 0; i < 3; ++i) {
+    auto f = free_of(26, 77);
+    r.resolve(f);
+    EXPECT_EQ(f.full_path, "/dev/shm/seg") << "free " << i;
+  }
+
+  auto missed = create_in(25, "/other", 78); // its unlink is never seen
+  r.resolve(missed);
+  for (int i = 0; i < 2; ++i) {
+    auto f = free_of(26, 78);
+    r.resolve(f);
+    EXPECT_EQ(f.full_path, "/dev/shm/other") << "free " << i;
+  }
+  for (uint64_t ino = 1000; ino < 1000 + PathResolver::kMaxUnlinked; ++ino) {
+    auto c2 = create_in(25, "/g", ino);
+    r.resolve(c2);
+    auto u2 = unlink_of("/dev/shm/g");
+    r.resolve(u2);
+  }
+  EXPECT_EQ(r.remembered_inodes(), PathResolver::kMaxUnlinked);
+  auto late = free_of(26, 78);
+  r.resolve(late);
+  EXPECT_EQ(late.full_path, "");
+}
+
 TEST(Resolver, Normalize) {
   EXPECT_EQ(PathResolver::normalize("/a/./b//../c"), "/a/c");
   EXPECT_EQ(PathResolver::normalize("/../.."), "/");

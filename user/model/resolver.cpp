@@ -183,8 +183,11 @@ PathResolver::Outcome PathResolver::resolve(Event &e) {
     if (it != inodes_.end()) {
       e.kind = it->second.kind;
       e.full_path.assign(it->second.path);
-      if (e.unlinked)
-        inodes_.erase(it);
+      // An unlinked file's pages may come in several records (its truncate
+      // moved CPUs, or another file's page came between): it is kept for
+      // them, among the unlinked ones, oldest forgotten first.
+      if (e.unlinked && it->second.unlinked_seq == 0)
+        forget_name({e.dev, e.ino});
     }
     return Outcome::resolved;
   }
