@@ -383,7 +383,7 @@ TEST(Resolver, FreeTakesKindAndPathOfKnownInode) {
 
 // An unlinked file's pages can come in several free records (its truncate
 // moved CPUs, or another file's page came between): each has its path.
-// One whose unlink was not seen is kept among the unlinked ones, bounded.
+// Inodes being freed are kept for that, the last kMaxFreed of them.
 TEST(Resolver, EveryFreeOfAnUnlinkedInodeHasItsPath) {
   auto r = resolver();
   auto c = create_in(25, "/seg", 77);
@@ -403,16 +403,26 @@ TEST(Resolver, EveryFreeOfAnUnlinkedInodeHasItsPath) {
     r.resolve(f);
     EXPECT_EQ(f.full_path, "/dev/shm/other") << "free " << i;
   }
-  for (uint64_t ino = 1000; ino < 1000 + PathResolver::kMaxUnlinked; ++ino) {
+  EXPECT_EQ(r.remembered_inodes(), 2u);
+  for (uint64_t ino = 1000; ino < 1000 + PathResolver::kMaxFreed; ++ino) {
     auto c2 = create_in(25, "/g", ino);
     r.resolve(c2);
     auto u2 = unlink_of("/dev/shm/g");
     r.resolve(u2);
+    auto f2 = free_of(26, ino);
+    r.resolve(f2);
   }
-  EXPECT_EQ(r.remembered_inodes(), PathResolver::kMaxUnlinked);
-  auto late = free_of(26, 78);
-  r.resolve(late);
-  EXPECT_EQ(late.full_path, "");
+  // The two first freed are forgotten; the unlinked ones freed since are
+  // the last kMaxFreed.
+  EXPECT_EQ(r.remembered_inodes(), PathResolver::kMaxFreed);
+  for (uint64_t ino : {77, 78}) {
+    auto late = free_of(26, ino);
+    r.resolve(late);
+    EXPECT_EQ(late.full_path, "") << ino;
+  }
+  auto recent = free_of(26, 1000 + PathResolver::kMaxFreed - 1);
+  r.resolve(recent);
+  EXPECT_EQ(recent.full_path, "/dev/shm/g");
 }
 
 TEST(Resolver, Normalize) {

@@ -104,6 +104,7 @@ void PathResolver::remember(const Event &e, std::string_view path, Kind kind) {
   k.path.assign(path);
   k.kind = kind;
   k.unlinked_seq = 0;
+  k.freed_seq = 0;
 }
 
 void PathResolver::forget_name(InodeKey k) {
@@ -117,6 +118,19 @@ void PathResolver::forget_name(InodeKey k) {
     unlinked_.pop_front();
     // Still unlinked since then (not named again, not freed): forget it.
     if (auto o = inodes_.find(old); o != inodes_.end() && o->second.unlinked_seq == seq)
+      inodes_.erase(o);
+  }
+}
+
+void PathResolver::freeing(std::unordered_map<InodeKey, Known, InodeKeyHash>::iterator it) {
+  if (it->second.freed_seq != 0)
+    return;
+  it->second.freed_seq = ++free_seq_;
+  freed_.emplace_back(it->first, free_seq_);
+  while (freed_.size() > kMaxFreed) {
+    auto [old, seq] = freed_.front();
+    freed_.pop_front();
+    if (auto o = inodes_.find(old); o != inodes_.end() && o->second.freed_seq == seq)
       inodes_.erase(o);
   }
 }
@@ -183,11 +197,8 @@ PathResolver::Outcome PathResolver::resolve(Event &e) {
     if (it != inodes_.end()) {
       e.kind = it->second.kind;
       e.full_path.assign(it->second.path);
-      // An unlinked file's pages may come in several records (its truncate
-      // moved CPUs, or another file's page came between): it is kept for
-      // them, among the unlinked ones, oldest forgotten first.
-      if (e.unlinked && it->second.unlinked_seq == 0)
-        forget_name({e.dev, e.ino});
+      if (e.unlinked)
+        freeing(it); // more of its pages may come in other records
     }
     return Outcome::resolved;
   }
@@ -316,6 +327,7 @@ PathResolver::Outcome PathResolver::resolve_by_name(Event &e) {
     if (e.type == EventType::rename || k.path.empty() || k.unlinked_seq != 0) {
       k.path = e.full_newpath;
       k.unlinked_seq = 0;
+      k.freed_seq = 0;
     }
     if (k.kind == Kind::none)
       k.kind = Kind::tmpfs;

@@ -30,6 +30,10 @@ public:
   // Inodes remembered after their name was unlinked, for the path of a
   // later free event; beyond this many, the oldest are forgotten.
   static constexpr std::size_t kMaxUnlinked = 65536;
+  // Unlinked inodes whose pages began to be freed: kept for the rest of
+  // their free records (a truncate that moved CPUs, or another file's page
+  // that came between, splits them), the last kMaxFreed of them.
+  static constexpr std::size_t kMaxFreed = 1024;
 
   // Replace the mount table of one mount namespace.
   void set_namespace(uint32_t mntns, std::vector<MountInfo> mounts);
@@ -60,6 +64,7 @@ private:
     std::string path;
     Kind kind = Kind::none;
     uint64_t unlinked_seq = 0; // 0 while the inode has a name
+    uint64_t freed_seq = 0;    // 0 until a free of it, unlinked, came
   };
 
   const MountInfo *mount_for_path(uint32_t mntns, const std::string &abs) const;
@@ -81,6 +86,8 @@ private:
   const std::string &path_key(uint32_t mntns, std::string_view abs);
   void remember(const Event &e, std::string_view path, Kind kind);
   void forget_name(InodeKey k);
+  // A free of the unlinked inode it points to came: keep it a little.
+  void freeing(std::unordered_map<InodeKey, Known, InodeKeyHash>::iterator it);
 
   std::unordered_map<uint32_t, std::vector<MountInfo>> by_ns_;
   std::unordered_map<uint32_t, MountInfo> by_id_;
@@ -90,6 +97,8 @@ private:
   // pages), so they are kept, but only the last kMaxUnlinked of them.
   std::deque<std::pair<InodeKey, uint64_t>> unlinked_;
   uint64_t unlink_seq_ = 0;
+  std::deque<std::pair<InodeKey, uint64_t>> freed_; // oldest first
+  uint64_t free_seq_ = 0;
   // Mounts (id << 32 | dev) whose path disagreed with an absolute path as
   // passed: suspect until the mount tables are read again, then trusted
   // until the next read if they still disagree (a symlink on the way).
