@@ -108,29 +108,19 @@ void PathResolver::remember(const Event &e, std::string_view path, Kind kind) {
 }
 
 void PathResolver::forget_name(InodeKey k) {
-  auto it = inodes_.find(k);
-  if (it == inodes_.end())
-    return;
-  it->second.unlinked_seq = ++unlink_seq_;
-  unlinked_.emplace_back(k, unlink_seq_);
-  while (unlinked_.size() > kMaxUnlinked) {
-    auto [old, seq] = unlinked_.front();
-    unlinked_.pop_front();
-    // Still unlinked since then (not named again, not freed): forget it.
-    if (auto o = inodes_.find(old); o != inodes_.end() && o->second.unlinked_seq == seq)
-      inodes_.erase(o);
-  }
+  if (auto it = inodes_.find(k); it != inodes_.end())
+    retire(it, &Known::unlinked_seq, unlinked_, kMaxUnlinked);
 }
 
-void PathResolver::freeing(std::unordered_map<InodeKey, Known, InodeKeyHash>::iterator it) {
-  if (it->second.freed_seq != 0)
-    return;
-  it->second.freed_seq = ++free_seq_;
-  freed_.emplace_back(it->first, free_seq_);
-  while (freed_.size() > kMaxFreed) {
-    auto [old, seq] = freed_.front();
-    freed_.pop_front();
-    if (auto o = inodes_.find(old); o != inodes_.end() && o->second.freed_seq == seq)
+void PathResolver::retire(Inodes::iterator it, uint64_t Known::*mark, Retiring &r,
+                          std::size_t max) {
+  it->second.*mark = ++r.last_mark;
+  r.queue.emplace_back(it->first, r.last_mark);
+  while (r.queue.size() > max) {
+    auto [old, m] = r.queue.front();
+    r.queue.pop_front();
+    // Not marked again since (named anew, or queued once more): forget it.
+    if (auto o = inodes_.find(old); o != inodes_.end() && o->second.*mark == m)
       inodes_.erase(o);
   }
 }
@@ -197,8 +187,8 @@ PathResolver::Outcome PathResolver::resolve(Event &e) {
     if (it != inodes_.end()) {
       e.kind = it->second.kind;
       e.full_path.assign(it->second.path);
-      if (e.unlinked)
-        freeing(it); // more of its pages may come in other records
+      if (e.unlinked && it->second.freed_seq == 0) // more of its pages may come
+        retire(it, &Known::freed_seq, freed_, kMaxFreed);
     }
     return Outcome::resolved;
   }

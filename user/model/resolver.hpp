@@ -66,6 +66,13 @@ private:
     uint64_t unlinked_seq = 0; // 0 while the inode has a name
     uint64_t freed_seq = 0;    // 0 until a free of it, unlinked, came
   };
+  using Inodes = std::unordered_map<InodeKey, Known, InodeKeyHash>;
+  // Inodes kept for a while, oldest first, each with the mark it was queued
+  // under: one still so marked when it leaves the queue is forgotten.
+  struct Retiring {
+    std::deque<std::pair<InodeKey, uint64_t>> queue;
+    uint64_t last_mark = 0;
+  };
 
   const MountInfo *mount_for_path(uint32_t mntns, const std::string &abs) const;
   // e's path as passed made absolute into joined_ (from its start
@@ -86,19 +93,19 @@ private:
   const std::string &path_key(uint32_t mntns, std::string_view abs);
   void remember(const Event &e, std::string_view path, Kind kind);
   void forget_name(InodeKey k);
-  // A free of the unlinked inode it points to came: keep it a little.
-  void freeing(std::unordered_map<InodeKey, Known, InodeKeyHash>::iterator it);
+  // Gives it a new mark (its field mark) from r and queues it there; the
+  // oldest beyond max still so marked are forgotten.
+  void retire(Inodes::iterator it, uint64_t Known::*mark, Retiring &r, std::size_t max);
 
   std::unordered_map<uint32_t, std::vector<MountInfo>> by_ns_;
   std::unordered_map<uint32_t, MountInfo> by_id_;
-  std::unordered_map<InodeKey, Known, InodeKeyHash> inodes_;
-  // Unlinked inodes, oldest first: a free may still come for them (pages
-  // are freed at the last close or munmap), or never (a file without
-  // pages), so they are kept, but only the last kMaxUnlinked of them.
-  std::deque<std::pair<InodeKey, uint64_t>> unlinked_;
-  uint64_t unlink_seq_ = 0;
-  std::deque<std::pair<InodeKey, uint64_t>> freed_; // oldest first
-  uint64_t free_seq_ = 0;
+  Inodes inodes_;
+  // Unlinked inodes: a free may still come for them (pages are freed at
+  // the last close or munmap), or never (a file without pages), so they
+  // are kept, but only the last kMaxUnlinked of them (Known::unlinked_seq).
+  Retiring unlinked_;
+  // Unlinked inodes whose frees began, the last kMaxFreed (Known::freed_seq).
+  Retiring freed_;
   // Mounts (id << 32 | dev) whose path disagreed with an absolute path as
   // passed: suspect until the mount tables are read again, then trusted
   // until the next read if they still disagree (a symlink on the way).
