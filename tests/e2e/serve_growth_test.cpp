@@ -63,6 +63,7 @@ TEST(ServeGrowth, LeaksWindowFromTheDaemonsHistory) {
   ASSERT_EQ(mount("tmpfs", scratch.mnt.c_str(), "tmpfs", 0, "size=64m"), 0) << strerror(errno);
   const std::string sock = scratch.sock();
   const int port = free_port();
+  const auto started = Clock::now();
   ShmbpfProcess serve(
       {"serve", "--no-state", "--listen", "127.0.0.1:" + std::to_string(port), "--socket", sock});
   SHMBPF_SERVE_READY(serve, port);
@@ -150,8 +151,12 @@ TEST(ServeGrowth, LeaksWindowFromTheDaemonsHistory) {
   json pj = partial.json();
   EXPECT_EQ(pj["window"]["complete"], false);
   EXPECT_EQ(pj["window"]["requested_s"], 600.0);
-  EXPECT_GT(pj["window"]["covered_s"].get<double>(), 6.0);
-  EXPECT_LT(pj["window"]["covered_s"].get<double>(), 300.0);
+  // All the daemon's samples: at least what the 4 s window covered, at most
+  // the time since the daemon started (samples come further apart under
+  // sanitizers, so nothing finer holds on every machine).
+  EXPECT_GT(pj["window"]["covered_s"].get<double>(), j["window"]["covered_s"].get<double>());
+  EXPECT_LT(pj["window"]["covered_s"].get<double>(),
+            std::chrono::duration<double>(Clock::now() - started).count());
   EXPECT_FALSE(finding(pj, "mount", scratch.mnt).is_null()) << partial.out;
   EXPECT_TRUE(finding(pj, "process", std::to_string(writer.pid)).is_null()) << partial.out;
   auto text = run_shmbpf("leaks --server " + sock + " --window 600 --match '/nothing'");
