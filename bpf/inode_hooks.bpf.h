@@ -156,17 +156,37 @@ static __always_inline union shmbpf_record *record_space(void)
 }
 
 /* A path record's tail, its path (n bytes) in e->path already: the inode
- * changed is the hint; this CPU's pending frees go first. */
-static __always_inline void send_path_record(struct shmbpf_path_event *e, __u8 type,
-					     const struct path_call *c, __u16 origin, long n,
-					     const struct path_start *st, struct inode *inode,
-					     struct super_block *sb)
+ * changed is the hint; this CPU's pending frees go first. False when the
+ * ring had no room. */
+static __always_inline int send_path_record(struct shmbpf_path_event *e, __u8 type,
+					    const struct path_call *c, __u16 origin, long n,
+					    const struct path_start *st, struct inode *inode,
+					    struct super_block *sb)
 {
 	fill_hdr(&e->hdr, type, 0, 0);
 	fill_path_record(e, c, origin, n, st, KREAD(sb, s_dev), KREAD(inode, i_ino));
 	e->flags_ev |= SHMBPF_F_EXACT_HINT;
 	flush_free_acc();
-	output(e, path_record_size(e));
+	return output(e, path_record_size(e));
+}
+
+/*
+ * This CPU's create of a file is in the ring: the same thread's first
+ * ftruncate or fallocate of it here need not find the file's mount and
+ * path again, which userspace has from the create (SHMBPF_F_CREATE_SENT;
+ * docs/BENCHMARKS.md, finding 35). Only that resize: a later one goes
+ * whole, as userspace may by then have forgotten an unlinked file.
+ */
+static __always_inline void note_create_sent(struct inode *inode, struct super_block *sb)
+{
+	__u32 zero = 0;
+	struct last_resize *last = bpf_map_lookup_elem(&last_resize, &zero);
+
+	if (last) {
+		last->created_dev = KREAD(sb, s_dev);
+		last->created_ino = KREAD(inode, i_ino);
+		last->created_by = bpf_get_current_pid_tgid();
+	}
 }
 
 /* A new file of an open: the path as passed, resolved in userspace. */
@@ -196,7 +216,8 @@ static __always_inline int light_create(struct pt_regs *regs, __u16 origin, stru
 	/* The file is on tmpfs: no start directory is dropped here (so its
 	 * leaf need not be hashed to see whether the path has a directory). */
 	path_call_start(&c, e->path, 0, 1, &start);
-	send_path_record(e, SHMBPF_EV_CREATE_BY_PATH, &c, origin, n, &start, inode, sb);
+	if (send_path_record(e, SHMBPF_EV_CREATE_BY_PATH, &c, origin, n, &start, inode, sb))
+		note_create_sent(inode, sb);
 	return 0;
 }
 
@@ -225,8 +246,9 @@ static __always_inline int light_memfd(struct pt_regs *regs, struct inode *inode
 
 /*
  * A size set: by ftruncate or fallocate on an fd (the file and its path,
- * as the exit program reports them), or by truncate or an open's O_TRUNC
- * (the inode alone: no mount, no path). fallocate changes the ctime before
+ * as the exit program reports them, but for the first one after the
+ * file's create: see note_create_sent), or by truncate or an open's
+ * O_TRUNC (the inode alone: no mount, no path). fallocate changes the ctime before
  * it allocates, so its size and bytes may be the ones before; the re-stat
  * of held files corrects them. A record that would repeat this CPU's last
  * one (the same thread, file, size and call) is not sent.
@@ -243,6 +265,7 @@ static __always_inline int light_resize(struct pt_regs *regs, __u16 origin, stru
 	__u64 bytes = (__u64)KREAD(inode, i_blocks) << 9;
 	struct shmbpf_file_event *e;
 	struct file *f = NULL;
+	int created = 0;
 
 	if (!last || !r)
 		return 0;
@@ -255,13 +278,19 @@ static __always_inline int light_resize(struct pt_regs *regs, __u16 origin, stru
 	last->bytes = bytes;
 	last->origin = origin;
 	if (origin == SHMBPF_ORIG_FTRUNCATE || origin == SHMBPF_ORIG_FALLOCATE) {
-		f = fd_to_file(SYSCALL_ARG(regs, 1));
-		if (KREAD(f, f_inode, i_ino) != KREAD(inode, i_ino))
-			f = NULL;
+		if (last->created_ino == ino && last->created_by == id &&
+		    last->created_dev == KREAD(sb, s_dev)) {
+			created = 1;
+			last->created_ino = 0;
+		} else {
+			f = fd_to_file(SYSCALL_ARG(regs, 1));
+			if (KREAD(f, f_inode, i_ino) != ino)
+				f = NULL;
+		}
 	}
 	e = &r->file;
 	fill_hdr(&e->hdr, SHMBPF_EV_RESIZE, 0, 0);
-	e->flags_ev = 0;
+	e->flags_ev = created ? SHMBPF_F_CREATE_SENT : 0;
 	if (f) {
 		fill_file_identity(e, f, inode, sb);
 		e->fd = SYSCALL_ARG(regs, 1);
@@ -270,7 +299,7 @@ static __always_inline int light_resize(struct pt_regs *regs, __u16 origin, stru
 		e->ncomp = 0;
 		fill_inode_fields(e, inode, sb);
 		e->mnt_id = 0;
-		e->fd = -1;
+		e->fd = created ? SYSCALL_ARG(regs, 1) : -1;
 	}
 	if (!fill_resize_args(e, regs, origin))
 		e->arg_size = e->size; /* truncate, O_TRUNC: the size set */

@@ -117,6 +117,12 @@ struct last_resize {
 	__u64 size;
 	__u64 bytes;
 	__u16 origin;
+	/* The file this CPU last sent the create of, and the thread that made
+	 * it, until its resize: its path is then in the ring already
+	 * (inode_hooks.bpf.h). */
+	__u32 created_dev;
+	__u64 created_ino;
+	__u64 created_by;
 };
 
 SHMBPF_EXTERN struct {
@@ -205,13 +211,16 @@ static __always_inline void submit(void *e)
  * for; built here and sent this way, an unlink of an absolute path is
  * about 2.5 lines, one after the other (docs/BENCHMARKS.md, finding 32).
  */
-static __always_inline void output(void *e, __u32 size)
+static __always_inline int output(void *e, __u32 size)
 {
 	__u64 n = BOUNDED(size, sizeof(union shmbpf_record));
 
 	((struct shmbpf_hdr *)e)->size = n;
-	if (bpf_ringbuf_output(&events, e, n, wakeup_flag(e)))
+	if (bpf_ringbuf_output(&events, e, n, wakeup_flag(e))) {
 		count(SHMBPF_CNT_LOST);
+		return 0;
+	}
+	return 1;
 }
 
 static __always_inline void fill_hdr(struct shmbpf_hdr *h, __u8 type, __u16 size, long ret)

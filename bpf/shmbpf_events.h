@@ -15,7 +15,7 @@
 #ifndef SHMBPF_EVENTS_H
 #define SHMBPF_EVENTS_H
 
-#define SHMBPF_ABI_VERSION 7
+#define SHMBPF_ABI_VERSION 8
 
 #define SHMBPF_COMM_LEN 16
 /* Paths as passed by the caller and in-mount paths: longer ones are
@@ -95,6 +95,8 @@ enum shmbpf_fs {
 	0x80 /* sigbus: the faulting page starts at or past the end of the file */
 #define SHMBPF_F_EXACT_HINT                                                                        \
 	0x100 /* path record: hint_* is the file itself (a light hook saw its inode) */
+#define SHMBPF_F_CREATE_SENT                                                                       \
+	0x200 /* resize: no mount or path, as the file's create, just sent, has them */
 
 /* Common header: every record starts with it. 64 bytes. */
 struct shmbpf_hdr {

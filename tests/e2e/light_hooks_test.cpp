@@ -149,6 +149,10 @@ TEST(TraceLight, AttachesNoSyscallHookAndReportsAChildsFiles) {
   ASSERT_EQ(by_event["resize"].size(), 2u) << all; // the file's, the memfd's
   EXPECT_EQ(by_event["resize"][0]["ino"], facts->ino);
   EXPECT_EQ(by_event["resize"][0]["size"], 65536);
+  EXPECT_EQ(by_event["resize"][0]["path"], path);
+  // Sent as the inode alone when it followed the create on its CPU.
+  EXPECT_TRUE(by_event["resize"][0]["path_from_model"].is_boolean()) << all;
+  EXPECT_EQ(by_event["resize"][1]["path_from_model"], false); // a memfd names itself
   EXPECT_EQ(by_event["resize"][1]["ino"], facts->memfd_ino);
   EXPECT_EQ(by_event["resize"][1]["size"], 4096);
   ASSERT_EQ(by_event["unlink"].size(), 1u) << all;

@@ -194,6 +194,7 @@ TEST(TraceCli, JsonStreamCarriesEveryField) {
   }
   EXPECT_EQ(mine[0]["size"], 0);
   EXPECT_EQ(mine[1]["size"], 8192);
+  EXPECT_EQ(mine[1]["path_from_model"], false); // the kernel named the file
   EXPECT_LT(mine[0]["ts_ns"], mine[1]["ts_ns"]);
   EXPECT_LT(mine[1]["ts_ns"], mine[2]["ts_ns"]);
 

@@ -140,6 +140,28 @@ TEST(Decode, ResizeOfSysvInodeIsSysv) {
   EXPECT_EQ(res->kind, Kind::sysv);
 }
 
+// A light hook's first resize after the file's create: the inode alone,
+// flagged, for the resolver to name from the create.
+TEST(Decode, AResizeAfterItsCreateIsFlagged) {
+  auto r = file_record(SHMBPF_EV_RESIZE);
+  r.mnt_id = 0;
+  r.ncomp = 0;
+  r.comp_len = 0;
+  std::memset(r.components, 0, sizeof(r.components));
+  r.flags_ev = 0; // as a truncate's: no walk, so no mount root reached
+  auto plain = decode_event(&r, sizeof(r));
+  ASSERT_TRUE(plain.ok());
+  EXPECT_FALSE(plain->create_sent);
+  r.flags_ev = SHMBPF_F_CREATE_SENT;
+  auto res = decode_event(&r, sizeof(r));
+  ASSERT_TRUE(res.ok());
+  EXPECT_TRUE(res->create_sent);
+  EXPECT_FALSE(res->path_from_model); // the resolver's to say
+  EXPECT_EQ(res->kind, Kind::tmpfs);
+  EXPECT_EQ(res->mnt_id, 0u);
+  EXPECT_EQ(res->name, "");
+}
+
 TEST(Decode, NegativeRetBecomesErrno) {
   auto r = file_record(SHMBPF_EV_RESIZE);
   r.hdr.ret = -28;

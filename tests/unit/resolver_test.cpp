@@ -212,11 +212,43 @@ TEST(Resolver, ALightCreateIsNamedFromItsPathAndNamesLaterResizes) {
   EXPECT_EQ(c.mnt_id, 25u);
   EXPECT_EQ(c.ino, 41u);
 
-  // A resize that names only the inode (truncate(2)): the path the create gave it.
+  // A resize that names only the inode (truncate(2)): the path the create
+  // gave it, marked so; no mount, no name (the kernel named none).
   Event rs = create_in(0, "", 41);
   rs.type = EventType::resize;
   EXPECT_EQ(r.resolve(rs), PathResolver::Outcome::resolved);
   EXPECT_EQ(rs.full_path, "/dev/shm/torch_1_2_3");
+  EXPECT_TRUE(rs.path_from_model);
+  EXPECT_EQ(rs.mnt_id, 0u);
+  EXPECT_EQ(rs.name, "");
+
+  // The creator's ftruncate right after its create, sent as the inode
+  // alone: the mount and name the create had, as a resize by fd has them.
+  Event sent = rs;
+  sent.full_path.clear();
+  sent.path_from_model = false;
+  sent.create_sent = true;
+  EXPECT_EQ(r.resolve(sent), PathResolver::Outcome::resolved);
+  EXPECT_EQ(sent.full_path, "/dev/shm/torch_1_2_3");
+  EXPECT_EQ(sent.mnt_id, 25u);
+  EXPECT_EQ(sent.name, "/torch_1_2_3");
+  EXPECT_TRUE(sent.path_from_model);
+
+  // A resize by fd names itself: nothing from the model.
+  Event by_fd = create_in(25, "/torch_1_2_3", 41);
+  by_fd.type = EventType::resize;
+  EXPECT_EQ(r.resolve(by_fd), PathResolver::Outcome::resolved);
+  EXPECT_EQ(by_fd.full_path, "/dev/shm/torch_1_2_3");
+  EXPECT_FALSE(by_fd.path_from_model);
+
+  // An inode the model does not know: nothing made up.
+  Event unknown = create_in(0, "", 4141);
+  unknown.type = EventType::resize;
+  unknown.create_sent = true;
+  EXPECT_EQ(r.resolve(unknown), PathResolver::Outcome::resolved);
+  EXPECT_EQ(unknown.full_path, "");
+  EXPECT_EQ(unknown.mnt_id, 0u);
+  EXPECT_FALSE(unknown.path_from_model);
 
   // Its unlink by the path finds it, as a full-set create's would.
   auto ul = unlink_of("/dev/shm/torch_1_2_3");
@@ -267,6 +299,14 @@ TEST(Resolver, RenameMovesThePath) {
   rn.newpath = "/dev/shm/b";
   ASSERT_EQ(r.resolve(rn), PathResolver::Outcome::resolved);
   EXPECT_EQ(rn.ino, 55u);
+  // A resize sent as the inode alone after it: the new name.
+  Event rs = create_in(0, "", 55);
+  rs.type = EventType::resize;
+  rs.create_sent = true;
+  ASSERT_EQ(r.resolve(rs), PathResolver::Outcome::resolved);
+  EXPECT_EQ(rs.full_path, "/dev/shm/b");
+  EXPECT_EQ(rs.name, "/b");
+  EXPECT_EQ(rs.mnt_id, 25u);
   auto u = unlink_of("/dev/shm/b");
   ASSERT_EQ(r.resolve(u), PathResolver::Outcome::resolved);
   EXPECT_EQ(u.ino, 55u);

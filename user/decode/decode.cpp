@@ -87,6 +87,7 @@ void decode_file(const shmbpf_file_event &r, Event &e) {
   e.is_new = r.flags_ev & SHMBPF_F_NEW;
   e.truncated = r.flags_ev & SHMBPF_F_TRUNCATED;
   e.unlinked = r.flags_ev & SHMBPF_F_UNLINKED;
+  e.create_sent = r.flags_ev & SHMBPF_F_CREATE_SENT;
   cstr(e.path, r.path, std::min<size_t>(r.path_len, sizeof(r.path)));
   size_t clen = std::min<size_t>(r.comp_len, sizeof(r.components));
   std::string_view leaf(r.components, strnlen(r.components, clen));
@@ -97,6 +98,8 @@ void decode_file(const shmbpf_file_event &r, Event &e) {
     e.name = "memfd:" + e.path.substr(0, kMemfdNameMax);
   } else if (e.type == EventType::memfd_create || leaf.starts_with("memfd:")) {
     e.name.assign(leaf); // a pseudo dentry: its name is the whole story
+  } else if (clen == 0 && !(r.flags_ev & SHMBPF_F_MNT_ROOT)) {
+    e.name.clear(); // the inode alone (a light hook's resize): no name
   } else {
     join_components_into(e.name, r.components, clen, r.flags_ev & SHMBPF_F_MNT_ROOT);
   }

@@ -141,6 +141,13 @@ struct Event {
   // dev and ino are the file itself, not the last one with its leaf name
   // (a light hook saw the inode).
   bool exact_hint = false;
+  // resize from a light hook: the kernel sent the inode alone, as this
+  // CPU had just sent the file's create, with its path (mount, in-mount
+  // name and path are the model's, as for a truncate's).
+  bool create_sent = false;
+  // resize: the kernel sent the inode alone, and the path (with
+  // create_sent, the mount and name too) is what the model knew of it.
+  bool path_from_model = false;
   uint32_t start_dev = 0;
   uint32_t start_mnt_id = 0;
   uint64_t start_ino = 0;

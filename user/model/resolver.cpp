@@ -103,6 +103,7 @@ void PathResolver::remember(const Event &e, std::string_view path, Kind kind) {
   Known &k = inodes_[{e.dev, e.ino}];
   k.path.assign(path);
   k.kind = kind;
+  k.mnt_id = e.mnt_id;
   k.unlinked_seq = 0;
   k.freed_seq = 0;
 }
@@ -136,9 +137,8 @@ PathResolver::Outcome PathResolver::resolve(Event &e) {
     }
     if (e.by_path) // a light hook's create: the new inode and the path as passed
       return resolve_created(e);
-    if (e.mnt_id == 0) { // a light hook's resize without a file: the path known
-      if (auto it = inodes_.find({e.dev, e.ino}); it != inodes_.end())
-        e.full_path.assign(it->second.path);
+    if (e.mnt_id == 0) { // a light hook's resize without a file
+      resolve_known_inode(e);
       return Outcome::resolved;
     }
     auto m = by_id_.find(e.mnt_id);
@@ -245,13 +245,33 @@ PathResolver::Outcome PathResolver::resolve_new_file(Event &e) {
   e.full_path.assign(joined_);
   e.dev = m->dev;
   e.mnt_id = m->mnt_id;
-  // Its name in the mount, as the kernel names files (a bind mount's root
-  // is not known here: the name is then what the path has below it).
-  if (m->mountpoint == "/")
-    e.name.assign(joined_);
-  else if (joined_.size() > m->mountpoint.size())
-    e.name.assign(joined_, m->mountpoint.size());
+  name_in_mount(e, *m, joined_);
   return Outcome::resolved;
+}
+
+void PathResolver::name_in_mount(Event &e, const MountInfo &m, std::string_view abs) {
+  if (m.mountpoint == "/")
+    e.name.assign(abs);
+  else if (abs.size() > m.mountpoint.size())
+    e.name.assign(abs.substr(m.mountpoint.size()));
+}
+
+void PathResolver::resolve_known_inode(Event &e) {
+  auto it = inodes_.find({e.dev, e.ino});
+  if (it == inodes_.end() || it->second.path.empty())
+    return;
+  const Known &k = it->second;
+  e.full_path.assign(k.path);
+  e.path_from_model = true;
+  if (!e.create_sent || k.mnt_id == 0)
+    return;
+  // The mount and name its create had, as the record of a resize by fd
+  // would have them (the same thread, just after).
+  auto m = by_id_.find(k.mnt_id);
+  if (m == by_id_.end() || m->second.dev != e.dev)
+    return;
+  e.mnt_id = k.mnt_id;
+  name_in_mount(e, m->second, k.path);
 }
 
 PathResolver::Outcome PathResolver::resolve_created(Event &e) {

@@ -63,6 +63,7 @@ private:
   struct Known {
     std::string path;
     Kind kind = Kind::none;
+    uint32_t mnt_id = 0;       // the mount path is on, 0 when not known
     uint64_t unlinked_seq = 0; // 0 while the inode has a name
     uint64_t freed_seq = 0;    // 0 until a free of it, unlinked, came
   };
@@ -83,6 +84,13 @@ private:
   Outcome resolve_by_name(Event &e);
   // A create that failed: the file it was to be, its mount's dev and id.
   Outcome resolve_new_file(Event &e);
+  // e's name in mount m from the absolute path abs under it, as the
+  // kernel names files (a bind mount's root is not known here: the name
+  // is then what the path has below the mount point).
+  static void name_in_mount(Event &e, const MountInfo &m, std::string_view abs);
+  // A light hook's resize of the inode alone: the path, and with
+  // create_sent the mount and name, the model knew.
+  void resolve_known_inode(Event &e);
   // A light hook's create (the inode exact, the path as passed): as a
   // failed one, then remembered as an open's file is.
   Outcome resolve_created(Event &e);

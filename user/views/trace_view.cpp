@@ -453,6 +453,8 @@ void TraceFormatter::write_json_fields(JsonWriter &j, std::string &out, const Ev
     j.str("name", e.name).num("flags", e.flags).num("mode", e.mode).num("fd", e.fd);
     if (e.type == EventType::create)
       j.boolean("new", e.is_new).boolean("path_from_call", e.by_path);
+    if (e.type == EventType::resize)
+      j.boolean("path_from_model", e.path_from_model);
     if (asks_size(e.type))
       j.num("arg_size", e.arg_size);
     j.str("origin", to_string(e.origin)).boolean("truncated", e.truncated);
