@@ -112,6 +112,19 @@ def loadavg():
         return float(f.read().split()[0])
 
 
+def family_of(kind):
+    """What runs a condition: shmbpf trace, the engine host, bpftrace or the floor's host."""
+    if kind in ("trace", "base", "light"):
+        return "trace"
+    if kind in ENGINES:
+        return "engine"
+    if kind == "bpftrace":
+        return "bpftrace"
+    if kind in FLOOR_MODES:
+        return "floor"
+    raise ValueError(kind)
+
+
 class Tracer:
     """A tracer process: shmbpf trace, the engine host, or bpftrace."""
 
@@ -120,35 +133,37 @@ class Tracer:
         self.cfg = cfg
         self.errf = tempfile.TemporaryFile(mode="w+")
         self.out_path = out
-        if kind in ("trace", "base", "light"):
+        self.family = family_of(kind)
+        if self.family == "trace":
             cmd = [cfg.base_shmbpf if kind == "base" else cfg.shmbpf, "trace", "--json"]
             # trace loads the full set unless told (and "base" may predate --hooks).
             if kind == "light":
                 cmd += ["--hooks", "light"]
             if ring:
                 cmd += ["--ring-buffer-size", str(ring)]
-        elif kind in ENGINES:
+        elif self.family == "engine":
             cmd = [cfg.bin("engine_host")] + (["--hooks", "light"] if kind == "engine_light" else [])
             if ring:
                 cmd += ["--ring-buffer-size", str(ring)]
             if match:
                 cmd += ["--match", match]
-        elif kind == "bpftrace":
+        elif self.family == "bpftrace":
             cmd = ["bpftrace", os.path.join(HERE, "peer", "shm.bt")]
-        elif kind in FLOOR_MODES:
-            cmd = [cfg.bin("floor_host")] + FLOOR_MODES[kind]
         else:
-            raise ValueError(kind)
-        stdout = subprocess.PIPE if kind in ENGINES + tuple(FLOOR_MODES) else (open(out, "w") if out else subprocess.DEVNULL)
+            cmd = [cfg.bin("floor_host")] + FLOOR_MODES[kind]
+        # The engine host and the floor report on stdout; a tracer's output
+        # goes to out, or nowhere.
+        piped = self.family in ("engine", "floor")
+        stdout = subprocess.PIPE if piped else (open(out, "w") if out else subprocess.DEVNULL)
         self.t_start = time.monotonic()
         self.p = subprocess.Popen(cmd, stdout=stdout, stderr=self.errf)
-        if out and kind not in ENGINES:
+        if out and not piped:
             stdout.close()
 
     def wait_ready(self, timeout=120):
         """Attached (the count of BPF attachment fds stopped growing) and idle."""
         deadline = time.monotonic() + timeout
-        if self.kind in ENGINES:
+        if self.family == "engine":
             line = self.p.stdout.readline()
             if line.strip() != b"ready":
                 raise RuntimeError(f"engine_host did not start: {self.stderr()}")
@@ -187,7 +202,7 @@ class Tracer:
         self.p.send_signal(signal.SIGINT)
         out = b""
         try:
-            if self.kind in ENGINES:
+            if self.family == "engine":
                 out, _ = self.p.communicate(timeout=60)
             else:
                 self.p.wait(timeout=60)
@@ -196,20 +211,20 @@ class Tracer:
             self.p.wait()
         err = self.stderr()
         res = {"events": None, "lost": None}
-        if self.kind in ("trace", "base", "light"):
+        if self.family == "trace":
             m = re.search(r"shmbpf: (\d+) events, (\d+) lost", err)
             if m:
                 res = {"events": int(m.group(1)), "lost": int(m.group(2))}
-        elif self.kind in ENGINES:
+        elif self.family == "engine":
             lines = [l for l in out.decode().splitlines() if l.startswith("{")]
             if lines:
                 j = json.loads(lines[-1])
                 res = {"events": j["events"], "lost": j["lost"], "engine": j}
-        elif self.kind in FLOOR_MODES:
+        elif self.family == "floor":
             m = re.search(r"floor: (\d+) records, (\d+) lost", err)
             if m:
                 res = {"events": int(m.group(1)), "lost": int(m.group(2))}
-        elif self.kind == "bpftrace":
+        else:
             lost = sum(int(x) for x in re.findall(r"Lost (\d+) events", err))
             res = {"events": None, "lost": lost}
         return res

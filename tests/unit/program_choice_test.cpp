@@ -302,5 +302,28 @@ TEST(ProgramChoice, LoweredFeaturesPickAnOlderKernelsBuilds) {
       "tracepoint__syscalls__sys_exit_openat_compat_noatomic");
 }
 
+// Sections name what they attach to; raw_tp and others attach to nothing
+// the kernel may lack.
+TEST(ProgramChoice, SectionTargets) {
+  using Kind = SectionTarget::Kind;
+  const struct {
+    std::string_view section;
+    Kind kind;
+    std::string_view name;
+  } cases[] = {
+      {"tracepoint/syscalls/sys_exit_openat", Kind::tracepoint, "syscalls/sys_exit_openat"},
+      {"tp_btf/ctime_ns_xchg", Kind::tp_btf, "ctime_ns_xchg"},
+      {"fentry/d_move", Kind::function, "d_move"},
+      {"fexit/shmem_setattr", Kind::function, "shmem_setattr"},
+      {"raw_tp/flush", Kind::none, ""},
+      {"fentryd_move", Kind::none, ""},
+  };
+  for (const auto &c : cases) {
+    const SectionTarget t = target_of(c.section);
+    EXPECT_EQ(t.kind, c.kind) << c.section;
+    EXPECT_EQ(t.name, c.name) << c.section;
+  }
+}
+
 } // namespace
 } // namespace shmbpf

@@ -96,20 +96,6 @@ bool has_cap(const __user_cap_data_struct data[2], int cap) {
   return data[cap / 32].effective & (1u << (cap % 32));
 }
 
-// "tracepoint/syscalls/sys_exit_openat" -> "syscalls/sys_exit_openat"
-std::string_view tracepoint_of(std::string_view sec) {
-  constexpr std::string_view prefix = "tracepoint/";
-  return sec.starts_with(prefix) ? sec.substr(prefix.size()) : std::string_view{};
-}
-
-// "fentry/d_move" -> "d_move"; "" for any other section.
-std::string_view function_of(std::string_view sec) {
-  for (std::string_view prefix : {"fentry/", "fexit/"})
-    if (sec.starts_with(prefix))
-      return sec.substr(prefix.size());
-  return {};
-}
-
 } // namespace
 
 Privileges read_privileges() {
@@ -349,14 +335,19 @@ Probe::Probe(const ProbeOptions &opts, bool attach_now) {
   TracepointList tracepoints(tracefs);
   FunctionList functions(tracefs);
   auto missing = [&](const std::string &sec) -> std::string {
-    if (auto tp = tracepoint_of(sec); !tp.empty())
-      return exists(tracefs + "/events/" + std::string(tp)) ? "" : "no such tracepoint";
-    // A tracepoint's BTF type (btf_trace_<name>) comes with it; tracefs
-    // settles it without parsing the kernel's BTF once more.
-    if (sec.starts_with("tp_btf/") && !tracepoints.has(sec.substr(7)))
-      return "no such tracepoint";
-    if (auto fn = function_of(sec); !fn.empty())
-      return functions.missing(fn);
+    const SectionTarget t = target_of(sec);
+    switch (t.kind) {
+    case SectionTarget::Kind::tracepoint:
+      return exists(tracefs + "/events/" + std::string(t.name)) ? "" : "no such tracepoint";
+    case SectionTarget::Kind::tp_btf:
+      // A tracepoint's BTF type (btf_trace_<name>) comes with it; tracefs
+      // settles it without parsing the kernel's BTF once more.
+      return tracepoints.has(t.name) ? "" : "no such tracepoint";
+    case SectionTarget::Kind::function:
+      return functions.missing(t.name);
+    case SectionTarget::Kind::none:
+      break;
+    }
     return "";
   };
   std::vector<ProgramRef> programs;

@@ -108,16 +108,12 @@ const HookMeaning *meaning_of(std::string_view hook) {
   return nullptr;
 }
 
-// "tracepoint/syscalls/sys_exit_openat" -> "syscalls/sys_exit_openat";
-// "tp_btf/x" -> "x"; a function's hook keeps its kind ("fentry/x"); "" for
-// a section that attaches to nothing (raw_tp).
+// A hook's name: a tracepoint's ("syscalls/sys_exit_openat", "x" of
+// "tp_btf/x"); a function's keeps its kind ("fentry/x"); "" for a section
+// that attaches to nothing (raw_tp).
 std::string hook_of(std::string_view section) {
-  for (std::string_view prefix : {"tracepoint/", "tp_btf/"})
-    if (section.starts_with(prefix))
-      return std::string(section.substr(prefix.size()));
-  if (section.starts_with("fentry/") || section.starts_with("fexit/"))
-    return std::string(section);
-  return {};
+  const SectionTarget t = target_of(section);
+  return std::string(t.kind == SectionTarget::Kind::function ? section : t.name);
 }
 
 struct Parsed {
@@ -153,6 +149,18 @@ std::string release_text(const KernelFeatures &f) {
 }
 
 } // namespace
+
+SectionTarget target_of(std::string_view section) {
+  using Kind = SectionTarget::Kind;
+  constexpr std::pair<std::string_view, Kind> kPrefixes[] = {{"tracepoint/", Kind::tracepoint},
+                                                             {"tp_btf/", Kind::tp_btf},
+                                                             {"fentry/", Kind::function},
+                                                             {"fexit/", Kind::function}};
+  for (const auto &[prefix, kind] : kPrefixes)
+    if (section.starts_with(prefix))
+      return {kind, section.substr(prefix.size())};
+  return {};
+}
 
 bool lower_features(KernelFeatures &f, std::string_view build) {
   if (build.empty() || build == build_name(Build::fast))

@@ -48,6 +48,17 @@ struct ProgramChoice {
   std::string light_missing;
 };
 
+// What a program's section attaches to: "tracepoint/syscalls/sys_exit_openat"
+// is a tracepoint named "syscalls/sys_exit_openat", "tp_btf/x" a BTF
+// tracepoint "x", "fentry/d_move" and "fexit/d_move" the function "d_move";
+// any other section (raw_tp) attaches to nothing the kernel may lack.
+struct SectionTarget {
+  enum class Kind { none, tracepoint, tp_btf, function };
+  Kind kind = Kind::none;
+  std::string_view name; // a view into the section
+};
+SectionTarget target_of(std::string_view section);
+
 // Answers "" when the kernel has the hook of a program's section, else why
 // not ("no such tracepoint", "not a function the kernel can trace").
 using HookCheck = std::function<std::string(const std::string &section)>;
