@@ -359,14 +359,20 @@ enum {
 	ON_ANY = ON_CREATE | ON_RESIZE | ON_NAME,
 };
 
+/* What a light hook sends for a change, by on_ctime. */
+enum { SEND_NONE, SEND_CREATE, SEND_MEMFD, SEND_RESIZE, SEND_PATH_CALL };
+
 /* The record for a change to inode, by the caller's call number; only
- * changes of the kinds in on are looked at. */
-static __always_inline int on_ctime(struct inode *inode, int on)
+ * changes of the kinds in on are looked at. A program on a function
+ * (claim) claims its CPU's buffers first (see cpu_claimed). */
+static __always_inline int on_ctime(struct inode *inode, int on, int claim)
 {
 	struct super_block *sb = KREAD(inode, i_sb);
 	__u8 fs = inode_fs(inode, sb); /* regular files on tmpfs or hugetlbfs */
 	struct pt_regs *regs;
 	__u16 origin = SHMBPF_ORIG_NONE;
+	__u32 *claimed = NULL;
+	int send = SEND_NONE;
 
 	if (fs == SHMBPF_FS_UNKNOWN)
 		return 0;
@@ -375,7 +381,7 @@ static __always_inline int on_ctime(struct inode *inode, int on)
 		return 0;
 	switch (origin) {
 	case SHMBPF_ORIG_NONE:
-		return 0;
+		break;
 	case SHMBPF_ORIG_OPEN:
 	case SHMBPF_ORIG_OPENAT:
 	case SHMBPF_ORIG_OPENAT2:
@@ -383,37 +389,66 @@ static __always_inline int on_ctime(struct inode *inode, int on)
 		/* A new inode has no dentry yet; an existing one's ctime changes
 		 * in an open only by O_TRUNC. */
 		if (!has_alias(inode))
-			return (on & ON_CREATE) ? light_create(regs, origin, inode, sb) : 0;
-		return (on & ON_RESIZE) ? light_resize(regs, origin, inode, sb, fs) : 0;
+			send = (on & ON_CREATE) ? SEND_CREATE : SEND_NONE;
+		else
+			send = (on & ON_RESIZE) ? SEND_RESIZE : SEND_NONE;
+		break;
 	case SHMBPF_ORIG_MEMFD_CREATE:
-		if ((on & ON_CREATE) && !has_alias(inode))
-			return light_memfd(regs, inode, sb, fs);
-		return 0;
+		send = (on & ON_CREATE) && !has_alias(inode) ? SEND_MEMFD : SEND_NONE;
+		break;
 	case SHMBPF_ORIG_FTRUNCATE:
 	case SHMBPF_ORIG_FALLOCATE:
 	case SHMBPF_ORIG_TRUNCATE:
-		return (on & ON_RESIZE) ? light_resize(regs, origin, inode, sb, fs) : 0;
+		send = (on & ON_RESIZE) ? SEND_RESIZE : SEND_NONE;
+		break;
 	default:
-		return (on & ON_NAME) ? light_path_call(regs, origin, inode, sb) : 0;
+		send = (on & ON_NAME) ? SEND_PATH_CALL : SEND_NONE;
+		break;
 	}
+	if (send == SEND_NONE)
+		return 0;
+	if (claim) {
+		claimed = claim_cpu();
+		if (!claimed) {
+			count(SHMBPF_CNT_LOST);
+			return 0;
+		}
+	}
+	switch (send) {
+	case SEND_CREATE:
+		light_create(regs, origin, inode, sb);
+		break;
+	case SEND_MEMFD:
+		light_memfd(regs, inode, sb, fs);
+		break;
+	case SEND_RESIZE:
+		light_resize(regs, origin, inode, sb, fs);
+		break;
+	default:
+		light_path_call(regs, origin, inode, sb);
+		break;
+	}
+	if (claimed)
+		release_cpu(claimed);
+	return 0;
 }
 
 SEC("tp_btf/inode_set_ctime_to_ts")
 int SHMBPF_BPF_PROG(SHMBPF_PROG(tp_btf__inode_set_ctime_to_ts), struct inode *inode)
 {
-	return on_ctime(inode, ON_ANY);
+	return on_ctime(inode, ON_ANY, 0);
 }
 
 SEC("tp_btf/ctime_ns_xchg")
 int SHMBPF_BPF_PROG(SHMBPF_PROG(tp_btf__ctime_ns_xchg), struct inode *inode)
 {
-	return on_ctime(inode, ON_ANY);
+	return on_ctime(inode, ON_ANY, 0);
 }
 
 SEC("tp_btf/ctime_xchg_skip")
 int SHMBPF_BPF_PROG(SHMBPF_PROG(tp_btf__ctime_xchg_skip), struct inode *inode)
 {
-	return on_ctime(inode, ON_ANY);
+	return on_ctime(inode, ON_ANY, 0);
 }
 
 /*
@@ -437,19 +472,19 @@ int SHMBPF_BPF_PROG(SHMBPF_PROG(tp_btf__ctime_xchg_skip), struct inode *inode)
 SEC("fentry/d_instantiate")
 int SHMBPF_BPF_PROG(SHMBPF_PROG(fentry__d_instantiate), struct dentry *dentry, struct inode *inode)
 {
-	return on_ctime(inode, ON_CREATE | ON_NAME);
+	return on_ctime(inode, ON_CREATE | ON_NAME, 1);
 }
 
 SEC("fentry/shmem_unlink")
 int SHMBPF_BPF_PROG(SHMBPF_PROG(fentry__shmem_unlink), struct inode *dir, struct dentry *dentry)
 {
-	return on_ctime(KREAD(dentry, d_inode), ON_NAME);
+	return on_ctime(KREAD(dentry, d_inode), ON_NAME, 1);
 }
 
 SEC("fentry/d_move")
 int SHMBPF_BPF_PROG(SHMBPF_PROG(fentry__d_move), struct dentry *dentry, struct dentry *target)
 {
-	return on_ctime(KREAD(dentry, d_inode), ON_NAME);
+	return on_ctime(KREAD(dentry, d_inode), ON_NAME, 1);
 }
 
 /* Before v5.12 (the _2args flavour, chosen by userspace from the BTF). */
@@ -457,21 +492,21 @@ SEC("fexit/shmem_setattr")
 int SHMBPF_BPF_PROG(SHMBPF_PROG(fexit__shmem_setattr_2args), struct dentry *dentry,
 		    struct iattr *attr, int ret)
 {
-	return ret ? 0 : on_ctime(KREAD(dentry, d_inode), ON_RESIZE);
+	return ret ? 0 : on_ctime(KREAD(dentry, d_inode), ON_RESIZE, 1);
 }
 
 SEC("fexit/shmem_setattr")
 int SHMBPF_BPF_PROG(SHMBPF_PROG(fexit__shmem_setattr), void *ns, struct dentry *dentry,
 		    struct iattr *attr, int ret)
 {
-	return ret ? 0 : on_ctime(KREAD(dentry, d_inode), ON_RESIZE);
+	return ret ? 0 : on_ctime(KREAD(dentry, d_inode), ON_RESIZE, 1);
 }
 
 SEC("fexit/shmem_fallocate")
 int SHMBPF_BPF_PROG(SHMBPF_PROG(fexit__shmem_fallocate), struct file *file, int mode, loff_t offset,
 		    loff_t len, long ret)
 {
-	return ret ? 0 : on_ctime(KREAD(file, f_inode), ON_RESIZE);
+	return ret ? 0 : on_ctime(KREAD(file, f_inode), ON_RESIZE, 1);
 }
 
 #endif /* SHMBPF_INODE_HOOKS_BPF_H */

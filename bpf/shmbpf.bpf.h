@@ -132,6 +132,26 @@ SHMBPF_EXTERN struct {
 	__type(value, struct last_resize);
 } last_resize SEC(".maps");
 
+/*
+ * Programs on functions (fentry, fexit: the light set before v6.13) run
+ * with only migration disabled. On a fully preemptible kernel another
+ * task can run on the CPU in the middle of one, and its programs would
+ * write the same per-CPU buffers (record_buf, scratch, free_acc,
+ * last_resize). userspace sets function_hooks when it loads such
+ * programs; each claims its CPU while it uses them (claim_cpu), and a
+ * program that finds the CPU claimed leaves them alone: a light record is
+ * then not sent and a free not summed (both counted lost), a SIGBUS goes
+ * without its file's name. Tracepoint programs cannot be preempted, so
+ * without function_hooks none of this is looked at.
+ */
+SHMBPF_EXTERN const volatile __u8 function_hooks;
+SHMBPF_EXTERN struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} cpu_claimed SEC(".maps");
+
 /* Frees of one inode are summed per CPU until another inode's page is freed
  * on that CPU, a syscall we trace returns on it, or userspace flushes it. */
 SHMBPF_EXTERN struct {
@@ -146,6 +166,47 @@ static __always_inline void count(__u32 which)
 	__u64 *c = bpf_map_lookup_elem(&counters, &which);
 	if (c)
 		*c += 1; /* per-CPU: no atomics needed */
+}
+
+/* This CPU's claim (see cpu_claimed); NULL never in practice. */
+static __always_inline __u32 *cpu_claim_slot(void)
+{
+	__u32 zero = 0;
+
+	return bpf_map_lookup_elem(&cpu_claimed, &zero);
+}
+
+/* Whether a preempted program has this CPU's buffers: only with
+ * function_hooks, else never. */
+static __always_inline int cpu_is_claimed(void)
+{
+	__u32 *c;
+
+	if (!function_hooks)
+		return 0;
+	c = cpu_claim_slot();
+	return !c || *(volatile __u32 *)c;
+}
+
+/* Claims this CPU's buffers for a program on a function: the claim to
+ * give back with release_cpu(), or NULL when another holds them. */
+static __always_inline __u32 *claim_cpu(void)
+{
+	__u32 *c = cpu_claim_slot();
+
+	if (!c || *(volatile __u32 *)c)
+		return NULL;
+	*(volatile __u32 *)c = 1;
+	/* Preemption is seen by this CPU in program order: only the compiler
+	 * could move the buffers' use across the claim. */
+	asm volatile("" ::: "memory");
+	return c;
+}
+
+static __always_inline void release_cpu(__u32 *c)
+{
+	asm volatile("" ::: "memory");
+	*(volatile __u32 *)c = 0;
 }
 
 /* Reserve a record; a failure is counted, never silent. */

@@ -465,6 +465,11 @@ static __always_inline void account_free(struct inode *host, struct super_block 
 
 	if (!acc)
 		return;
+	/* A preempted light program is flushing this CPU's sum. */
+	if (cpu_is_claimed()) {
+		count(SHMBPF_CNT_LOST);
+		return;
+	}
 	dev = KREAD(sb, s_dev);
 	ino = KREAD(host, i_ino);
 	if (acc->folios && (acc->dev != dev || acc->ino != ino))
@@ -519,7 +524,9 @@ int SHMBPF_BPF_PROG(SHMBPF_PROG(tp_btf__mm_filemap_delete_from_page_cache_page),
 SEC("raw_tp")
 int flush_free(void *ctx)
 {
-	flush_free_acc();
+	/* A preempted light program has the sum: it stays for later. */
+	if (!cpu_is_claimed())
+		flush_free_acc();
 	return 0;
 }
 #endif
@@ -566,6 +573,9 @@ static __always_inline void fault_file(struct shmbpf_sigbus_event *e, struct shm
 		e->mount_max_bytes = (__u64)KREAD(sbi, max_blocks) * page_size;
 		e->mount_used_bytes = (__u64)KREAD(sbi, used_blocks.count) * page_size;
 	}
+	/* A preempted light program's walk is in scratch: no name then. */
+	if (cpu_is_claimed())
+		return;
 	e->comp_len = collect_components(KREAD(f, f_path.dentry), KREAD(f, f_path.mnt),
 					 e->components, &e->ncomp, &e->flags_ev);
 }

@@ -5,6 +5,10 @@
 // light set cannot know (the fd of a create, its mount id) is checked to
 // be absent, not guessed.
 #include "kernel/file_events.hpp"
+#include "probe/program_choice.hpp"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
 
 #include <fcntl.h>
 #include <sched.h>
@@ -12,7 +16,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
+#include <filesystem>
 #include <string>
 #include <vector>
 
@@ -309,6 +315,89 @@ TEST(LightHooks, RenameOfAFileWithTwoNames) {
   EXPECT_EQ(rn.full_path, a.path);
   EXPECT_EQ(rn.full_newpath, c.path);
   EXPECT_TRUE(has_n(t.evs, 2, EventType::unlink));
+}
+
+// This process's BPF map named name (its collector's), or -1.
+int own_map_fd(const std::string &name) {
+  for (const auto &entry : std::filesystem::directory_iterator("/proc/self/fd")) {
+    std::error_code ec;
+    if (std::filesystem::read_symlink(entry.path(), ec).string() != "anon_inode:bpf-map")
+      continue;
+    const int fd = std::stoi(entry.path().filename().string());
+    bpf_map_info info{};
+    uint32_t len = sizeof(info);
+    if (bpf_obj_get_info_by_fd(fd, &info, &len) == 0 && name == info.name)
+      return fd;
+  }
+  return -1;
+}
+
+// Sets every CPU's claim (cpu_claimed, bpf/shmbpf.bpf.h) to v.
+bool claim_every_cpu(int fd, uint32_t v) {
+  const int n = libbpf_num_possible_cpus();
+  if (n <= 0)
+    return false;
+  // A per-CPU map's values come 8 bytes apart.
+  std::vector<uint64_t> values(static_cast<size_t>(n), v);
+  const uint32_t zero = 0;
+  return bpf_map_update_elem(fd, &zero, values.data(), BPF_ANY) == 0;
+}
+
+// Programs on functions (the light set before v6.13) can be preempted on a
+// fully preemptible kernel; one that finds its CPU claimed by another
+// leaves the CPU's buffers alone and counts its record lost, and records
+// flow again once the claim is given back. A claim is set here by hand,
+// on every CPU, as a preempted program would hold it.
+TEST(LightHooks, AProgramOnAFunctionThatFindsItsCpuClaimedCountsItsRecordLost) {
+  const TestFile held("kt-lclaim"), free_again("kt-lclaim2");
+  SHMBPF_LIGHT_COLLECTOR(col);
+  const Probe &probe = col->session().probe();
+  const bool on_functions =
+      std::any_of(probe.hooks().begin(), probe.hooks().end(), [](const HookStatus &h) {
+        return !h.program.empty() && target_of(h.hook).kind == SectionTarget::Kind::function;
+      });
+  if (!on_functions)
+    GTEST_SKIP() << "the light set is on inode timestamp tracepoints here, which cannot be "
+                    "preempted: no program claims its CPU (the VM layer's kernels test this)";
+  const int claims = own_map_fd("cpu_claimed");
+  ASSERT_GE(claims, 0) << "no cpu_claimed map in this process";
+  ASSERT_TRUE(claim_every_cpu(claims, 1)) << strerror(errno);
+  const uint64_t lost_before = probe.lost();
+  Traced t;
+  ASSERT_NO_FATAL_FAILURE(trace(*col, t, "kt-lclaim", [&](Facts &f) {
+    int fd = noted(shm_open(held.name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600), f.f[0]);
+    if (fd < 0)
+      return 1;
+    // Two pages, freed at the close: summed by no one while claimed.
+    if (ftruncate(fd, 8192) != 0 || pwrite(fd, std::string(8192, 'c').data(), 8192, 0) != 8192 ||
+        shm_unlink(held.name.c_str()) != 0)
+      return 2;
+    close(fd);
+    return 0;
+  }));
+  const bool given_back = claim_every_cpu(claims, 0);
+  ASSERT_TRUE(given_back) << strerror(errno);
+  EXPECT_TRUE(has_n(t.evs, 0, EventType::create));
+  EXPECT_TRUE(has_n(t.evs, 0, EventType::resize));
+  EXPECT_TRUE(has_n(t.evs, 0, EventType::unlink));
+  for (const Event &e : of_type(t.evs, EventType::free))
+    EXPECT_NE(e.ino, t.facts->f[0].ino) << show(e);
+  // create, resize, unlink and two pages' frees: counted, not silent.
+  EXPECT_GE(probe.lost() - lost_before, 5u);
+
+  Traced again;
+  ASSERT_NO_FATAL_FAILURE(trace(*col, again, "kt-lclaim2", [&](Facts &f) {
+    int fd = noted(shm_open(free_again.name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600), f.f[0]);
+    if (fd < 0 || shm_unlink(free_again.name.c_str()) != 0)
+      return 1;
+    close(fd);
+    return 0;
+  }));
+  Event cr, ul;
+  ASSERT_TRUE(one(again.evs, EventType::create, cr));
+  ASSERT_TRUE(one(again.evs, EventType::unlink, ul));
+  EXPECT_EQ(cr.full_path, free_again.path);
+  EXPECT_EQ(cr.ino, again.facts->f[0].ino);
 }
 
 } // namespace
