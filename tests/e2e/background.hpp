@@ -47,6 +47,9 @@ inline std::vector<std::string> lines_of(const std::string &s) {
 inline void tracefs_setup_in_own_namespace(bool fake) {
   if (unshare(CLONE_NEWNS) != 0 || mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr))
     _exit(125);
+  // Not debugfs either: its tracing directory is another tracefs mount.
+  while (umount2("/sys/kernel/debug", MNT_DETACH) == 0) {
+  }
   mount("tmpfs", "/sys/kernel/debug", "tmpfs", 0, nullptr);
   if (fake) {
     if (mount("tmpfs", "/sys/kernel/tracing", "tmpfs", 0, nullptr) != 0 ||
