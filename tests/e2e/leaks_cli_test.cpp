@@ -149,6 +149,7 @@ TEST(LeaksCli, WindowReportsTheMountASigbusHit) {
   EXPECT_EQ(m["mountpoint"], mnt);
   EXPECT_EQ(m["count"], 1);
   EXPECT_EQ(m["last"]["pid"], toucher.pid);
+  EXPECT_EQ(m["last"]["tid"], toucher.pid); // its only thread
   EXPECT_EQ(m["last"]["comm"], "e2e-toucher");
   EXPECT_EQ(m["last"]["path"], path);
   EXPECT_EQ(m["last"]["offset"], 1 << 20);

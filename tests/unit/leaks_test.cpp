@@ -102,6 +102,7 @@ BusError fault_on(const std::string &mountpoint, uint32_t pid, uint64_t ts) {
   BusError b;
   b.ts_ns = ts;
   b.pid = pid;
+  b.tid = pid + 100; // a worker thread
   b.comm = "python3";
   b.fault = FaultLookup::file;
   b.kind = Kind::tmpfs;
@@ -145,6 +146,7 @@ TEST(LeaksView, BusErrorsByMountInTextAndJson) {
   EXPECT_EQ(j["bus_errors"][0]["count"], 2);
   EXPECT_TRUE(j["bus_errors"][0]["container"].is_null());
   EXPECT_EQ(j["bus_errors"][0]["last"]["pid"], 3);
+  EXPECT_EQ(j["bus_errors"][0]["last"]["tid"], 103);
   EXPECT_EQ(j["bus_errors"][0]["last"]["cause"], "mount-full");
   EXPECT_EQ(j["bus_errors"][0]["last"]["path"], "/dev/shm/torch_1");
   EXPECT_EQ(j["bus_errors"][0]["last"]["offset"], 1 << 20);

@@ -31,11 +31,10 @@ BusCause bus_cause(const Event &e);
 struct BusError {
   uint64_t ts_ns = 0; // CLOCK_BOOTTIME
   uint32_t pid = 0;
-  uint32_t tid = 0;
+  uint32_t tid = 0; // the thread that faulted
   std::string comm;
   uint64_t cgroup_id = 0; // the faulting process's
   ContainerRef container; // its container (id "" = host), set by the Engine when read
-  uint32_t mntns = 0;
   FaultLookup fault = FaultLookup::unknown;
   Kind kind = Kind::none; // none: no file, or a file that is not shared memory
   uint32_t dev = 0;

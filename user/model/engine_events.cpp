@@ -384,7 +384,6 @@ void Engine::on_sigbus(const Event &e) {
   b.tid = e.tid;
   b.comm = e.comm;
   b.cgroup_id = e.cgroup_id;
-  b.mntns = e.mntns;
   b.fault = e.fault;
   b.addr = e.addr;
   if (e.fault == FaultLookup::file) {

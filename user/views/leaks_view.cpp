@@ -49,7 +49,7 @@ std::string bus_errors_text(const LeakReport &r, uint64_t now_ns) {
 }
 
 void write_bus_error(JsonWriter &w, const BusError &b) {
-  w.begin_object().num("ts_ns", b.ts_ns).num("pid", b.pid).str("comm", b.comm);
+  w.begin_object().num("ts_ns", b.ts_ns).num("pid", b.pid).num("tid", b.tid).str("comm", b.comm);
   w.key("container");
   write_container(w, b.container);
   w.str("fault", to_string(b.fault)).str("cause", to_string(b.cause));
