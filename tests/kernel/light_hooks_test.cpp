@@ -5,7 +5,6 @@
 // light set cannot know (the fd of a create, its mount id) is checked to
 // be absent, not guessed.
 #include "kernel/file_events.hpp"
-#include "probe/program_choice.hpp"
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -16,7 +15,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <string>
@@ -352,11 +350,7 @@ TEST(LightHooks, AProgramOnAFunctionThatFindsItsCpuClaimedCountsItsRecordLost) {
   const TestFile held("kt-lclaim"), free_again("kt-lclaim2");
   SHMBPF_LIGHT_COLLECTOR(col);
   const Probe &probe = col->session().probe();
-  const bool on_functions =
-      std::any_of(probe.hooks().begin(), probe.hooks().end(), [](const HookStatus &h) {
-        return !h.program.empty() && target_of(h.hook).kind == SectionTarget::Kind::function;
-      });
-  if (!on_functions)
+  if (!probe.on_functions())
     GTEST_SKIP() << "the light set is on inode timestamp tracepoints here, which cannot be "
                     "preempted: no program claims its CPU (the VM layer's kernels test this)";
   const int claims = own_map_fd("cpu_claimed");

@@ -388,10 +388,10 @@ Probe::Probe(const ProbeOptions &opts, bool attach_now) {
   fallbacks_ = std::move(choice.fallbacks);
   // Programs on functions can be preempted where the kernel allows it:
   // they then claim their CPU's buffers (cpu_claimed, bpf/shmbpf.bpf.h).
-  skel_->rodata->function_hooks =
-      std::any_of(hooks_.begin(), hooks_.end(), [](const HookStatus &h) {
-        return !h.program.empty() && target_of(h.hook).kind == SectionTarget::Kind::function;
-      });
+  on_functions_ = std::any_of(hooks_.begin(), hooks_.end(), [](const HookStatus &h) {
+    return !h.program.empty() && target_of(h.hook).kind == SectionTarget::Kind::function;
+  });
+  skel_->rodata->function_hooks = on_functions_;
   for (const HookStatus &h : hooks_)
     if (!h.off.empty())
       missing_.push_back(off_text(h));

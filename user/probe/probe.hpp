@@ -189,6 +189,9 @@ public:
   const std::string &hook_set_note() const { return hook_set_note_; }
   // Why the light set cannot load on this kernel; "" when it can.
   const std::string &light_missing() const { return light_missing_; }
+  // Programs on functions (fentry, fexit) are loaded: they claim their
+  // CPU's buffers while they build a record (bpf/shmbpf.bpf.h).
+  bool on_functions() const { return on_functions_; }
   // Runs and run time of every attached program so far, by hook. Zeros
   // unless statistics are on (ProbeOptions::run_stats, or the sysctl
   // kernel.bpf_stats_enabled).
@@ -220,6 +223,7 @@ private:
   HookSet hook_set_ = HookSet::full;
   std::string hook_set_note_;
   std::string light_missing_;
+  bool on_functions_ = false;
   KernelFeatures features_;
   int ncpus_ = 0;
   int stats_fd_ = -1; // BPF_ENABLE_STATS: statistics are on while it is open
