@@ -258,6 +258,24 @@ TEST(Decode, RejectsARecordCutInsideItsFixedFields) {
   EXPECT_EQ(record_min_size(SHMBPF_EV_RESIZE), offsetof(shmbpf_file_event, components));
 }
 
+TEST(Decode, EveryTypeHasItsWholeAndLeastSize) {
+  for (int t = 1; t < SHMBPF_EV_MAX; ++t) {
+    const auto type = static_cast<uint8_t>(t);
+    SCOPED_TRACE(t);
+    EXPECT_GE(record_min_size(type), sizeof(shmbpf_hdr));
+    EXPECT_LE(record_min_size(type), record_size(type));
+  }
+  // Only file and path records end early.
+  EXPECT_EQ(record_min_size(SHMBPF_EV_CREATE_BY_PATH), offsetof(shmbpf_path_event, path));
+  EXPECT_EQ(record_size(SHMBPF_EV_CREATE_BY_PATH), sizeof(shmbpf_path_event));
+  EXPECT_EQ(record_min_size(SHMBPF_EV_SIGBUS), sizeof(shmbpf_sigbus_event));
+  EXPECT_EQ(record_min_size(SHMBPF_EV_EXEC), sizeof(shmbpf_exec_event));
+  EXPECT_EQ(record_size(0), 0u);
+  EXPECT_EQ(record_min_size(0), 0u);
+  EXPECT_EQ(record_size(SHMBPF_EV_MAX), 0u);
+  EXPECT_EQ(record_min_size(SHMBPF_EV_MAX), 0u);
+}
+
 TEST(Decode, RejectsUnknownType) {
   auto r = file_record(SHMBPF_EV_CREATE);
   r.hdr.type = SHMBPF_EV_MAX;

@@ -207,48 +207,52 @@ template <class T> T copy_record(const void *data, size_t size = sizeof(T)) {
 
 } // namespace
 
-size_t record_min_size(uint8_t type) {
-  switch (record_size(type)) {
-  case sizeof(shmbpf_file_event):
-    return offsetof(shmbpf_file_event, components);
-  case sizeof(shmbpf_path_event):
-    return offsetof(shmbpf_path_event, path);
-  default:
-    return record_size(type);
-  }
-}
+namespace {
 
-size_t record_size(uint8_t type) {
+// A type's record: its whole size as the kernel writes it, and the least
+// it may be ({0, 0}: a type the ABI does not have).
+struct RecordSizes {
+  size_t whole = 0;
+  size_t least = 0;
+};
+
+RecordSizes record_sizes(uint8_t type) {
   switch (type) {
   case SHMBPF_EV_CREATE:
   case SHMBPF_EV_OPEN:
   case SHMBPF_EV_MEMFD_CREATE:
   case SHMBPF_EV_RESIZE:
   case SHMBPF_EV_NOSPACE_WRITE:
-    return sizeof(shmbpf_file_event);
+    return {sizeof(shmbpf_file_event), offsetof(shmbpf_file_event, components)};
   case SHMBPF_EV_UNLINK:
   case SHMBPF_EV_RENAME:
   case SHMBPF_EV_LINK:
   case SHMBPF_EV_NOSPACE_CREATE:
   case SHMBPF_EV_CREATE_BY_PATH:
-    return sizeof(shmbpf_path_event);
+    return {sizeof(shmbpf_path_event), offsetof(shmbpf_path_event, path)};
   case SHMBPF_EV_SHMGET:
   case SHMBPF_EV_SHMAT:
   case SHMBPF_EV_SHMDT:
   case SHMBPF_EV_SHM_RMID:
-    return sizeof(shmbpf_sysv_event);
+    return {sizeof(shmbpf_sysv_event), sizeof(shmbpf_sysv_event)};
   case SHMBPF_EV_FREE:
-    return sizeof(shmbpf_free_event);
+    return {sizeof(shmbpf_free_event), sizeof(shmbpf_free_event)};
   case SHMBPF_EV_SIGBUS:
-    return sizeof(shmbpf_sigbus_event);
+    return {sizeof(shmbpf_sigbus_event), sizeof(shmbpf_sigbus_event)};
   case SHMBPF_EV_EXIT:
-    return sizeof(shmbpf_exit_event);
+    return {sizeof(shmbpf_exit_event), sizeof(shmbpf_exit_event)};
   case SHMBPF_EV_EXEC:
-    return sizeof(shmbpf_exec_event);
+    return {sizeof(shmbpf_exec_event), sizeof(shmbpf_exec_event)};
   default:
-    return 0;
+    return {};
   }
 }
+
+} // namespace
+
+size_t record_size(uint8_t type) { return record_sizes(type).whole; }
+
+size_t record_min_size(uint8_t type) { return record_sizes(type).least; }
 
 void join_components_into(std::string &out, const char *buf, size_t len, bool reached_root) {
   out.clear();
@@ -298,12 +302,11 @@ bool decode_event_into(const void *data, size_t len, Event &e, std::string *why)
                        std::to_string(SHMBPF_ABI_VERSION));
     return false;
   }
-  size_t want = record_size(h.type);
+  const auto [want, least] = record_sizes(h.type);
   if (want == 0) {
     set_error(why, "unknown event type " + std::to_string(h.type));
     return false;
   }
-  const size_t least = record_min_size(h.type);
   if (h.size < least || h.size > want || len < h.size) {
     set_error(why, "event type " + std::to_string(h.type) + " has size " + std::to_string(h.size) +
                        " in a record of " + std::to_string(len) + " bytes, expected " +
