@@ -41,8 +41,9 @@ WORKLOAD_TITLES = {
     "sysv": "SysV shmget/shmat/shmdt/RMID cycle",
 }
 
-# engine_host (the model without a view) with the full or the light hook set.
-ENGINES = ("engine", "engine_light")
+# engine_host (the model without a view) with the full or the light hook set,
+# or the light set with a reader that only counts its records.
+ENGINES = ("engine", "engine_light", "light_count")
 # The floor section's probes (bench/floor): condition -> floor_host's arguments.
 FLOOR_MODES = {"floor_empty": ["empty"], "floor_count": ["count"], "floor_record": ["record"],
                "ctime_empty": ["--hooks", "ctime", "empty"], "ctime_record": ["--hooks", "ctime", "record"]}
@@ -142,7 +143,8 @@ class Tracer:
             if ring:
                 cmd += ["--ring-buffer-size", str(ring)]
         elif self.family == "engine":
-            cmd = [cfg.bin("engine_host")] + (["--hooks", "light"] if kind == "engine_light" else [])
+            cmd = [cfg.bin("engine_host")] + {"engine": [], "engine_light": ["--hooks", "light"],
+                                              "light_count": ["--hooks", "light", "--count-only"]}[kind]
             if ring:
                 cmd += ["--ring-buffer-size", str(ring)]
             if match:

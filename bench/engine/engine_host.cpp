@@ -3,9 +3,12 @@
 // and `leaks` run underneath. The benchmark's "engine" condition.
 //
 //   engine_host [--ring-buffer-size BYTES] [--hooks full|light] [--match GLOB]
-//               [--loss-reconcile-gap-ms MS]
+//               [--loss-reconcile-gap-ms MS] [--count-only]
 //
 // (a long --loss-reconcile-gap-ms keeps rescans out of a profile).
+// --count-only reads the ring and only counts its records (no decoder, no
+// engine, no rescans): the programs' cost with the least a reader can do,
+// to tell the reader's share of a workload's overhead from theirs.
 // Prints "ready" on stdout once attached and bootstrapped. SIGUSR1 prints a
 // stats line (JSON) and keeps going; SIGINT/SIGTERM drains, prints it, exits.
 // "matching" counts live segments whose path matches GLOB, so a caller can
@@ -13,6 +16,7 @@
 #include "facts/hooks.hpp"
 #include "facts/result.hpp"
 #include "live/monitor.hpp"
+#include "probe/probe.hpp"
 
 #include <cerrno>
 #include <chrono>
@@ -57,17 +61,42 @@ void report(const shmbpf::Monitor &mon, const std::string &match, long long star
   std::fflush(stdout);
 }
 
+// --count-only: the probe alone, its records counted, not read.
+int count_records(const shmbpf::ProbeOptions &opts) {
+  shmbpf::Probe probe(opts);
+  unsigned long long records = 0;
+  std::printf("ready\n");
+  std::fflush(stdout);
+  while (!g_stop) {
+    const int n = probe.poll(100, [&](const void *, size_t) { ++records; });
+    if (n < 0 && n != -EINTR)
+      throw shmbpf::FatalError("reading the ring buffer", std::strerror(-n));
+  }
+  probe.poll(0, [&](const void *, size_t) { ++records; });
+  std::printf("{\"events\":%llu,\"lost\":%llu}\n", records,
+              static_cast<unsigned long long>(probe.lost()));
+  return 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
   shmbpf::MonitorOptions opts;
   std::string match;
+  bool count_only = false;
   auto usage = [] {
     std::fprintf(stderr, "usage: engine_host [--ring-buffer-size BYTES] [--hooks full|light] "
-                         "[--match GLOB] [--loss-reconcile-gap-ms MS]\n");
+                         "[--match GLOB] [--loss-reconcile-gap-ms MS] [--count-only]\n");
     return 2;
   };
-  for (int i = 1; i + 1 < argc; i += 2) {
+  for (int i = 1; i < argc; i += 2) {
+    if (std::strcmp(argv[i], "--count-only") == 0) {
+      count_only = true;
+      --i; // a flag: no value
+      continue;
+    }
+    if (i + 1 == argc)
+      return usage();
     if (std::strcmp(argv[i], "--ring-buffer-size") == 0) {
       opts.probe.ring_buffer_bytes = std::strtoull(argv[i + 1], nullptr, 0);
     } else if (std::strcmp(argv[i], "--hooks") == 0) {
@@ -92,6 +121,8 @@ int main(int argc, char **argv) {
   sigaction(SIGUSR1, &sa, nullptr);
 
   try {
+    if (count_only)
+      return count_records(opts.probe);
     shmbpf::Monitor mon(opts);
     const long long start_cpu = cpu_ns();
     std::printf("ready\n");
