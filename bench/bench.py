@@ -297,22 +297,27 @@ def bench_overhead(cfg, workloads, conds):
                 rows[c].append(rec)
                 log(f"  {w:10s} round {r + 1}/{cfg.rounds} {c:9s} {rec['ns_per_op']:10.1f} ns/op"
                     + (f"  lost={rec.get('lost')}" if tracer else ""))
-        base = median([x["ns_per_op"] for x in rows["untraced"]]) if "untraced" in rows else None
-        summary = {}
+        summary = summarize(rows, conds)
         for c in conds:
-            med = median([x["ns_per_op"] for x in rows[c]])
             ops = rows[c][0]["ops"] if rows[c] else 0
             cons = median([x.get("consumer_cpu_s") for x in rows[c]])
-            summary[c] = {
-                "median_ns_per_op": med,
-                "median_cpu_ns_per_op": median([x["cpu_ns_per_op"] for x in rows[c]]),
-                "ratio": (med / base) if base and med else None,
-                "consumer_cpu_ns_per_op": (cons * 1e9 / ops) if cons is not None and ops else None,
-                "lost": sum(x.get("lost") or 0 for x in rows[c]),
-                "runs": rows[c],
-            }
+            summary[c].update(
+                median_cpu_ns_per_op=median([x["cpu_ns_per_op"] for x in rows[c]]),
+                consumer_cpu_ns_per_op=(cons * 1e9 / ops) if cons is not None and ops else None)
         results[w] = summary
     return results
+
+
+def summarize(rows, conds):
+    """Per condition: the median ns per op of its rounds, its ratio to untraced's, what was lost."""
+    base = median([float(x["ns_per_op"]) for x in rows.get("untraced", [])])
+    summary = {}
+    for c in conds:
+        runs = rows.get(c, [])
+        med = median([float(x["ns_per_op"]) for x in runs])
+        summary[c] = {"median_ns_per_op": med, "ratio": (med / base) if base and med else None,
+                      "lost": sum(int(x.get("lost") or 0) for x in runs), "runs": runs}
+    return summary
 
 
 # --- overhead in a VM guest --------------------------------------------------
@@ -348,15 +353,7 @@ def bench_vm(cfg, release, workloads):
                 log(f"  {release}: {line}")
     if p.returncode != 0:
         raise RuntimeError(f"the {release} guest failed (status {p.returncode})")
-    results = {}
-    for w, per in rows.items():
-        base = median([float(x["ns_per_op"]) for x in per.get("untraced", [])])
-        summary = {}
-        for c in ("untraced", "full", "light"):
-            med = median([float(x["ns_per_op"]) for x in per.get(c, [])])
-            summary[c] = {"median_ns_per_op": med, "ratio": (med / base) if base and med else None,
-                          "lost": sum(int(x["lost"]) for x in per.get(c, [])), "runs": per.get(c, [])}
-        results[w] = summary
+    results = {w: summarize(per, ("untraced", "full", "light")) for w, per in rows.items()}
     return {"release": release, "kernel": kernel, "overhead": results}
 
 
@@ -1041,6 +1038,11 @@ def report(res):
 def selfcheck():
     assert median([3, 1, 2]) == 2
     assert parse_kv("ops=10 ns_per_op=2.5 x=y\n") == {"ops": 10, "ns_per_op": 2.5, "x": "y"}
+    rounds = {"untraced": [{"ns_per_op": 100.0, "lost": 0}, {"ns_per_op": 300.0, "lost": 0}],
+              "light": [{"ns_per_op": 250.0, "lost": 2}, {"ns_per_op": 230.0, "lost": None}]}
+    s = summarize(rounds, ["untraced", "light", "full"])
+    assert s["light"]["median_ns_per_op"] == 240.0 and s["light"]["ratio"] == 1.2 and s["light"]["lost"] == 2, s
+    assert s["full"]["median_ns_per_op"] is None and s["full"]["ratio"] is None and s["full"]["runs"] == [], s
     report({})
     floor = report({"floor": {"shm": {"untraced": {"median_ns_per_op": 8000.0, "ratio": 1.0},
                                       "floor_record": {"median_ns_per_op": 9360.0, "ratio": 1.17}}}})
