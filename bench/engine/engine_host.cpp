@@ -89,25 +89,26 @@ int main(int argc, char **argv) {
                          "[--match GLOB] [--loss-reconcile-gap-ms MS] [--count-only]\n");
     return 2;
   };
-  for (int i = 1; i < argc; i += 2) {
-    if (std::strcmp(argv[i], "--count-only") == 0) {
+  for (int i = 1; i < argc; ++i) {
+    const char *flag = argv[i];
+    if (std::strcmp(flag, "--count-only") == 0) {
       count_only = true;
-      --i; // a flag: no value
       continue;
     }
     if (i + 1 == argc)
       return usage();
-    if (std::strcmp(argv[i], "--ring-buffer-size") == 0) {
-      opts.probe.ring_buffer_bytes = std::strtoull(argv[i + 1], nullptr, 0);
-    } else if (std::strcmp(argv[i], "--hooks") == 0) {
-      const auto set = shmbpf::hook_set_named(argv[i + 1]);
+    const char *value = argv[++i];
+    if (std::strcmp(flag, "--ring-buffer-size") == 0) {
+      opts.probe.ring_buffer_bytes = std::strtoull(value, nullptr, 0);
+    } else if (std::strcmp(flag, "--hooks") == 0) {
+      const auto set = shmbpf::hook_set_named(value);
       if (!set)
         return usage();
       opts.probe.hooks = *set;
-    } else if (std::strcmp(argv[i], "--match") == 0) {
-      match = argv[i + 1];
-    } else if (std::strcmp(argv[i], "--loss-reconcile-gap-ms") == 0) {
-      opts.loss_reconcile_gap = std::chrono::milliseconds(std::strtoll(argv[i + 1], nullptr, 0));
+    } else if (std::strcmp(flag, "--match") == 0) {
+      match = value;
+    } else if (std::strcmp(flag, "--loss-reconcile-gap-ms") == 0) {
+      opts.loss_reconcile_gap = std::chrono::milliseconds(std::strtoll(value, nullptr, 0));
     } else {
       return usage();
     }
