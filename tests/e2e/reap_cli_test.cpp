@@ -31,14 +31,6 @@ namespace {
 
 using nlohmann::json;
 
-// Each entry of "segments" by its path.
-std::map<std::string, json> by_path(const json &doc) {
-  std::map<std::string, json> out;
-  for (const auto &s : doc["segments"])
-    out.emplace(s["segment"]["path"].get<std::string>(), s);
-  return out;
-}
-
 std::string quoted(const std::string &s) { return "'" + s + "'"; }
 
 // Runs the binary without a shell (as uid when not -1) and, while it runs,

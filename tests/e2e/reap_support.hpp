@@ -7,6 +7,8 @@
 #include "container_sim.hpp"
 #include "support.hpp"
 
+#include <nlohmann/json.hpp>
+
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/mount.h>
@@ -24,11 +26,20 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <sstream>
 #include <string>
 #include <vector>
 
 namespace shmbpf::test {
+
+// Each entry of the "segments" of `reap --json` by its path.
+inline std::map<std::string, nlohmann::json> by_path(const nlohmann::json &doc) {
+  std::map<std::string, nlohmann::json> out;
+  for (const auto &s : doc["segments"])
+    out.emplace(s["segment"]["path"].get<std::string>(), s);
+  return out;
+}
 
 // A tmpfs mounted at /tmp/shmbpf-e2e-reap-<pid>-<n>/dev/shm, unmounted
 // (with whatever was mounted below it) and removed by the destructor.

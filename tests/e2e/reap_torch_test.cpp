@@ -53,13 +53,6 @@ std::vector<std::string> job_files(const ReapMount &m, const TorchJob &job) {
   return out;
 }
 
-std::map<std::string, json> by_path(const json &doc) {
-  std::map<std::string, json> out;
-  for (const auto &s : doc["segments"])
-    out.emplace(s["segment"]["path"].get<std::string>(), s);
-  return out;
-}
-
 TEST(ReapTorch, KilledJobsFilesAreFreedARunningJobKeepsItsOwn) {
   SHMBPF_REQUIRE_TORCH();
   ReapMount m("512m");
