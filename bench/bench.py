@@ -42,8 +42,10 @@ WORKLOAD_TITLES = {
 }
 
 # engine_host (the model without a view) with the full or the light hook set,
-# or the light set with a reader that only counts its records.
-ENGINES = ("engine", "engine_light", "light_count")
+# or the light set with a reader that only counts its records: condition ->
+# engine_host's arguments.
+ENGINES = {"engine": [], "engine_light": ["--hooks", "light"],
+           "light_count": ["--hooks", "light", "--count-only"]}
 # The floor section's probes (bench/floor): condition -> floor_host's arguments.
 FLOOR_MODES = {"floor_empty": ["empty"], "floor_count": ["count"], "floor_record": ["record"],
                "ctime_empty": ["--hooks", "ctime", "empty"], "ctime_record": ["--hooks", "ctime", "record"]}
@@ -143,8 +145,7 @@ class Tracer:
             if ring:
                 cmd += ["--ring-buffer-size", str(ring)]
         elif self.family == "engine":
-            cmd = [cfg.bin("engine_host")] + {"engine": [], "engine_light": ["--hooks", "light"],
-                                              "light_count": ["--hooks", "light", "--count-only"]}[kind]
+            cmd = [cfg.bin("engine_host")] + ENGINES[kind]
             if ring:
                 cmd += ["--ring-buffer-size", str(ring)]
             if match:

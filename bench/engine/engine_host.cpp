@@ -65,14 +65,15 @@ void report(const shmbpf::Monitor &mon, const std::string &match, long long star
 int count_records(const shmbpf::ProbeOptions &opts) {
   shmbpf::Probe probe(opts);
   unsigned long long records = 0;
+  const shmbpf::Probe::RecordFn count = [&](const void *, size_t) { ++records; };
   std::printf("ready\n");
   std::fflush(stdout);
   while (!g_stop) {
-    const int n = probe.poll(100, [&](const void *, size_t) { ++records; });
+    const int n = probe.poll(100, count);
     if (n < 0 && n != -EINTR)
       throw shmbpf::FatalError("reading the ring buffer", std::strerror(-n));
   }
-  probe.poll(0, [&](const void *, size_t) { ++records; });
+  probe.poll(0, count);
   std::printf("{\"events\":%llu,\"lost\":%llu}\n", records,
               static_cast<unsigned long long>(probe.lost()));
   return 0;
