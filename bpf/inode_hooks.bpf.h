@@ -367,13 +367,17 @@ enum { SEND_NONE, SEND_CREATE, SEND_MEMFD, SEND_RESIZE, SEND_PATH_CALL };
  * (claim) claims its CPU's buffers first (see cpu_claimed). */
 static __always_inline int on_ctime(struct inode *inode, int on, int claim)
 {
-	struct super_block *sb = KREAD(inode, i_sb);
-	__u8 fs = inode_fs(inode, sb); /* regular files on tmpfs or hugetlbfs */
+	struct super_block *sb;
 	struct pt_regs *regs;
 	__u16 origin = SHMBPF_ORIG_NONE;
 	__u32 *claimed = NULL;
 	int send = SEND_NONE;
+	__u8 fs;
 
+	if (only_tgid && bpf_get_current_pid_tgid() >> 32 != only_tgid)
+		return 0;
+	sb = KREAD(inode, i_sb);
+	fs = inode_fs(inode, sb); /* regular files on tmpfs or hugetlbfs */
 	if (fs == SHMBPF_FS_UNKNOWN)
 		return 0;
 	regs = caller_regs(&origin);

@@ -47,6 +47,12 @@ SHMBPF_EXTERN const volatile __u32 page_size;
  * (see submit()). */
 SHMBPF_EXTERN const volatile __u64 wakeup_interval_ns;
 SHMBPF_EXTERN const volatile __u64 wakeup_bytes;
+/* For benchmarks only: the light hooks on a file's changes look at this
+ * process alone and return at once for any other (0, the default: every
+ * process); exits, execs, frees and SIGBUS are not filtered. Two hook sets
+ * are then timed side by side, each on its own workload (bench.py, section
+ * "paired"). Read-only, so at 0 the verifier drops the test. */
+SHMBPF_EXTERN const volatile __u32 only_tgid;
 /* When submit() last woke the consumer; racy across CPUs, on purpose: the
  * worst case is one extra wakeup. */
 SHMBPF_EXTERN __u64 last_wakeup_ns;

@@ -3,12 +3,15 @@
 // and `leaks` run underneath. The benchmark's "engine" condition.
 //
 //   engine_host [--ring-buffer-size BYTES] [--hooks full|light] [--match GLOB]
-//               [--loss-reconcile-gap-ms MS] [--count-only]
+//               [--loss-reconcile-gap-ms MS] [--count-only] [--pid PID]
 //
 // (a long --loss-reconcile-gap-ms keeps rescans out of a profile).
 // --count-only reads the ring and only counts its records (no decoder, no
 // engine, no rescans): the programs' cost with the least a reader can do,
 // to tell the reader's share of a workload's overhead from theirs.
+// --pid has the light hooks on a file's changes look at that process alone
+// (ProbeOptions::only_tgid), so that another probe can time another workload
+// beside it.
 // Prints "ready" on stdout once attached and bootstrapped. SIGUSR1 prints a
 // stats line (JSON) and keeps going; SIGINT/SIGTERM drains, prints it, exits.
 // "matching" counts live segments whose path matches GLOB, so a caller can
@@ -21,6 +24,7 @@
 #include <cerrno>
 #include <chrono>
 #include <csignal>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -86,8 +90,9 @@ int main(int argc, char **argv) {
   std::string match;
   bool count_only = false;
   auto usage = [] {
-    std::fprintf(stderr, "usage: engine_host [--ring-buffer-size BYTES] [--hooks full|light] "
-                         "[--match GLOB] [--loss-reconcile-gap-ms MS] [--count-only]\n");
+    std::fprintf(stderr,
+                 "usage: engine_host [--ring-buffer-size BYTES] [--hooks full|light] "
+                 "[--match GLOB] [--loss-reconcile-gap-ms MS] [--count-only] [--pid PID]\n");
     return 2;
   };
   for (int i = 1; i < argc; ++i) {
@@ -106,6 +111,12 @@ int main(int argc, char **argv) {
       if (!set)
         return usage();
       opts.probe.hooks = *set;
+    } else if (std::strcmp(flag, "--pid") == 0) {
+      char *end = nullptr;
+      const unsigned long pid = std::strtoul(value, &end, 10);
+      if (*end != '\0' || pid == 0 || pid > UINT32_MAX)
+        return usage();
+      opts.probe.only_tgid = static_cast<uint32_t>(pid);
     } else if (std::strcmp(flag, "--match") == 0) {
       match = value;
     } else if (std::strcmp(flag, "--loss-reconcile-gap-ms") == 0) {

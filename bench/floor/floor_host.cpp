@@ -2,7 +2,7 @@
 // section "floor"): loads bench/floor/bpf/floor.bpf.c, attaches it and drains
 // its ring buffer until SIGINT/SIGTERM.
 //
-//   floor_host [--duration SECONDS] [--hooks syscalls|ctime] MODE
+//   floor_host [--duration SECONDS] [--hooks syscalls|ctime] [--pid PID] MODE
 //
 //   floor_host empty    programs that return at once
 //   floor_host count    programs that add one to a per-CPU counter
@@ -10,7 +10,8 @@
 //
 // --hooks picks the programs: on the shm cycle's sys_exit tracepoints
 // (syscalls, the default), or on the inode timestamp tracepoints that fire
-// when tmpfs changes a file's ctime (ctime; finding 24).
+// when tmpfs changes a file's ctime (ctime; finding 24). With ctime, --pid
+// has the programs look at that process alone (bench.py, section "paired").
 //
 // It runs until SIGINT/SIGTERM, or for SECONDS. On exit it prints "floor: N records, L lost" on
 // stderr (N counts the events in mode count).
@@ -24,6 +25,7 @@
 #include <cerrno>
 #include <chrono>
 #include <csignal>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -69,6 +71,7 @@ int main(int argc, char **argv) {
   const char *const modes[] = {"empty", "count", "record"}; // floor.bpf.c's enum floor_mode
   int mode = -1;
   double duration = 0;
+  unsigned long pid = 0;
   bool ok = true;
   std::string hooks = "syscalls";
   for (int i = 1; i < argc && ok; i++) {
@@ -76,6 +79,12 @@ int main(int argc, char **argv) {
     if (arg == "--hooks" && i + 1 < argc) {
       hooks = argv[++i];
       ok = hooks == "syscalls" || hooks == "ctime";
+      continue;
+    }
+    if (arg == "--pid" && i + 1 < argc) {
+      char *end = nullptr;
+      pid = std::strtoul(argv[++i], &end, 10);
+      ok = *end == '\0' && pid > 0 && pid <= UINT32_MAX;
       continue;
     }
     if (arg == "--duration" && i + 1 < argc) {
@@ -88,10 +97,9 @@ int main(int argc, char **argv) {
     ok = m != std::end(modes) && mode == -1;
     mode = static_cast<int>(m - std::begin(modes));
   }
-  if (!ok || mode < 0) {
-    std::fprintf(
-        stderr,
-        "usage: floor_host [--duration SECONDS] [--hooks syscalls|ctime] empty|count|record\n");
+  if (!ok || mode < 0 || (pid && hooks != "ctime")) {
+    std::fprintf(stderr, "usage: floor_host [--duration SECONDS] [--hooks syscalls|ctime] [--pid "
+                         "PID] empty|count|record (--pid with --hooks ctime)\n");
     return 2;
   }
   try {
@@ -106,6 +114,7 @@ int main(int argc, char **argv) {
     return 1;
   }
   skel->rodata->mode = mode;
+  skel->rodata->only_tgid = static_cast<__u32>(pid);
   bpf_program *prog;
   bpf_object__for_each_program(prog, skel->obj) {
     const bool ctime = std::string_view(bpf_program__section_name(prog)).starts_with("tp_btf/");

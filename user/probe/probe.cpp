@@ -332,6 +332,7 @@ Probe::Probe(const ProbeOptions &opts, bool attach_now) {
   }
   skel_->rodata->have_task_pt_regs = features_.task_pt_regs ? 1 : 0;
   skel_->rodata->have_find_vma = features_.find_vma ? 1 : 0;
+  skel_->rodata->only_tgid = opts.only_tgid;
   TracepointList tracepoints(tracefs);
   FunctionList functions(tracefs);
   auto missing = [&](const std::string &sec) -> std::string {

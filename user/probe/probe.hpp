@@ -67,6 +67,11 @@ struct ProbeOptions {
   // (BPF_ENABLE_STATS, for as long as the probe lives; it adds two clock
   // reads to every run). program_stats() reads them.
   bool run_stats = false;
+  // For benchmarks only (bench.py, section "paired"): the light hooks on a
+  // file's changes look at this process alone and return at once for any
+  // other; 0, every process. Exits, execs, frees and SIGBUS, and the full
+  // set, are not filtered.
+  uint32_t only_tgid = 0;
   // Called by Session after the kernel maps were seeded and before the
   // programs are attached (tests change files in that window).
   std::function<void()> before_attach;

@@ -15,6 +15,10 @@ enum floor_mode { FLOOR_EMPTY, FLOOR_COUNT, FLOOR_RECORD };
 
 /* Set by floor_host before load (enum floor_mode). */
 const volatile int mode;
+/* With --pid: the ctime programs look at this process alone and return at
+ * once for any other (0: every process), as shmbpf's light hooks do with
+ * engine_host --pid (bench.py, section "paired"). */
+const volatile __u32 only_tgid;
 
 struct floor_record {
 	__u64 ts_ns;
@@ -115,6 +119,8 @@ int floor_unlinkat(struct sys_exit_args *ctx)
 
 static __always_inline int on_ctime(struct inode *inode, __u32 hook)
 {
+	if (only_tgid && bpf_get_current_pid_tgid() >> 32 != only_tgid)
+		return 0;
 	/* Regular files only: a directory's ctime changes with its entries. */
 	if ((inode->i_mode & 00170000) != 0100000 || inode->i_sb->s_magic != TMPFS_MAGIC)
 		return 0;
