@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/vfs.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 struct bench_args {
@@ -21,13 +22,17 @@ struct bench_args {
 	const char *arg; /* -a: workload-specific (a path, a size) */
 	int mmap;	 /* -m: shm cycle with mmap + touch + munmap */
 	int keep;	 /* -k: shm cycle without unlink, a new name each time */
+	int children;	 /* -p K:BLOCKS: K children take turns (bench_paired) */
+	long blocks;
 };
 
 static inline void bench_usage(const char *prog)
 {
 	fprintf(stderr,
-		"usage: %s [-n ITERS | -t SECONDS] [-w WARMUP] [-a ARG] [-m] [-k]\n"
-		"prints: ops=N elapsed_ns=T ns_per_op=X cpu_ns_per_op=Y\n",
+		"usage: %s [-n ITERS | -t SECONDS] [-w WARMUP] [-a ARG] [-m] [-k] [-p K:BLOCKS]\n"
+		"prints: ops=N elapsed_ns=T ns_per_op=X cpu_ns_per_op=Y\n"
+		"with -p: K child pids, then after a line on stdin, per block of -n ITERS:\n"
+		"        block=B child=C ns_per_op=X\n",
 		prog);
 	exit(2);
 }
@@ -37,7 +42,7 @@ static inline struct bench_args bench_parse(int argc, char **argv, long default_
 	struct bench_args a = {.iters = default_iters, .warmup = 1000};
 	int c;
 
-	while ((c = getopt(argc, argv, "n:t:w:a:mkh")) != -1) {
+	while ((c = getopt(argc, argv, "n:t:w:a:mkp:h")) != -1) {
 		switch (c) {
 		case 'n':
 			a.iters = strtol(optarg, NULL, 10);
@@ -57,11 +62,16 @@ static inline struct bench_args bench_parse(int argc, char **argv, long default_
 		case 'k':
 			a.keep = 1;
 			break;
+		case 'p':
+			if (sscanf(optarg, "%d:%ld", &a.children, &a.blocks) != 2 ||
+			    a.children < 1 || a.children > 8 || a.blocks < 1)
+				bench_usage(argv[0]);
+			break;
 		default:
 			bench_usage(argv[0]);
 		}
 	}
-	if (a.iters <= 0 && a.seconds <= 0)
+	if ((a.iters <= 0 && a.seconds <= 0) || (a.children && a.seconds > 0))
 		bench_usage(argv[0]);
 	return a;
 }
@@ -186,6 +196,72 @@ static inline void bench_run(const struct bench_args *a, void (*op)(void *ctx, l
 	cpu1 = bench_now_ns(CLOCK_PROCESS_CPUTIME_ID);
 	printf("ops=%ld elapsed_ns=%lld ns_per_op=%.1f cpu_ns_per_op=%.1f\n", n, end - start,
 	       (double)(end - start) / (double)n, (double)(cpu1 - cpu0) / (double)n);
+	fflush(stdout);
+}
+
+/*
+ * With -p K:BLOCKS: K child processes take turns, one at a time, each
+ * running a block of -n operations, for BLOCKS rounds (each round in a
+ * rotated order), after one untimed round of -w operations each. A tracer
+ * that looks at one process alone (engine_host --pid, floor_host --pid)
+ * can then be timed beside another on the same machine at the same
+ * moment: a slow spell of this VM's vCPUs, which can last seconds and
+ * cost half again, then falls on every child's blocks alike (bench.py,
+ * section "paired"). The children's pids are printed first, one per line;
+ * they start when a line is read on stdin. Each child calls init(ctx)
+ * first, then prints "block=B child=C ns_per_op=X" per block.
+ */
+static inline void bench_paired(const struct bench_args *a, void (*init)(void *ctx),
+				void (*op)(void *ctx, long i), void *ctx)
+{
+	int go[8][2], done[8][2];
+	pid_t pids[8];
+	char line[64];
+	long long ns;
+
+	for (int c = 0; c < a->children; c++) {
+		if (pipe(go[c]) || pipe(done[c]))
+			bench_die("pipe");
+		pids[c] = fork();
+		if (pids[c] < 0)
+			bench_die("fork");
+		if (pids[c] == 0) {
+			long i = 0, n;
+			char cmd;
+
+			init(ctx);
+			while (read(go[c][0], &cmd, 1) == 1 && cmd != 'q') {
+				long long start = bench_now_ns(CLOCK_MONOTONIC);
+
+				for (n = cmd == 'w' ? a->warmup : a->iters; n > 0; n--)
+					op(ctx, i++);
+				ns = bench_now_ns(CLOCK_MONOTONIC) - start;
+				if (write(done[c][1], &ns, sizeof(ns)) != sizeof(ns))
+					_exit(1);
+			}
+			_exit(0);
+		}
+		printf("%d\n", (int)pids[c]);
+	}
+	fflush(stdout);
+	if (!fgets(line, sizeof(line), stdin))
+		bench_die("stdin");
+	for (long b = -1; b < a->blocks; b++) {
+		for (int j = 0; j < a->children; j++) {
+			int c = (int)((b + 1 + j) % a->children);
+
+			if (write(go[c][1], b < 0 ? "w" : "g", 1) != 1 ||
+			    read(done[c][0], &ns, sizeof(ns)) != sizeof(ns))
+				bench_die("child");
+			if (b >= 0)
+				printf("block=%ld child=%d ns_per_op=%.1f\n", b, c,
+				       (double)ns / (double)a->iters);
+		}
+	}
+	for (int c = 0; c < a->children; c++) {
+		if (write(go[c][1], "q", 1) != 1 || waitpid(pids[c], NULL, 0) < 0)
+			bench_die("child");
+	}
 	fflush(stdout);
 }
 
