@@ -131,7 +131,7 @@ def family_of(kind):
 class Tracer:
     """A tracer process: shmbpf trace, the engine host, or bpftrace."""
 
-    def __init__(self, kind, cfg, ring=None, out=None, match=None):
+    def __init__(self, kind, cfg, ring=None, out=None, match=None, pid=None, cpus=None):
         self.kind = kind
         self.cfg = cfg
         self.errf = tempfile.TemporaryFile(mode="w+")
@@ -154,6 +154,10 @@ class Tracer:
             cmd = ["bpftrace", os.path.join(HERE, "peer", "shm.bt")]
         else:
             cmd = [cfg.bin("floor_host")] + FLOOR_MODES[kind]
+        if pid:  # the engine host's light hooks and the floor's ctime hooks
+            cmd[1:1] = ["--pid", str(pid)]
+        if cpus:
+            cmd = ["taskset", "-c", cpus] + cmd
         # The engine host and the floor report on stdout; a tracer's output
         # goes to out, or nowhere.
         piped = self.family in ("engine", "floor")
@@ -319,6 +323,105 @@ def summarize(rows, conds):
         summary[c] = {"median_ns_per_op": med, "ratio": (med / base) if base and med else None,
                       "lost": sum(int(x.get("lost") or 0) for x in runs), "runs": runs}
     return summary
+
+
+# --- paired: two hook sets timed side by side ---------------------------------
+
+# The paired section's probes, each looking at one child of the paired shm
+# cycle alone: the floor of the inode timestamp hooks twice (the second one
+# is the method's control: it should cost what the first does) and the
+# light set with a reader that only counts.
+PAIRED = ["ctime_record", "light_count", "ctime_record_again"]
+
+
+def mean_interval(xs):
+    """The mean of xs and a 95% interval for it (Student's t; xs independent)."""
+    t95 = {1: 12.71, 2: 4.30, 3: 3.18, 4: 2.78, 5: 2.57, 6: 2.45, 7: 2.36, 8: 2.31, 9: 2.26}
+    m = statistics.mean(xs)
+    if len(xs) < 2:
+        return m, (None, None)
+    h = t95.get(len(xs) - 1, 2.0) * statistics.stdev(xs) / len(xs) ** 0.5
+    return m, (m - h, m + h)
+
+
+def paired_gaps(blocks, names, first, second):
+    """Per block, second's ns/op less first's, as a share of the ns/op of the
+    child no probe looks at ("none") in the same block."""
+    i, j, k = names.index(first), names.index(second), names.index("none")
+    return [(b[j] - b[i]) / b[k] for b in blocks if b[k]]
+
+
+def run_paired(cfg, names, blocks, per_block, probes=()):
+    """One run of the paired shm cycle: a child per name, taking turns on the
+    last CPU; probes (names, in the order they are started) each look at
+    their own child alone, from another CPU. Returns the blocks, each the
+    children's ns/op, and what each probe says it delivered and lost."""
+    cpu = str(os.cpu_count() - 1)
+    drv = subprocess.Popen(["taskset", "-c", cpu, cfg.bin("shm_cycle"), "-p", f"{len(names)}:{blocks}",
+                            "-n", str(per_block), "-w", "200"],
+                           stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    pids = [int(drv.stdout.readline()) for _ in names]
+    tracers, rows = {}, {}
+    try:
+        for c in probes:
+            tracers[c] = Tracer(c.removesuffix("_again"), cfg, pid=pids[names.index(c)],
+                                cpus="0" if cpu != "0" else None)
+            tracers[c].wait_ready()
+        drv.stdin.write("go\n")
+        drv.stdin.flush()
+        for line in drv.stdout:
+            kv = parse_kv(line)
+            rows.setdefault(kv["block"], [None] * len(names))[kv["child"]] = kv["ns_per_op"]
+        if drv.wait() != 0:
+            raise RuntimeError("shm_cycle -p failed")
+    finally:
+        stopped = {c: t.stop() for c, t in tracers.items()}
+        if drv.poll() is None:
+            drv.kill()
+            drv.wait()
+    return [b for _, b in sorted(rows.items()) if None not in b], stopped
+
+
+def bench_paired(cfg, rounds, blocks, per_block):
+    """The shm cycle in one child per probe of PAIRED, plus one no probe
+    looks at ("none"), taking turns on one CPU while each probe looks at its
+    own child alone. Each round starts the probes in a rotated order (a
+    tracepoint runs its programs in the order they were attached), and runs
+    the same children without probes just before and after: "none" carries
+    every probe's test for its process, so the gap, measured as a share of
+    its cycle, is converted to a share of the untraced cycle."""
+    names = PAIRED + ["none"]
+    all_blocks, per_round = [], []
+    for r in range(rounds):
+        order = PAIRED[r % len(PAIRED):] + PAIRED[:r % len(PAIRED)]
+        before, _ = run_paired(cfg, names, blocks // 2, per_block)
+        got, stopped = run_paired(cfg, names, blocks, per_block, order)
+        after, _ = run_paired(cfg, names, blocks // 2, per_block)
+        all_blocks += got
+        untraced = median([x for b in before + after for x in b])
+        none = median([b[names.index("none")] for b in got])
+        rec = {"order": order, "blocks": len(got), "lost": {c: s.get("lost") for c, s in stopped.items()},
+               "median_ns_per_op": {n: median([b[i] for b in got]) for i, n in enumerate(names)},
+               "untraced_ns_per_op": untraced, "none_over_untraced": none / untraced,
+               "gap_of_none": median(paired_gaps(got, names, "ctime_record", "light_count")),
+               "control_of_none": median(paired_gaps(got, names, "ctime_record", "ctime_record_again"))}
+        rec["gap"] = rec["gap_of_none"] * rec["none_over_untraced"]
+        rec["control"] = rec["control_of_none"] * rec["none_over_untraced"]
+        per_round.append(rec)
+        log(f"  round {r + 1}/{rounds} (probes started {', '.join(order)}): untraced {untraced:.0f} ns/op, "
+            f"none {rec['none_over_untraced']:.3f}x; light_count - ctime_record {rec['gap']:.3f}, "
+            f"control {rec['control']:.3f}, lost {rec['lost']}")
+    # Each round loads the programs afresh, and where their code lands moves
+    # a round's gap by about 0.01 (the control shows it): the rounds, not the
+    # blocks, are the independent samples of the gap.
+    gap, gap_interval = mean_interval([x["gap"] for x in per_round])
+    control, control_interval = mean_interval([x["control"] for x in per_round])
+    return {"blocks": len(all_blocks), "cycles_per_block": per_block,
+            "untraced_ns_per_op": median([x["untraced_ns_per_op"] for x in per_round]),
+            "none_over_untraced": median([x["none_over_untraced"] for x in per_round]),
+            "median_ns_per_op": {n: median([b[i] for b in all_blocks]) for i, n in enumerate(names)},
+            "gap": gap, "gap_interval": gap_interval, "control": control, "control_interval": control_interval,
+            "lost": sum(sum(v or 0 for v in x["lost"].values()) for x in per_round), "rounds": per_round}
 
 
 # --- overhead in a VM guest --------------------------------------------------
@@ -963,6 +1066,19 @@ def report(res):
         sec = res.get(name)
         if sec:
             lines += ratio_table(sec, first, with_targets)
+    pa = res.get("paired")
+    if pa:
+        lines += md_table(["paired shm cycle", "median ns/op"], "lr",
+                          [["untraced (the same children, no probe loaded)", fmt(pa["untraced_ns_per_op"], ".0f")]]
+                          + [[n, fmt(v, ".0f")] for n, v in pa["median_ns_per_op"].items()])
+        lo, hi = pa["gap_interval"]
+        clo, chi = pa["control_interval"]
+        lines += ["", f"{len(pa['rounds'])} rounds of {pa['blocks'] // max(1, len(pa['rounds']))} blocks of "
+                  f"{pa['cycles_per_block']} cycles per child; \"none\" runs {pa['none_over_untraced']:.3f}x the "
+                  "untraced cycle (every probe's test for its process). Per block, as a share of the untraced "
+                  f"cycle, mean of the rounds' medians (95% interval): light_count - ctime_record {pa['gap']:.3f} "
+                  f"({fmt(lo, '.3f')} to {fmt(hi, '.3f')}); the control, ctime_record_again - ctime_record, "
+                  f"{pa['control']:.3f} ({fmt(clo, '.3f')} to {fmt(chi, '.3f')}); lost {pa['lost']}"]
     tp = res.get("throughput")
     if tp:
         lines += md_table(["throughput (2 producers)", "cycles/s", "events/s", "lost", "consumer ns/event"], "lrrrr",
@@ -1045,6 +1161,20 @@ def selfcheck():
     assert s["light"]["median_ns_per_op"] == 240.0 and s["light"]["ratio"] == 1.2 and s["light"]["lost"] == 2, s
     assert s["full"]["median_ns_per_op"] is None and s["full"]["ratio"] is None and s["full"]["runs"] == [], s
     report({})
+    names = PAIRED + ["none"]
+    blocks = [[100.0, 105.0, 101.0, 100.0], [200.0, 208.0, 200.0, 200.0], [100.0, 106.0, 99.0, 100.0]]
+    assert paired_gaps(blocks, names, "ctime_record", "light_count") == [0.05, 0.04, 0.06]
+    assert paired_gaps(blocks, names, "ctime_record", "ctime_record_again") == [0.01, 0.0, -0.01]
+    paired = report({"paired": {"blocks": 6, "cycles_per_block": 100, "lost": 0, "untraced_ns_per_op": 80.0,
+                                "none_over_untraced": 1.25,
+                                "median_ns_per_op": dict(zip(names, [100.0, 106.0, 100.0, 100.0])),
+                                "gap": 0.05, "gap_interval": (0.04, 0.06), "control": 0.0,
+                                "control_interval": (-0.01, 0.01), "rounds": [{}, {}]}})
+    assert "| untraced (the same children, no probe loaded) | 80 |" in paired, paired
+    assert "| light_count | 106 |" in paired and "2 rounds of 3 blocks" in paired, paired
+    assert "light_count - ctime_record 0.050 (0.040 to 0.060)" in paired and "1.250x" in paired, paired
+    m, (lo, hi) = mean_interval([0.04, 0.06])
+    assert abs(m - 0.05) < 1e-12 and lo < 0.04 and hi > 0.06, (m, lo, hi)
     floor = report({"floor": {"shm": {"untraced": {"median_ns_per_op": 8000.0, "ratio": 1.0},
                                       "floor_record": {"median_ns_per_op": 9360.0, "ratio": 1.17}}}})
     assert "| POSIX shm cycle | 8000 | 1.17 |" in floor, floor
@@ -1065,7 +1195,7 @@ def selfcheck():
     print("bench.py selfcheck ok")
 
 
-SECTIONS = ["overhead", "floor", "throughput", "loss", "bpf_cost", "memory", "engine_cpu", "startup", "top",
+SECTIONS = ["overhead", "floor", "paired", "throughput", "loss", "bpf_cost", "memory", "engine_cpu", "startup", "top",
             "serve", "audit", "vm"]
 
 
@@ -1122,6 +1252,10 @@ def main():
         conds_floor = [c for c in conds_floor if not args.condition or c in args.condition]
         floor_workloads = args.workload or FLOOR_WORKLOADS
         res["floor"] = bench_overhead(cfg, floor_workloads, conds_floor)
+    if "paired" in sections:
+        log("paired (the shm cycle in one child per probe, taking turns on one CPU; each probe looks at "
+            "its own child alone):")
+        res["paired"] = bench_paired(cfg, cfg.rounds, max(20, int(600 * cfg.scale)), 100)
     if "throughput" in sections:
         log("throughput (two producers, default ring buffer):")
         res["throughput"] = bench_throughput(cfg, [c for c in conds], args.seconds)
