@@ -189,11 +189,18 @@ static __always_inline void note_create_sent(struct inode *inode, struct super_b
 	}
 }
 
-/* A new file of an open: the path as passed, resolved in userspace. */
+/*
+ * A new file of an open: the path as passed, resolved in userspace. It is
+ * read from the copy the kernel made for the lookup that is creating the
+ * file (the caller's path walk, current->nameidata), which costs less than
+ * reading the caller's memory again (docs/BENCHMARKS.md, finding 37); from
+ * the caller's memory when no walk is under way.
+ */
 static __always_inline int light_create(struct pt_regs *regs, __u16 origin, struct inode *inode,
 					struct super_block *sb)
 {
 	union shmbpf_record *r = record_space();
+	const char *kpath = KREAD(current_task(), nameidata, name, name);
 	struct shmbpf_path_event *e;
 	struct path_start start = {};
 	struct path_call c = {};
@@ -210,7 +217,8 @@ static __always_inline int light_create(struct pt_regs *regs, __u16 origin, stru
 	c.flags = flags;
 	if (origin == SHMBPF_ORIG_OPENAT || origin == SHMBPF_ORIG_OPENAT2)
 		c.dirfd = SYSCALL_ARG(regs, 1);
-	n = bpf_probe_read_user_str(e->path, SHMBPF_PATH_LEN, upath);
+	n = kpath ? bpf_probe_read_kernel_str(e->path, SHMBPF_PATH_LEN, kpath)
+		  : bpf_probe_read_user_str(e->path, SHMBPF_PATH_LEN, upath);
 	if (n <= 1)
 		return 0;
 	/* The file is on tmpfs: no start directory is dropped here (so its
