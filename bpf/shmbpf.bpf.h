@@ -51,7 +51,8 @@ SHMBPF_EXTERN const volatile __u64 wakeup_bytes;
  * process alone and return at once for any other (0, the default: every
  * process); exits, execs, frees and SIGBUS are not filtered. Two hook sets
  * are then timed side by side, each on its own workload (bench.py, section
- * "paired"). Read-only, so at 0 the verifier drops the test. */
+ * "paired"). Read-only: at 0 the verifier knows the branch is never taken
+ * and drops the call and compare behind it as dead code. */
 SHMBPF_EXTERN const volatile __u32 only_tgid;
 /* When submit() last woke the consumer; racy across CPUs, on purpose: the
  * worst case is one extra wakeup. */
