@@ -155,17 +155,36 @@ static __always_inline union shmbpf_record *record_space(void)
 	return bpf_map_lookup_elem(&record_buf, &zero);
 }
 
+/*
+ * A light record's header, timed by the change's new ctime (ctime_ns,
+ * CLOCK_REALTIME) where the hook has it, and by a clock read where it has
+ * not (0). The kernel read its clock for that stamp a moment ago, and a
+ * clock read is the dearest part of a record here (docs/BENCHMARKS.md,
+ * finding 38). The stamp is the kernel's coarse clock, which moves once a
+ * tick, unless the file's times were read since its last change: then a
+ * fine one. Returns the flags_ev bit that says which.
+ */
+static __always_inline __u32 fill_light_hdr(struct shmbpf_hdr *h, __u8 type, __u64 ctime_ns)
+{
+	__u64 off = realtime_minus_boot_ns;
+	int by_ctime = off && ctime_ns > off;
+
+	fill_hdr_at(h, type, 0, 0, by_ctime ? ctime_ns - off : bpf_ktime_get_boot_ns());
+	return by_ctime ? SHMBPF_F_CTIME_TS : 0;
+}
+
 /* A path record's tail, its path (n bytes) in e->path already: the inode
  * changed is the hint; this CPU's pending frees go first. False when the
  * ring had no room. */
 static __always_inline int send_path_record(struct shmbpf_path_event *e, __u8 type,
 					    const struct path_call *c, __u16 origin, long n,
 					    const struct path_start *st, struct inode *inode,
-					    struct super_block *sb)
+					    struct super_block *sb, __u64 ctime_ns)
 {
-	fill_hdr(&e->hdr, type, 0, 0);
+	__u32 ts_flag = fill_light_hdr(&e->hdr, type, ctime_ns);
+
 	fill_path_record(e, c, origin, n, st, KREAD(sb, s_dev), KREAD(inode, i_ino));
-	e->flags_ev |= SHMBPF_F_EXACT_HINT;
+	e->flags_ev |= SHMBPF_F_EXACT_HINT | ts_flag;
 	flush_free_acc();
 	return output(e, path_record_size(e));
 }
@@ -197,7 +216,7 @@ static __always_inline void note_create_sent(struct inode *inode, struct super_b
  * the caller's memory when no walk is under way.
  */
 static __always_inline int light_create(struct pt_regs *regs, __u16 origin, struct inode *inode,
-					struct super_block *sb)
+					struct super_block *sb, __u64 ctime_ns)
 {
 	union shmbpf_record *r = record_space();
 	const char *kpath = KREAD(current_task(), nameidata, name, name);
@@ -224,14 +243,15 @@ static __always_inline int light_create(struct pt_regs *regs, __u16 origin, stru
 	/* The file is on tmpfs: no start directory is dropped here (so its
 	 * leaf need not be hashed to see whether the path has a directory). */
 	path_call_start(&c, e->path, 0, 1, &start);
-	if (send_path_record(e, SHMBPF_EV_CREATE_BY_PATH, &c, origin, n, &start, inode, sb))
+	if (send_path_record(e, SHMBPF_EV_CREATE_BY_PATH, &c, origin, n, &start, inode, sb,
+			     ctime_ns))
 		note_create_sent(inode, sb);
 	return 0;
 }
 
 /* A memfd's new inode: the name as passed, no fd yet. */
 static __always_inline int light_memfd(struct pt_regs *regs, struct inode *inode,
-				       struct super_block *sb, __u8 fs)
+				       struct super_block *sb, __u8 fs, __u64 ctime_ns)
 {
 	union shmbpf_record *r = record_space();
 	struct shmbpf_file_event *e;
@@ -239,8 +259,7 @@ static __always_inline int light_memfd(struct pt_regs *regs, struct inode *inode
 	if (!r)
 		return 0;
 	e = &r->file;
-	fill_hdr(&e->hdr, SHMBPF_EV_MEMFD_CREATE, 0, 0);
-	e->flags_ev = 0;
+	e->flags_ev = fill_light_hdr(&e->hdr, SHMBPF_EV_MEMFD_CREATE, ctime_ns);
 	fill_inode_fields(e, inode, sb);
 	e->mnt_id = 0;
 	e->comp_len = 0;
@@ -262,7 +281,7 @@ static __always_inline int light_memfd(struct pt_regs *regs, struct inode *inode
  * one (the same thread, file, size and call) is not sent.
  */
 static __always_inline int light_resize(struct pt_regs *regs, __u16 origin, struct inode *inode,
-					struct super_block *sb, __u8 fs)
+					struct super_block *sb, __u8 fs, __u64 ctime_ns)
 {
 	__u32 zero = 0;
 	struct last_resize *last = bpf_map_lookup_elem(&last_resize, &zero);
@@ -297,8 +316,8 @@ static __always_inline int light_resize(struct pt_regs *regs, __u16 origin, stru
 		}
 	}
 	e = &r->file;
-	fill_hdr(&e->hdr, SHMBPF_EV_RESIZE, 0, 0);
-	e->flags_ev = created ? SHMBPF_F_CREATE_SENT : 0;
+	e->flags_ev = fill_light_hdr(&e->hdr, SHMBPF_EV_RESIZE, ctime_ns) |
+		      (created ? SHMBPF_F_CREATE_SENT : 0);
 	if (f) {
 		fill_file_identity(e, f, inode, sb);
 		e->fd = SYSCALL_ARG(regs, 1);
@@ -326,7 +345,7 @@ static __always_inline int light_resize(struct pt_regs *regs, __u16 origin, stru
  * both: the one renamed is the one whose name is the old path's leaf.
  */
 static __always_inline int light_path_call(struct pt_regs *regs, __u16 origin, struct inode *inode,
-					   struct super_block *sb)
+					   struct super_block *sb, __u64 ctime_ns)
 {
 	union shmbpf_record *r = record_space();
 	struct shmbpf_path_event *e;
@@ -355,7 +374,8 @@ static __always_inline int light_path_call(struct pt_regs *regs, __u16 origin, s
 	    !has_name(inode, leaf_hash(e->path, &slash)))
 		return 0;
 	path_call_start(&c, e->path, by_fd, 1, &start);
-	send_path_record(e, path_call_type(origin), &c, origin, by_fd ? 0 : n, &start, inode, sb);
+	send_path_record(e, path_call_type(origin), &c, origin, by_fd ? 0 : n, &start, inode, sb,
+			 ctime_ns);
 	return 0;
 }
 
@@ -372,8 +392,9 @@ enum { SEND_NONE, SEND_CREATE, SEND_MEMFD, SEND_RESIZE, SEND_PATH_CALL };
 
 /* The record for a change to inode, by the caller's call number; only
  * changes of the kinds in on are looked at. A program on a function
- * (claim) claims its CPU's buffers first (see cpu_claimed). */
-static __always_inline int on_ctime(struct inode *inode, int on, int claim)
+ * (claim) claims its CPU's buffers first (see cpu_claimed). ctime_ns: the
+ * new ctime (CLOCK_REALTIME) where the hook has it, else 0. */
+static __always_inline int on_ctime(struct inode *inode, int on, int claim, __u64 ctime_ns)
 {
 	struct super_block *sb;
 	struct pt_regs *regs;
@@ -428,16 +449,16 @@ static __always_inline int on_ctime(struct inode *inode, int on, int claim)
 	}
 	switch (send) {
 	case SEND_CREATE:
-		light_create(regs, origin, inode, sb);
+		light_create(regs, origin, inode, sb, ctime_ns);
 		break;
 	case SEND_MEMFD:
-		light_memfd(regs, inode, sb, fs);
+		light_memfd(regs, inode, sb, fs, ctime_ns);
 		break;
 	case SEND_RESIZE:
-		light_resize(regs, origin, inode, sb, fs);
+		light_resize(regs, origin, inode, sb, fs, ctime_ns);
 		break;
 	default:
-		light_path_call(regs, origin, inode, sb);
+		light_path_call(regs, origin, inode, sb, ctime_ns);
 		break;
 	}
 	if (claimed)
@@ -445,22 +466,33 @@ static __always_inline int on_ctime(struct inode *inode, int on, int claim)
 	return 0;
 }
 
-SEC("tp_btf/inode_set_ctime_to_ts")
-int SHMBPF_BPF_PROG(SHMBPF_PROG(tp_btf__inode_set_ctime_to_ts), struct inode *inode)
+/* A ctime as nanoseconds. */
+static __always_inline __u64 ts_ns_of(struct timespec64 *ts)
 {
-	return on_ctime(inode, ON_ANY, 0);
+	return (__u64)KREAD(ts, tv_sec) * 1000000000 + KREAD(ts, tv_nsec);
+}
+
+/* The three pass the new ctime: inode_set_ctime_to_ts and ctime_xchg_skip
+ * whole, ctime_ns_xchg its nanoseconds (i_ctime_sec is set before it
+ * fires). */
+SEC("tp_btf/inode_set_ctime_to_ts")
+int SHMBPF_BPF_PROG(SHMBPF_PROG(tp_btf__inode_set_ctime_to_ts), struct inode *inode,
+		    struct timespec64 *ctime)
+{
+	return on_ctime(inode, ON_ANY, 0, ts_ns_of(ctime));
 }
 
 SEC("tp_btf/ctime_ns_xchg")
-int SHMBPF_BPF_PROG(SHMBPF_PROG(tp_btf__ctime_ns_xchg), struct inode *inode)
+int SHMBPF_BPF_PROG(SHMBPF_PROG(tp_btf__ctime_ns_xchg), struct inode *inode, __u32 old, __u32 new)
 {
-	return on_ctime(inode, ON_ANY, 0);
+	return on_ctime(inode, ON_ANY, 0, (__u64)KREAD(inode, i_ctime_sec) * 1000000000 + new);
 }
 
 SEC("tp_btf/ctime_xchg_skip")
-int SHMBPF_BPF_PROG(SHMBPF_PROG(tp_btf__ctime_xchg_skip), struct inode *inode)
+int SHMBPF_BPF_PROG(SHMBPF_PROG(tp_btf__ctime_xchg_skip), struct inode *inode,
+		    struct timespec64 *ctime)
 {
-	return on_ctime(inode, ON_ANY, 0);
+	return on_ctime(inode, ON_ANY, 0, ts_ns_of(ctime));
 }
 
 /*
@@ -484,19 +516,19 @@ int SHMBPF_BPF_PROG(SHMBPF_PROG(tp_btf__ctime_xchg_skip), struct inode *inode)
 SEC("fentry/d_instantiate")
 int SHMBPF_BPF_PROG(SHMBPF_PROG(fentry__d_instantiate), struct dentry *dentry, struct inode *inode)
 {
-	return on_ctime(inode, ON_CREATE | ON_NAME, 1);
+	return on_ctime(inode, ON_CREATE | ON_NAME, 1, 0);
 }
 
 SEC("fentry/shmem_unlink")
 int SHMBPF_BPF_PROG(SHMBPF_PROG(fentry__shmem_unlink), struct inode *dir, struct dentry *dentry)
 {
-	return on_ctime(KREAD(dentry, d_inode), ON_NAME, 1);
+	return on_ctime(KREAD(dentry, d_inode), ON_NAME, 1, 0);
 }
 
 SEC("fentry/d_move")
 int SHMBPF_BPF_PROG(SHMBPF_PROG(fentry__d_move), struct dentry *dentry, struct dentry *target)
 {
-	return on_ctime(KREAD(dentry, d_inode), ON_NAME, 1);
+	return on_ctime(KREAD(dentry, d_inode), ON_NAME, 1, 0);
 }
 
 /* Before v5.12 (the _2args flavour, chosen by userspace from the BTF). */
@@ -504,21 +536,21 @@ SEC("fexit/shmem_setattr")
 int SHMBPF_BPF_PROG(SHMBPF_PROG(fexit__shmem_setattr_2args), struct dentry *dentry,
 		    struct iattr *attr, int ret)
 {
-	return ret ? 0 : on_ctime(KREAD(dentry, d_inode), ON_RESIZE, 1);
+	return ret ? 0 : on_ctime(KREAD(dentry, d_inode), ON_RESIZE, 1, 0);
 }
 
 SEC("fexit/shmem_setattr")
 int SHMBPF_BPF_PROG(SHMBPF_PROG(fexit__shmem_setattr), void *ns, struct dentry *dentry,
 		    struct iattr *attr, int ret)
 {
-	return ret ? 0 : on_ctime(KREAD(dentry, d_inode), ON_RESIZE, 1);
+	return ret ? 0 : on_ctime(KREAD(dentry, d_inode), ON_RESIZE, 1, 0);
 }
 
 SEC("fexit/shmem_fallocate")
 int SHMBPF_BPF_PROG(SHMBPF_PROG(fexit__shmem_fallocate), struct file *file, int mode, loff_t offset,
 		    loff_t len, long ret)
 {
-	return ret ? 0 : on_ctime(KREAD(file, f_inode), ON_RESIZE, 1);
+	return ret ? 0 : on_ctime(KREAD(file, f_inode), ON_RESIZE, 1, 0);
 }
 
 #endif /* SHMBPF_INODE_HOOKS_BPF_H */

@@ -12,6 +12,7 @@ const volatile __u32 page_size = 4096;
 const volatile __u64 wakeup_interval_ns = 10000000; /* 10 ms */
 const volatile __u64 wakeup_bytes = 1 << 20;	    /* set to a quarter of the ring */
 __u64 last_wakeup_ns = 0;
+__u64 realtime_minus_boot_ns = 0;
 const volatile __u32 name_bucket_mask = (1 << 16) / SHMBPF_NAME_WAYS - 1;
 const volatile __u8 have_task_pt_regs = 1;
 const volatile __u8 have_find_vma = 1;

@@ -57,6 +57,10 @@ SHMBPF_EXTERN const volatile __u32 only_tgid;
 /* When submit() last woke the consumer; racy across CPUs, on purpose: the
  * worst case is one extra wakeup. */
 SHMBPF_EXTERN __u64 last_wakeup_ns;
+/* CLOCK_REALTIME minus CLOCK_BOOTTIME, kept current by userspace while it
+ * reads the ring (Probe): the light hooks' records take their time from
+ * the file's new ctime, a realtime stamp, less this (ctime_to_boot()). */
+SHMBPF_EXTERN __u64 realtime_minus_boot_ns;
 
 SHMBPF_EXTERN struct {
 	__uint(type, BPF_MAP_TYPE_RINGBUF);
@@ -237,9 +241,13 @@ static __always_inline void *reserve(__u32 size)
  */
 static __always_inline __u64 wakeup_flag(const void *e)
 {
+	/* A light record's time may be up to a tick old (fill_light_hdr()):
+	 * after a quiet spell of less than the interval and a tick, its wakeup
+	 * may wait for the consumer's poll. */
 	__u64 now = ((const struct shmbpf_hdr *)e)->ts_ns;
 
-	/* Signed: another CPU may have stored a later time meanwhile. */
+	/* Signed: another CPU, or a record timed by a ctime, may have stored
+	 * a later time meanwhile. */
 	if ((__s64)(now - last_wakeup_ns) >= (__s64)wakeup_interval_ns ||
 	    bpf_ringbuf_query(&events, BPF_RB_AVAIL_DATA) >= wakeup_bytes) {
 		last_wakeup_ns = now;
@@ -291,7 +299,9 @@ static __always_inline int output(void *e, __u32 size)
 	return 1;
 }
 
-static __always_inline void fill_hdr(struct shmbpf_hdr *h, __u8 type, __u16 size, long ret)
+/* The header of a record of the current task's, timed ts_ns (CLOCK_BOOTTIME). */
+static __always_inline void fill_hdr_at(struct shmbpf_hdr *h, __u8 type, __u16 size, long ret,
+					__u64 ts_ns)
 {
 	struct task_struct *t = current_task();
 	__u64 id = bpf_get_current_pid_tgid();
@@ -301,7 +311,7 @@ static __always_inline void fill_hdr(struct shmbpf_hdr *h, __u8 type, __u16 size
 	h->size = size;
 	h->tid = (__u32)id;
 	h->pid = id >> 32;
-	h->ts_ns = bpf_ktime_get_boot_ns();
+	h->ts_ns = ts_ns;
 	h->ppid = KREAD(t, real_parent, tgid);
 	h->mntns = KREAD(t, nsproxy, mnt_ns, ns.inum);
 	h->ipcns = KREAD(t, nsproxy, ipc_ns, ns.inum);
@@ -318,6 +328,12 @@ static __always_inline void fill_hdr(struct shmbpf_hdr *h, __u8 type, __u16 size
 	h->cgroup_id = KREAD(t, cgroups, dfl_cgrp, kn, id);
 	__builtin_memcpy(h->comm, t->comm, sizeof(h->comm));
 #endif
+}
+
+/* The header of a record of the current task's, timed now. */
+static __always_inline void fill_hdr(struct shmbpf_hdr *h, __u8 type, __u16 size, long ret)
+{
+	fill_hdr_at(h, type, size, ret, bpf_ktime_get_boot_ns());
 }
 
 #ifdef SHMBPF_KFUNCS /* the file helpers below: tmpfs.bpf.c's */

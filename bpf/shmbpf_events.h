@@ -15,7 +15,7 @@
 #ifndef SHMBPF_EVENTS_H
 #define SHMBPF_EVENTS_H
 
-#define SHMBPF_ABI_VERSION 8
+#define SHMBPF_ABI_VERSION 9
 
 #define SHMBPF_COMM_LEN 16
 /* Paths as passed by the caller and in-mount paths: longer ones are
@@ -97,6 +97,8 @@ enum shmbpf_fs {
 	0x100 /* path record: hint_* is the file itself (a light hook saw its inode) */
 #define SHMBPF_F_CREATE_SENT                                                                       \
 	0x200 /* resize: no mount or path, as the file's create, just sent, has them */
+#define SHMBPF_F_CTIME_TS                                                                          \
+	0x400 /* light record: hdr.ts_ns is the file's new ctime, a tick-coarse time */
 
 /* Common header: every record starts with it. 64 bytes. */
 struct shmbpf_hdr {
@@ -104,7 +106,7 @@ struct shmbpf_hdr {
 	__u8 abi;	 /* SHMBPF_ABI_VERSION */
 	__u16 size;	 /* size of the whole record in bytes */
 	__u32 tid;	 /* thread id of the current task */
-	__u64 ts_ns;	 /* CLOCK_BOOTTIME nanoseconds */
+	__u64 ts_ns;	 /* CLOCK_BOOTTIME nanoseconds; SHMBPF_F_CTIME_TS: from the ctime */
 	__u32 pid;	 /* thread-group id of the current task */
 	__u32 ppid;	 /* thread-group id of the real parent */
 	__u32 uid;	 /* real uid (initial user namespace) */

@@ -36,6 +36,7 @@ struct FileFacts {
   uint32_t mode = 0;
   uint32_t mnt_id = 0; // from /proc/self/fdinfo
   uint32_t nlink = 0;
+  int64_t ctime_ns = 0; // st_ctim, CLOCK_REALTIME
 };
 
 // What a child knows about itself, plus up to four files.
@@ -81,6 +82,7 @@ inline bool note_file(int fd, FileFacts &ff) {
   ff.bytes = static_cast<uint64_t>(st.st_blocks) * 512;
   ff.mode = st.st_mode;
   ff.nlink = static_cast<uint32_t>(st.st_nlink);
+  ff.ctime_ns = static_cast<int64_t>(st.st_ctim.tv_sec) * 1'000'000'000 + st.st_ctim.tv_nsec;
   std::ifstream info("/proc/self/fdinfo/" + std::to_string(fd));
   bool found = false;
   for (std::string line; std::getline(info, line);)
@@ -99,6 +101,16 @@ inline uint64_t boottime_ns() {
   timespec ts{};
   clock_gettime(CLOCK_BOOTTIME, &ts);
   return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+// CLOCK_REALTIME minus CLOCK_BOOTTIME now: a realtime stamp less this is
+// the boot time it was made at.
+inline int64_t realtime_minus_boot_ns() {
+  timespec real{}, boot{};
+  clock_gettime(CLOCK_REALTIME, &real);
+  clock_gettime(CLOCK_BOOTTIME, &boot);
+  return (static_cast<int64_t>(real.tv_sec) - boot.tv_sec) * 1'000'000'000 +
+         (real.tv_nsec - boot.tv_nsec);
 }
 
 inline std::string show(const Event &e) { return trace_json(e, TraceClock{}); }

@@ -130,6 +130,59 @@ TEST(LightHooks, CreateResizeUnlinkAndFreeOfAChild) {
   expect_freed_unlinked(*col, created, kMiB, file.path, ul.ts_ns);
 }
 
+// With the timestamp tracepoints, a record's time is the ctime the change
+// gave the file, as fstat shows it, less realtime minus boot time: the
+// stamp the kernel made for the change, no clock read of the program's
+// own. Programs on functions (before v6.13) read the clock instead.
+TEST(LightHooks, RecordsAreTimedByTheCtimeTheChangeGaveTheFile) {
+  const TestFile file("kt-light-ctime");
+  SHMBPF_LIGHT_COLLECTOR(col);
+  const bool by_ctime = !col->session().probe().on_functions();
+
+  Traced t;
+  ASSERT_NO_FATAL_FAILURE(trace(*col, t, "kt-light-ctime", [&](Facts &f) {
+    int fd = noted(shm_open(file.name.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600), f.f[0]);
+    if (fd < 0)
+      return 1;
+    if (ftruncate(fd, kMiB) != 0 || !note_file(fd, f.f[1]))
+      return 2;
+    // The fd keeps the unlinked file, and its unlink's ctime.
+    if (shm_unlink(file.name.c_str()) != 0 || !note_file(fd, f.f[2]))
+      return 3;
+    close(fd);
+    return 0;
+  }));
+  const int64_t off = realtime_minus_boot_ns();
+
+  Event cr, rs, ul;
+  ASSERT_TRUE(one(t.evs, EventType::create, cr));
+  ASSERT_TRUE(one(t.evs, EventType::resize, rs));
+  ASSERT_TRUE(one(t.evs, EventType::unlink, ul));
+  EXPECT_LE(cr.ts_ns, rs.ts_ns);
+  EXPECT_LE(rs.ts_ns, ul.ts_ns);
+  if (!by_ctime) {
+    EXPECT_FALSE(cr.ts_from_ctime || rs.ts_from_ctime || ul.ts_from_ctime);
+    return;
+  }
+  for (const Event *e : {&cr, &rs, &ul}) {
+    SCOPED_TRACE(show(*e));
+    EXPECT_TRUE(e->ts_from_ctime);
+  }
+  // Realtime minus boot time as the probe last took it and as taken here
+  // differ by NTP's slew in between (at most 0.5 ms a second).
+  constexpr int64_t kSlack = 1'000'000;
+  const auto boot_of = [&](const FileFacts &ff) { return ff.ctime_ns - off; };
+  const auto ts = [](const Event &e) { return static_cast<int64_t>(e.ts_ns); };
+  EXPECT_NEAR(ts(cr), boot_of(t.facts->f[0]), kSlack);
+  EXPECT_NEAR(ts(ul), boot_of(t.facts->f[2]), kSlack);
+  // A truncate stamps the file twice, and the record is the first's: the
+  // second may be a tick later.
+  EXPECT_LE(ts(rs), boot_of(t.facts->f[1]) + kSlack);
+  // Taken with one offset, the stamps' distance is the ctimes' exactly;
+  // the probe may take it anew between records, a few microseconds off.
+  EXPECT_NEAR(ts(ul) - ts(cr), t.facts->f[2].ctime_ns - t.facts->f[0].ctime_ns, 50'000);
+}
+
 TEST(LightHooks, MemfdCreateAndResize) {
   SHMBPF_LIGHT_COLLECTOR(col);
   Traced t;

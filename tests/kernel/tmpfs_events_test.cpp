@@ -154,6 +154,8 @@ TEST(TmpfsEvents, UnlinkedWhileMappedThenFreed) {
   EXPECT_EQ(ul.flags, 0u);
   EXPECT_LT(cr.ts_ns, rs.ts_ns);
   EXPECT_LT(rs.ts_ns, ul.ts_ns);
+  // The full set's programs read the clock: no time is a file's ctime.
+  EXPECT_FALSE(cr.ts_from_ctime || rs.ts_from_ctime || ul.ts_from_ctime);
 
   // The frees: whoever dropped the last reference, all of the inode's pages.
   expect_freed_unlinked(*col, created, kMiB, file.path, ul.ts_ns);

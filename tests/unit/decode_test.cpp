@@ -162,6 +162,35 @@ TEST(Decode, AResizeAfterItsCreateIsFlagged) {
   EXPECT_EQ(res->name, "");
 }
 
+// A light hook's record timed by the file's ctime says so, in a file
+// record and in a path record alike; the time itself is kept as sent.
+TEST(Decode, ARecordTimedByTheCtimeIsFlagged) {
+  auto f = file_record(SHMBPF_EV_RESIZE);
+  f.hdr.ts_ns = 5'000'000'123;
+  auto plain = decode_event(&f, sizeof(f));
+  ASSERT_TRUE(plain.ok()) << plain.error();
+  EXPECT_FALSE(plain->ts_from_ctime);
+  f.flags_ev = SHMBPF_F_CTIME_TS | SHMBPF_F_CREATE_SENT;
+  auto timed = decode_event(&f, sizeof(f));
+  ASSERT_TRUE(timed.ok()) << timed.error();
+  EXPECT_TRUE(timed->ts_from_ctime);
+  EXPECT_TRUE(timed->create_sent);
+  EXPECT_EQ(timed->ts_ns, 5'000'000'123u);
+
+  auto p = record<shmbpf_path_event>(SHMBPF_EV_UNLINK);
+  p.origin = SHMBPF_ORIG_UNLINK;
+  p.flags_ev = SHMBPF_F_ABSOLUTE | SHMBPF_F_EXACT_HINT;
+  set_path(p, "/dev/shm/x");
+  auto untimed = decode_event(&p, sizeof(p));
+  ASSERT_TRUE(untimed.ok()) << untimed.error();
+  EXPECT_FALSE(untimed->ts_from_ctime);
+  p.flags_ev |= SHMBPF_F_CTIME_TS;
+  auto ul = decode_event(&p, sizeof(p));
+  ASSERT_TRUE(ul.ok()) << ul.error();
+  EXPECT_TRUE(ul->ts_from_ctime);
+  EXPECT_TRUE(ul->exact_hint);
+}
+
 TEST(Decode, NegativeRetBecomesErrno) {
   auto r = file_record(SHMBPF_EV_RESIZE);
   r.hdr.ret = -28;

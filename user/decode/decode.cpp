@@ -88,6 +88,7 @@ void decode_file(const shmbpf_file_event &r, Event &e) {
   e.truncated = r.flags_ev & SHMBPF_F_TRUNCATED;
   e.unlinked = r.flags_ev & SHMBPF_F_UNLINKED;
   e.create_sent = r.flags_ev & SHMBPF_F_CREATE_SENT;
+  e.ts_from_ctime = r.flags_ev & SHMBPF_F_CTIME_TS;
   cstr(e.path, r.path, std::min<size_t>(r.path_len, sizeof(r.path)));
   size_t clen = std::min<size_t>(r.comp_len, sizeof(r.components));
   std::string_view leaf(r.components, strnlen(r.components, clen));
@@ -163,6 +164,7 @@ void decode_path(const shmbpf_path_event &r, Event &e) {
   e.start_ino = r.start_ino;
   e.by_path = true;
   e.exact_hint = r.flags_ev & SHMBPF_F_EXACT_HINT;
+  e.ts_from_ctime = r.flags_ev & SHMBPF_F_CTIME_TS;
   if (e.type == EventType::create) // a light hook's: the new inode is the hint
     e.is_new = true;
   e.dev = r.hint_dev;

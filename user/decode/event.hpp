@@ -95,6 +95,10 @@ struct Event {
 
   // Common header.
   uint64_t ts_ns = 0; // CLOCK_BOOTTIME
+  // A light hook's record timed by the file's new ctime (the kernel's
+  // tick-coarse clock unless the file's times were read since its last
+  // change), not by a clock read of its own.
+  bool ts_from_ctime = false;
   uint32_t pid = 0;
   uint32_t tid = 0;
   uint32_t ppid = 0;

@@ -24,9 +24,11 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <bit>
 #include <cerrno>
 #include <cstdarg>
@@ -435,6 +437,7 @@ Probe::Probe(const ProbeOptions &opts, bool attach_now) {
     throw FatalError("mapping the name table", errno_text(errno));
 
   ring_ = std::make_unique<RingReader>(bpf_map__fd(skel_->maps.events));
+  sync_clocks();
   if (attach_now)
     attach();
 }
@@ -487,9 +490,31 @@ std::vector<ProgramStats> Probe::program_stats() const {
   return out;
 }
 
-int Probe::poll(int timeout_ms, const RecordFn &fn) { return ring_->poll(timeout_ms, fn); }
+void Probe::sync_clocks() {
+  timespec real{}, boot{};
+  // Boot time read between two realtime reads would be no better: the
+  // offset moves by NTP's slew (at most 0.5 ms a second) or by a step.
+  clock_gettime(CLOCK_REALTIME, &real);
+  clock_gettime(CLOCK_BOOTTIME, &boot);
+  const auto ns = [](const timespec &t) {
+    return static_cast<int64_t>(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
+  };
+  const int64_t off = ns(real) - ns(boot);
+  // The programs read it as they run; 0 (a realtime clock set before the
+  // boot) turns the ctime timing off and they read their own clock.
+  std::atomic_ref<__u64>(skel_->bss->realtime_minus_boot_ns)
+      .store(off > 0 ? static_cast<__u64>(off) : 0, std::memory_order_relaxed);
+}
 
-int Probe::wait(int timeout_ms) { return ring_->wait(timeout_ms); }
+int Probe::poll(int timeout_ms, const RecordFn &fn) {
+  sync_clocks();
+  return ring_->poll(timeout_ms, fn);
+}
+
+int Probe::wait(int timeout_ms) {
+  sync_clocks();
+  return ring_->wait(timeout_ms);
+}
 
 void Probe::flush_frees() {
   int fd = bpf_map__fd(skel_->maps.free_acc);

@@ -235,6 +235,13 @@ private:
   size_t name_capacity_ = 0;
   TracefsMount tracefs_;
   bool attached_ = false;
+
+  // Tells the kernel CLOCK_REALTIME minus CLOCK_BOOTTIME as it is now: the
+  // light hooks' records are timed by a file's ctime, a realtime stamp,
+  // less this (realtime_minus_boot_ns, bpf/shmbpf.bpf.h). Done before
+  // attach and at every poll or wait, so that an NTP adjustment or a step
+  // of the clock is followed within one poll.
+  void sync_clocks();
 };
 
 } // namespace shmbpf
