@@ -48,7 +48,8 @@ ENGINES = {"engine": [], "engine_light": ["--hooks", "light"],
            "light_count": ["--hooks", "light", "--count-only"]}
 # The floor section's probes (bench/floor): condition -> floor_host's arguments.
 FLOOR_MODES = {"floor_empty": ["empty"], "floor_count": ["count"], "floor_record": ["record"],
-               "ctime_empty": ["--hooks", "ctime", "empty"], "ctime_record": ["--hooks", "ctime", "record"]}
+               "ctime_empty": ["--hooks", "ctime", "empty"], "ctime_record": ["--hooks", "ctime", "record"],
+               "ctime_record_ctime": ["--hooks", "ctime", "record_ctime"]}
 FLOOR_WORKLOADS = ["open_close", "shm"]
 
 SUBRUNS = 3  # per measurement; the fastest counts
@@ -329,9 +330,10 @@ def summarize(rows, conds):
 
 # The paired section's probes, each looking at one child of the paired shm
 # cycle alone: the floor of the inode timestamp hooks twice (the second one
-# is the method's control: it should cost what the first does) and the
-# light set with a reader that only counts.
-PAIRED = ["ctime_record", "light_count", "ctime_record_again"]
+# is the method's control: it should cost what the first does), the light
+# set with a reader that only counts, and the floor timed as the light set
+# is, by the file's new ctime instead of a clock read.
+PAIRED = ["ctime_record", "light_count", "ctime_record_again", "ctime_record_ctime"]
 
 
 def mean_interval(xs):
@@ -407,23 +409,28 @@ def bench_paired(cfg, rounds, blocks, per_block):
                "median_ns_per_op": {n: median([b[i] for b in got]) for i, n in enumerate(names)},
                "untraced_ns_per_op": untraced, "none_over_untraced": none / untraced,
                "gap_of_none": median(paired_gaps(got, names, "ctime_record", "light_count")),
-               "control_of_none": median(paired_gaps(got, names, "ctime_record", "ctime_record_again"))}
+               "control_of_none": median(paired_gaps(got, names, "ctime_record", "ctime_record_again")),
+               "gap_ctime_of_none": median(paired_gaps(got, names, "ctime_record_ctime", "light_count"))}
         rec["gap"] = rec["gap_of_none"] * rec["none_over_untraced"]
         rec["control"] = rec["control_of_none"] * rec["none_over_untraced"]
+        rec["gap_ctime"] = rec["gap_ctime_of_none"] * rec["none_over_untraced"]
         per_round.append(rec)
         log(f"  round {r + 1}/{rounds} (probes started {', '.join(order)}): untraced {untraced:.0f} ns/op, "
             f"none {rec['none_over_untraced']:.3f}x; light_count - ctime_record {rec['gap']:.3f}, "
-            f"control {rec['control']:.3f}, lost {rec['lost']}")
+            f"control {rec['control']:.3f}, light_count - ctime_record_ctime {rec['gap_ctime']:.3f}, "
+            f"lost {rec['lost']}")
     # Each round loads the programs afresh, and where their code lands moves
     # a round's gap by about 0.01 (the control shows it): the rounds, not the
     # blocks, are the independent samples of the gap.
     gap, gap_interval = mean_interval([x["gap"] for x in per_round])
     control, control_interval = mean_interval([x["control"] for x in per_round])
+    gap_ctime, gap_ctime_interval = mean_interval([x["gap_ctime"] for x in per_round])
     return {"blocks": len(all_blocks), "cycles_per_block": per_block,
             "untraced_ns_per_op": median([x["untraced_ns_per_op"] for x in per_round]),
             "none_over_untraced": median([x["none_over_untraced"] for x in per_round]),
             "median_ns_per_op": {n: median([b[i] for b in all_blocks]) for i, n in enumerate(names)},
             "gap": gap, "gap_interval": gap_interval, "control": control, "control_interval": control_interval,
+            "gap_ctime": gap_ctime, "gap_ctime_interval": gap_ctime_interval,
             "lost": sum(sum(v or 0 for v in x["lost"].values()) for x in per_round), "rounds": per_round}
 
 
@@ -1076,12 +1083,15 @@ def report(res):
                           + [[n, fmt(v, ".0f")] for n, v in pa["median_ns_per_op"].items()])
         lo, hi = pa["gap_interval"]
         clo, chi = pa["control_interval"]
+        tlo, thi = pa["gap_ctime_interval"]
         lines += ["", f"{len(pa['rounds'])} rounds of {pa['blocks'] // max(1, len(pa['rounds']))} blocks of "
                   f"{pa['cycles_per_block']} cycles per child; \"none\" runs {pa['none_over_untraced']:.3f}x the "
                   "untraced cycle (every probe's test for its process). Per block, as a share of the untraced "
                   f"cycle, mean of the rounds' medians (95% interval): light_count - ctime_record {pa['gap']:.3f} "
                   f"({fmt(lo, '.3f')} to {fmt(hi, '.3f')}); the control, ctime_record_again - ctime_record, "
-                  f"{pa['control']:.3f} ({fmt(clo, '.3f')} to {fmt(chi, '.3f')}); lost {pa['lost']}"]
+                  f"{pa['control']:.3f} ({fmt(clo, '.3f')} to {fmt(chi, '.3f')}); against the floor timed by "
+                  f"the ctime as the light set is, light_count - ctime_record_ctime {pa['gap_ctime']:.3f} "
+                  f"({fmt(tlo, '.3f')} to {fmt(thi, '.3f')}); lost {pa['lost']}"]
     tp = res.get("throughput")
     if tp:
         lines += md_table(["throughput (2 producers)", "cycles/s", "events/s", "lost", "consumer ns/event"], "lrrrr",
@@ -1165,17 +1175,21 @@ def selfcheck():
     assert s["full"]["median_ns_per_op"] is None and s["full"]["ratio"] is None and s["full"]["runs"] == [], s
     report({})
     names = PAIRED + ["none"]
-    blocks = [[100.0, 105.0, 101.0, 100.0], [200.0, 208.0, 200.0, 200.0], [100.0, 106.0, 99.0, 100.0]]
+    blocks = [[100.0, 105.0, 101.0, 97.0, 100.0], [200.0, 208.0, 200.0, 196.0, 200.0],
+              [100.0, 106.0, 99.0, 96.0, 100.0]]
     assert paired_gaps(blocks, names, "ctime_record", "light_count") == [0.05, 0.04, 0.06]
     assert paired_gaps(blocks, names, "ctime_record", "ctime_record_again") == [0.01, 0.0, -0.01]
+    assert paired_gaps(blocks, names, "ctime_record_ctime", "light_count") == [0.08, 0.06, 0.1]
     paired = report({"paired": {"blocks": 6, "cycles_per_block": 100, "lost": 0, "untraced_ns_per_op": 80.0,
                                 "none_over_untraced": 1.25,
-                                "median_ns_per_op": dict(zip(names, [100.0, 106.0, 100.0, 100.0])),
+                                "median_ns_per_op": dict(zip(names, [100.0, 106.0, 100.0, 97.0, 100.0])),
                                 "gap": 0.05, "gap_interval": (0.04, 0.06), "control": 0.0,
-                                "control_interval": (-0.01, 0.01), "rounds": [{}, {}]}})
+                                "control_interval": (-0.01, 0.01), "gap_ctime": 0.08,
+                                "gap_ctime_interval": (0.07, 0.09), "rounds": [{}, {}]}})
     assert "| untraced (the same children, no probe loaded) | 80 |" in paired, paired
     assert "| light_count | 106 |" in paired and "2 rounds of 3 blocks" in paired, paired
     assert "light_count - ctime_record 0.050 (0.040 to 0.060)" in paired and "1.250x" in paired, paired
+    assert "light_count - ctime_record_ctime 0.080 (0.070 to 0.090)" in paired, paired
     m, (lo, hi) = mean_interval([0.04, 0.06])
     assert abs(m - 0.05) < 1e-12 and lo < 0.04 and hi > 0.06, (m, lo, hi)
     _, (lo, hi) = mean_interval([0.0, 1.0] * 10)  # 19 degrees of freedom: t = 2.09

@@ -7,6 +7,9 @@
 //   floor_host empty    programs that return at once
 //   floor_host count    programs that add one to a per-CPU counter
 //   floor_host record   programs that emit one 32-byte timestamped record
+//   floor_host record_ctime
+//                       the same, timed by the file's new ctime instead of
+//                       a clock read (--hooks ctime only)
 //
 // --hooks picks the programs: on the shm cycle's sys_exit tracepoints
 // (syscalls, the default), or on the inode timestamp tracepoints that fire
@@ -29,6 +32,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <exception>
 #include <iterator>
 #include <memory>
@@ -68,7 +72,8 @@ struct RingDeleter {
 } // namespace
 
 int main(int argc, char **argv) {
-  const char *const modes[] = {"empty", "count", "record"}; // floor.bpf.c's enum floor_mode
+  // floor.bpf.c's enum floor_mode
+  const char *const modes[] = {"empty", "count", "record", "record_ctime"};
   int mode = -1;
   double duration = 0;
   unsigned long pid = 0;
@@ -97,9 +102,10 @@ int main(int argc, char **argv) {
     ok = m != std::end(modes) && mode == -1;
     mode = static_cast<int>(m - std::begin(modes));
   }
-  if (!ok || mode < 0 || (pid && hooks != "ctime")) {
+  if (!ok || mode < 0 || ((pid || mode == 3) && hooks != "ctime")) {
     std::fprintf(stderr, "usage: floor_host [--duration SECONDS] [--hooks syscalls|ctime] [--pid "
-                         "PID] empty|count|record (--pid with --hooks ctime)\n");
+                         "PID] empty|count|record|record_ctime (--pid and record_ctime with "
+                         "--hooks ctime)\n");
     return 2;
   }
   try {
@@ -123,6 +129,13 @@ int main(int argc, char **argv) {
   if (int err = floor_bpf::load(skel.get()); err) {
     std::fprintf(stderr, "floor_host: load: %s\n", std::strerror(-err));
     return 1;
+  }
+  {
+    timespec real{}, boot{};
+    clock_gettime(CLOCK_REALTIME, &real);
+    clock_gettime(CLOCK_BOOTTIME, &boot);
+    skel->bss->realtime_minus_boot_ns = static_cast<__u64>(
+        (real.tv_sec - boot.tv_sec) * 1'000'000'000LL + real.tv_nsec - boot.tv_nsec);
   }
   if (int err = floor_bpf::attach(skel.get()); err) {
     std::fprintf(stderr, "floor_host: attach: %s\n", std::strerror(-err));

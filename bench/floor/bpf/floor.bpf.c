@@ -5,13 +5,16 @@
  * that do nothing, that only count the events (a per-CPU counter), or that
  * do the least a tracer that reports the events must do: hand one small
  * timestamped record per event to userspace through a ring buffer. No
- * filtering, no file or path reads, nothing of shmbpf's.
+ * filtering, no file or path reads, nothing of shmbpf's. The record's time
+ * is a clock read, or, on the inode timestamp tracepoints in mode
+ * record_ctime, the file's new ctime that the tracepoint passes (less an
+ * offset to boot time, as shmbpf's light hooks take theirs).
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
 #include <bpf/bpf_tracing.h>
 
-enum floor_mode { FLOOR_EMPTY, FLOOR_COUNT, FLOOR_RECORD };
+enum floor_mode { FLOOR_EMPTY, FLOOR_COUNT, FLOOR_RECORD, FLOOR_RECORD_CTIME };
 
 /* Set by floor_host before load (enum floor_mode). */
 const volatile int mode;
@@ -45,8 +48,11 @@ struct {
 __u64 last_wakeup_ns;
 /* Records the ring had no room for. */
 __u64 lost;
+/* CLOCK_REALTIME minus CLOCK_BOOTTIME, set by floor_host (FLOOR_RECORD_CTIME). */
+__u64 realtime_minus_boot_ns;
 
-static __always_inline int record(long ret, __u32 hook)
+/* ctime_ns: the file's new ctime (CLOCK_REALTIME), 0 where the hook has none. */
+static __always_inline int record(long ret, __u32 hook, __u64 ctime_ns)
 {
 	struct floor_record *r;
 	__u64 flags = BPF_RB_NO_WAKEUP;
@@ -65,7 +71,10 @@ static __always_inline int record(long ret, __u32 hook)
 		__sync_fetch_and_add(&lost, 1);
 		return 0;
 	}
-	r->ts_ns = bpf_ktime_get_boot_ns();
+	if (mode == FLOOR_RECORD_CTIME && ctime_ns)
+		r->ts_ns = ctime_ns - realtime_minus_boot_ns;
+	else
+		r->ts_ns = bpf_ktime_get_boot_ns();
 	r->pid_tgid = bpf_get_current_pid_tgid();
 	r->ret = ret;
 	r->hook = hook;
@@ -87,25 +96,25 @@ struct sys_exit_args {
 SEC("tracepoint/syscalls/sys_exit_openat")
 int floor_openat(struct sys_exit_args *ctx)
 {
-	return record(ctx->ret, 0);
+	return record(ctx->ret, 0, 0);
 }
 
 SEC("tracepoint/syscalls/sys_exit_ftruncate")
 int floor_ftruncate(struct sys_exit_args *ctx)
 {
-	return record(ctx->ret, 1);
+	return record(ctx->ret, 1, 0);
 }
 
 SEC("tracepoint/syscalls/sys_exit_unlink")
 int floor_unlink(struct sys_exit_args *ctx)
 {
-	return record(ctx->ret, 2);
+	return record(ctx->ret, 2, 0);
 }
 
 SEC("tracepoint/syscalls/sys_exit_unlinkat")
 int floor_unlinkat(struct sys_exit_args *ctx)
 {
-	return record(ctx->ret, 3);
+	return record(ctx->ret, 3, 0);
 }
 
 /*
@@ -117,32 +126,33 @@ int floor_unlinkat(struct sys_exit_args *ctx)
  */
 #define TMPFS_MAGIC 0x01021994
 
-static __always_inline int on_ctime(struct inode *inode, __u32 hook)
+static __always_inline int on_ctime(struct inode *inode, __u32 hook, __u64 ctime_ns)
 {
 	if (only_tgid && bpf_get_current_pid_tgid() >> 32 != only_tgid)
 		return 0;
 	/* Regular files only: a directory's ctime changes with its entries. */
 	if ((inode->i_mode & 00170000) != 0100000 || inode->i_sb->s_magic != TMPFS_MAGIC)
 		return 0;
-	return record(0, hook);
+	return record(0, hook, ctime_ns);
 }
 
 SEC("tp_btf/inode_set_ctime_to_ts")
 int BPF_PROG(floor_ctime_set, struct inode *inode, struct timespec64 *ctime)
 {
-	return on_ctime(inode, 4);
+	return on_ctime(inode, 4, ctime->tv_sec * 1000000000ull + ctime->tv_nsec);
 }
 
 SEC("tp_btf/ctime_ns_xchg")
 int BPF_PROG(floor_ctime_xchg, struct inode *inode, __u32 old, __u32 new, __u32 cur)
 {
-	return on_ctime(inode, 5);
+	/* i_ctime_sec is set before it fires. */
+	return on_ctime(inode, 5, inode->i_ctime_sec * 1000000000ull + new);
 }
 
 SEC("tp_btf/ctime_xchg_skip")
 int BPF_PROG(floor_ctime_skip, struct inode *inode, struct timespec64 *ctime)
 {
-	return on_ctime(inode, 6);
+	return on_ctime(inode, 6, ctime->tv_sec * 1000000000ull + ctime->tv_nsec);
 }
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
