@@ -222,6 +222,7 @@ static inline void bench_paired(const struct bench_args *a, void (*init)(void *c
 	for (int c = 0; c < a->children; c++) {
 		if (pipe(go[c]) || pipe(done[c]))
 			bench_die("pipe");
+		fflush(stdout); /* a child's exit must not print the pids again */
 		pids[c] = fork();
 		if (pids[c] < 0)
 			bench_die("fork");
@@ -229,6 +230,14 @@ static inline void bench_paired(const struct bench_args *a, void (*init)(void *c
 			long i = 0, n;
 			char cmd;
 
+			/* Only its own ends: the parent's reads then see the end
+			 * of a child that died, and a child sees the parent's. */
+			for (int k = 0; k < c; k++) {
+				close(go[k][1]);
+				close(done[k][0]);
+			}
+			close(go[c][1]);
+			close(done[c][0]);
 			init(ctx);
 			while (read(go[c][0], &cmd, 1) == 1 && cmd != 'q') {
 				long long start = bench_now_ns(CLOCK_MONOTONIC);
@@ -241,6 +250,8 @@ static inline void bench_paired(const struct bench_args *a, void (*init)(void *c
 			}
 			_exit(0);
 		}
+		close(go[c][0]);
+		close(done[c][1]);
 		printf("%d\n", (int)pids[c]);
 	}
 	fflush(stdout);
