@@ -59,7 +59,7 @@ SHMBPF_EXTERN const volatile __u32 only_tgid;
 SHMBPF_EXTERN __u64 last_wakeup_ns;
 /* CLOCK_REALTIME minus CLOCK_BOOTTIME, kept current by userspace while it
  * reads the ring (Probe): the light hooks' records take their time from
- * the file's new ctime, a realtime stamp, less this (ctime_to_boot()). */
+ * the file's new ctime, a realtime stamp, less this (fill_light_hdr()). */
 SHMBPF_EXTERN __u64 realtime_minus_boot_ns;
 
 SHMBPF_EXTERN struct {
