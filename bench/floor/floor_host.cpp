@@ -32,7 +32,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <ctime>
 #include <exception>
 #include <iterator>
 #include <memory>
@@ -130,13 +129,7 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "floor_host: load: %s\n", std::strerror(-err));
     return 1;
   }
-  {
-    timespec real{}, boot{};
-    clock_gettime(CLOCK_REALTIME, &real);
-    clock_gettime(CLOCK_BOOTTIME, &boot);
-    skel->bss->realtime_minus_boot_ns = static_cast<__u64>(
-        (real.tv_sec - boot.tv_sec) * 1'000'000'000LL + real.tv_nsec - boot.tv_nsec);
-  }
+  skel->bss->realtime_minus_boot_ns = static_cast<__u64>(shmbpf::realtime_minus_boot_ns());
   if (int err = floor_bpf::attach(skel.get()); err) {
     std::fprintf(stderr, "floor_host: attach: %s\n", std::strerror(-err));
     return 1;

@@ -490,17 +490,18 @@ std::vector<ProgramStats> Probe::program_stats() const {
   return out;
 }
 
-void Probe::sync_clocks() {
+int64_t realtime_minus_boot_ns() {
   timespec real{}, boot{};
-  // Read a few tens of nanoseconds apart, which is the offset's error.
-  // NTP's slew moves the offset by at most 0.5 ms a second and a step of
-  // the clock at once: hence at every poll.
   clock_gettime(CLOCK_REALTIME, &real);
   clock_gettime(CLOCK_BOOTTIME, &boot);
-  const auto ns = [](const timespec &t) {
-    return static_cast<int64_t>(t.tv_sec) * 1'000'000'000 + t.tv_nsec;
-  };
-  const int64_t off = ns(real) - ns(boot);
+  return (static_cast<int64_t>(real.tv_sec) - boot.tv_sec) * 1'000'000'000 +
+         (real.tv_nsec - boot.tv_nsec);
+}
+
+void Probe::sync_clocks() {
+  // NTP's slew moves the offset by at most 0.5 ms a second and a step of
+  // the clock at once: hence at every poll.
+  const int64_t off = realtime_minus_boot_ns();
   // The programs read it as they run; 0 (a realtime clock set before the
   // boot) turns the ctime timing off and they read their own clock.
   std::atomic_ref<__u64>(skel_->bss->realtime_minus_boot_ns)
