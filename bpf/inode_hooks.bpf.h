@@ -155,20 +155,31 @@ static __always_inline union shmbpf_record *record_space(void)
 	return bpf_map_lookup_elem(&record_buf, &zero);
 }
 
+/* Set in i_ctime_nsec when the ctime was read (v6.13, multigrain times). */
+#define I_CTIME_QUERIED (1U << 31)
+
 /*
- * A light record's header, timed by the change's new ctime (ctime_ns,
- * CLOCK_REALTIME) where the hook has it, and by a clock read where it has
- * not (0). The kernel read its clock for that stamp a moment ago, and a
- * clock read is the dearest part of a record here (docs/BENCHMARKS.md,
- * finding 38). The stamp is the kernel's coarse clock, which moves once a
- * tick, unless the file's times were read since its last change: then a
- * fine one. Returns the flags_ev bit that says which.
+ * A light record's header. by_ctime (the timestamp tracepoints): timed by
+ * the change's new ctime, which each of them fires with in the inode
+ * already, less realtime_minus_boot_ns; else (programs on functions, where
+ * the stamp may not be made yet) by a clock read. The kernel read its clock
+ * for that stamp a moment ago, and a clock read is the dearest part of a
+ * record here (docs/BENCHMARKS.md, finding 38). The stamp is the kernel's
+ * coarse clock, which moves once a tick, unless the file's times were read
+ * since its last change: then a fine one. Read here, not as the program
+ * starts, so that the changes dropped on the way (every other file's)
+ * do not pay for it. Returns the flags_ev bit that says which.
  */
-static __always_inline __u32 fill_light_hdr(struct shmbpf_hdr *h, __u8 type, __u64 ctime_ns)
+static __always_inline __u32 fill_light_hdr(struct shmbpf_hdr *h, __u8 type, struct inode *inode,
+					    int by_ctime)
 {
 	__u64 off = realtime_minus_boot_ns;
-	int by_ctime = off && ctime_ns > off;
+	__u64 ctime_ns = 0;
 
+	if (by_ctime && off)
+		ctime_ns = (__u64)KREAD(inode, i_ctime_sec) * 1000000000 +
+			   (KREAD(inode, i_ctime_nsec) & ~I_CTIME_QUERIED);
+	by_ctime = ctime_ns > off;
 	fill_hdr_at(h, type, 0, 0, by_ctime ? ctime_ns - off : bpf_ktime_get_boot_ns());
 	return by_ctime ? SHMBPF_F_CTIME_TS : 0;
 }
@@ -179,9 +190,9 @@ static __always_inline __u32 fill_light_hdr(struct shmbpf_hdr *h, __u8 type, __u
 static __always_inline int send_path_record(struct shmbpf_path_event *e, __u8 type,
 					    const struct path_call *c, __u16 origin, long n,
 					    const struct path_start *st, struct inode *inode,
-					    struct super_block *sb, __u64 ctime_ns)
+					    struct super_block *sb, int by_ctime)
 {
-	__u32 ts_flag = fill_light_hdr(&e->hdr, type, ctime_ns);
+	__u32 ts_flag = fill_light_hdr(&e->hdr, type, inode, by_ctime);
 
 	fill_path_record(e, c, origin, n, st, KREAD(sb, s_dev), KREAD(inode, i_ino));
 	e->flags_ev |= SHMBPF_F_EXACT_HINT | ts_flag;
@@ -216,7 +227,7 @@ static __always_inline void note_create_sent(struct inode *inode, struct super_b
  * the caller's memory when no walk is under way.
  */
 static __always_inline int light_create(struct pt_regs *regs, __u16 origin, struct inode *inode,
-					struct super_block *sb, __u64 ctime_ns)
+					struct super_block *sb, int by_ctime)
 {
 	union shmbpf_record *r = record_space();
 	const char *kpath = KREAD(current_task(), nameidata, name, name);
@@ -244,14 +255,14 @@ static __always_inline int light_create(struct pt_regs *regs, __u16 origin, stru
 	 * leaf need not be hashed to see whether the path has a directory). */
 	path_call_start(&c, e->path, 0, 1, &start);
 	if (send_path_record(e, SHMBPF_EV_CREATE_BY_PATH, &c, origin, n, &start, inode, sb,
-			     ctime_ns))
+			     by_ctime))
 		note_create_sent(inode, sb);
 	return 0;
 }
 
 /* A memfd's new inode: the name as passed, no fd yet. */
 static __always_inline int light_memfd(struct pt_regs *regs, struct inode *inode,
-				       struct super_block *sb, __u8 fs, __u64 ctime_ns)
+				       struct super_block *sb, __u8 fs, int by_ctime)
 {
 	union shmbpf_record *r = record_space();
 	struct shmbpf_file_event *e;
@@ -259,7 +270,7 @@ static __always_inline int light_memfd(struct pt_regs *regs, struct inode *inode
 	if (!r)
 		return 0;
 	e = &r->file;
-	e->flags_ev = fill_light_hdr(&e->hdr, SHMBPF_EV_MEMFD_CREATE, ctime_ns);
+	e->flags_ev = fill_light_hdr(&e->hdr, SHMBPF_EV_MEMFD_CREATE, inode, by_ctime);
 	fill_inode_fields(e, inode, sb);
 	e->mnt_id = 0;
 	e->comp_len = 0;
@@ -281,7 +292,7 @@ static __always_inline int light_memfd(struct pt_regs *regs, struct inode *inode
  * one (the same thread, file, size and call) is not sent.
  */
 static __always_inline int light_resize(struct pt_regs *regs, __u16 origin, struct inode *inode,
-					struct super_block *sb, __u8 fs, __u64 ctime_ns)
+					struct super_block *sb, __u8 fs, int by_ctime)
 {
 	__u32 zero = 0;
 	struct last_resize *last = bpf_map_lookup_elem(&last_resize, &zero);
@@ -316,7 +327,7 @@ static __always_inline int light_resize(struct pt_regs *regs, __u16 origin, stru
 		}
 	}
 	e = &r->file;
-	e->flags_ev = fill_light_hdr(&e->hdr, SHMBPF_EV_RESIZE, ctime_ns) |
+	e->flags_ev = fill_light_hdr(&e->hdr, SHMBPF_EV_RESIZE, inode, by_ctime) |
 		      (created ? SHMBPF_F_CREATE_SENT : 0);
 	if (f) {
 		fill_file_identity(e, f, inode, sb);
@@ -345,7 +356,7 @@ static __always_inline int light_resize(struct pt_regs *regs, __u16 origin, stru
  * both: the one renamed is the one whose name is the old path's leaf.
  */
 static __always_inline int light_path_call(struct pt_regs *regs, __u16 origin, struct inode *inode,
-					   struct super_block *sb, __u64 ctime_ns)
+					   struct super_block *sb, int by_ctime)
 {
 	union shmbpf_record *r = record_space();
 	struct shmbpf_path_event *e;
@@ -375,7 +386,7 @@ static __always_inline int light_path_call(struct pt_regs *regs, __u16 origin, s
 		return 0;
 	path_call_start(&c, e->path, by_fd, 1, &start);
 	send_path_record(e, path_call_type(origin), &c, origin, by_fd ? 0 : n, &start, inode, sb,
-			 ctime_ns);
+			 by_ctime);
 	return 0;
 }
 
@@ -392,9 +403,9 @@ enum { SEND_NONE, SEND_CREATE, SEND_MEMFD, SEND_RESIZE, SEND_PATH_CALL };
 
 /* The record for a change to inode, by the caller's call number; only
  * changes of the kinds in on are looked at. A program on a function
- * (claim) claims its CPU's buffers first (see cpu_claimed). ctime_ns: the
- * new ctime (CLOCK_REALTIME) where the hook has it, else 0. */
-static __always_inline int on_ctime(struct inode *inode, int on, int claim, __u64 ctime_ns)
+ * (claim) claims its CPU's buffers first (see cpu_claimed). by_ctime: the
+ * inode has the change's new ctime (see fill_light_hdr). */
+static __always_inline int on_ctime(struct inode *inode, int on, int claim, int by_ctime)
 {
 	struct super_block *sb;
 	struct pt_regs *regs;
@@ -449,16 +460,16 @@ static __always_inline int on_ctime(struct inode *inode, int on, int claim, __u6
 	}
 	switch (send) {
 	case SEND_CREATE:
-		light_create(regs, origin, inode, sb, ctime_ns);
+		light_create(regs, origin, inode, sb, by_ctime);
 		break;
 	case SEND_MEMFD:
-		light_memfd(regs, inode, sb, fs, ctime_ns);
+		light_memfd(regs, inode, sb, fs, by_ctime);
 		break;
 	case SEND_RESIZE:
-		light_resize(regs, origin, inode, sb, fs, ctime_ns);
+		light_resize(regs, origin, inode, sb, fs, by_ctime);
 		break;
 	default:
-		light_path_call(regs, origin, inode, sb, ctime_ns);
+		light_path_call(regs, origin, inode, sb, by_ctime);
 		break;
 	}
 	if (claimed)
@@ -466,33 +477,25 @@ static __always_inline int on_ctime(struct inode *inode, int on, int claim, __u6
 	return 0;
 }
 
-/* A ctime as nanoseconds. */
-static __always_inline __u64 ts_ns_of(struct timespec64 *ts)
-{
-	return (__u64)KREAD(ts, tv_sec) * 1000000000 + KREAD(ts, tv_nsec);
-}
-
-/* The three pass the new ctime: inode_set_ctime_to_ts and ctime_xchg_skip
- * whole, ctime_ns_xchg its nanoseconds (i_ctime_sec is set before it
- * fires). */
+/* Each fires with the new ctime in the inode: inode_set_ctime_to_ts once
+ * it stored it, ctime_ns_xchg once it swapped the nanoseconds in and set
+ * the seconds, ctime_xchg_skip when the inode had it already. */
 SEC("tp_btf/inode_set_ctime_to_ts")
-int SHMBPF_BPF_PROG(SHMBPF_PROG(tp_btf__inode_set_ctime_to_ts), struct inode *inode,
-		    struct timespec64 *ctime)
+int SHMBPF_BPF_PROG(SHMBPF_PROG(tp_btf__inode_set_ctime_to_ts), struct inode *inode)
 {
-	return on_ctime(inode, ON_ANY, 0, ts_ns_of(ctime));
+	return on_ctime(inode, ON_ANY, 0, 1);
 }
 
 SEC("tp_btf/ctime_ns_xchg")
-int SHMBPF_BPF_PROG(SHMBPF_PROG(tp_btf__ctime_ns_xchg), struct inode *inode, __u32 old, __u32 new)
+int SHMBPF_BPF_PROG(SHMBPF_PROG(tp_btf__ctime_ns_xchg), struct inode *inode)
 {
-	return on_ctime(inode, ON_ANY, 0, (__u64)KREAD(inode, i_ctime_sec) * 1000000000 + new);
+	return on_ctime(inode, ON_ANY, 0, 1);
 }
 
 SEC("tp_btf/ctime_xchg_skip")
-int SHMBPF_BPF_PROG(SHMBPF_PROG(tp_btf__ctime_xchg_skip), struct inode *inode,
-		    struct timespec64 *ctime)
+int SHMBPF_BPF_PROG(SHMBPF_PROG(tp_btf__ctime_xchg_skip), struct inode *inode)
 {
-	return on_ctime(inode, ON_ANY, 0, ts_ns_of(ctime));
+	return on_ctime(inode, ON_ANY, 0, 1);
 }
 
 /*

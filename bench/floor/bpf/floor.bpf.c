@@ -7,8 +7,8 @@
  * timestamped record per event to userspace through a ring buffer. No
  * filtering, no file or path reads, nothing of shmbpf's. The record's time
  * is a clock read, or, on the inode timestamp tracepoints in mode
- * record_ctime, the file's new ctime that the tracepoint passes (less an
- * offset to boot time, as shmbpf's light hooks take theirs).
+ * record_ctime, the file's new ctime, which the inode has when they fire
+ * (less an offset to boot time, as shmbpf's light hooks take theirs).
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -51,8 +51,11 @@ __u64 lost;
 /* CLOCK_REALTIME minus CLOCK_BOOTTIME, set by floor_host (FLOOR_RECORD_CTIME). */
 __u64 realtime_minus_boot_ns;
 
-/* ctime_ns: the file's new ctime (CLOCK_REALTIME), 0 where the hook has none. */
-static __always_inline int record(long ret, __u32 hook, __u64 ctime_ns)
+/* Set in i_ctime_nsec when the ctime was read (multigrain times). */
+#define I_CTIME_QUERIED (1U << 31)
+
+/* inode: the file whose ctime changed (the timestamp tracepoints), else NULL. */
+static __always_inline int record(long ret, __u32 hook, struct inode *inode)
 {
 	struct floor_record *r;
 	__u64 flags = BPF_RB_NO_WAKEUP;
@@ -71,8 +74,9 @@ static __always_inline int record(long ret, __u32 hook, __u64 ctime_ns)
 		__sync_fetch_and_add(&lost, 1);
 		return 0;
 	}
-	if (mode == FLOOR_RECORD_CTIME && ctime_ns)
-		r->ts_ns = ctime_ns - realtime_minus_boot_ns;
+	if (mode == FLOOR_RECORD_CTIME && inode)
+		r->ts_ns = inode->i_ctime_sec * 1000000000ull +
+			   (inode->i_ctime_nsec & ~I_CTIME_QUERIED) - realtime_minus_boot_ns;
 	else
 		r->ts_ns = bpf_ktime_get_boot_ns();
 	r->pid_tgid = bpf_get_current_pid_tgid();
@@ -96,25 +100,25 @@ struct sys_exit_args {
 SEC("tracepoint/syscalls/sys_exit_openat")
 int floor_openat(struct sys_exit_args *ctx)
 {
-	return record(ctx->ret, 0, 0);
+	return record(ctx->ret, 0, NULL);
 }
 
 SEC("tracepoint/syscalls/sys_exit_ftruncate")
 int floor_ftruncate(struct sys_exit_args *ctx)
 {
-	return record(ctx->ret, 1, 0);
+	return record(ctx->ret, 1, NULL);
 }
 
 SEC("tracepoint/syscalls/sys_exit_unlink")
 int floor_unlink(struct sys_exit_args *ctx)
 {
-	return record(ctx->ret, 2, 0);
+	return record(ctx->ret, 2, NULL);
 }
 
 SEC("tracepoint/syscalls/sys_exit_unlinkat")
 int floor_unlinkat(struct sys_exit_args *ctx)
 {
-	return record(ctx->ret, 3, 0);
+	return record(ctx->ret, 3, NULL);
 }
 
 /*
@@ -126,33 +130,32 @@ int floor_unlinkat(struct sys_exit_args *ctx)
  */
 #define TMPFS_MAGIC 0x01021994
 
-static __always_inline int on_ctime(struct inode *inode, __u32 hook, __u64 ctime_ns)
+static __always_inline int on_ctime(struct inode *inode, __u32 hook)
 {
 	if (only_tgid && bpf_get_current_pid_tgid() >> 32 != only_tgid)
 		return 0;
 	/* Regular files only: a directory's ctime changes with its entries. */
 	if ((inode->i_mode & 00170000) != 0100000 || inode->i_sb->s_magic != TMPFS_MAGIC)
 		return 0;
-	return record(0, hook, ctime_ns);
+	return record(0, hook, inode);
 }
 
 SEC("tp_btf/inode_set_ctime_to_ts")
 int BPF_PROG(floor_ctime_set, struct inode *inode, struct timespec64 *ctime)
 {
-	return on_ctime(inode, 4, ctime->tv_sec * 1000000000ull + ctime->tv_nsec);
+	return on_ctime(inode, 4);
 }
 
 SEC("tp_btf/ctime_ns_xchg")
 int BPF_PROG(floor_ctime_xchg, struct inode *inode, __u32 old, __u32 new, __u32 cur)
 {
-	/* i_ctime_sec is set before it fires. */
-	return on_ctime(inode, 5, inode->i_ctime_sec * 1000000000ull + new);
+	return on_ctime(inode, 5);
 }
 
 SEC("tp_btf/ctime_xchg_skip")
 int BPF_PROG(floor_ctime_skip, struct inode *inode, struct timespec64 *ctime)
 {
-	return on_ctime(inode, 6, ctime->tv_sec * 1000000000ull + ctime->tv_nsec);
+	return on_ctime(inode, 6);
 }
 
 char LICENSE[] SEC("license") = "Dual BSD/GPL";
