@@ -103,16 +103,6 @@ inline uint64_t boottime_ns() {
   return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
 }
 
-// CLOCK_REALTIME minus CLOCK_BOOTTIME now: a realtime stamp less this is
-// the boot time it was made at.
-inline int64_t realtime_minus_boot_ns() {
-  timespec real{}, boot{};
-  clock_gettime(CLOCK_REALTIME, &real);
-  clock_gettime(CLOCK_BOOTTIME, &boot);
-  return (static_cast<int64_t>(real.tv_sec) - boot.tv_sec) * 1'000'000'000 +
-         (real.tv_nsec - boot.tv_nsec);
-}
-
 inline std::string show(const Event &e) { return trace_json(e, TraceClock{}); }
 
 inline std::string show(const std::vector<Event> &evs) {
