@@ -133,7 +133,13 @@ TEST(ServeGrowth, LeaksWindowFromTheDaemonsHistory) {
   EXPECT_FALSE(finding(j, "mount", scratch.mnt).is_null()) << r.out;
   EXPECT_EQ(j["window"]["requested_s"], 4.0);
   EXPECT_GE(j["window"]["covered_s"].get<double>(), 4.0);
-  EXPECT_GE(j["window"]["samples"].get<int>(), 4);
+  // A growth finding needs two rises, so three samples at least. The daemon
+  // takes one at most every 0.8 s (a second, due 200 ms early), and less
+  // often when a sample costs more than its share of a CPU (sanitizers,
+  // tests alongside): no tighter floor holds on every machine.
+  const double covered = j["window"]["covered_s"].get<double>();
+  EXPECT_GE(j["window"]["samples"].get<int>(), 3);
+  EXPECT_LE(j["window"]["samples"].get<double>(), covered / 0.8 + 1.0);
   EXPECT_EQ(j["window"]["complete"], true);
   // The same keys as `leaks --json` of a scan, plus the window.
   auto scan = run_shmbpf("leaks --json --match '/nothing/matches'");
@@ -154,7 +160,8 @@ TEST(ServeGrowth, LeaksWindowFromTheDaemonsHistory) {
   // All the daemon's samples: at least what the 4 s window covered, at most
   // the time since the daemon started (samples come further apart under
   // sanitizers, so nothing finer holds on every machine).
-  EXPECT_GT(pj["window"]["covered_s"].get<double>(), j["window"]["covered_s"].get<double>());
+  EXPECT_GT(pj["window"]["covered_s"].get<double>(), covered);
+  EXPECT_GT(pj["window"]["samples"].get<int>(), j["window"]["samples"].get<int>());
   EXPECT_LT(pj["window"]["covered_s"].get<double>(),
             std::chrono::duration<double>(Clock::now() - started).count());
   EXPECT_FALSE(finding(pj, "mount", scratch.mnt).is_null()) << partial.out;
