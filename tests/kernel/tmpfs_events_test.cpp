@@ -607,7 +607,10 @@ TEST(TmpfsEvents, SameLeafNameOnTwoTmpfsMounts) {
     return 0;
   }));
   // Only once the first unlink has been handled (trace waited for the
-  // child's exit) may the second one come.
+  // child's exit) may the second one come: userspace has given the name
+  // back to the file that still has it.
+  EXPECT_TRUE(col->session().probe().tracks_name(second.leaf))
+      << "the first unlink's hint was not given back";
   Traced d;
   ASSERT_NO_FATAL_FAILURE(trace(*col, d, "kt-dup-2",
                                 [&](Facts &) { return unlink(second.path.c_str()) == 0 ? 0 : 1; }));
@@ -621,7 +624,9 @@ TEST(TmpfsEvents, SameLeafNameOnTwoTmpfsMounts) {
   EXPECT_EQ(u1.ino, t.facts->f[0].ino);
 
   Event u2;
-  ASSERT_TRUE(one(d.evs, EventType::unlink, u2)) << "the second file's unlink was lost";
+  ASSERT_TRUE(one(d.evs, EventType::unlink, u2))
+      << "the second file's unlink was lost; records lost: " << col->session().lost()
+      << "; first child's events:" << show(t.evs);
   EXPECT_EQ(u2.comm, "kt-dup-2");
   EXPECT_EQ(u2.path, second.path);
   EXPECT_EQ(u2.full_path, second.path);
