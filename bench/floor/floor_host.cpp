@@ -20,6 +20,7 @@
 // stderr (N counts the events in mode count).
 #include "floor_bpf.skel.h"
 #include "probe/probe.hpp"
+#include "sources/clock.hpp"
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -129,7 +130,7 @@ int main(int argc, char **argv) {
     std::fprintf(stderr, "floor_host: load: %s\n", std::strerror(-err));
     return 1;
   }
-  skel->bss->realtime_minus_boot_ns = static_cast<__u64>(shmbpf::realtime_minus_boot_ns());
+  skel->bss->realtime_minus_boot_ns = static_cast<__u64>(shmbpf::boot_to_realtime_ns());
   if (int err = floor_bpf::attach(skel.get()); err) {
     std::fprintf(stderr, "floor_host: attach: %s\n", std::strerror(-err));
     return 1;

@@ -6,11 +6,11 @@
 #include "kernel/harness.hpp"
 #include "support.hpp"
 
+#include "sources/clock.hpp"
 #include "views/trace_view.hpp"
 
 #include <fcntl.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -96,12 +96,6 @@ inline bool note_file(int fd, FileFacts &ff) {
 // In the child: fd (what an open returned) once noted in ff; -1 when the
 // open or note_file failed.
 inline int noted(int fd, FileFacts &ff) { return fd >= 0 && note_file(fd, ff) ? fd : -1; }
-
-inline uint64_t boottime_ns() {
-  timespec ts{};
-  clock_gettime(CLOCK_BOOTTIME, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(ts.tv_nsec);
-}
 
 inline std::string show(const Event &e) { return trace_json(e, TraceClock{}); }
 

@@ -152,7 +152,7 @@ TEST(LightHooks, RecordsAreTimedByTheCtimeTheChangeGaveTheFile) {
     close(fd);
     return 0;
   }));
-  const int64_t off = realtime_minus_boot_ns();
+  const int64_t off = boot_to_realtime_ns();
 
   Event cr, rs, ul;
   ASSERT_TRUE(one(t.evs, EventType::create, cr));

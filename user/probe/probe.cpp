@@ -5,6 +5,7 @@
 #include "probe/load_log.hpp"
 #include "probe/ring_reader.hpp"
 #include "probe/trace_lists.hpp"
+#include "sources/clock.hpp"
 
 #include <linux/types.h>
 
@@ -24,7 +25,6 @@
 #include <sys/stat.h>
 #include <sys/statfs.h>
 #include <sys/syscall.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -490,18 +490,10 @@ std::vector<ProgramStats> Probe::program_stats() const {
   return out;
 }
 
-int64_t realtime_minus_boot_ns() {
-  timespec real{}, boot{};
-  clock_gettime(CLOCK_REALTIME, &real);
-  clock_gettime(CLOCK_BOOTTIME, &boot);
-  return (static_cast<int64_t>(real.tv_sec) - boot.tv_sec) * 1'000'000'000 +
-         (real.tv_nsec - boot.tv_nsec);
-}
-
 void Probe::sync_clocks() {
   // NTP's slew moves the offset by at most 0.5 ms a second and a step of
   // the clock at once: hence at every poll.
-  const int64_t off = realtime_minus_boot_ns();
+  const int64_t off = boot_to_realtime_ns();
   // The programs read it as they run; 0 (a realtime clock set before the
   // boot) turns the ctime timing off and they read their own clock.
   std::atomic_ref<__u64>(skel_->bss->realtime_minus_boot_ns)

@@ -124,11 +124,6 @@ struct TracefsMount {
 };
 TracefsMount ensure_tracefs();
 
-// CLOCK_REALTIME minus CLOCK_BOOTTIME now, in ns: a realtime stamp less
-// this is the boot time it was made at. The two clocks are read a few tens
-// of nanoseconds apart, which is its error.
-int64_t realtime_minus_boot_ns();
-
 class Probe {
 public:
   using RecordFn = std::function<void(const void *data, size_t len)>;
