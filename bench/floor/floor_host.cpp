@@ -19,7 +19,7 @@
 // It runs until SIGINT/SIGTERM, or for SECONDS. On exit it prints "floor: N records, L lost" on
 // stderr (N counts the events in mode count).
 #include "floor_bpf.skel.h"
-#include "probe/probe.hpp"
+#include "probe/tracefs.hpp"
 #include "sources/clock.hpp"
 
 #include <bpf/bpf.h>
@@ -108,8 +108,9 @@ int main(int argc, char **argv) {
                          "--hooks ctime)\n");
     return 2;
   }
+  std::unique_ptr<shmbpf::Tracefs> tracefs;
   try {
-    shmbpf::ensure_tracefs();
+    tracefs = std::make_unique<shmbpf::Tracefs>();
   } catch (const std::exception &e) {
     std::fprintf(stderr, "floor_host: %s\n", e.what());
     return 1;
@@ -131,10 +132,13 @@ int main(int argc, char **argv) {
     return 1;
   }
   skel->bss->realtime_minus_boot_ns = static_cast<__u64>(shmbpf::boot_to_realtime_ns());
-  if (int err = floor_bpf::attach(skel.get()); err) {
+  int err = 0;
+  tracefs->run([&] { err = floor_bpf::attach(skel.get()); });
+  if (err) {
     std::fprintf(stderr, "floor_host: attach: %s\n", std::strerror(-err));
     return 1;
   }
+  tracefs.reset();
   unsigned long long records = 0;
   std::unique_ptr<ring_buffer, RingDeleter> ring(
       ring_buffer__new(bpf_map__fd(skel->maps.records), count_record, &records, nullptr));

@@ -5,6 +5,7 @@
 
 #include "live/doctor.hpp"
 #include "probe/probe.hpp"
+#include "probe/tracefs.hpp"
 
 #include <gtest/gtest.h>
 
@@ -70,14 +71,14 @@ TEST(Doctor, TellsTheTruthAboutThisKernel) {
   EXPECT_EQ(r.machine, u.machine);
 
   // Each hook is on exactly when the kernel has its tracepoint.
-  const TracefsMount tracefs = ensure_tracefs();
-  const std::string available = read_text(tracefs.dir + "/available_events");
+  const Tracefs tracefs; // the machine's, or one of this process's own
+  const std::string available = read_text(tracefs.dir() + "/available_events");
   ASSERT_FALSE(r.hooks.empty());
   const Build best = best_build(u.release);
   for (const HookStatus &h : r.hooks) {
     SCOPED_TRACE(h.hook);
     const bool has = h.hook.find('/') != std::string::npos
-                         ? std::filesystem::exists(tracefs.dir + "/events/" + h.hook)
+                         ? std::filesystem::exists(tracefs.dir() + "/events/" + h.hook)
                          : available.find(":" + h.hook + "\n") != std::string::npos;
     EXPECT_EQ(!h.program.empty(), has) << h.off;
     EXPECT_EQ(h.off.empty(), has);
@@ -102,8 +103,6 @@ TEST(Doctor, TellsTheTruthAboutThisKernel) {
   }
   // A fallback is told exactly when the best build is not the fast one.
   EXPECT_EQ(r.fallbacks.empty(), best == Build::fast);
-  if (tracefs.mounted_here)
-    umount2(tracefs.dir.c_str(), 0);
 
   EXPECT_EQ(r.ring_buffer_bytes, RingBufferSetting::kDefault);
   EXPECT_GE(r.name_capacity, name_map_capacity(0));

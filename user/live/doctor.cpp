@@ -2,6 +2,7 @@
 
 #include "facts/result.hpp"
 #include "probe/probe.hpp"
+#include "probe/tracefs.hpp"
 #include "sources/mountinfo.hpp"
 #include "sources/namespaces.hpp"
 #include "sources/system_scan.hpp"
@@ -106,8 +107,8 @@ DoctorCheck tracefs_check() {
     return {"tracefs", Verdict::ok, t.dir + " (not readable without privileges)"};
   if (t.dir.empty())
     return {"tracefs", Verdict::ok,
-            "not mounted: shmbpf mounts it at /sys/kernel/tracing while it attaches its "
-            "programs, then unmounts it"};
+            "not mounted: shmbpf mounts one of its own while it attaches its programs, in a "
+            "mount namespace no other process sees"};
   return {"tracefs", Verdict::ok, t.dir};
 }
 

@@ -5,6 +5,7 @@
 #include "probe/load_log.hpp"
 #include "probe/ring_reader.hpp"
 #include "probe/trace_lists.hpp"
+#include "probe/tracefs.hpp"
 #include "sources/clock.hpp"
 
 #include <linux/types.h>
@@ -125,61 +126,6 @@ void require_bpf_privileges(const std::string &command) {
                      2);
 }
 
-namespace {
-
-constexpr long kTracefsMagic = 0x74726163; // TRACEFS_MAGIC
-
-// A directory that is tracefs itself: anything else mounted there (a tmpfs
-// with an events/ directory in it) lists no real tracepoint.
-bool is_tracefs(const std::string &dir) {
-  struct statfs st {};
-  return statfs(dir.c_str(), &st) == 0 && static_cast<long>(st.f_type) == kTracefsMagic;
-}
-
-} // namespace
-
-TracefsState find_tracefs() {
-  // libbpf 1.1 prefers the debugfs path when it exists; either is fine if it works.
-  for (const char *dir : {"/sys/kernel/debug/tracing", "/sys/kernel/tracing"}) {
-    struct stat st {};
-    if (stat((std::string(dir) + "/events").c_str(), &st) != 0) {
-      if (errno == EACCES)
-        return {dir, "", false};
-      continue;
-    }
-    if (!is_tracefs(dir))
-      return {dir, std::string(dir) +
-                       " is not tracefs (something else is mounted there); unmount it, or "
-                       "mount tracefs: mount -t tracefs nodev " +
-                       dir};
-    return {dir, ""};
-  }
-  if (exists("/sys/kernel/debug/tracing"))
-    return {"", "/sys/kernel/debug/tracing exists but is empty; libbpf would look there"};
-  return {};
-}
-
-TracefsMount ensure_tracefs() {
-  const TracefsState found = find_tracefs();
-  if (!found.problem.empty())
-    throw FatalError("tracefs", found.problem, 2);
-  if (!found.dir.empty())
-    return {found.dir, false};
-  const std::string tracing = "/sys/kernel/tracing";
-  // Another shmbpf may mount it at the same moment: then there are two
-  // mounts, one each, and each unmounts its own.
-  if (mount("nodev", tracing.c_str(), "tracefs", 0, nullptr) != 0)
-    throw FatalError("tracefs",
-                     "not mounted and mounting it at " + tracing + " failed: " + errno_text(errno) +
-                         " (try: mount -t tracefs nodev " + tracing + ")",
-                     2);
-  if (!exists(tracing + "/events") || !is_tracefs(tracing)) {
-    umount2(tracing.c_str(), UMOUNT_NOFOLLOW);
-    throw FatalError("tracefs", tracing + " is not a tracefs with events after mounting it", 2);
-  }
-  return {tracing, true};
-}
-
 void ensure_fd_room() {
   // A program, its link and a map each hold a descriptor, libbpf opens more
   // while loading, and a scan opens directories: with too few, a map is not
@@ -297,8 +243,8 @@ Probe::Probe(const ProbeOptions &opts, bool attach_now) {
                      "/sys/kernel/btf/vmlinux is missing; shmbpf needs a kernel built with "
                      "CONFIG_DEBUG_INFO_BTF=y",
                      2);
-  tracefs_ = ensure_tracefs();
-  const std::string &tracefs = tracefs_.dir;
+  tracefs_ = std::make_unique<Tracefs>();
+  const std::string &tracefs = tracefs_->dir();
   ncpus_ = libbpf_num_possible_cpus();
 
   skel_.reset(shmbpf_bpf__open());
@@ -445,29 +391,24 @@ Probe::Probe(const ProbeOptions &opts, bool attach_now) {
 void Probe::attach() {
   if (attached_)
     return;
-  if (int err = shmbpf_bpf__attach(skel_.get())) {
+  // libbpf reads each tracepoint's id from tracefs at its usual path: on
+  // the thread that sees a private mount, when it is one.
+  int err = 0;
+  tracefs_->run([&] { err = shmbpf_bpf__attach(skel_.get()); });
+  if (err) {
     std::string detail = last_libbpf_line();
     throw FatalError("attaching BPF programs", errno_text(err) +
                                                    (detail.empty() ? "" : " (" + detail + ")") +
                                                    "; run with -v for libbpf's detail");
   }
   attached_ = true;
-  unmount_tracefs();
-}
-
-void Probe::unmount_tracefs() {
-  if (!tracefs_.mounted_here)
-    return;
-  tracefs_.mounted_here = false;
-  // Not lazily: when something has a file of it open (another tracer that
-  // found it mounted), it stays.
-  umount2(tracefs_.dir.c_str(), UMOUNT_NOFOLLOW);
+  // Attached tracepoints need no file of it: a private mount goes now.
+  tracefs_.reset();
 }
 
 Probe::~Probe() {
   if (stats_fd_ >= 0)
     ::close(stats_fd_);
-  unmount_tracefs();
 }
 
 std::vector<ProgramStats> Probe::program_stats() const {

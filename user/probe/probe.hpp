@@ -22,6 +22,7 @@ struct shmbpf_name_bucket;
 namespace shmbpf {
 
 class RingReader;
+class Tracefs;
 
 // --ring-buffer-size: the BPF ring buffer the kernel hands records through.
 // Its default, help and validation, for every command that loads BPF.
@@ -107,31 +108,14 @@ void require_bpf_privileges(const std::string &command);
 // limit permitting); throws FatalError (exit status 2) when it stays too low.
 void ensure_fd_room();
 
-// Where tracefs is before shmbpf mounts anything: the directory libbpf
-// will use ("" when none is mounted), or why none can be used.
-struct TracefsState {
-  std::string dir;
-  std::string problem;  // "" when dir is tracefs or nothing is mounted yet
-  bool readable = true; // false: this process may not look (tracefs is root's)
-};
-TracefsState find_tracefs();
-
-// The tracefs directory libbpf will use, mounted at /sys/kernel/tracing
-// when none was (mounted_here). Throws FatalError when impossible.
-struct TracefsMount {
-  std::string dir;
-  bool mounted_here = false;
-};
-TracefsMount ensure_tracefs();
-
 class Probe {
 public:
   using RecordFn = std::function<void(const void *data, size_t len)>;
 
   // Checks privileges, BTF and tracefs, then loads everything and, with
-  // attach_now, attaches it. A tracefs it had to mount is unmounted once
-  // the programs are attached (or at destruction): attached tracepoints
-  // need no file of it, and the machine is left as it was found.
+  // attach_now, attaches it. Where the machine has no tracefs mounted, it
+  // uses one of its own that no other process sees (Tracefs), until the
+  // programs are attached.
   explicit Probe(const ProbeOptions &opts, bool attach_now = true);
   ~Probe();
   Probe(const Probe &) = delete;
@@ -204,7 +188,6 @@ public:
 
 private:
   uint64_t counter(uint32_t which) const;
-  void unmount_tracefs();
   class NameWindow;
   // Pages of the table holding buckets [first, first + count), mapped for as
   // long as the window lives.
@@ -233,7 +216,7 @@ private:
   int ncpus_ = 0;
   int stats_fd_ = -1; // BPF_ENABLE_STATS: statistics are on while it is open
   size_t name_capacity_ = 0;
-  TracefsMount tracefs_;
+  std::unique_ptr<Tracefs> tracefs_; // until attached
   bool attached_ = false;
 
   // Tells the kernel CLOCK_REALTIME minus CLOCK_BOOTTIME as it is now: the
