@@ -122,6 +122,36 @@ def main():
             check(host == path, f"{path} is not the node's (hostPath {host})")
             check(v.get("readOnly") is True, f"{path} is not read-only")
 
+    # What serve writes by default (its state directory, its socket's
+    # directory) is on a writable volume when the root is read-only, unless
+    # the arguments turn it off.
+    def default_of(flag):
+        m = re.search(rf"{flag} TEXT(?::PATH)?=(\S+)", serve_help)
+        return m.group(1) if m else None
+
+    if sec.get("readOnlyRootFilesystem") is True:
+        writes = {"--state-dir": ("--no-state", default_of("--state-dir")),
+                  "--socket": ("--no-socket", default_of("--socket"))}
+        for flag, (off, default) in writes.items():
+            if off in shmbpf_args:
+                continue
+            path = shmbpf_args[shmbpf_args.index(flag) + 1] if flag in shmbpf_args else default
+            check(path is not None, f"no default for {flag} in serve --help")
+            if not path:
+                continue
+            where = path if flag == "--state-dir" else os.path.dirname(path)
+            ok = any((where + "/").startswith(mp.rstrip("/") + "/") and not v.get("readOnly")
+                     for mp, v in mounts.items())
+            check(ok, f"{flag}'s {where} is on the read-only root: serve exits at start")
+
+    # One image, one architecture: the Dockerfile's .deb and the selector agree.
+    with open(os.path.join(src, "deploy/kubernetes/Dockerfile")) as f:
+        arch = re.search(r"shmbpf_\*_(\w+)\.deb", f.read()).group(1)
+    selector = pod.get("nodeSelector", {})
+    check(selector.get("kubernetes.io/arch") == arch,
+          f"nodeSelector kubernetes.io/arch is {selector.get('kubernetes.io/arch')}, "
+          f"not the image's {arch}")
+
     if failures:
         print("FAIL:\n" + "\n".join(failures), file=sys.stderr)
         sys.exit(1)
