@@ -119,7 +119,7 @@ TEST(LsCli, ListsLinkedAndUnlinkedButHeldSegments) {
   std::string header, line;
   std::getline(table, header);
   EXPECT_EQ(fields_of(header), (std::vector<std::string>{"PID", "USER", "COMM", "CONTAINER", "SEGS",
-                                                         "BYTES", "HELD", "CREATE/s", "ORPHANS"}))
+                                                         "BYTES", "HELD", "CREATE/s", "UNHELD"}))
       << tout;
   bool row_found = false;
   while (std::getline(table, line)) {

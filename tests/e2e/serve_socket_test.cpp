@@ -66,10 +66,9 @@ std::optional<SocketReply> get_unix(const std::string &sock, const std::string &
   return SocketReply{r->status, r->body, r->get_header_value("Shmbpf-Leaking")};
 }
 
-// A /dev/shm file whose creator has exited and that nobody holds: an
-// orphan as soon as the daemon has seen the creator go.
-std::string make_leak(const std::string &tag) {
-  const std::string path = "/dev/shm/e2e-sock-" + tag + "-" + std::to_string(getpid());
+// A file whose creator has exited and that nobody holds: an orphan as soon
+// as the daemon has seen the creator go, if it is shared memory.
+void leave_file(const std::string &path) {
   GatedFork child = fork_gated("e2e-leaker", [&] {
     const int fd = open(path.c_str(), O_CREAT | O_EXCL | O_RDWR, 0600);
     if (fd < 0 || write(fd, "leak", 4) != 4)
@@ -82,6 +81,12 @@ std::string make_leak(const std::string &tag) {
   int st = 0;
   EXPECT_EQ(waitpid(child.pid, &st, 0), child.pid);
   EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0) << "the leaker failed: " << st;
+}
+
+// Such a file in /dev/shm.
+std::string make_leak(const std::string &tag) {
+  const std::string path = "/dev/shm/e2e-sock-" + tag + "-" + std::to_string(getpid());
+  leave_file(path);
   return path;
 }
 
@@ -259,6 +264,69 @@ TEST(ServeSocket, TheLeakThroughTheSocketAndEveryClient) {
   EXPECT_EQ(gone.code, 2);
   EXPECT_NE(gone.err.find("no shmbpf serve at " + sock), std::string::npos) << gone.err;
   EXPECT_NE(gone.err.find("start it with sudo shmbpf serve"), std::string::npos) << gone.err;
+}
+
+// One orphan everywhere (docs/LEAKS.md): the sum of /metrics'
+// shmbpf_orphaned_segments is the daemon's leaks orphan_count; a pid file
+// left on another tmpfs is in neither, and only --all-mounts lists it.
+TEST(ServeSocket, MetricsCountTheOrphansLeaksLists) {
+  SHMBPF_REQUIRE_ROOT();
+  TestTmpfs run("shmbpf-e2e-run");
+  ASSERT_EQ(run.mount("size=1m"), "");
+  SocketDir dir;
+  const std::string sock = dir.sock();
+  const int port = free_port();
+  ShmbpfProcess serve(
+      {"serve", "--no-state", "--listen", "127.0.0.1:" + std::to_string(port), "--socket", sock});
+  SHMBPF_SERVE_READY(serve, port);
+  Unlink cleanup;
+  const std::string pidfile = run.dir() + "/daemon.pid";
+  leave_file(pidfile);
+  cleanup.paths.push_back(pidfile);
+  const std::string path = make_leak("count");
+  cleanup.paths.push_back(path);
+  ASSERT_TRUE(wait_for_orphan(sock, path, 20s)) << serve.err();
+
+  // Tests beside this one make and remove orphans: the same count read
+  // between two equal scrapes is one moment's.
+  auto orphaned = [&]() -> std::optional<double> {
+    auto r = get(port, "/metrics");
+    return r ? metric(r->body, "shmbpf_orphaned_segments", {}) : std::nullopt;
+  };
+  auto leaks_count = [&](const std::string &query) -> std::optional<json> {
+    auto r = get_unix(sock, "/v1/leaks?min_age=0" + query);
+    if (!r || r->status != 200)
+      return std::nullopt;
+    auto j = json::parse(r->body, nullptr, false);
+    return j.is_discarded() ? std::nullopt : std::optional<json>(j);
+  };
+  bool agreed = false;
+  std::string last;
+  for (auto deadline = Clock::now() + 30s; !agreed && Clock::now() < deadline;) {
+    const auto before = orphaned();
+    const auto leaks = leaks_count("");
+    const auto after = orphaned();
+    if (before && leaks && after && *before == *after) {
+      agreed = *before == (*leaks)["orphan_count"].get<double>();
+      last = std::to_string(*before) + " in /metrics, " + (*leaks)["orphan_count"].dump() +
+             " in /v1/leaks";
+    }
+    if (!agreed)
+      std::this_thread::sleep_for(200ms);
+  }
+  EXPECT_TRUE(agreed) << last;
+  const auto in_run = leaks_count("&match=" + pidfile);
+  ASSERT_TRUE(in_run);
+  EXPECT_EQ((*in_run)["orphan_count"], 0) << in_run->dump();
+  const auto all = leaks_count("&match=" + pidfile + "&all_mounts=1");
+  ASSERT_TRUE(all);
+  EXPECT_EQ((*all)["orphan_count"], 1) << all->dump();
+  auto r = get(port, "/metrics");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(
+      metric(r->body, "shmbpf_orphaned_segments", {"mountpoint=\"" + run.dir() + "\""}).value_or(0),
+      0)
+      << r->body;
 }
 
 TEST(ServeSocket, StuckClientsDoNotStopTheDaemon) {

@@ -129,7 +129,7 @@ TEST(TopCli, BatchFrameListsAProcessWithItsSegmentsAndBytes) {
   Holder h(comm, "/dev/shm/shmbpf-e2e-top-" + std::to_string(getpid()), 3, 64 * 1024);
   ASSERT_TRUE(h.release());
 
-  // PID USER COMM CONTAINER SEGS BYTES HELD CREATE/s ORPHANS
+  // PID USER COMM CONTAINER SEGS BYTES HELD CREATE/s UNHELD
   const pid_t pid = h.fork.pid;
   auto want = [&](const std::string &out) {
     auto f = process_row(out, pid);
@@ -477,7 +477,7 @@ TEST_F(TopInteractive, KeysSwitchViewsFilterAndQuitRestoresTheTerminal) {
   std::string s = tmux_.screen();
   EXPECT_NE(s.find("view: processes"), std::string::npos) << s;
   for (const char *c : {"PID", "USER", "COMM", "CONTAINER", "SEGS", "BYTES", "HELD", "CREATE/s",
-                        "ORPHANS", "Segments: ", "Activity: ", "Lost events: "})
+                        "UNHELD", "Segments: ", "Activity: ", "Lost events: "})
     EXPECT_NE(s.find(c), std::string::npos) << c << "\n" << s;
 
   tmux_.keys("c");

@@ -82,7 +82,7 @@ TEST(Columns, LsAndTopShowTheSameColumns) {
       << top_titles(TopView::segments);
   EXPECT_EQ(titles(process_columns()),
             (std::vector<std::string>{"PID", "USER", "COMM", "CONTAINER", "SEGS", "BYTES", "HELD",
-                                      "CREATE/s", "ORPHANS"}));
+                                      "CREATE/s", "UNHELD"}));
 }
 
 TEST(Columns, UserNamesWhereKnownElseTheUid) {

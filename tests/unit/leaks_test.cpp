@@ -32,7 +32,7 @@ TEST(Leaks, GroupsByMountContainerAndPattern) {
                             orphan("/dev/shm/torch_10_1_1", 2000, "/dev/shm"),
                             orphan("/dev/shm/psm_abc", 500, "/dev/shm", c),
                             orphan("/run/x", 100, "/run")};
-  LeakReport r = summarize_orphans(in, "", /*all_mounts=*/true);
+  LeakReport r = summarize_orphans(in, "");
   EXPECT_TRUE(r.leaking());
   EXPECT_EQ(r.orphans.size(), 4u);
   EXPECT_EQ(r.orphan_bytes, 5600u);
@@ -186,17 +186,24 @@ TEST(LeaksView, TextNamesTheCleanCaseAndEscapesNames) {
 namespace shmbpf {
 namespace {
 
-TEST(Leaks, OnlySharedMemoryUnlessAllMounts) {
+TEST(Leaks, SharedMemoryIsTheMountTheNameOrTheKind) {
   std::vector<Orphan> in = {orphan("/run/utmp", 4096, "/run"),
                             orphan("/run/torch_1_2_3", 4096, "/run"),
                             orphan("/dev/shm/x", 4096, "/dev/shm"),
                             orphan("/dev/shm/y", 4096, "/var/lib/docker/containers/c/mounts/shm")};
   in[3].segment.mountpoint = "/dev/shm"; // a container's own, as its processes see it
-  LeakReport r = summarize_orphans(in, "");
-  ASSERT_EQ(r.orphans.size(), 3u);
-  for (const auto &s : r.orphans)
-    EXPECT_NE(s.path, "/run/utmp");
-  EXPECT_EQ(summarize_orphans(in, "", true).orphans.size(), 4u);
+  EXPECT_FALSE(is_shared_memory(in[0].segment));
+  for (size_t i = 1; i < in.size(); ++i)
+    EXPECT_TRUE(is_shared_memory(in[i].segment)) << in[i].segment.path;
+  // Held by nobody, unlinked and without a mount: found through a mapping.
+  Orphan unlinked = orphan("/x (deleted)", 4096, "");
+  unlinked.segment.state = SegmentState::unlinked;
+  EXPECT_TRUE(is_shared_memory(unlinked.segment));
+  unlinked.segment.state = SegmentState::linked;
+  EXPECT_FALSE(is_shared_memory(unlinked.segment));
+  Orphan memfd = orphan("memfd:x", 4096, "");
+  memfd.segment.kind = Kind::memfd;
+  EXPECT_TRUE(is_shared_memory(memfd.segment));
 }
 
 } // namespace

@@ -217,7 +217,7 @@ TEST(LsViewTest, ProcessesTableAndJson) {
   ASSERT_EQ(lines.size(), 3u) << t;
   EXPECT_EQ(fields_of(lines[0]),
             (std::vector<std::string>{"PID", "USER", "COMM", "CONTAINER", "SEGS", "BYTES", "HELD",
-                                      "CREATE/s", "ORPHANS"}));
+                                      "CREATE/s", "UNHELD"}));
   EXPECT_EQ(fields_of(lines[1]),
             (std::vector<std::string>{"4321", "alice", "worker", "fedcba987654", "3", "2.0M", "64K",
                                       "1.5", "2"}));

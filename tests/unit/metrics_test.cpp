@@ -3,6 +3,9 @@
 // series per filesystem, escaping, and never a pid, a path or a name.
 #include "views/metrics.hpp"
 
+#include "model/leaks.hpp"
+#include "views/export_view.hpp"
+
 #include "synthetic_events.hpp"
 
 #include <gtest/gtest.h>
@@ -282,6 +285,45 @@ TEST_F(Metrics, OrphansWhateverTheirAgeAndZeroWhereNone) {
   EXPECT_EQ(x.value("shmbpf_orphaned_segments", {{"kind", "memfd"}}), "0");
   EXPECT_EQ(x.value("shmbpf_orphaned_segments", {{"id", kPodCtrId}}), "0");
   EXPECT_EQ(x.of("shmbpf_orphaned_segments").size(), x.of("shmbpf_orphaned_bytes").size());
+}
+
+// One orphan everywhere (docs/LEAKS.md): the metric's sum is what leaks,
+// the export, top's header and ls count, and files on /run that are not
+// shared memory are in none of them.
+TEST(MetricsOrphans, TheSumIsTheOrphanCountOfEveryOtherView) {
+  Engine engine = synthetic_engine();
+  auto in = [](Event e) {
+    e.cgroup_id = 13;
+    return e;
+  };
+  const FileAt run{27, 42};
+  engine.apply(in(created_file(run, 700, 20, "/run/daemon.pid", 4096, 20 * kSec)));
+  engine.apply(in(created_file(run, 700, 21, "/run/torch_700_b_0", 8192, 21 * kSec)));
+  engine.apply(in(process_event(EventType::exit, 700, 22 * kSec)));
+  const MetricsCounters c = counters();
+  const Exposition x = parse(metrics_text(take_metrics_snapshot(engine, c)));
+  double sum = 0;
+  for (const Sample &s : x.of("shmbpf_orphaned_segments"))
+    sum += std::stod(s.value);
+
+  const std::vector<Orphan> orphans = engine.orphans(c.now_ns, 0);
+  const LeakReport leaks = summarize_orphans(orphans, "");
+  EXPECT_EQ(sum, static_cast<double>(leaks.orphans.size()));
+  EXPECT_EQ(engine.totals(c.now_ns, 0).orphans, leaks.orphans.size());
+  size_t flagged = 0;
+  for (const SegmentInfo &s : engine.segments({}, c.now_ns, 0))
+    flagged += s.orphan;
+  EXPECT_EQ(flagged, leaks.orphans.size());
+  OrphanWatch watch;
+  EXPECT_EQ(watch.update(orphans).appeared.size(), leaks.orphans.size());
+  // torch_100's two, the container's psm_gone, and /run's torch file.
+  EXPECT_EQ(leaks.orphans.size(), 4u);
+  EXPECT_EQ(x.value("shmbpf_orphaned_segments", {{"mountpoint", "/run"}, {"kind", "tmpfs"}}), "1");
+  for (const SegmentInfo &s : leaks.orphans)
+    EXPECT_NE(s.path, "/run/daemon.pid");
+  // Only asked for by name (leaks --all-mounts) is the pid file there.
+  const auto all = engine.orphans(c.now_ns, 0, OrphanScope::all_mounts);
+  EXPECT_EQ(all.size(), 5u);
 }
 
 TEST_F(Metrics, OneSeriesPerFilesystemWithItsContainer) {

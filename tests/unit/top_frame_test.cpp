@@ -104,7 +104,7 @@ TEST(TopFrame, ProcessesViewColumnsAndDefaultSortByBytes) {
   EXPECT_EQ(cols->style, TopStyle::columns);
   std::size_t at = 0;
   for (const char *c :
-       {"PID", "USER", "COMM", "CONTAINER", "SEGS", "BYTES", "HELD", "CREATE/s", "ORPHANS"}) {
+       {"PID", "USER", "COMM", "CONTAINER", "SEGS", "BYTES", "HELD", "CREATE/s", "UNHELD"}) {
     const auto pos = cols->text.find(c, at);
     ASSERT_NE(pos, std::string::npos) << c << " in " << cols->text;
     at = pos;
@@ -120,7 +120,7 @@ TEST(TopFrame, ProcessesViewColumnsAndDefaultSortByBytes) {
   EXPECT_FALSE(contains(rows[1], "0123456789abc"));
   EXPECT_TRUE(contains(rows[2], "trainer"));
   EXPECT_TRUE(contains(rows[2], "7.0M")); // HELD
-  // ORPHANS: python3 created a segment nobody holds any more.
+  // UNHELD: python3 created a segment nobody holds any more.
   EXPECT_TRUE(rows[0].ends_with(" 1")) << rows[0];
   EXPECT_TRUE(rows[2].ends_with(" 0")) << rows[2];
 }

@@ -57,7 +57,7 @@ TEST(TopJson, JsonFrameShape) {
   EXPECT_EQ(p["user"], "alice");
   EXPECT_EQ(p["segments_created"], 2);
   EXPECT_EQ(p["bytes_created"], 6 << 20);
-  EXPECT_EQ(p["orphans"], 1);
+  EXPECT_EQ(p["unheld"], 1);
   EXPECT_TRUE(p["container"].is_null());
   EXPECT_EQ(j["rows"][1]["container"], ctr_id);
 

@@ -136,8 +136,10 @@ int run_leaks(const LeaksOptions &opts) {
   }
 
   const auto min_age_ns = static_cast<uint64_t>(std::llround(opts.min_age_s * 1e9));
-  LeakReport report =
-      summarize_orphans(engine.orphans(now, min_age_ns), opts.match.value_or(""), opts.all_mounts);
+  LeakReport report = summarize_orphans(
+      engine.orphans(now, min_age_ns,
+                     opts.all_mounts ? OrphanScope::all_mounts : OrphanScope::shared_memory),
+      opts.match.value_or(""));
   if (opts.window_s > 0) {
     report.growth = find_growth(samples);
     // Watched for the whole window: complete, whatever the scans took.

@@ -266,16 +266,18 @@ HttpReply LocalApi::leaks(const HttpQuery &q) const {
     std::vector<BusError> faults; // of the window
   };
   const auto window_ns = static_cast<uint64_t>(std::llround(window_s * 1e9));
-  auto copy =
-      endpoints_.read([&](const Engine &engine, const MonitorStats &, const MetricsCounters &) {
-        const uint64_t now = Monitor::now_ns();
-        return Copy{now, engine.orphans(now, min_age_ns),
-                    window_s > 0 ? engine.sigbus_since(now > window_ns ? now - window_ns : 0)
-                                 : std::vector<BusError>{}};
-      });
+  auto copy = endpoints_.read([&](const Engine &engine, const MonitorStats &,
+                                  const MetricsCounters &) {
+    const uint64_t now = Monitor::now_ns();
+    return Copy{now,
+                engine.orphans(now, min_age_ns,
+                               all_mounts ? OrphanScope::all_mounts : OrphanScope::shared_memory),
+                window_s > 0 ? engine.sigbus_since(now > window_ns ? now - window_ns : 0)
+                             : std::vector<BusError>{}};
+  });
   if (!copy)
     return Endpoints::not_ready();
-  LeakReport report = summarize_orphans(copy->orphans, glob, all_mounts);
+  LeakReport report = summarize_orphans(copy->orphans, glob);
   report.bus_errors = bus_error_mounts(copy->faults);
   if (window_s > 0) {
     // Growth from the samples kept, judged after their lock is let go.

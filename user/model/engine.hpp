@@ -168,9 +168,12 @@ public:
   std::optional<ProcessInfo> process(uint32_t pid, uint64_t now_ns = 0) const;
   std::vector<ContainerInfo> containers(uint64_t now_ns = 0) const; // by id, host ("") first
   std::vector<MountUsage> mounts() const;                           // by mountpoint, mntns, mnt_id
-  // Segments pinning memory or a name with no live holder whose creator is
-  // gone or unknown, at least min_age_ns old; largest first.
-  std::vector<Orphan> orphans(uint64_t now_ns, uint64_t min_age_ns) const;
+  // Segments of shared memory (is_shared_memory; with all_mounts, on any
+  // tmpfs too) pinning memory or a name with no live holder whose creator
+  // is gone or unknown, at least min_age_ns old; largest first. Every other
+  // query's orphan is this one's, in the shared_memory scope.
+  std::vector<Orphan> orphans(uint64_t now_ns, uint64_t min_age_ns,
+                              OrphanScope scope = OrphanScope::shared_memory) const;
   // What a cgroup id is known to be: nullopt while set_cgroup_path has not
   // described it (a new cgroup is resolved soon after its first event),
   // else its container, nullptr for the host. One lookup.
@@ -372,7 +375,8 @@ private:
   static size_t path_key(uint32_t h) { return h * 0x9e3779b97f4a7c15ull; }
 
   bool creator_alive(const Segment &s) const;
-  bool is_orphan(const Segment &s, bool sysv, uint64_t now_ns, uint64_t min_age_ns) const;
+  bool is_orphan(const SegmentKey &key, const Segment &s, uint64_t now_ns, uint64_t min_age_ns,
+                 OrphanScope scope = OrphanScope::shared_memory) const;
   // mntns and ipcns -> the one container all their known processes are in.
   struct NsContainers {
     std::unordered_map<uint32_t, const ContainerRef *> mnt, ipc;
@@ -386,6 +390,7 @@ private:
   ContainerRef pod_of(const std::string &uid) const;
   std::string mountpoint_of(const SegmentKey &key, const Segment &s) const;
   std::string mountpoint_of(bool sysv, uint32_t mnt_id, uint32_t dev) const;
+  std::string_view mountpoint_view(bool sysv, uint32_t mnt_id, uint32_t dev) const;
   SegmentInfo info(const SegmentKey &key, const Segment &s, const NsContainers *ns = nullptr) const;
   bool matches(const SegmentKey &key, const Segment &s, const SegmentFilter &f,
                const NsContainers &ns) const;

@@ -36,7 +36,9 @@ bool Engine::creator_alive(const Segment &s) const {
   return pit != procs_.end() && (s.creator_serial == 0 || pit->second.serial == s.creator_serial);
 }
 
-bool Engine::is_orphan(const Segment &s, bool sysv, uint64_t now_ns, uint64_t min_age_ns) const {
+bool Engine::is_orphan(const SegmentKey &key, const Segment &s, uint64_t now_ns,
+                       uint64_t min_age_ns, OrphanScope scope) const {
+  const bool sysv = key.is_sysv();
   // It must pin something: a name, or pages of an unlinked file.
   const bool pins =
       sysv ? s.state == SegmentState::linked : s.state == SegmentState::linked || s.bytes > 0;
@@ -47,7 +49,12 @@ bool Engine::is_orphan(const Segment &s, bool sysv, uint64_t now_ns, uint64_t mi
   if (s.creator_pid == 0 && s.pattern == NamePattern::torch &&
       procs_.count(classify_shm_name(s.path).pid))
     return false; // the pid in the torch name is alive: assume it is the creator
-  return age_ns(s, now_ns) >= min_age_ns;
+  if (age_ns(s, now_ns) < min_age_ns)
+    return false;
+  // Last, as it looks the mount up: shared memory, unless asked otherwise.
+  return scope == OrphanScope::all_mounts ||
+         is_shared_memory(s.kind, s.pattern, s.state,
+                          mountpoint_view(sysv, s.mnt_id, key.dev_or_ipcns));
 }
 
 Engine::NsContainers Engine::ns_containers() const {
@@ -134,6 +141,10 @@ std::string Engine::mountpoint_of(const SegmentKey &key, const Segment &s) const
 }
 
 std::string Engine::mountpoint_of(bool sysv, uint32_t mnt_id, uint32_t dev) const {
+  return std::string(mountpoint_view(sysv, mnt_id, dev));
+}
+
+std::string_view Engine::mountpoint_view(bool sysv, uint32_t mnt_id, uint32_t dev) const {
   if (sysv)
     return {};
   if (mnt_id)
@@ -270,7 +281,7 @@ void Engine::for_each_segment(const SegmentFilter &filter, uint64_t now_ns,
     SegmentInfo i = info(*r.key, *r.seg, &ns);
     if (now_ns) {
       i.age_ns = age_ns(*r.seg, now_ns);
-      i.orphan = is_orphan(*r.seg, r.key->is_sysv(), now_ns, orphan_min_age_ns);
+      i.orphan = is_orphan(*r.key, *r.seg, now_ns, orphan_min_age_ns);
     }
     fn(std::move(i));
   }
@@ -317,7 +328,7 @@ SegmentInfo SegmentScan::info(const Item &item) const {
   SegmentInfo i = engine_.info(slot.first, slot.second, &ns_);
   if (now_ns_) {
     i.age_ns = engine_.age_ns(slot.second, now_ns_);
-    i.orphan = engine_.is_orphan(slot.second, slot.first.is_sysv(), now_ns_, orphan_min_age_ns_);
+    i.orphan = engine_.is_orphan(slot.first, slot.second, now_ns_, orphan_min_age_ns_);
   }
   return i;
 }
@@ -544,11 +555,11 @@ std::vector<MountUsage> Engine::mounts() const {
   return out;
 }
 
-std::vector<Orphan> Engine::orphans(uint64_t now_ns, uint64_t min_age_ns) const {
+std::vector<Orphan> Engine::orphans(uint64_t now_ns, uint64_t min_age_ns, OrphanScope scope) const {
   std::vector<Orphan> out;
   const NsContainers ns = ns_containers();
   for (const auto &[key, s] : segs_) {
-    if (!is_orphan(s, key.is_sysv(), now_ns, min_age_ns))
+    if (!is_orphan(key, s, now_ns, min_age_ns, scope))
       continue;
     uint64_t age = age_ns(s, now_ns);
     out.push_back({info(key, s, &ns), age});
@@ -572,7 +583,7 @@ EngineTotals Engine::totals(uint64_t now_ns, uint64_t orphan_min_age_ns) const {
     KindTotals &k = s.kind == Kind::sysv ? t.sysv : s.kind == Kind::memfd ? t.memfd : t.tmpfs;
     ++k.segments;
     k.bytes += s.bytes;
-    if (is_orphan(s, key.is_sysv(), now_ns, orphan_min_age_ns)) {
+    if (is_orphan(key, s, now_ns, orphan_min_age_ns)) {
       ++t.orphans;
       t.orphan_bytes += s.bytes;
     }
@@ -620,7 +631,7 @@ std::vector<SegmentGroup> Engine::segment_groups(uint64_t now_ns,
                 s.state,
                 sysv ? 0 : s.mnt_id,
                 sysv ? 0 : key.dev_or_ipcns,
-                is_orphan(s, sysv, now_ns, orphan_min_age_ns)};
+                is_orphan(key, s, now_ns, orphan_min_age_ns)};
     if (!last || !(*last == k)) {
       last = k;
       last_sum = &sums[k];

@@ -20,25 +20,12 @@ void sort_groups(std::vector<LeakGroup> &groups) {
 
 } // namespace
 
-bool is_shared_memory(const SegmentInfo &s) {
-  if (s.kind != Kind::tmpfs || s.pattern != NamePattern::none)
-    return true;
-  if (is_shared_memory_mountpoint(s.mountpoint))
-    return true;
-  // Unlinked files without a mount were found through their holders' fds
-  // and maps: they are mapped or held memory.
-  return s.mountpoint.empty() && s.state == SegmentState::unlinked;
-}
-
-LeakReport summarize_orphans(const std::vector<Orphan> &orphans, const std::string &glob,
-                             bool all_mounts) {
+LeakReport summarize_orphans(const std::vector<Orphan> &orphans, const std::string &glob) {
   LeakReport r;
   std::map<std::string, LeakGroup> mounts, containers, patterns;
   for (const Orphan &o : orphans) {
     const SegmentInfo &s = o.segment;
     if (!glob.empty() && ::fnmatch(glob.c_str(), s.path.c_str(), 0) != 0)
-      continue;
-    if (!all_mounts && !is_shared_memory(s))
       continue;
     r.orphans.push_back(s);
     r.orphan_bytes += s.bytes;

@@ -69,16 +69,14 @@ struct LeakReport {
   bool leaking() const { return !orphans.empty() || !growth.empty() || !bus_errors.empty(); }
 };
 
-// Where shared memory lives: any /dev/shm mount (the host's or a
-// container's), memfds, SysV, hugetlbfs, and files named by a known
-// shared-memory scheme anywhere. Other tmpfs mounts (/run, /tmp) hold
-// ordinary files that nobody keeps open, so they are not leaks by default.
-bool is_shared_memory(const SegmentInfo &s);
+// is_shared_memory (model/types.hpp) of a segment as the queries give it.
+inline bool is_shared_memory(const SegmentInfo &s) {
+  return is_shared_memory(s.kind, s.pattern, s.state, s.mountpoint);
+}
 
-// Orphans (as Engine::orphans) whose path matches glob (fnmatch, no flags;
-// empty glob: all) and, unless all_mounts, that are shared memory; grouped.
-LeakReport summarize_orphans(const std::vector<Orphan> &orphans, const std::string &glob,
-                             bool all_mounts = false);
+// Orphans (Engine::orphans, in the scope asked for) whose path matches glob
+// (fnmatch, no flags; empty glob: all); grouped.
+LeakReport summarize_orphans(const std::vector<Orphan> &orphans, const std::string &glob);
 
 // Live bytes of every subject at one instant.
 struct UsageSample {

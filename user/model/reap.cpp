@@ -26,9 +26,7 @@ bool selected(const SegmentInfo &s, const ReapFilter &f) {
     return false;
   if (f.mount && s.mountpoint != *f.mount)
     return false;
-  if (f.kind && (s.kind == Kind::sysv) != (*f.kind == Kind::sysv))
-    return false;
-  return f.all_mounts || is_shared_memory(s);
+  return !f.kind || (s.kind == Kind::sysv) == (*f.kind == Kind::sysv);
 }
 
 } // namespace
@@ -66,7 +64,9 @@ ReapPlan plan_reap(const Engine &engine, uint64_t now_ns, const ReapFilter &filt
 
   const auto min_age_ns =
       static_cast<uint64_t>(std::llround(std::max(0.0, filter.min_age_s) * 1e9));
-  for (Orphan &o : engine.orphans(now_ns, min_age_ns)) {
+  const OrphanScope scope =
+      filter.all_mounts ? OrphanScope::all_mounts : OrphanScope::shared_memory;
+  for (Orphan &o : engine.orphans(now_ns, min_age_ns, scope)) {
     SegmentInfo &s = o.segment;
     if (!selected(s, filter))
       continue;
@@ -90,7 +90,7 @@ ReapPlan plan_reap(const Engine &engine, uint64_t now_ns, const ReapFilter &filt
   SegmentFilter unlinked;
   unlinked.state = SegmentState::unlinked;
   for (SegmentInfo &s : engine.segments(unlinked, now_ns, min_age_ns))
-    if (!s.holders.empty() && selected(s, filter))
+    if (!s.holders.empty() && selected(s, filter) && (filter.all_mounts || is_shared_memory(s)))
       plan.held.push_back({std::move(s)});
   return plan;
 }

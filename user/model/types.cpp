@@ -33,6 +33,17 @@ std::string_view to_string(NamePattern p) {
   return "?";
 }
 
+bool is_shared_memory(Kind kind, NamePattern pattern, SegmentState state,
+                      std::string_view mountpoint) {
+  if (kind != Kind::tmpfs || pattern != NamePattern::none)
+    return true;
+  if (is_shared_memory_mountpoint(mountpoint))
+    return true;
+  // Unlinked files without a mount were found through their holders' fds
+  // and maps: they are mapped or held memory.
+  return mountpoint.empty() && state == SegmentState::unlinked;
+}
+
 NameClass classify_shm_name(std::string_view path) {
   std::string_view leaf = leaf_of(path);
   if (leaf.starts_with("torch_")) {

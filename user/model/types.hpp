@@ -41,6 +41,18 @@ struct NameClass {
 // Classifies the last component of a path or name.
 NameClass classify_shm_name(std::string_view path);
 
+// Whether a segment is shared memory, the first rule of an orphan
+// (docs/LEAKS.md): memfds, System V, files on a /dev/shm or hugetlbfs
+// mount, files named by a known scheme anywhere, and unlinked files found
+// through their holders. Other tmpfs files (/run's pid files, /tmp) are
+// kept by nobody by design: never orphans, whoever asks.
+bool is_shared_memory(Kind kind, NamePattern pattern, SegmentState state,
+                      std::string_view mountpoint);
+// Where orphans are looked for: shared memory (the definition, for every
+// table, metric and record), or files on any tmpfs as well (leaks and
+// reap with --all-mounts, asked for by name).
+enum class OrphanScope : uint8_t { shared_memory, all_mounts };
+
 // tmpfs files and memfds are keyed by inode (dev, ino), SysV segments by
 // (ipcns, shmid). tmpfs and memfd keys share one space: a file's identity is
 // its inode, and events (free) or /proc scans cannot always tell the two

@@ -51,7 +51,7 @@ const ColumnSet<ProcessInfo> &process_columns() {
       {{"BYTES", right}, [](const P &p, const C &) { return human_bytes(p.bytes_created); }},
       {{"HELD", right}, [](const P &p, const C &) { return human_bytes(p.bytes_held); }},
       {{"CREATE/s", right}, [](const P &p, const C &) { return rate_text(p.create_rate); }},
-      {{"ORPHANS", right}, [](const P &p, const C &) { return number(p.segments_unheld); }},
+      {{"UNHELD", right}, [](const P &p, const C &) { return number(p.segments_unheld); }},
   };
   return set;
 }

@@ -42,7 +42,7 @@ template <class Row> struct EntityColumn {
 
 template <class Row> using ColumnSet = std::vector<EntityColumn<Row>>;
 
-// PID USER COMM CONTAINER SEGS BYTES HELD CREATE/s ORPHANS
+// PID USER COMM CONTAINER SEGS BYTES HELD CREATE/s UNHELD
 const ColumnSet<ProcessInfo> &process_columns();
 // ID NAME RUNTIME POD NAMESPACE PROCS SEGS BYTES SHM MOUNT %
 const ColumnSet<ContainerInfo> &container_columns();

@@ -129,8 +129,6 @@ OrphanWatch::Changes OrphanWatch::update(const std::vector<Orphan> &orphans) {
   Changes c;
   std::unordered_set<SegmentKey, SegmentKeyHash> now;
   for (const Orphan &o : orphans) {
-    if (!is_shared_memory(o.segment))
-      continue;
     now.insert(o.segment.key);
     auto [it, fresh] = seen_.try_emplace(o.segment.key, o.segment);
     if (fresh)

@@ -48,9 +48,9 @@ private:
   TraceFormatter trace_;
 };
 
-// Which orphans are new and which are gone since the last look. Only
-// shared memory counts (is_shared_memory: leaks' default), so that the
-// ordinary files of /run and /tmp do not flood the export.
+// Which orphans are new and which are gone since the last look (orphans
+// as Engine::orphans defines them: shared memory only, so the ordinary
+// files of /run and /tmp never reach the export).
 class OrphanWatch {
 public:
   struct Changes {

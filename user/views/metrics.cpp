@@ -106,8 +106,8 @@ void segments(PrometheusWriter &w, const std::vector<SegmentGroup> &groups) {
   write_live("shmbpf_segment_bytes",
              "Resident bytes of the live segments (pages in memory, not the logical size).", true);
   write_orphaned("shmbpf_orphaned_segments",
-                 "Segments that pin memory or a name while no live process holds them and their "
-                 "creator is gone, whatever their age.",
+                 "Shared-memory segments that pin memory or a name while no live process holds "
+                 "them and their creator is gone, whatever their age (docs/LEAKS.md).",
                  false);
   write_orphaned("shmbpf_orphaned_bytes", "Resident bytes of the orphaned segments.", true);
 }

@@ -365,7 +365,7 @@ std::vector<std::string> top_help_lines() {
       "",
       "Views",
       "  p  processes: PID USER COMM CONTAINER SEGS (created, live) BYTES HELD CREATE/s",
-      "     ORPHANS (segments it created that no process holds any more)",
+      "     UNHELD (segments it created, still running, that no process holds now)",
       "  c  containers: ID RUNTIME POD PROCS SEGS BYTES, and how full their /dev/shm is",
       "  m  mounts: every tmpfs, its usage, growth and predicted time to full",
       "  s  segments: PATH/NAME KIND SIZE BYTES STATE CREATOR HOLDERS AGE",

@@ -55,7 +55,7 @@ void process_json(JsonWriter &w, const TopSnapshot &snap, const ProcessInfo &p) 
   w.num("segments_created", p.segments_created).num("bytes_created", p.bytes_created);
   w.num("segments_held", p.segments_held).num("bytes_held", p.bytes_held);
   w.real("create_rate", p.create_rate).real("unlink_rate", p.unlink_rate);
-  w.num("orphans", p.segments_unheld);
+  w.num("unheld", p.segments_unheld);
   w.num("sigbus", p.sigbus);
   w.end_object();
 }
