@@ -1079,6 +1079,43 @@ TEST(EngineMounts, AnUnmeasuredMountKeepsItsLastMeasurement) {
   EXPECT_EQ(engine.mounts()[0].mount.used_bytes, 125 * kMiB);
 }
 
+// A filesystem that ended (Monitor's samples tell): its unheld files go
+// with its name; a held file keeps it alive, memfds are not on it, and a
+// file changed since the look is of a filesystem found after it.
+TEST(EngineMounts, AnEndedFilesystemForgetsItsUnheldFilesAndItsName) {
+  Engine engine;
+  engine.set_mount(tmpfs_mount(kMntId, "/dev/shm", kDev));
+  engine.apply(create(100, 1, "/dev/shm/a", sec(1)));
+  engine.apply(resize(100, 1, kMiB, kMiB, sec(1)));
+  engine.apply(create(100, 2, "/dev/shm/held", sec(1)));
+  engine.apply(open_file(200, 2, "/dev/shm/held", sec(2)));
+  engine.apply(memfd(400, 7, "buf", sec(1), 0)); // 400 lives on
+  engine.apply(exit_of(100, sec(3)));
+  ASSERT_EQ(orphan_paths(engine, sec(1000), 0), std::vector<std::string>{"/dev/shm/a"});
+  EXPECT_EQ(engine.file_devs(), (std::vector<uint32_t>{1, kDev}));
+
+  engine.reconcile_mounts({});
+  EXPECT_EQ(engine.forget_filesystem(kDev, sec(10)), 1u);
+  EXPECT_FALSE(engine.segment(file_key(1)));
+  EXPECT_TRUE(orphan_paths(engine, sec(1000), 0).empty());
+  EXPECT_EQ(engine.totals(sec(1000), 0).tmpfs.bytes, 0u);
+  EXPECT_TRUE(engine.segment(file_key(2))); // held: the filesystem lives on
+  EXPECT_TRUE(engine.segment(file_key(7, 1)));
+  EXPECT_EQ(engine.forget_filesystem(1, sec(10)), 0u); // memfds are on no mount
+  // Its holder goes: now it ends, and its name with it.
+  engine.apply(exit_of(200, sec(11)));
+  EXPECT_EQ(engine.forget_filesystem(kDev, sec(12)), 1u);
+  EXPECT_EQ(engine.file_devs(), std::vector<uint32_t>{1});
+  // The device number again, another filesystem: no old name, no old file.
+  engine.apply(create(500, 3, "/x/new", sec(20)));
+  auto s = engine.segment(file_key(3));
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->mountpoint, "");
+  // Changed after the look: not the ended filesystem's.
+  EXPECT_EQ(engine.forget_filesystem(kDev, sec(15)), 0u);
+  EXPECT_TRUE(engine.segment(file_key(3)));
+}
+
 TEST(EngineMounts, GrowthUsesOnlyTheWindow) {
   EngineConfig cfg;
   cfg.growth_window_ns = sec(10);

@@ -8,6 +8,7 @@
 #include "sources/clock.hpp"
 #include "sources/namespaces.hpp"
 #include "sources/proc_scan.hpp"
+#include "sources/superblocks.hpp"
 #include "sources/system_scan.hpp"
 #include "sources/tmpfs_scan.hpp"
 
@@ -409,6 +410,12 @@ Monitor::Gather Monitor::run_gather(Gather g) {
     if (g.walk_namespaces)
       g.namespaces = scan_mount_namespaces();
     g.mount_usage = scan_mount_usage(g.namespaces);
+    std::vector<uint32_t> mounted;
+    for (const MountNamespace &ns : g.namespaces)
+      for (const MountInfo &m : ns.mounts)
+        if (m.is_tmpfs())
+          mounted.push_back(m.dev);
+    g.ended_devs = ended_filesystems(g.file_devs, mounted, g.walk_namespaces);
   }
   if (!g.cgroup_ids.empty())
     g.cgroup_paths = find_cgroup_paths(g.cgroup_ids);
@@ -528,6 +535,7 @@ Monitor::Gather Monitor::sample_request() {
   take_in_turn(pids, kMaxPids, holder_cursor_);
   add_holder_jobs(g, std::move(pids));
   g.mounts = true;
+  g.file_devs = engine_.file_devs();
   g.namespaces = namespaces_;
   g.walk_namespaces =
       walk_namespaces_ || namespaces_.empty() ||
@@ -589,6 +597,8 @@ void Monitor::apply_sample(Gather &g) {
       ++it;
   last_pid_ = nullptr; // entries may be gone
   if (g.mounts) {
+    for (uint32_t dev : g.ended_devs)
+      stats_.ended_files += engine_.forget_filesystem(dev, g.now_ns);
     engine_.reconcile_mounts(std::move(g.mount_usage));
     engine_.sample_mounts(now_ns());
     stats_.samples++;

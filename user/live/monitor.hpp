@@ -75,6 +75,9 @@ struct MonitorStats {
   // records are lost.
   uint64_t longest_stall_ns = 0;
   uint64_t held_peak = 0; // most events held back during one gather
+  // Files forgotten because their filesystem ended (a tmpfs unmounted, a
+  // container's mount namespace gone with its /dev/shm).
+  uint64_t ended_files = 0;
 };
 
 class Monitor {
@@ -159,6 +162,9 @@ private:
     std::vector<MountNamespace> namespaces;
     bool walk_namespaces = false;
     std::vector<MountState> mount_usage;
+    // The filesystems the engine has files on, and those of them that
+    // ended (no mount left, no superblock: ended_filesystems).
+    std::vector<uint32_t> file_devs, ended_devs;
     std::vector<uint64_t> cgroup_ids; // to find in the cgroup2 tree
     std::vector<std::pair<uint64_t, std::string>> cgroup_paths;
     // Containers to name (the engine's unnamed ones and those of the

@@ -70,6 +70,14 @@ public:
   // from the list (unmounted, a container that stopped) are forgotten.
   void reconcile_mounts(std::vector<MountState> mounts);
   void sample_mounts(uint64_t now_ns);
+  // The devices of the filesystems tmpfs and hugetlbfs segments are on
+  // (memfds' included), each once.
+  std::vector<uint32_t> file_devs() const;
+  // Filesystem dev has ended (its last mount gone, nothing holding a file
+  // of it): its files are forgotten with its name, unless held (then the
+  // filesystem lives on) or changed at or after since_ns (a file of a
+  // filesystem found after that look). memfds stay. Returns how many went.
+  size_t forget_filesystem(uint32_t dev, uint64_t since_ns);
 
   // Makes the linked files of filesystem dev equal to truth, a full scan of
   // it (paths as users see them): missing files are added as pre-existing,

@@ -203,6 +203,29 @@ void Engine::reconcile_mounts(std::vector<MountState> mounts) {
     set_mount(std::move(m));
 }
 
+std::vector<uint32_t> Engine::file_devs() const {
+  std::vector<uint32_t> out;
+  for (const auto &[dev, d] : devs_)
+    if (d.segments > 0)
+      out.push_back(dev);
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+size_t Engine::forget_filesystem(uint32_t dev, uint64_t since_ns) {
+  std::vector<SegmentKey> ended;
+  for (const auto &[key, s] : segs_)
+    if (!key.is_sysv() && key.dev_or_ipcns == dev && s.kind == Kind::tmpfs && s.holders.empty() &&
+        s.changed_ns < since_ns)
+      ended.push_back(key);
+  for (const SegmentKey &key : ended)
+    erase_segment(segs_.find(key));
+  // A later filesystem given the same number must not inherit its name.
+  if (auto d = devs_.find(dev); d != devs_.end() && d->second.segments == 0)
+    dev_names_.erase(dev);
+  return ended.size();
+}
+
 uint64_t Engine::used_now(const MountEntry &m) const {
   auto d = devs_.find(m.state.dev);
   int64_t tracked = d == devs_.end() ? 0 : static_cast<int64_t>(d->second.bytes);

@@ -1,0 +1,126 @@
+// Containers that end take their /dev/shm files with them, and the daemon
+// forgets them within seconds: one OOM-killed while filling its /dev/shm,
+// one that exits on its own, one removed with `docker rm -f` while running.
+// A real Docker of the test's own (tests/e2e/dockerd.hpp) and a real serve:
+// its export file shows each file was seen, then no table, metric or state
+// file keeps it.
+#include "e2e/background.hpp"
+#include "e2e/dockerd.hpp"
+#include "e2e/export_records.hpp"
+#include "e2e/run_cli.hpp"
+#include "e2e/serve_http.hpp"
+#include "support.hpp"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <thread>
+
+namespace shmbpf::test {
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+std::string read_text(const std::string &path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+TEST(ContainerEnd, FilesOfEndedContainersLeaveEveryTable) {
+  SHMBPF_REQUIRE_ROOT();
+  const DockerPrograms programs;
+  SHMBPF_REQUIRE_DOCKER(programs);
+  Dockerd d(programs);
+  ASSERT_TRUE(d.wait_ready(std::chrono::seconds(30))) << d.log();
+  const Ran imported = d.import_image("shmbpf-end:test", {"sh", "sleep", "dd", "echo"});
+  ASSERT_EQ(imported.code, 0) << imported.out;
+
+  const TempDir dir;
+  const std::string sock = (dir.path / "sock").string();
+  const std::string exported = (dir.path / "export.ndjson").string();
+  const std::string state = (dir.path / "state").string();
+  const int port = free_port();
+  ShmbpfProcess serve({"serve", "--listen", "127.0.0.1:" + std::to_string(port), "--socket",
+                       sock, "--state-dir", state, "--export-file", exported, "--runtime-root",
+                       "docker=" + d.data_root()});
+  SHMBPF_SERVE_READY(serve, port);
+
+  const std::string tag = std::to_string(getpid());
+  const std::string oom = "end-oom-" + tag, done = "end-exit-" + tag, kept = "end-rm-" + tag;
+  // 60 MiB into a 64 MiB /dev/shm under a 32 MiB memory limit: the tmpfs
+  // pages are charged to the container, whose one process the kernel kills.
+  Ran r = d.docker("run -d --name oom --memory 32m --memory-swap 32m --network none "
+                   "shmbpf-end:test /bin/sh -c 'exec dd if=/dev/zero of=/dev/shm/" +
+                   oom + " bs=1048576 count=60'");
+  ASSERT_EQ(r.code, 0) << r.out << d.log();
+  r = d.docker("run -d --name done --network none shmbpf-end:test /bin/sh -c 'echo x > /dev/shm/" +
+               done + "; exec sleep 2'");
+  ASSERT_EQ(r.code, 0) << r.out;
+  r = d.docker("run -d --name kept --network none shmbpf-end:test /bin/sh -c 'echo x > /dev/shm/" +
+               kept + "; exec sleep 1000'");
+  ASSERT_EQ(r.code, 0) << r.out;
+  const std::string ids[] = {d.id_of("oom"), d.id_of("done"), d.id_of("kept")};
+  for (const std::string &id : ids)
+    ASSERT_EQ(id.size(), 64u);
+
+  const Ran oom_exit = d.docker("wait oom");
+  EXPECT_EQ(oom_exit.out.substr(0, 3), "137") << oom_exit.out << " (not OOM-killed?)";
+  const Ran done_exit = d.docker("wait done");
+  EXPECT_EQ(done_exit.out.substr(0, 1), "0") << done_exit.out;
+
+  // Each file was seen: its creation is in the export file with its
+  // container; the running one is in the daemon's model.
+  auto created = [&](const std::string &leaf, const std::string &id) {
+    for (const json &j : records_of(exported))
+      if (j.value("event", "") == "create" && j["path"].is_string() &&
+          j["path"].get<std::string>().ends_with("/" + leaf) && j["container_id"] == id)
+        return true;
+    return false;
+  };
+  auto in_model = [&](const std::string &leaf) {
+    const CliResult ls = run_shmbpf("ls --server " + sock + " --json --match '*/" + leaf + "'");
+    return ls.code == 0 && !ls.json()["segments"].empty();
+  };
+  bool seen = false;
+  for (auto end = Clock::now() + 20s; !seen && Clock::now() < end;) {
+    seen = created(oom, ids[0]) && created(done, ids[1]) && created(kept, ids[2]) && in_model(kept);
+    if (!seen)
+      std::this_thread::sleep_for(200ms);
+  }
+  ASSERT_TRUE(seen) << read_text(exported);
+
+  ASSERT_EQ(d.docker("rm -f kept").code, 0);
+  // Within seconds no table or metric has any of them.
+  bool gone = false;
+  std::string metrics;
+  for (auto end = Clock::now() + 10s; !gone && Clock::now() < end;) {
+    const auto m = get(port, "/metrics");
+    metrics = m ? m->body : "";
+    gone = !in_model(oom) && !in_model(done) && !in_model(kept) && m;
+    for (const std::string &id : ids)
+      gone = gone && metrics.find("id=\"" + id + "\"") == std::string::npos;
+    if (!gone)
+      std::this_thread::sleep_for(200ms);
+  }
+  EXPECT_TRUE(gone) << metrics;
+  const CliResult leaks = run_shmbpf("leaks --server " + sock + " --min-age 0 --json");
+  for (const std::string &leaf : {oom, done, kept})
+    EXPECT_EQ(leaks.out.find(leaf), std::string::npos) << leaks.out;
+
+  serve.signal(SIGTERM);
+  expect_exit_code(serve.wait(30s), 0);
+  const std::string saved = read_text(state + "/state");
+  EXPECT_FALSE(saved.empty());
+  for (const std::string &leaf : {oom, done, kept})
+    EXPECT_EQ(saved.find(leaf), std::string::npos) << "the state file keeps " << leaf;
+}
+
+} // namespace
+} // namespace shmbpf::test

@@ -1,0 +1,204 @@
+// A filesystem that ends takes its files out of the live model within
+// seconds (sources/superblocks, Engine::forget_filesystem): a tmpfs in a
+// mount namespace that ends with its last process, one unmounted, and one
+// detached while a process still holds a file of it, which stays until
+// that process lets go. The samples decide: a rescan leaves a filesystem
+// it cannot reach alone.
+#include "harness.hpp"
+
+#include "live/monitor.hpp"
+#include "sources/superblocks.hpp"
+
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <string>
+
+namespace shmbpf::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+#define SHMBPF_MONITOR(var, ...) SHMBPF_LOADED(var, ::shmbpf::Monitor, __VA_ARGS__)
+
+// Samples once a second as serve does; no full rescan for an hour with the
+// full hook set. The light set keeps its rescans, which find what its hooks
+// cannot (a file's path on a mount that came after the start) and leave
+// the filesystems they cannot reach alone.
+MonitorOptions samples_only() {
+  MonitorOptions o;
+  o.reconcile_every = std::chrono::hours(1);
+  return o;
+}
+
+bool pump_until(Monitor &m, const std::function<bool(const Engine &)> &pred,
+                std::chrono::milliseconds timeout) {
+  for (auto end = std::chrono::steady_clock::now() + timeout;
+       std::chrono::steady_clock::now() < end;) {
+    m.poll(20);
+    m.drain();
+    if (pred(m.engine()))
+      return true;
+  }
+  return pred(m.engine());
+}
+
+// The model's segments on filesystem dev.
+size_t on_dev(const Engine &e, uint32_t dev) {
+  size_t n = 0;
+  for (const SegmentInfo &s : e.segments())
+    n += s.kind == Kind::tmpfs && s.key.dev_or_ipcns == dev;
+  return n;
+}
+
+bool mounted(const Engine &e, uint32_t dev) {
+  const auto m = e.mounts();
+  return std::any_of(m.begin(), m.end(), [&](const MountUsage &u) { return u.mount.dev == dev; });
+}
+
+// Two files in dir, one of 8 MiB written, one empty, closed: what a crashed
+// job leaves in its /dev/shm.
+int leave_two_files(const std::string &dir) {
+  const int fd = open((dir + "/big").c_str(), O_CREAT | O_RDWR, 0600);
+  if (fd < 0 || ftruncate(fd, 8 << 20) != 0)
+    return 1;
+  std::string mib(1 << 20, 'x');
+  for (int i = 0; i < 8; ++i)
+    if (pwrite(fd, mib.data(), mib.size(), static_cast<off_t>(i) << 20) != 1 << 20)
+      return 2;
+  close(fd);
+  const int e = open((dir + "/empty").c_str(), O_CREAT | O_RDWR, 0600);
+  if (e < 0)
+    return 3;
+  close(e);
+  return 0;
+}
+
+struct Dir {
+  std::string path;
+  explicit Dir(const std::string &stem) : path("/tmp/" + stem + "-" + std::to_string(getpid())) {
+    mkdir(path.c_str(), 0700);
+  }
+  ~Dir() {
+    umount2(path.c_str(), MNT_DETACH);
+    rmdir(path.c_str());
+  }
+};
+
+TEST(EndedFilesystems, ATmpfsOfANamespaceThatEndsLeavesEveryTable) {
+  { SHMBPF_LOADED(probe, Probe, ProbeOptions{}); } // a kernel shmbpf runs on
+  Dir dir("kt-ended-ns");
+  struct Facts {
+    uint32_t dev = 0;
+    int step = 0; // 1: files made; errors are negative
+  };
+  Shared<Facts> f;
+  int quit[2];
+  ASSERT_EQ(pipe(quit), 0);
+  Child c = spawn("kt-ended-ns", [&] {
+    close(quit[1]);
+    if (unshare(CLONE_NEWNS) != 0 || mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) ||
+        mount("tmpfs", dir.path.c_str(), "tmpfs", 0, "size=16m") != 0) {
+      f->step = -1;
+      return 1;
+    }
+    struct stat st {};
+    if (stat(dir.path.c_str(), &st) != 0)
+      return 2;
+    f->dev = kdev_of(st.st_dev);
+    if (const int rc = leave_two_files(dir.path)) {
+      f->step = -rc - 10;
+      return 3;
+    }
+    f->step = 1;
+    char x;
+    return read(quit[0], &x, 1) == 0 ? 0 : 4; // until the test lets go
+  });
+  close(quit[0]);
+  c.start();
+  for (auto end = std::chrono::steady_clock::now() + 10s;
+       f->step == 0 && std::chrono::steady_clock::now() < end;)
+    std::this_thread::sleep_for(10ms);
+  ASSERT_EQ(f->step, 1);
+  const uint32_t dev = f->dev;
+  // Started now, the monitor finds the files in its first scan, with either
+  // hook set.
+  SHMBPF_MONITOR(m, samples_only());
+  EXPECT_EQ(superblock_of(dev), Superblock::alive);
+  ASSERT_TRUE(pump_until(
+      *m, [&](const Engine &e) { return on_dev(e, dev) == 2; }, 10s))
+      << on_dev(m->engine(), dev) << " files of the namespace's tmpfs in the model";
+
+  close(quit[1]); // its last process exits: the namespace and its tmpfs end
+  EXPECT_EQ(c.wait(), 0);
+  EXPECT_TRUE(pump_until(
+      *m, [&](const Engine &e) { return on_dev(e, dev) == 0 && !mounted(e, dev); }, 5s))
+      << on_dev(m->engine(), dev) << " files left";
+  EXPECT_GE(m->stats().ended_files, 2u);
+  for (const Orphan &o : m->engine().orphans(Monitor::now_ns(), 0))
+    EXPECT_NE(o.segment.key.dev_or_ipcns, dev) << o.segment.path;
+}
+
+TEST(EndedFilesystems, AnUnmountedTmpfsLeavesAndAHeldOneStaysUntilLetGo) {
+  { SHMBPF_LOADED(probe, Probe, ProbeOptions{}); } // a kernel shmbpf runs on
+  TmpfsMount gone, held;
+  ASSERT_TRUE(gone.mount("size=16m"));
+  ASSERT_TRUE(held.mount("size=16m"));
+  struct stat st {};
+  ASSERT_EQ(stat(gone.dir().c_str(), &st), 0);
+  const uint32_t gone_dev = kdev_of(st.st_dev);
+  ASSERT_EQ(stat(held.dir().c_str(), &st), 0);
+  const uint32_t held_dev = kdev_of(st.st_dev);
+  EXPECT_EQ(run_child("kt-ended-um", [&] { return leave_two_files(gone.dir()); }).status, 0);
+  // A child that keeps one file of the other mapped.
+  int quit[2];
+  ASSERT_EQ(pipe(quit), 0);
+  Shared<int> mapped;
+  Child keeper = spawn("kt-ended-keep", [&] {
+    close(quit[1]);
+    const int fd = open((held.dir() + "/kept").c_str(), O_CREAT | O_RDWR, 0600);
+    if (fd < 0 || ftruncate(fd, 65536) != 0)
+      return 1;
+    void *p = mmap(nullptr, 65536, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED)
+      return 2;
+    static_cast<char *>(p)[0] = 1;
+    *mapped = 1;
+    char x;
+    return read(quit[0], &x, 1) == 0 ? 0 : 3;
+  });
+  close(quit[0]);
+  keeper.start();
+  for (int i = 0; i < 500 && *mapped == 0; ++i)
+    std::this_thread::sleep_for(10ms);
+  ASSERT_EQ(*mapped, 1);
+  SHMBPF_MONITOR(m, samples_only());
+  ASSERT_TRUE(pump_until(
+      *m, [&](const Engine &e) { return on_dev(e, gone_dev) == 2 && on_dev(e, held_dev) == 1; },
+      10s))
+      << on_dev(m->engine(), gone_dev) << " of 2 and " << on_dev(m->engine(), held_dev)
+      << " of 1 files seen";
+
+  ASSERT_EQ(umount2(gone.dir().c_str(), 0), 0) << strerror(errno);
+  ASSERT_EQ(umount2(held.dir().c_str(), MNT_DETACH), 0) << strerror(errno);
+  EXPECT_TRUE(pump_until(
+      *m, [&](const Engine &e) { return on_dev(e, gone_dev) == 0; }, 5s));
+  // Detached, its file still mapped: the filesystem lives on, so does the file.
+  EXPECT_EQ(superblock_of(held_dev), Superblock::alive);
+  for (int i = 0; i < 30; ++i) {
+    m->poll(100);
+    m->drain();
+  }
+  EXPECT_EQ(on_dev(m->engine(), held_dev), 1u);
+
+  close(quit[1]);
+  EXPECT_EQ(keeper.wait(), 0);
+  EXPECT_TRUE(pump_until(
+      *m, [&](const Engine &e) { return on_dev(e, held_dev) == 0; }, 5s));
+  EXPECT_EQ(superblock_of(held_dev), Superblock::gone);
+}
+
+} // namespace
+} // namespace shmbpf::test
