@@ -271,8 +271,49 @@ TEST(Mountinfo, ScanOrderReadsSharedMemoryMountpointsFirst) {
   std::vector<std::pair<uint32_t, int>> got; // (mount id, the namespace's pid)
   for (const NamespaceMount &r : order)
     got.emplace_back(r.mount->mnt_id, r.ns->pid);
+  // 47, dockerd's own mount of it, is a runtime's storage: left out.
   EXPECT_EQ(got, (std::vector<std::pair<uint32_t, int>>{
-                     {30, 10}, {125, 900}, {126, 900}, {29, 10}, {47, 10}, {127, 900}}));
+                     {30, 10}, {125, 900}, {126, 900}, {29, 10}, {127, 900}}));
+}
+
+TEST(Mountinfo, ExcludedMountpointsAreMasksStorageAndCredentials) {
+  for (const char *mp :
+       {"/proc/acpi", "/proc/kcore", "/sys/firmware", "/sys/fs/cgroup", "/proc", "/sys",
+        "/run/credentials/getty@tty1.service", "/var/lib/docker/containers/abc/mounts/shm",
+        "/var/lib/containers/storage/overlay-containers/x/userdata/shm"})
+    EXPECT_TRUE(is_excluded_mountpoint(mp)) << mp;
+  for (const char *mp :
+       {"/dev/shm", "/run", "/run/credentials", "/tmp", "/var/lib/docker",
+        "/var/lib/kubelet/pods/u/volumes/kubernetes.io~empty-dir/cache", "/srv/proc", "/system"})
+    EXPECT_FALSE(is_excluded_mountpoint(mp)) << mp;
+}
+
+// The host's view of a container: its root is an overlay mounted at
+// <data root>/overlay2/<id>/merged, and what is mounted below it (its
+// /dev, its /dev/shm) is the container's, which its own namespace shows
+// at /dev/shm. Masks over /proc and /sys and cgroup v1's tmpfs are left out.
+TEST(Mountinfo, ReportedTmpfsMountsLeaveOutWhatIsNotShared) {
+  const auto t = parse_mountinfo(
+      "23 1 8:1 / / rw - ext4 /dev/sda1 rw\n"
+      "24 23 0:22 / /dev/shm rw - tmpfs tmpfs rw\n"
+      "25 23 0:23 / /sys/fs/cgroup ro - tmpfs tmpfs ro,mode=755\n"
+      "26 23 0:24 / /run rw - tmpfs tmpfs rw\n"
+      "40 23 0:40 / /data/docker/overlay2/abc/merged rw - overlay overlay rw,lowerdir=x\n"
+      "41 40 0:41 / /data/docker/overlay2/abc/merged/dev rw - tmpfs tmpfs rw\n"
+      "42 41 0:42 / /data/docker/overlay2/abc/merged/dev/shm rw - tmpfs shm rw\n");
+  std::vector<uint32_t> ids;
+  for (const MountInfo *m : reported_tmpfs_mounts(t))
+    ids.push_back(m->mnt_id);
+  EXPECT_EQ(ids, (std::vector<uint32_t>{24, 26}));
+  // Inside the container, its root is the overlay at /: all reported.
+  const auto inside = parse_mountinfo("100 90 0:40 / / rw - overlay overlay rw,lowerdir=x\n"
+                                      "101 100 0:41 / /dev rw - tmpfs tmpfs rw\n"
+                                      "102 101 0:42 / /dev/shm rw - tmpfs shm rw\n"
+                                      "103 100 0:43 / /proc/acpi ro - tmpfs tmpfs ro\n");
+  ids.clear();
+  for (const MountInfo *m : reported_tmpfs_mounts(inside))
+    ids.push_back(m->mnt_id);
+  EXPECT_EQ(ids, (std::vector<uint32_t>{101, 102}));
 }
 
 } // namespace

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdint>
+#include <unordered_map>
 
 namespace shmbpf {
 
@@ -136,13 +137,51 @@ bool is_shared_memory_mountpoint(std::string_view mountpoint) {
   return mountpoint.ends_with("/dev/shm") || mountpoint.starts_with("/dev/hugepages");
 }
 
+bool is_excluded_mountpoint(std::string_view mp) {
+  auto at_or_under = [&](std::string_view root) {
+    return mp == root ||
+           (mp.starts_with(root) && mp.size() > root.size() && mp[root.size()] == '/');
+  };
+  auto strictly_under = [&](std::string_view root) {
+    return mp.size() > root.size() + 1 && mp.starts_with(root) && mp[root.size()] == '/';
+  };
+  return at_or_under("/proc") || at_or_under("/sys") || strictly_under("/run/credentials") ||
+         strictly_under("/var/lib/docker") || strictly_under("/var/lib/containers/storage");
+}
+
+std::vector<const MountInfo *> reported_tmpfs_mounts(const std::vector<MountInfo> &table) {
+  std::unordered_map<uint32_t, const MountInfo *> by_id;
+  for (const MountInfo &m : table)
+    by_id.emplace(m.mnt_id, &m);
+  // Below an overlay that is not this namespace's root: a container's
+  // root seen from outside. Ancestors are few; a cycle (a corrupt table)
+  // is cut by the depth.
+  auto in_outside_root = [&](const MountInfo &m) {
+    const MountInfo *at = &m;
+    for (int depth = 0; depth < 64; ++depth) {
+      auto p = by_id.find(at->parent_id);
+      if (p == by_id.end() || p->second == at)
+        return false;
+      at = p->second;
+      if (at->fstype == "overlay" && at->mountpoint != "/")
+        return true;
+    }
+    return false;
+  };
+  std::vector<const MountInfo *> out;
+  for (const MountInfo &m : table)
+    if (m.is_tmpfs() && !is_excluded_mountpoint(m.mountpoint) && !is_overmounted(table, m) &&
+        !in_outside_root(m))
+      out.push_back(&m);
+  return out;
+}
+
 std::vector<NamespaceMount>
 tmpfs_mounts_in_scan_order(const std::vector<MountNamespace> &namespaces) {
   std::vector<NamespaceMount> out;
   for (const MountNamespace &ns : namespaces)
-    for (const MountInfo &m : ns.mounts)
-      if (m.is_tmpfs() && !is_overmounted(ns.mounts, m))
-        out.push_back({&ns, &m});
+    for (const MountInfo *m : reported_tmpfs_mounts(ns.mounts))
+      out.push_back({&ns, m});
   std::stable_partition(out.begin(), out.end(), [](const NamespaceMount &r) {
     return is_shared_memory_mountpoint(r.mount->mountpoint);
   });

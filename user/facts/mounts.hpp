@@ -62,13 +62,27 @@ bool is_overmounted(const std::vector<MountInfo> &table, const MountInfo &m);
 // another root ("/srv/jail/dev/shm"), and hugetlbfs' /dev/hugepages*.
 bool is_shared_memory_mountpoint(std::string_view mountpoint);
 
+// Whether shmbpf leaves a mountpoint out of everything (series, scans,
+// labels), as node_exporter does by default, /dev kept: the masks a
+// container runtime lays over /proc and /sys, cgroup filesystems'
+// tmpfs (/sys/fs/cgroup), systemd's credentials (/run/credentials/...) and
+// a runtime's storage (/var/lib/docker/..., /var/lib/containers/storage/...).
+bool is_excluded_mountpoint(std::string_view mountpoint);
+
+// The tmpfs and hugetlbfs mounts of one namespace's table that shmbpf
+// reports: not overmounted, not at an excluded mountpoint, and not inside a
+// container's root seen from outside it (below an overlay mounted anywhere
+// but at /: a path like <data root>/overlay2/<id>/merged/dev/shm), which the
+// container's own namespace shows at the path its processes use.
+std::vector<const MountInfo *> reported_tmpfs_mounts(const std::vector<MountInfo> &table);
+
 // One mount of one namespace's table.
 struct NamespaceMount {
   const MountNamespace *ns = nullptr;
   const MountInfo *mount = nullptr;
 };
 
-// The visible (not overmounted) tmpfs and hugetlbfs mounts of every
+// The reported tmpfs and hugetlbfs mounts (reported_tmpfs_mounts) of every
 // namespace, in the order a scan reads them. A filesystem mounted more than
 // once is read through the first of its mounts, whose path, namespace and
 // so container its files get: mounts at a shared-memory mountpoint come

@@ -37,15 +37,14 @@ SystemScan scan_system() { return scan_system(scan_mount_namespaces()); }
 
 namespace {
 
-// fn(namespace, mount, root) for every tmpfs mount a path can reach, where
+// fn(namespace, mount, root) for every reported tmpfs mount a path can reach, where
 // root ("/proc/<pid>/root") leads into the namespace's view.
 template <typename Fn>
 void for_each_tmpfs_mount(const std::vector<MountNamespace> &namespaces, Fn fn) {
   for (const auto &ns : namespaces) {
     const std::string root = "/proc/" + std::to_string(ns.pid) + "/root";
-    for (const auto &m : ns.mounts)
-      if (m.is_tmpfs() && !is_overmounted(ns.mounts, m))
-        fn(ns, m, root);
+    for (const MountInfo *m : reported_tmpfs_mounts(ns.mounts))
+      fn(ns, *m, root);
   }
 }
 
