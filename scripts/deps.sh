@@ -36,6 +36,7 @@ test_pkgs=(
   qemu-system-x86 busybox-static cpio      # tests/vm: Debian's kernels in guests, their initramfs
   docker.io                                # tests/e2e: a real dockerd names its containers
   xz-utils zstd                            # tests/vm: unpacking those kernels
+  mmdebstrap                               # tests/deploy/image.sh: the image's Debian 12 root
 )
 $tests && pkgs+=("${test_pkgs[@]}")
 missing=()
