@@ -15,7 +15,7 @@
 #ifndef SHMBPF_EVENTS_H
 #define SHMBPF_EVENTS_H
 
-#define SHMBPF_ABI_VERSION 9
+#define SHMBPF_ABI_VERSION 10
 
 #define SHMBPF_COMM_LEN 16
 /* Paths as passed by the caller and in-mount paths: longer ones are
@@ -248,7 +248,10 @@ struct shmbpf_sigbus_event {
 	__u8 ncomp;		/* components filled in */
 	__u8 pad0;
 	__u16 comp_len; /* bytes used in components, including NULs */
-	__u16 pad1[3];
+	__u16 pad1;
+	/* A fault's process as its own pid namespace numbers it (what a
+	 * container's logs print), 0 when not a fault of the current task. */
+	__u32 target_ns_pid;
 	char components[SHMBPF_PATH_LEN]; /* the file's path in its mount, leaf first */
 };
 

@@ -580,6 +580,24 @@ static __always_inline void fault_file(struct shmbpf_sigbus_event *e, struct shm
 					 e->components, &e->ncomp, &e->flags_ev);
 }
 
+/* The process's number in its own pid namespace, the innermost one: the
+ * pid its container's processes and logs see. */
+static __always_inline __u32 ns_tgid(struct task_struct *task)
+{
+	/* Read as numbers (probe reads in every build): the level indexes
+	 * pid->numbers[], which no typed load can do. */
+	struct pid *pid = BPF_CORE_READ(task, group_leader, thread_pid);
+	unsigned int level = BPF_CORE_READ(pid, level);
+	struct upid up = {};
+
+	if (!pid)
+		return 0;
+	bpf_probe_read_kernel(&up, sizeof(up),
+			      (void *)((unsigned long)pid + bpf_core_field_offset(struct pid, numbers) +
+				       (unsigned long)level * bpf_core_type_size(struct upid)));
+	return up.nr;
+}
+
 SEC("tracepoint/signal/signal_generate")
 int SHMBPF_PROG(tracepoint__signal__signal_generate)(struct trace_event_raw_signal_generate *ctx)
 {
@@ -603,6 +621,7 @@ int SHMBPF_PROG(tracepoint__signal__signal_generate)(struct trace_event_raw_sign
 	e->lookup = SHMBPF_FAULT_NOT_A_FAULT;
 	if (ctx->code > 0 && ctx->pid == (__u32)bpf_get_current_pid_tgid()) {
 		e->lookup = SHMBPF_FAULT_UNKNOWN;
+		e->target_ns_pid = ns_tgid(current_task());
 #if defined(__TARGET_ARCH_x86)
 		e->addr = KREAD(current_task(), thread.cr2);
 #endif

@@ -87,6 +87,48 @@ Event sigbus_of(Collector &col, const Child &c, const std::string &comm) {
   return e;
 }
 
+// A process in a pid namespace of its own, as in a container: the fault
+// names it by the pid it has there (1, its namespace's first), beside the
+// host's pid the header has.
+TEST(Sigbus, AFaultInAPidNamespaceHasThePidItsNamespaceSees) {
+  TmpfsMount tmpfs;
+  ASSERT_TRUE(tmpfs.mount("size=64k,mode=0700"));
+  SHMBPF_COLLECTOR(col);
+  const std::string comm = "sigbus-nspid";
+  const std::string file = tmpfs.dir() + "/fill";
+  struct Inner {
+    Mapped m;
+    int32_t host_pid = 0;
+    int32_t ns_pid = 0;
+    int status = 0;
+  };
+  Shared<Inner> in;
+  // The child makes the namespace; its child is the namespace's pid 1.
+  Child c = run_child("sigbus-nsparent", [&] {
+    if (unshare(CLONE_NEWPID) != 0)
+      return 1;
+    const pid_t inner = fork();
+    if (inner == 0) {
+      prctl(PR_SET_NAME, comm.c_str());
+      in->ns_pid = getpid();
+      _exit(fill_past_the_mount(file, in->m));
+    }
+    in->host_pid = inner;
+    return waitpid(inner, &in->status, 0) == inner ? 0 : 2;
+  });
+  ASSERT_EQ(c.status, 0);
+  ASSERT_EQ(in->ns_pid, 1);
+  EXPECT_TRUE(WIFSIGNALED(in->status) && WTERMSIG(in->status) == SIGBUS) << in->status;
+  auto bus = col->wait_for([&](const Event &e) {
+    return e.type == EventType::sigbus && e.target_pid == uint32_t(in->host_pid);
+  });
+  ASSERT_EQ(bus.size(), 1u);
+  EXPECT_EQ(bus[0].pid, uint32_t(in->host_pid));
+  EXPECT_EQ(bus[0].target_ns_pid, 1u);
+  EXPECT_EQ(bus[0].fault, FaultLookup::file);
+  EXPECT_EQ(bus[0].full_path, file);
+}
+
 // A tmpfs of 64 KiB: a mapping of a 1 MiB file on it runs out of pages.
 TEST(Sigbus, AFullTmpfsNamesTheFileTheMountAndTheOffset) {
   TmpfsMount tmpfs;
@@ -117,6 +159,7 @@ TEST(Sigbus, AFullTmpfsNamesTheFileTheMountAndTheOffset) {
   EXPECT_LE(e.mount_used, 64 * kib);
   EXPECT_EQ(bus_cause(e), BusCause::mount_full);
   EXPECT_NE(e.mnt_id, 0u);
+  EXPECT_EQ(e.target_ns_pid, uint32_t(c.pid)); // the host's pid namespace is its own
 
   auto ex = col->wait_for([pid = c.pid](const Event &x) {
     return x.type == EventType::exit && x.pid == uint32_t(pid);

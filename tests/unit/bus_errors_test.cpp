@@ -124,6 +124,26 @@ TEST_F(BusErrors, LastFaultPerMountAndContainerAndTotals) {
             "64M used)");
 }
 
+// In a container: the pid its own namespace gives (what its logs print),
+// the container by name, and the host's pid; by id while unnamed.
+TEST(BusErrorText, AContainersFaultNamesItsPidTheContainerAndTheHostsPid) {
+  BusError b;
+  b.ts_ns = kSec;
+  b.pid = 81234;
+  b.ns_pid = 7;
+  b.comm = "pt_data_worker";
+  b.fault = FaultLookup::anon;
+  b.container.id = std::string(64, 'c');
+  EXPECT_EQ(bus_error_text(b, 3 * kSec), "2s ago, pid 7 in container cccccccccccc (host pid "
+                                         "81234) (pt_data_worker): an anonymous mapping");
+  b.container.name = "trainer";
+  EXPECT_EQ(bus_error_text(b, 3 * kSec), "2s ago, pid 7 in container trainer (host pid 81234) "
+                                         "(pt_data_worker): an anonymous mapping");
+  b.ns_pid = 0; // not known: the host's alone
+  EXPECT_EQ(bus_error_text(b, 3 * kSec),
+            "2s ago, container trainer (host pid 81234) (pt_data_worker): an anonymous mapping");
+}
+
 TEST_F(BusErrors, AFaultWithoutAFileCountsWithoutAMount) {
   Event e = process_event(EventType::sigbus, 100, kSec);
   e.si_code = 2;

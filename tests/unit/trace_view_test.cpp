@@ -262,6 +262,17 @@ TEST(TraceLine, DetailsPerEventType) {
   sb.target_comm = "victim";
   sb.si_code = 2;
   EXPECT_NE(trace_line(sb, test_clock).find("target=1234(victim) code=2"), std::string::npos);
+  // A fault in a pid namespace of its own: the pid it has there too.
+  sb.pid = 1234;
+  sb.fault = FaultLookup::anon;
+  sb.target_ns_pid = 7;
+  EXPECT_NE(trace_line(sb, test_clock).find("code=2 ns_pid=7 "), std::string::npos)
+      << trace_line(sb, test_clock);
+  EXPECT_EQ(json::parse(trace_json(sb, test_clock))["ns_pid"], 7);
+  sb.target_ns_pid = 0;
+  EXPECT_TRUE(json::parse(trace_json(sb, test_clock))["ns_pid"].is_null());
+  sb.target_ns_pid = 1234; // the host's own namespace: nothing more to say
+  EXPECT_EQ(trace_line(sb, test_clock).find("ns_pid"), std::string::npos);
 
   Event ex = event_of(EventType::exit);
   ex.exit_code = 3 << 8;

@@ -112,6 +112,7 @@ void decode_file(const shmbpf_file_event &r, Event &e) {
 
 void decode_sigbus(const shmbpf_sigbus_event &r, Event &e) {
   e.target_pid = r.target_pid;
+  e.target_ns_pid = r.target_ns_pid;
   cstr(e.target_comm, r.target_comm, sizeof(r.target_comm));
   e.si_code = r.si_code;
   e.fault = r.lookup <= static_cast<uint8_t>(FaultLookup::unknown)

@@ -167,6 +167,9 @@ struct Event {
   // size, bytes, fs, unlinked, name; shmid for a SysV segment), and its
   // faulting address in addr.
   uint32_t target_pid = 0;
+  // A fault's process as its own pid namespace numbers it (a container's
+  // view), 0 when unknown.
+  uint32_t target_ns_pid = 0;
   std::string target_comm;
   int32_t si_code = 0;
   FaultLookup fault = FaultLookup::not_a_fault;

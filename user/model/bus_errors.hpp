@@ -31,7 +31,8 @@ BusCause bus_cause(const Event &e);
 struct BusError {
   uint64_t ts_ns = 0; // CLOCK_BOOTTIME
   uint32_t pid = 0;
-  uint32_t tid = 0; // the thread that faulted
+  uint32_t tid = 0;    // the thread that faulted
+  uint32_t ns_pid = 0; // pid as its own pid namespace (its container) numbers it; 0 unknown
   std::string comm;
   uint64_t cgroup_id = 0; // the faulting process's
   ContainerRef container; // its container (id "" = host), set by the Engine when read

@@ -382,6 +382,7 @@ void Engine::on_sigbus(const Event &e) {
   b.ts_ns = e.ts_ns;
   b.pid = e.pid;
   b.tid = e.tid;
+  b.ns_pid = e.target_ns_pid;
   b.comm = e.comm;
   b.cgroup_id = e.cgroup_id;
   b.fault = e.fault;

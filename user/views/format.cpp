@@ -146,8 +146,17 @@ std::optional<uint64_t> seconds_to_full(const MountUsage &m) {
 }
 
 std::string bus_error_text(const BusError &b, uint64_t now_ns) {
-  std::string t = human_age(now_ns > b.ts_ns ? (now_ns - b.ts_ns) / 1'000'000'000 : 0) +
-                  " ago, pid " + std::to_string(b.pid) + " (" + escape_text(b.comm) + "): ";
+  // In a container: the pid its logs print, the container, then the host's.
+  std::string who = "pid " + std::to_string(b.pid);
+  if (!b.container.id.empty()) {
+    const std::string &name =
+        b.container.name.empty() ? short_id(b.container.id) : b.container.name;
+    who = (b.ns_pid != 0 && b.ns_pid != b.pid ? "pid " + std::to_string(b.ns_pid) + " in " : "") +
+          std::string("container ") + escape_text(name) + " (host pid " + std::to_string(b.pid) +
+          ")";
+  }
+  std::string t = human_age(now_ns > b.ts_ns ? (now_ns - b.ts_ns) / 1'000'000'000 : 0) + " ago, " +
+                  who + " (" + escape_text(b.comm) + "): ";
   if (b.fault != FaultLookup::file) {
     t += b.fault == FaultLookup::anon ? "an anonymous mapping" : "mapping unknown";
     return t;

@@ -50,6 +50,10 @@ std::string bus_errors_text(const LeakReport &r, uint64_t now_ns) {
 
 void write_bus_error(JsonWriter &w, const BusError &b) {
   w.begin_object().num("ts_ns", b.ts_ns).num("pid", b.pid).num("tid", b.tid).str("comm", b.comm);
+  if (b.ns_pid != 0)
+    w.num("ns_pid", b.ns_pid);
+  else
+    w.null("ns_pid");
   w.key("container");
   write_container(w, b.container);
   w.str("fault", to_string(b.fault)).str("cause", to_string(b.cause));

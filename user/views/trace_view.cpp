@@ -271,6 +271,8 @@ void details_column(Details &d, const Event &e) {
     d.dec("code", e.si_code);
     if (e.fault == FaultLookup::not_a_fault)
       return;
+    if (e.target_ns_pid != 0 && e.target_ns_pid != e.pid)
+      d.dec("ns_pid", e.target_ns_pid);
     if (e.addr != 0)
       d.hex("addr", e.addr);
     if (e.fault != FaultLookup::file) {
@@ -498,6 +500,10 @@ void TraceFormatter::write_json_fields(JsonWriter &j, std::string &out, const Ev
     j.str("fault", to_string(e.fault));
     if (e.fault == FaultLookup::not_a_fault)
       return;
+    if (e.target_ns_pid != 0)
+      j.num("ns_pid", e.target_ns_pid);
+    else
+      j.null("ns_pid");
     j.num("addr", e.addr);
     if (e.fault != FaultLookup::file)
       return;
