@@ -593,7 +593,8 @@ static __always_inline __u32 ns_tgid(struct task_struct *task)
 	if (!pid)
 		return 0;
 	bpf_probe_read_kernel(&up, sizeof(up),
-			      (void *)((unsigned long)pid + bpf_core_field_offset(struct pid, numbers) +
+			      (void *)((unsigned long)pid +
+				       bpf_core_field_offset(struct pid, numbers) +
 				       (unsigned long)level * bpf_core_type_size(struct upid)));
 	return up.nr;
 }

@@ -47,8 +47,8 @@ TEST(ContainerEnd, FilesOfEndedContainersLeaveEveryTable) {
   const std::string exported = (dir.path / "export.ndjson").string();
   const std::string state = (dir.path / "state").string();
   const int port = free_port();
-  ShmbpfProcess serve({"serve", "--listen", "127.0.0.1:" + std::to_string(port), "--socket",
-                       sock, "--state-dir", state, "--export-file", exported, "--runtime-root",
+  ShmbpfProcess serve({"serve", "--listen", "127.0.0.1:" + std::to_string(port), "--socket", sock,
+                       "--state-dir", state, "--export-file", exported, "--runtime-root",
                        "docker=" + d.data_root()});
   SHMBPF_SERVE_READY(serve, port);
 
