@@ -1116,6 +1116,26 @@ TEST(EngineMounts, AnEndedFilesystemForgetsItsUnheldFilesAndItsName) {
   EXPECT_TRUE(engine.segment(file_key(3)));
 }
 
+// A container's /dev/shm is also seen from the host under the container's
+// root: whichever mount is set first, the filesystem is named by the path
+// its processes use.
+TEST(EngineMounts, AFilesystemIsNamedByThePathItsProcessesUse) {
+  Engine engine;
+  MountState host_view = tmpfs_mount(40, "/data/docker/vfs/dir/abc/dev/shm", 50);
+  MountState own = tmpfs_mount(41, "/dev/shm", 50);
+  own.mntns = 2;
+  engine.set_mount(host_view);
+  engine.set_mount(own);
+  engine.set_mount(host_view); // again, at the next sample
+  Event e = create(100, 9, "/dev/shm/x", sec(1));
+  e.dev = 50;
+  e.mnt_id = 0; // an inode hook's: no mount
+  engine.apply(e);
+  auto s = engine.segment(file_key(9, 50));
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->mountpoint, "/dev/shm");
+}
+
 TEST(EngineMounts, GrowthUsesOnlyTheWindow) {
   EngineConfig cfg;
   cfg.growth_window_ns = sec(10);

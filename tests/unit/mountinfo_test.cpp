@@ -261,7 +261,11 @@ TEST(Mountinfo, ScanOrderReadsSharedMemoryMountpointsFirst) {
                        "30 24 0:27 / /dev/shm rw - tmpfs tmpfs rw\n"
                        "47 46 0:49 / /var/lib/docker/containers/abc/mounts/shm rw - tmpfs shm "
                        "rw,size=65536k\n"
-                       "50 23 0:5 / /proc rw - proc proc rw\n")},
+                       "50 23 0:5 / /proc rw - proc proc rw\n"
+                       // A container's /dev/shm seen from the host, its root a
+                       // directory (Docker's vfs driver) with the mount under it.
+                       "51 23 0:50 / /data/docker/vfs/dir/def/dev/shm rw - tmpfs shm rw\n")},
+      {4026532175u, 901, parse_mountinfo("140 130 0:50 / /dev/shm rw - tmpfs shm rw\n")},
       {4026532174u, 900,
        parse_mountinfo("125 108 0:49 / /dev/shm rw,nosuid - tmpfs shm rw,size=65536k\n"
                        "126 108 0:52 / /dev/hugepages rw - hugetlbfs hugetlbfs rw\n"
@@ -271,9 +275,12 @@ TEST(Mountinfo, ScanOrderReadsSharedMemoryMountpointsFirst) {
   std::vector<std::pair<uint32_t, int>> got; // (mount id, the namespace's pid)
   for (const NamespaceMount &r : order)
     got.emplace_back(r.mount->mnt_id, r.ns->pid);
-  // 47, dockerd's own mount of it, is a runtime's storage: left out.
-  EXPECT_EQ(got, (std::vector<std::pair<uint32_t, int>>{
-                     {30, 10}, {125, 900}, {126, 900}, {29, 10}, {127, 900}}));
+  // 47, dockerd's own mount of it, is a runtime's storage: left out. The
+  // paths processes use come first (/dev/shm, /dev/hugepages), then another
+  // root's /dev/shm (51, after the container's own 140), then the rest.
+  EXPECT_EQ(got,
+            (std::vector<std::pair<uint32_t, int>>{
+                {30, 10}, {140, 901}, {125, 900}, {126, 900}, {51, 10}, {29, 10}, {127, 900}}));
 }
 
 TEST(Mountinfo, ExcludedMountpointsAreMasksStorageAndCredentials) {

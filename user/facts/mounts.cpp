@@ -176,14 +176,20 @@ std::vector<const MountInfo *> reported_tmpfs_mounts(const std::vector<MountInfo
   return out;
 }
 
+int mountpoint_rank(std::string_view mp) {
+  if (mp == "/dev/shm" || mp.starts_with("/dev/hugepages"))
+    return 0;
+  return is_shared_memory_mountpoint(mp) ? 1 : 2;
+}
+
 std::vector<NamespaceMount>
 tmpfs_mounts_in_scan_order(const std::vector<MountNamespace> &namespaces) {
   std::vector<NamespaceMount> out;
   for (const MountNamespace &ns : namespaces)
     for (const MountInfo *m : reported_tmpfs_mounts(ns.mounts))
       out.push_back({&ns, m});
-  std::stable_partition(out.begin(), out.end(), [](const NamespaceMount &r) {
-    return is_shared_memory_mountpoint(r.mount->mountpoint);
+  std::stable_sort(out.begin(), out.end(), [](const NamespaceMount &a, const NamespaceMount &b) {
+    return mountpoint_rank(a.mount->mountpoint) < mountpoint_rank(b.mount->mountpoint);
   });
   return out;
 }

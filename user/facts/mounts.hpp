@@ -62,6 +62,11 @@ bool is_overmounted(const std::vector<MountInfo> &table, const MountInfo &m);
 // another root ("/srv/jail/dev/shm"), and hugetlbfs' /dev/hugepages*.
 bool is_shared_memory_mountpoint(std::string_view mountpoint);
 
+// Which of a filesystem's mountpoints names it, lowest first: the path its
+// processes use (/dev/shm, /dev/hugepages*), then another root's /dev/shm
+// (a container's, seen from the host: <root>/dev/shm), then any other.
+int mountpoint_rank(std::string_view mountpoint);
+
 // Whether shmbpf leaves a mountpoint out of everything (series, scans,
 // labels), as node_exporter does by default, /dev kept: the masks a
 // container runtime lays over /proc and /sys, cgroup filesystems'
@@ -85,10 +90,10 @@ struct NamespaceMount {
 // The reported tmpfs and hugetlbfs mounts (reported_tmpfs_mounts) of every
 // namespace, in the order a scan reads them. A filesystem mounted more than
 // once is read through the first of its mounts, whose path, namespace and
-// so container its files get: mounts at a shared-memory mountpoint come
-// first, so that a container's /dev/shm wins over the mount of the same
-// tmpfs that dockerd keeps on the host for --ipc=shareable
-// (containers/<id>/mounts/shm); otherwise the namespaces' and tables' order.
+// so container its files get: mounts in mountpoint_rank's order, so that a
+// container's /dev/shm wins over the host's view of the same tmpfs (under
+// the container's root, or dockerd's containers/<id>/mounts/shm for
+// --ipc=shareable); otherwise the namespaces' and tables' order.
 std::vector<NamespaceMount>
 tmpfs_mounts_in_scan_order(const std::vector<MountNamespace> &namespaces);
 

@@ -23,7 +23,9 @@ void Engine::add_existing_file(const TmpfsFile &f, uint32_t mnt_id_or_0, std::st
   if (!mountpoint.empty()) {
     if (mnt_id_or_0)
       mnt_names_.try_emplace(mnt_id_or_0, mountpoint);
-    dev_names_.try_emplace(f.dev, std::move(mountpoint));
+    auto [name, fresh] = dev_names_.try_emplace(f.dev, mountpoint);
+    if (!fresh && mountpoint_rank(mountpoint) < mountpoint_rank(name->second))
+      name->second = std::move(mountpoint);
   }
   const SegmentKey key = SegmentKey::file(f.dev, f.ino);
   auto it = segs_.find(key);
@@ -169,7 +171,11 @@ void Engine::set_container_name(const std::string &id, const ContainerName &name
 
 void Engine::set_mount(MountState m) {
   mnt_names_[m.mnt_id] = m.mountpoint;
-  dev_names_.try_emplace(m.dev, m.mountpoint);
+  // A filesystem is named by the path its processes use, whichever of its
+  // mounts came first.
+  auto [name, fresh] = dev_names_.try_emplace(m.dev, m.mountpoint);
+  if (!fresh && mountpoint_rank(m.mountpoint) < mountpoint_rank(name->second))
+    name->second = m.mountpoint;
   auto it = mounts_.find(m.mnt_id);
   if (!m.used_known) {
     // The last measurement, moved by the events since, stays the estimate;
