@@ -95,6 +95,17 @@ TEST(ContainerEnd, FilesOfEndedContainersLeaveEveryTable) {
       std::this_thread::sleep_for(200ms);
   }
   ASSERT_TRUE(seen) << read_text(exported);
+  // While it runs: its /dev/shm by the name its processes use, and none of
+  // the masks Docker lays over /proc and /sys (tmpfs mounts) as a series.
+  {
+    const auto m = get(port, "/metrics");
+    ASSERT_TRUE(m);
+    EXPECT_NE(m->body.find("id=\"" + ids[2] + "\",mountpoint=\"/dev/shm\""), std::string::npos)
+        << m->body;
+    for (const std::string &hidden : {std::string("mountpoint=\"/proc"),
+                                      std::string("mountpoint=\"/sys"), "mountpoint=\"" + d.dir()})
+      EXPECT_EQ(m->body.find(hidden), std::string::npos) << hidden << " in\n" << m->body;
+  }
 
   ASSERT_EQ(d.docker("rm -f kept").code, 0);
   // Within seconds no table or metric has any of them.

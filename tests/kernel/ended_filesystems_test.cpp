@@ -134,7 +134,7 @@ TEST(EndedFilesystems, ATmpfsOfANamespaceThatEndsLeavesEveryTable) {
   close(quit[1]); // its last process exits: the namespace and its tmpfs end
   EXPECT_EQ(c.wait(), 0);
   EXPECT_TRUE(pump_until(
-      *m, [&](const Engine &e) { return on_dev(e, dev) == 0 && !mounted(e, dev); }, 5s))
+      *m, [&](const Engine &e) { return on_dev(e, dev) == 0 && !mounted(e, dev); }, 15s))
       << on_dev(m->engine(), dev) << " files left";
   EXPECT_GE(m->stats().ended_files, 2u);
   for (const Orphan &o : m->engine().orphans(Monitor::now_ns(), 0))
@@ -184,7 +184,7 @@ TEST(EndedFilesystems, AnUnmountedTmpfsLeavesAndAHeldOneStaysUntilLetGo) {
   ASSERT_EQ(umount2(gone.dir().c_str(), 0), 0) << strerror(errno);
   ASSERT_EQ(umount2(held.dir().c_str(), MNT_DETACH), 0) << strerror(errno);
   EXPECT_TRUE(pump_until(
-      *m, [&](const Engine &e) { return on_dev(e, gone_dev) == 0; }, 5s));
+      *m, [&](const Engine &e) { return on_dev(e, gone_dev) == 0; }, 15s));
   // Detached, its file still mapped: the filesystem lives on, so does the file.
   EXPECT_EQ(superblock_of(held_dev), Superblock::alive);
   for (int i = 0; i < 30; ++i) {
@@ -196,7 +196,7 @@ TEST(EndedFilesystems, AnUnmountedTmpfsLeavesAndAHeldOneStaysUntilLetGo) {
   close(quit[1]);
   EXPECT_EQ(keeper.wait(), 0);
   EXPECT_TRUE(pump_until(
-      *m, [&](const Engine &e) { return on_dev(e, held_dev) == 0; }, 5s));
+      *m, [&](const Engine &e) { return on_dev(e, held_dev) == 0; }, 15s));
   EXPECT_EQ(superblock_of(held_dev), Superblock::gone);
 }
 
