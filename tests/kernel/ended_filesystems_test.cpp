@@ -12,8 +12,10 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/statfs.h>
 
 #include <algorithm>
+#include <cstring>
 #include <string>
 
 namespace shmbpf::test {
@@ -198,6 +200,66 @@ TEST(EndedFilesystems, AnUnmountedTmpfsLeavesAndAHeldOneStaysUntilLetGo) {
   EXPECT_TRUE(pump_until(
       *m, [&](const Engine &e) { return on_dev(e, held_dev) == 0; }, 15s));
   EXPECT_EQ(superblock_of(held_dev), Superblock::gone);
+}
+
+// Unmounted, and its device number given to the next tmpfs at once, before
+// a sample saw it end: the next sample tells them apart by their fsid
+// (Linux 6.7 and later give tmpfs one), and the old files go, not to the
+// new mount.
+TEST(EndedFilesystems, AReusedDeviceNumberInheritsNoFile) {
+  { SHMBPF_LOADED(probe, Probe, ProbeOptions{}); } // a kernel shmbpf runs on
+  Dir first("kt-ended-a"), second("kt-ended-b");
+  ASSERT_EQ(mount("tmpfs", first.path.c_str(), "tmpfs", 0, "size=16m"), 0) << strerror(errno);
+  struct statfs sfs {};
+  ASSERT_EQ(statfs(first.path.c_str(), &sfs), 0);
+  uint32_t id[2];
+  std::memcpy(id, &sfs.f_fsid, sizeof id);
+  if (id[0] == 0 && id[1] == 0)
+    GTEST_SKIP() << "this kernel's tmpfs has no fsid (before 6.7): a rescan tells them apart";
+  struct stat st {};
+  ASSERT_EQ(stat(first.path.c_str(), &st), 0);
+  const uint32_t dev = kdev_of(st.st_dev);
+  EXPECT_EQ(run_child("kt-ended-old", [&] { return leave_two_files(first.path); }).status, 0);
+  SHMBPF_MONITOR(m, samples_only());
+  ASSERT_TRUE(pump_until(
+      *m, [&](const Engine &e) { return on_dev(e, dev) == 2; }, 10s));
+  // The lowest free number is taken first: unless another mount takes it
+  // meanwhile (a test beside this one), the next tmpfs gets the same one.
+  bool reused = false;
+  ASSERT_EQ(umount2(first.path.c_str(), 0), 0) << strerror(errno);
+  for (int i = 0; i < 20 && !reused; ++i) {
+    ASSERT_EQ(mount("tmpfs", second.path.c_str(), "tmpfs", 0, "size=16m"), 0) << strerror(errno);
+    reused = stat(second.path.c_str(), &st) == 0 && kdev_of(st.st_dev) == dev;
+    if (!reused)
+      umount2(second.path.c_str(), 0);
+  }
+  if (!reused)
+    GTEST_SKIP() << "other mounts kept taking device " << dev;
+  const std::string fresh = second.path + "/fresh";
+  EXPECT_EQ(run_child("kt-ended-new",
+                      [&] {
+                        const int fd = open(fresh.c_str(), O_CREAT | O_RDWR, 0600);
+                        return fd >= 0 && close(fd) == 0 ? 0 : 1;
+                      })
+                .status,
+            0);
+  // The old files go; the new file, once a rescan or its event names it, is
+  // on the new mount.
+  EXPECT_TRUE(pump_until(
+      *m,
+      [&](const Engine &e) {
+        for (const SegmentInfo &s : e.segments())
+          if (s.kind == Kind::tmpfs && s.key.dev_or_ipcns == dev &&
+              (s.path.ends_with("/big") || s.path.ends_with("/empty")))
+            return false;
+        return true;
+      },
+      15s));
+  for (const SegmentInfo &s : m->engine().segments()) {
+    if (s.kind == Kind::tmpfs && s.key.dev_or_ipcns == dev && !s.mountpoint.empty()) {
+      EXPECT_EQ(s.mountpoint, second.path) << s.path;
+    }
+  }
 }
 
 } // namespace

@@ -1116,24 +1116,39 @@ TEST(EngineMounts, AnEndedFilesystemForgetsItsUnheldFilesAndItsName) {
   EXPECT_TRUE(engine.segment(file_key(3)));
 }
 
-// A container's /dev/shm is also seen from the host under the container's
-// root: whichever mount is set first, the filesystem is named by the path
-// its processes use.
-TEST(EngineMounts, AFilesystemIsNamedByThePathItsProcessesUse) {
+// A device number given to a new filesystem (the old one ended between two
+// samples): the fsid tells them apart, and the old one's files and name go;
+// a file of the new one seen after the look stays.
+TEST(EngineMounts, AReusedDeviceNumberInheritsNoFileAndNoName) {
   Engine engine;
-  MountState host_view = tmpfs_mount(40, "/data/docker/vfs/dir/abc/dev/shm", 50);
-  MountState own = tmpfs_mount(41, "/dev/shm", 50);
-  own.mntns = 2;
-  engine.set_mount(host_view);
-  engine.set_mount(own);
-  engine.set_mount(host_view); // again, at the next sample
-  Event e = create(100, 9, "/dev/shm/x", sec(1));
-  e.dev = 50;
-  e.mnt_id = 0; // an inode hook's: no mount
-  engine.apply(e);
-  auto s = engine.segment(file_key(9, 50));
+  MountState mask = tmpfs_mount(40, "/sys/firmware", 50);
+  mask.fsid = 0xaaaa;
+  engine.reconcile_mounts({mask}, sec(1));
+  Event old = create(100, 2, "/sys/firmware/x", sec(2));
+  old.dev = 50;
+  old.mnt_id = 40;
+  engine.apply(old);
+  engine.apply(exit_of(100, sec(3)));
+  ASSERT_TRUE(engine.segment(file_key(2, 50)));
+
+  MountState shm = tmpfs_mount(41, "/dev/shm", 50);
+  shm.mntns = 2;
+  shm.fsid = 0xbbbb;
+  Event fresh = create(200, 3, "/dev/shm/y", sec(12));
+  fresh.dev = 50;
+  fresh.mnt_id = 0;
+  engine.apply(fresh); // after the look below began
+  EXPECT_EQ(engine.reconcile_mounts({shm}, sec(10)), 1u);
+  EXPECT_FALSE(engine.segment(file_key(2, 50)));
+  auto s = engine.segment(file_key(3, 50));
   ASSERT_TRUE(s);
   EXPECT_EQ(s->mountpoint, "/dev/shm");
+  // The same filesystem again: nothing more goes.
+  EXPECT_EQ(engine.reconcile_mounts({shm}, sec(20)), 0u);
+  EXPECT_TRUE(engine.segment(file_key(3, 50)));
+  // A kernel that gives no fsid says nothing either way.
+  shm.fsid = 0;
+  EXPECT_EQ(engine.reconcile_mounts({shm}, sec(30)), 0u);
 }
 
 TEST(EngineMounts, GrowthUsesOnlyTheWindow) {

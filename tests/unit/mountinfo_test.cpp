@@ -261,11 +261,7 @@ TEST(Mountinfo, ScanOrderReadsSharedMemoryMountpointsFirst) {
                        "30 24 0:27 / /dev/shm rw - tmpfs tmpfs rw\n"
                        "47 46 0:49 / /var/lib/docker/containers/abc/mounts/shm rw - tmpfs shm "
                        "rw,size=65536k\n"
-                       "50 23 0:5 / /proc rw - proc proc rw\n"
-                       // A container's /dev/shm seen from the host, its root a
-                       // directory (Docker's vfs driver) with the mount under it.
-                       "51 23 0:50 / /data/docker/vfs/dir/def/dev/shm rw - tmpfs shm rw\n")},
-      {4026532175u, 901, parse_mountinfo("140 130 0:50 / /dev/shm rw - tmpfs shm rw\n")},
+                       "50 23 0:5 / /proc rw - proc proc rw\n")},
       {4026532174u, 900,
        parse_mountinfo("125 108 0:49 / /dev/shm rw,nosuid - tmpfs shm rw,size=65536k\n"
                        "126 108 0:52 / /dev/hugepages rw - hugetlbfs hugetlbfs rw\n"
@@ -275,12 +271,9 @@ TEST(Mountinfo, ScanOrderReadsSharedMemoryMountpointsFirst) {
   std::vector<std::pair<uint32_t, int>> got; // (mount id, the namespace's pid)
   for (const NamespaceMount &r : order)
     got.emplace_back(r.mount->mnt_id, r.ns->pid);
-  // 47, dockerd's own mount of it, is a runtime's storage: left out. The
-  // paths processes use come first (/dev/shm, /dev/hugepages), then another
-  // root's /dev/shm (51, after the container's own 140), then the rest.
-  EXPECT_EQ(got,
-            (std::vector<std::pair<uint32_t, int>>{
-                {30, 10}, {140, 901}, {125, 900}, {126, 900}, {51, 10}, {29, 10}, {127, 900}}));
+  // 47, dockerd's own mount of it, is a runtime's storage: left out.
+  EXPECT_EQ(got, (std::vector<std::pair<uint32_t, int>>{
+                     {30, 10}, {125, 900}, {126, 900}, {29, 10}, {127, 900}}));
 }
 
 TEST(Mountinfo, ExcludedMountpointsAreMasksStorageAndCredentials) {
@@ -307,11 +300,16 @@ TEST(Mountinfo, ReportedTmpfsMountsLeaveOutWhatIsNotShared) {
       "26 23 0:24 / /run rw - tmpfs tmpfs rw\n"
       "40 23 0:40 / /data/docker/overlay2/abc/merged rw - overlay overlay rw,lowerdir=x\n"
       "41 40 0:41 / /data/docker/overlay2/abc/merged/dev rw - tmpfs tmpfs rw\n"
-      "42 41 0:42 / /data/docker/overlay2/abc/merged/dev/shm rw - tmpfs shm rw\n");
+      "42 41 0:42 / /data/docker/overlay2/abc/merged/dev/shm rw - tmpfs shm rw\n"
+      // A root that is a directory (Docker's vfs driver): its /dev tells.
+      "43 23 0:43 / /data/docker/vfs/dir/def/dev rw - tmpfs tmpfs rw\n"
+      "44 43 0:44 / /data/docker/vfs/dir/def/dev/shm rw - tmpfs shm rw\n"
+      // A directory of the host's that a sandbox binds at its /dev/shm: kept.
+      "45 23 0:45 / /srv/jail/dev/shm rw - tmpfs tmpfs rw\n");
   std::vector<uint32_t> ids;
   for (const MountInfo *m : reported_tmpfs_mounts(t))
     ids.push_back(m->mnt_id);
-  EXPECT_EQ(ids, (std::vector<uint32_t>{24, 26}));
+  EXPECT_EQ(ids, (std::vector<uint32_t>{24, 26, 45}));
   // Inside the container, its root is the overlay at /: all reported.
   const auto inside = parse_mountinfo("100 90 0:40 / / rw - overlay overlay rw,lowerdir=x\n"
                                       "101 100 0:41 / /dev rw - tmpfs tmpfs rw\n"

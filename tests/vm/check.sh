@@ -105,10 +105,11 @@ if [ "$kernel_tests" = --kernel-tests ]; then
   step kernel-tests 0 named "$build/tests/shmbpf_kernel_tests" \
     --gtest_filter=-AuditMemoryLimit.*
   # The live model's tests once more with the light set (LightHooks.* ran
-  # above: they ask for it). Not the rest of light.* in tests/CMakeLists.txt:
-  # exits, execs and faults come from the same hooks in both sets.
+  # above: they ask for it), ended filesystems included. Not the rest of
+  # light.* in tests/CMakeLists.txt: exits, execs and faults come from the
+  # same hooks in both sets.
   step kernel-tests-light 0 named env SHMBPF_HOOKS=light "$build/tests/shmbpf_kernel_tests" \
-    "--gtest_filter=Monitor.*-Monitor.NameTable*:Monitor.UnlinkedNamesLeaveTheKernelsNameMap"
+    "--gtest_filter=Monitor.*:EndedFilesystems.*-Monitor.NameTable*:Monitor.UnlinkedNamesLeaveTheKernelsNameMap"
 fi
 rm -f "$log"
 echo "=== $failed step(s) failed on $(uname -r)"

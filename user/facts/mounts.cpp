@@ -153,17 +153,24 @@ std::vector<const MountInfo *> reported_tmpfs_mounts(const std::vector<MountInfo
   std::unordered_map<uint32_t, const MountInfo *> by_id;
   for (const MountInfo &m : table)
     by_id.emplace(m.mnt_id, &m);
-  // Below an overlay that is not this namespace's root: a container's
-  // root seen from outside. Ancestors are few; a cycle (a corrupt table)
-  // is cut by the depth.
+  // Below an overlay that is not this namespace's root, or below a tmpfs
+  // /dev that is not at /dev: a container's root, or its /dev (which a
+  // runtime mounts whatever the root's storage), seen from outside.
+  // Ancestors are few; a cycle (a corrupt table) is cut by the depth.
+  auto outside_dev = [](const MountInfo &m) {
+    const std::string_view mp = m.mountpoint;
+    return m.is_tmpfs() && mp != "/dev" && mp.ends_with("/dev");
+  };
   auto in_outside_root = [&](const MountInfo &m) {
+    if (outside_dev(m))
+      return true;
     const MountInfo *at = &m;
     for (int depth = 0; depth < 64; ++depth) {
       auto p = by_id.find(at->parent_id);
       if (p == by_id.end() || p->second == at)
         return false;
       at = p->second;
-      if (at->fstype == "overlay" && at->mountpoint != "/")
+      if ((at->fstype == "overlay" && at->mountpoint != "/") || outside_dev(*at))
         return true;
     }
     return false;
@@ -176,20 +183,14 @@ std::vector<const MountInfo *> reported_tmpfs_mounts(const std::vector<MountInfo
   return out;
 }
 
-int mountpoint_rank(std::string_view mp) {
-  if (mp == "/dev/shm" || mp.starts_with("/dev/hugepages"))
-    return 0;
-  return is_shared_memory_mountpoint(mp) ? 1 : 2;
-}
-
 std::vector<NamespaceMount>
 tmpfs_mounts_in_scan_order(const std::vector<MountNamespace> &namespaces) {
   std::vector<NamespaceMount> out;
   for (const MountNamespace &ns : namespaces)
     for (const MountInfo *m : reported_tmpfs_mounts(ns.mounts))
       out.push_back({&ns, m});
-  std::stable_sort(out.begin(), out.end(), [](const NamespaceMount &a, const NamespaceMount &b) {
-    return mountpoint_rank(a.mount->mountpoint) < mountpoint_rank(b.mount->mountpoint);
+  std::stable_partition(out.begin(), out.end(), [](const NamespaceMount &r) {
+    return is_shared_memory_mountpoint(r.mount->mountpoint);
   });
   return out;
 }

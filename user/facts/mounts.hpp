@@ -52,6 +52,10 @@ struct MountState {
   // False when statfs could not reach the mount this time (the process
   // whose root led there exited): the last measurement stands.
   bool used_known = true;
+  // statfs's f_fsid: random per tmpfs superblock (Linux 6.7 and later), so
+  // it tells a filesystem from a later one given the same device number; 0
+  // when the kernel gives none, or statfs could not reach the mount.
+  uint64_t fsid = 0;
 };
 
 // True when another mount of the table sits on m's mount point on top of
@@ -61,11 +65,6 @@ bool is_overmounted(const std::vector<MountInfo> &table, const MountInfo &m);
 // A mountpoint where processes look for shared memory: /dev/shm, also below
 // another root ("/srv/jail/dev/shm"), and hugetlbfs' /dev/hugepages*.
 bool is_shared_memory_mountpoint(std::string_view mountpoint);
-
-// Which of a filesystem's mountpoints names it, lowest first: the path its
-// processes use (/dev/shm, /dev/hugepages*), then another root's /dev/shm
-// (a container's, seen from the host: <root>/dev/shm), then any other.
-int mountpoint_rank(std::string_view mountpoint);
 
 // Whether shmbpf leaves a mountpoint out of everything (series, scans,
 // labels), as node_exporter does by default, /dev kept: the masks a
@@ -77,8 +76,10 @@ bool is_excluded_mountpoint(std::string_view mountpoint);
 // The tmpfs and hugetlbfs mounts of one namespace's table that shmbpf
 // reports: not overmounted, not at an excluded mountpoint, and not inside a
 // container's root seen from outside it (below an overlay mounted anywhere
-// but at /: a path like <data root>/overlay2/<id>/merged/dev/shm), which the
-// container's own namespace shows at the path its processes use.
+// but at /, <data root>/overlay2/<id>/merged/dev/shm, or below a tmpfs /dev
+// mounted anywhere but at /dev, <root>/dev/shm of a container whose root is
+// a plain directory), which the container's own namespace shows at the path
+// its processes use.
 std::vector<const MountInfo *> reported_tmpfs_mounts(const std::vector<MountInfo> &table);
 
 // One mount of one namespace's table.
@@ -90,10 +91,10 @@ struct NamespaceMount {
 // The reported tmpfs and hugetlbfs mounts (reported_tmpfs_mounts) of every
 // namespace, in the order a scan reads them. A filesystem mounted more than
 // once is read through the first of its mounts, whose path, namespace and
-// so container its files get: mounts in mountpoint_rank's order, so that a
-// container's /dev/shm wins over the host's view of the same tmpfs (under
-// the container's root, or dockerd's containers/<id>/mounts/shm for
-// --ipc=shareable); otherwise the namespaces' and tables' order.
+// so container its files get: mounts at a shared-memory mountpoint come
+// first, so that a container's /dev/shm wins over the mount of the same
+// tmpfs that dockerd keeps on the host for --ipc=shareable
+// (containers/<id>/mounts/shm); otherwise the namespaces' and tables' order.
 std::vector<NamespaceMount>
 tmpfs_mounts_in_scan_order(const std::vector<MountNamespace> &namespaces);
 

@@ -599,7 +599,7 @@ void Monitor::apply_sample(Gather &g) {
   if (g.mounts) {
     for (uint32_t dev : g.ended_devs)
       stats_.ended_files += engine_.forget_filesystem(dev, g.now_ns);
-    engine_.reconcile_mounts(std::move(g.mount_usage));
+    stats_.ended_files += engine_.reconcile_mounts(std::move(g.mount_usage), g.now_ns);
     engine_.sample_mounts(now_ns());
     stats_.samples++;
   }

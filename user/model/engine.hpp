@@ -67,8 +67,12 @@ public:
   bool set_file_usage(SegmentKey key, uint64_t size, uint64_t bytes, uint64_t now_ns);
   void set_mount(MountState m);
   // Every tmpfs mount that exists: set_mount for each, and mounts missing
-  // from the list (unmounted, a container that stopped) are forgotten.
-  void reconcile_mounts(std::vector<MountState> mounts);
+  // from the list (unmounted, a container that stopped) are forgotten. A
+  // device whose fsid changed is another filesystem's now (the old one
+  // ended: a live one keeps its number): with seen_ns, when the list was
+  // read, the old one's files are forgotten (forget_filesystem). Returns
+  // how many.
+  size_t reconcile_mounts(std::vector<MountState> mounts, uint64_t seen_ns = 0);
   void sample_mounts(uint64_t now_ns);
   // The devices of the filesystems tmpfs and hugetlbfs segments are on
   // (memfds' included), each once.
@@ -424,7 +428,8 @@ private:
   std::unordered_map<std::string, ContainerName> names_; // by container id
   std::map<std::string, ContainerRef> unnamed_;          // by container id
   std::unordered_map<uint32_t, DevStats> devs_;
-  std::map<uint32_t, MountEntry> mounts_; // by mnt_id
+  std::unordered_map<uint32_t, uint64_t> dev_fsid_; // the filesystem a device is, where known
+  std::map<uint32_t, MountEntry> mounts_;           // by mnt_id
   std::vector<ScanGap> scan_gaps_;
   std::unordered_map<uint32_t, std::string> mnt_names_; // mnt_id -> mountpoint
   std::unordered_map<uint32_t, std::string> dev_names_; // dev -> a mountpoint

@@ -23,9 +23,7 @@ void Engine::add_existing_file(const TmpfsFile &f, uint32_t mnt_id_or_0, std::st
   if (!mountpoint.empty()) {
     if (mnt_id_or_0)
       mnt_names_.try_emplace(mnt_id_or_0, mountpoint);
-    auto [name, fresh] = dev_names_.try_emplace(f.dev, mountpoint);
-    if (!fresh && mountpoint_rank(mountpoint) < mountpoint_rank(name->second))
-      name->second = std::move(mountpoint);
+    dev_names_.try_emplace(f.dev, std::move(mountpoint));
   }
   const SegmentKey key = SegmentKey::file(f.dev, f.ino);
   auto it = segs_.find(key);
@@ -171,11 +169,9 @@ void Engine::set_container_name(const std::string &id, const ContainerName &name
 
 void Engine::set_mount(MountState m) {
   mnt_names_[m.mnt_id] = m.mountpoint;
-  // A filesystem is named by the path its processes use, whichever of its
-  // mounts came first.
-  auto [name, fresh] = dev_names_.try_emplace(m.dev, m.mountpoint);
-  if (!fresh && mountpoint_rank(m.mountpoint) < mountpoint_rank(name->second))
-    name->second = m.mountpoint;
+  dev_names_.try_emplace(m.dev, m.mountpoint);
+  if (m.fsid != 0)
+    dev_fsid_.try_emplace(m.dev, m.fsid); // reconcile_mounts tells a change
   auto it = mounts_.find(m.mnt_id);
   if (!m.used_known) {
     // The last measurement, moved by the events since, stays the estimate;
@@ -193,7 +189,20 @@ void Engine::set_mount(MountState m) {
   entry.state = std::move(m);
 }
 
-void Engine::reconcile_mounts(std::vector<MountState> mounts) {
+size_t Engine::reconcile_mounts(std::vector<MountState> mounts, uint64_t seen_ns) {
+  size_t ended = 0;
+  for (const MountState &m : mounts) {
+    if (m.fsid == 0)
+      continue;
+    auto [it, fresh] = dev_fsid_.try_emplace(m.dev, m.fsid);
+    if (fresh || it->second == m.fsid)
+      continue;
+    // Another filesystem now: the last one's name and files are not its.
+    dev_names_.erase(m.dev);
+    if (seen_ns)
+      ended += forget_filesystem(m.dev, seen_ns);
+    dev_fsid_[m.dev] = m.fsid;
+  }
   std::unordered_set<uint32_t> present;
   for (const MountState &m : mounts)
     present.insert(m.mnt_id);
@@ -207,6 +216,7 @@ void Engine::reconcile_mounts(std::vector<MountState> mounts) {
   }
   for (MountState &m : mounts)
     set_mount(std::move(m));
+  return ended;
 }
 
 std::vector<uint32_t> Engine::file_devs() const {
@@ -227,8 +237,10 @@ size_t Engine::forget_filesystem(uint32_t dev, uint64_t since_ns) {
   for (const SegmentKey &key : ended)
     erase_segment(segs_.find(key));
   // A later filesystem given the same number must not inherit its name.
-  if (auto d = devs_.find(dev); d != devs_.end() && d->second.segments == 0)
+  if (auto d = devs_.find(dev); d != devs_.end() && d->second.segments == 0) {
     dev_names_.erase(dev);
+    dev_fsid_.erase(dev);
+  }
   return ended.size();
 }
 

@@ -13,6 +13,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <optional>
@@ -66,38 +67,50 @@ void for_each_tmpfs_filesystem(const std::vector<MountNamespace> &namespaces, Fn
   }
 }
 
-// statfs's used bytes of the filesystem at path, if path is on device dev
-// (kernel encoding): a pid reused meanwhile would lead somewhere else.
-// O_PATH: a mount point may be a file (a bind-mounted secret), even a fifo.
-std::optional<uint64_t> used_bytes_of(const std::string &path, uint32_t dev) {
+struct Usage {
+  uint64_t used = 0;
+  uint64_t fsid = 0;
+};
+
+// statfs's used bytes and fsid of the filesystem at path, if path is on
+// device dev (kernel encoding): a pid reused meanwhile would lead somewhere
+// else. O_PATH: a mount point may be a file (a bind-mounted secret), even a
+// fifo.
+std::optional<Usage> usage_of(const std::string &path, uint32_t dev) {
   int fd = ::open(path.c_str(), O_PATH | O_CLOEXEC);
   if (fd < 0)
     return std::nullopt;
   struct stat st {};
   struct statfs sfs {};
-  std::optional<uint64_t> used;
-  if (::fstat(fd, &st) == 0 && kernel_dev(st.st_dev) == dev && ::fstatfs(fd, &sfs) == 0)
-    used = static_cast<uint64_t>(sfs.f_blocks - sfs.f_bfree) * sfs.f_bsize;
+  std::optional<Usage> u;
+  if (::fstat(fd, &st) == 0 && kernel_dev(st.st_dev) == dev && ::fstatfs(fd, &sfs) == 0) {
+    uint32_t id[2];
+    static_assert(sizeof id == sizeof sfs.f_fsid);
+    std::memcpy(id, &sfs.f_fsid, sizeof id);
+    u = Usage{static_cast<uint64_t>(sfs.f_blocks - sfs.f_bfree) * sfs.f_bsize,
+              uint64_t{id[0]} << 32 | id[1]};
+  }
   ::close(fd);
-  return used;
+  return u;
 }
 
 } // namespace
 
 std::vector<MountState> scan_mount_usage(const std::vector<MountNamespace> &namespaces) {
   std::vector<MountState> out;
-  std::map<uint32_t, uint64_t> used; // by device: every mount of a filesystem has its usage
+  std::map<uint32_t, Usage> used; // by device: every mount of a filesystem has its usage
   for_each_tmpfs_mount(
       namespaces, [&](const MountNamespace &ns, const MountInfo &m, const std::string &root) {
         MountState st{m.mnt_id, ns.mntns, m.mountpoint, m.dev, m.size_limit().value_or(0), 0};
-        if (auto u = used_bytes_of(root + m.mountpoint, m.dev))
+        if (auto u = usage_of(root + m.mountpoint, m.dev))
           used[m.dev] = *u;
         out.push_back(std::move(st));
       });
   for (MountState &st : out) {
     auto it = used.find(st.dev);
     st.used_known = it != used.end();
-    st.used_bytes = st.used_known ? it->second : 0;
+    st.used_bytes = st.used_known ? it->second.used : 0;
+    st.fsid = st.used_known ? it->second.fsid : 0;
   }
   return out;
 }
