@@ -8,6 +8,7 @@
 
 #include "live/monitor.hpp"
 #include "sources/superblocks.hpp"
+#include "sources/system_scan.hpp"
 
 #include <fcntl.h>
 #include <sys/mman.h>
@@ -205,16 +206,42 @@ TEST(EndedFilesystems, AnUnmountedTmpfsLeavesAndAHeldOneStaysUntilLetGo) {
 // a sample saw it end: the next sample tells them apart by their fsid
 // (Linux 6.7 and later give tmpfs one), and the old files go, not to the
 // new mount.
+// The fallback identity of a tmpfs where statfs gives no fsid (before
+// 6.7): its root's generation stays while the filesystem does, and a later
+// tmpfs on the same device number draws another.
+TEST(EndedFilesystems, ARootsGenerationNamesItsFilesystem) {
+  Dir dir("kt-ended-gen");
+  std::vector<uint64_t> seen;
+  uint32_t first_dev = 0;
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_EQ(mount("tmpfs", dir.path.c_str(), "tmpfs", 0, "size=1m"), 0) << strerror(errno);
+    const int a = open(dir.path.c_str(), O_PATH | O_CLOEXEC);
+    const int b = open(dir.path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    ASSERT_GE(a, 0);
+    ASSERT_GE(b, 0);
+    struct stat st {};
+    ASSERT_EQ(fstat(a, &st), 0);
+    if (i == 0)
+      first_dev = kdev_of(st.st_dev);
+    const uint64_t g = root_generation(a);
+    EXPECT_NE(g, 0u);
+    EXPECT_EQ(root_generation(b), g) << "one filesystem, one generation";
+    close(a);
+    close(b);
+    ASSERT_EQ(umount2(dir.path.c_str(), 0), 0) << strerror(errno);
+    if (kdev_of(st.st_dev) == first_dev)
+      seen.push_back(g);
+  }
+  // Lowest free number first: usually all three had the same device.
+  std::sort(seen.begin(), seen.end());
+  EXPECT_EQ(std::adjacent_find(seen.begin(), seen.end()), seen.end())
+      << "a later tmpfs on the same device drew the same generation";
+}
+
 TEST(EndedFilesystems, AReusedDeviceNumberInheritsNoFile) {
   { SHMBPF_LOADED(probe, Probe, ProbeOptions{}); } // a kernel shmbpf runs on
   Dir first("kt-ended-a"), second("kt-ended-b");
   ASSERT_EQ(mount("tmpfs", first.path.c_str(), "tmpfs", 0, "size=16m"), 0) << strerror(errno);
-  struct statfs sfs {};
-  ASSERT_EQ(statfs(first.path.c_str(), &sfs), 0);
-  uint32_t id[2];
-  std::memcpy(id, &sfs.f_fsid, sizeof id);
-  if (id[0] == 0 && id[1] == 0)
-    GTEST_SKIP() << "this kernel's tmpfs has no fsid (before 6.7): a rescan tells them apart";
   struct stat st {};
   ASSERT_EQ(stat(first.path.c_str(), &st), 0);
   const uint32_t dev = kdev_of(st.st_dev);

@@ -52,9 +52,10 @@ struct MountState {
   // False when statfs could not reach the mount this time (the process
   // whose root led there exited): the last measurement stands.
   bool used_known = true;
-  // statfs's f_fsid: random per tmpfs superblock (Linux 6.7 and later), so
-  // it tells a filesystem from a later one given the same device number; 0
-  // when the kernel gives none, or statfs could not reach the mount.
+  // The filesystem's identity, random per tmpfs superblock, so it tells a
+  // filesystem from a later one given the same device number: statfs's
+  // f_fsid (Linux 6.7 and later), else the generation of its root directory
+  // (from a mount of the whole filesystem). 0 when neither is known.
   uint64_t fsid = 0;
 };
 

@@ -72,11 +72,12 @@ struct Usage {
   uint64_t fsid = 0;
 };
 
-// statfs's used bytes and fsid of the filesystem at path, if path is on
+// statfs's used bytes and the filesystem's identity at path, if path is on
 // device dev (kernel encoding): a pid reused meanwhile would lead somewhere
-// else. O_PATH: a mount point may be a file (a bind-mounted secret), even a
-// fifo.
-std::optional<Usage> usage_of(const std::string &path, uint32_t dev) {
+// else. The identity is statfs's fsid where the kernel gives one, else the
+// root's generation where the mount shows the whole filesystem. O_PATH: a
+// mount point may be a file (a bind-mounted secret), even a fifo.
+std::optional<Usage> usage_of(const std::string &path, uint32_t dev, bool whole_filesystem) {
   int fd = ::open(path.c_str(), O_PATH | O_CLOEXEC);
   if (fd < 0)
     return std::nullopt;
@@ -87,8 +88,10 @@ std::optional<Usage> usage_of(const std::string &path, uint32_t dev) {
     uint32_t id[2];
     static_assert(sizeof id == sizeof sfs.f_fsid);
     std::memcpy(id, &sfs.f_fsid, sizeof id);
-    u = Usage{static_cast<uint64_t>(sfs.f_blocks - sfs.f_bfree) * sfs.f_bsize,
-              uint64_t{id[0]} << 32 | id[1]};
+    uint64_t fsid = uint64_t{id[0]} << 32 | id[1];
+    if (fsid == 0 && whole_filesystem && S_ISDIR(st.st_mode))
+      fsid = root_generation(fd);
+    u = Usage{static_cast<uint64_t>(sfs.f_blocks - sfs.f_bfree) * sfs.f_bsize, fsid};
   }
   ::close(fd);
   return u;
@@ -96,14 +99,33 @@ std::optional<Usage> usage_of(const std::string &path, uint32_t dev) {
 
 } // namespace
 
+uint64_t root_generation(int fd) {
+  struct {
+    struct file_handle h;
+    unsigned char bytes[MAX_HANDLE_SZ];
+  } fh{};
+  fh.h.handle_bytes = MAX_HANDLE_SZ;
+  int mount_id = 0;
+  if (::name_to_handle_at(fd, "", &fh.h, &mount_id, AT_EMPTY_PATH) != 0 ||
+      fh.h.handle_bytes < sizeof(uint32_t))
+    return 0;
+  uint32_t generation = 0; // shmem's handle: generation, then the inode number
+  std::memcpy(&generation, fh.h.f_handle, sizeof generation);
+  return uint64_t{1} << 63 | generation;
+}
+
 std::vector<MountState> scan_mount_usage(const std::vector<MountNamespace> &namespaces) {
   std::vector<MountState> out;
   std::map<uint32_t, Usage> used; // by device: every mount of a filesystem has its usage
   for_each_tmpfs_mount(
       namespaces, [&](const MountNamespace &ns, const MountInfo &m, const std::string &root) {
         MountState st{m.mnt_id, ns.mntns, m.mountpoint, m.dev, m.size_limit().value_or(0), 0};
-        if (auto u = usage_of(root + m.mountpoint, m.dev))
-          used[m.dev] = *u;
+        if (auto u = usage_of(root + m.mountpoint, m.dev, m.root == "/")) {
+          // A bind mount of a directory gives no identity: keep one found.
+          auto [it, fresh] = used.try_emplace(m.dev, *u);
+          if (!fresh)
+            it->second = Usage{u->used, u->fsid != 0 ? u->fsid : it->second.fsid};
+        }
         out.push_back(std::move(st));
       });
   for (MountState &st : out) {

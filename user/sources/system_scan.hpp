@@ -20,6 +20,11 @@ namespace shmbpf {
 // filesystem no mount of which could be reached now (the processes whose
 // roots led there exited) has used_known false.
 std::vector<MountState> scan_mount_usage(const std::vector<MountNamespace> &namespaces);
+// The generation number of the directory fd is open on (O_PATH will do),
+// from its file handle, with the top bit set; 0 where the filesystem gives
+// no handle. tmpfs draws it at random for every inode, so its root's
+// generation names the filesystem where statfs gives no fsid (before 6.7).
+uint64_t root_generation(int fd);
 // The files of every tmpfs filesystem, each scanned once through one mount.
 // A filesystem that cannot be reached now is left out, not reported empty.
 std::vector<ScannedFs> scan_filesystems(const std::vector<MountNamespace> &namespaces);
