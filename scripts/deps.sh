@@ -37,6 +37,7 @@ test_pkgs=(
   docker.io                                # tests/e2e: a real dockerd names its containers
   xz-utils zstd                            # tests/vm: unpacking those kernels
   mmdebstrap                               # tests/deploy/image.sh: the image's Debian 12 root
+  bindfs                                   # tests/e2e: a FUSE mount whose daemon is stopped, a hung disk
 )
 $tests && pkgs+=("${test_pkgs[@]}")
 missing=()

@@ -23,6 +23,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -332,14 +333,14 @@ TEST(RotatingFile, AppendsToAnExistingFileAndCountsItsSize) {
   TempDir dir;
   const std::string path = dir / "x";
   { std::ofstream(path) << record(0, 30) << record(1, 30); }
-  chmod(path.c_str(), 0640); // logrotate's `create 0640`: kept
+  chmod(path.c_str(), 0644); // nobody else reads root's audit trail: made 0600
   auto f = RotatingFile::open(path, {100, 1});
   ASSERT_TRUE(f);
   EXPECT_EQ(f->size(), 60u);
   f->append(record(2, 30) + record(3, 30));
   EXPECT_EQ(read_all(path + ".1"), record(0, 30) + record(1, 30) + record(2, 30));
   EXPECT_EQ(read_all(path), record(3, 30));
-  EXPECT_EQ(mode_of(path + ".1"), 0640u);
+  EXPECT_EQ(mode_of(path + ".1"), 0600u);
   EXPECT_EQ(mode_of(path), 0600u);
 }
 
@@ -376,14 +377,53 @@ TEST(RotatingFile, OpenRefusesWhatCannotBeWrittenWithTheReason) {
   ASSERT_FALSE(missing);
   EXPECT_NE(missing.error().find("no/such/dir/x"), std::string::npos) << missing.error();
   EXPECT_NE(missing.error().find("No such file"), std::string::npos) << missing.error();
-  auto directory = RotatingFile::open(dir.path.string(), {});
+  fs::create_directory(dir / "sub");
+  auto directory = RotatingFile::open(dir / "sub", {});
   ASSERT_FALSE(directory);
   EXPECT_NE(directory.error().find("Is a directory"), std::string::npos) << directory.error();
 }
 
-TEST(RotatingFile, AFullDeviceIsCountedAndTriedAgainNeverRotated) {
-  auto f = RotatingFile::open("/dev/full", {10, 2});
-  ASSERT_TRUE(f) << f.error();
+// What another user could have put at the path or around it is refused,
+// not written through (daemon/own_file; as root in tests/attack).
+TEST(RotatingFile, OpenRefusesLinksFifosAndADirectoryEveryoneWrites) {
+  TempDir dir;
+  const std::string victim = dir / "victim";
+  { std::ofstream(victim) << "root's\n"; }
+  fs::create_symlink(victim, dir / "link");
+  auto link = RotatingFile::open(dir / "link", {});
+  ASSERT_FALSE(link);
+  EXPECT_NE(link.error().find("symbolic link"), std::string::npos) << link.error();
+  fs::create_hard_link(victim, dir / "hard");
+  auto hard = RotatingFile::open(dir / "hard", {});
+  ASSERT_FALSE(hard);
+  EXPECT_NE(hard.error().find("2 names"), std::string::npos) << hard.error();
+  EXPECT_EQ(read_all(victim), "root's\n");
+  const std::string fifo = dir / "fifo";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  auto no_reader = RotatingFile::open(fifo, {});
+  ASSERT_FALSE(no_reader);
+  EXPECT_NE(no_reader.error().find("not a regular file"), std::string::npos) << no_reader.error();
+  const int reader = open(fifo.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  ASSERT_GE(reader, 0);
+  auto with_reader = RotatingFile::open(fifo, {});
+  close(reader);
+  ASSERT_FALSE(with_reader);
+  EXPECT_NE(with_reader.error().find("not a regular file"), std::string::npos);
+  auto device = RotatingFile::open("/dev/full", {});
+  ASSERT_FALSE(device);
+  EXPECT_NE(device.error().find("not a regular file"), std::string::npos) << device.error();
+  fs::create_directory(dir / "open");
+  chmod((dir / "open").c_str(), 01777);
+  auto open_dir = RotatingFile::open(dir / "open/x", {});
+  ASSERT_FALSE(open_dir);
+  EXPECT_NE(open_dir.error().find("writable by every user"), std::string::npos) << open_dir.error();
+  EXPECT_FALSE(fs::exists(dir / "open/x"));
+}
+
+TEST(RotatingFile, AFullDeviceIsCountedAndTriedAgain) {
+  const int full = open("/dev/full", O_WRONLY | O_CLOEXEC);
+  ASSERT_GE(full, 0);
+  auto f = std::optional<RotatingFile>(RotatingFile::over_descriptor(full, "/dev/full"));
   for (int round = 0; round < 2; ++round) {
     auto out = f->append(record(0, 30) + record(1, 30) + record(2, 30));
     EXPECT_EQ(out.written, 0u);
@@ -456,10 +496,10 @@ TEST(Exporter, EventsReachTheFileAndAreCounted) {
 }
 
 TEST(Exporter, AFullDiskDropsAndCountsWithoutStopping) {
-  auto f = RotatingFile::open("/dev/full", {0, 1});
-  ASSERT_TRUE(f);
+  const int full = open("/dev/full", O_WRONLY | O_CLOEXEC);
+  ASSERT_GE(full, 0);
   Log log;
-  Exporter ex(std::move(*f), TraceClock{0}, log);
+  Exporter ex(RotatingFile::over_descriptor(full, "/dev/full"), TraceClock{0}, log);
   Engine engine = host_and_container();
   for (int round = 0; round < 3; ++round) {
     const Event e = created_file(kShm, 600, 5, "/dev/shm/a", 0, kSec);
@@ -482,10 +522,11 @@ TEST(Exporter, AWriterBehindDropsWhatDoesNotFitAndSaysSoWhenItCatchesUp) {
   ASSERT_EQ(mkfifo(path.c_str(), 0600), 0);
   const int reader = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   ASSERT_GE(reader, 0);
-  auto f = RotatingFile::open(path, {100, 1}); // not a regular file: never rotated
-  ASSERT_TRUE(f) << f.error();
+  // serve opens no FIFO (OwnFile.*): the pipe is handed over as it is.
+  const int writer = open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  ASSERT_GE(writer, 0);
   Log log;
-  Exporter ex(std::move(*f), TraceClock{0}, log);
+  Exporter ex(RotatingFile::over_descriptor(writer, path), TraceClock{0}, log);
   Engine engine = host_and_container();
   const Event e = created_file(kShm, 600, 5, "/dev/shm/" + std::string(200, 'n'), 0, kSec);
   std::string one;

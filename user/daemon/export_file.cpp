@@ -1,5 +1,7 @@
 #include "daemon/export_file.hpp"
 
+#include "daemon/own_file.hpp"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -23,23 +25,19 @@ struct Opened {
 };
 
 // O_APPEND: whatever else writes to the file (an operator's echo, a second
-// daemon by mistake), records are never written over.
+// daemon by mistake), records are never written over. Only a regular file
+// of root's own is written (daemon/own_file).
 Result<Opened> open_append(const std::string &path) {
-  const int fd = ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
-  if (fd < 0)
-    return Error{"cannot open " + path + ": " + std::strerror(errno)};
+  Result<int> fd = open_own_file(path, O_APPEND);
+  if (!fd)
+    return Error{"cannot open " + fd.error()};
   struct stat st {};
-  if (::fstat(fd, &st) != 0) {
+  if (::fstat(*fd, &st) != 0) {
     const int err = errno;
-    ::close(fd);
+    ::close(*fd);
     return Error{"cannot stat " + path + ": " + std::strerror(err)};
   }
-  if (S_ISDIR(st.st_mode)) {
-    ::close(fd);
-    return Error{"cannot open " + path + ": " + std::strerror(EISDIR)};
-  }
-  const bool regular = S_ISREG(st.st_mode);
-  return Opened{fd, regular ? static_cast<uint64_t>(st.st_size) : 0, regular};
+  return Opened{*fd, static_cast<uint64_t>(st.st_size), true};
 }
 
 std::string backup_name(const std::string &path, unsigned n) {
@@ -83,10 +81,18 @@ Result<uint64_t> ExportFileSetting::max_bytes(double mb) {
 }
 
 Result<RotatingFile> RotatingFile::open(const std::string &path, ExportLimits limits) {
+  const size_t slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash ? slash : 1);
+  if (std::string why = unsafe_directory(dir); !why.empty())
+    return Error{"cannot open " + path + ": " + why};
   auto o = open_append(path);
   if (!o)
     return Error{o.error()};
   return RotatingFile(path, limits, o->fd, o->size, o->regular);
+}
+
+RotatingFile RotatingFile::over_descriptor(int fd, std::string name) {
+  return RotatingFile(std::move(name), ExportLimits{0, 0}, fd, 0, false);
 }
 
 RotatingFile::RotatingFile(RotatingFile &&o) noexcept
@@ -193,6 +199,8 @@ RotatingFile::Outcome RotatingFile::append(std::string_view data) {
 }
 
 std::string RotatingFile::reopen() {
+  if (!regular_)
+    return {}; // a descriptor of the caller's: it has no name to open again
   auto o = open_append(path_);
   if (!o)
     return o.error();

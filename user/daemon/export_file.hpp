@@ -46,10 +46,15 @@ struct ExportLimits {
 
 class RotatingFile {
 public:
-  // Opens path for appending, creating it with mode 0600 (an existing file
-  // keeps its mode: logrotate's `create` decides). Only a regular file is
-  // rotated (not /dev/stdout, a FIFO or a device). Error: why not, one line.
+  // Opens path for appending, creating it: a regular file of root's, made
+  // 0600 whatever its mode was, in a directory nobody else may write in
+  // (daemon/own_file; a symlink, FIFO or device is refused). Error: why
+  // not, one line.
   static Result<RotatingFile> open(const std::string &path, ExportLimits limits);
+  // Writes to fd, already open (a pipe), and owns it: never rotated or
+  // reopened by name. What a stuck disk looks like, for the exporter's
+  // tests.
+  static RotatingFile over_descriptor(int fd, std::string name);
 
   RotatingFile(RotatingFile &&o) noexcept;
   RotatingFile &operator=(RotatingFile &&o) noexcept;

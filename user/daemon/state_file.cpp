@@ -1,5 +1,8 @@
 #include "daemon/state_file.hpp"
 
+#include "daemon/own_file.hpp"
+#include "views/escape.hpp"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -37,12 +40,10 @@ StateFile::StateFile(std::string dir)
 
 Result<StateFile> StateFile::open(const std::string &dir) {
   if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST)
-    return Error{errno_text(dir, errno)};
-  struct stat st {};
-  if (::stat(dir.c_str(), &st) != 0)
-    return Error{errno_text(dir, errno)};
-  if (!S_ISDIR(st.st_mode))
-    return Error{dir + ": not a directory"};
+    return Error{errno_text(escape_text(dir), errno)};
+  // Root writes here: nobody else may choose what a name in it is.
+  if (std::string why = unsafe_directory(dir); !why.empty())
+    return Error{why};
   // Root passes permission checks: only a real write proves the directory
   // takes files (a read-only mount, a full disk).
   StateFile f(dir);
@@ -52,12 +53,19 @@ Result<StateFile> StateFile::open(const std::string &dir) {
   return f;
 }
 
+Result<int> StateFile::create(const std::string &path) {
+  // A name left by a daemon that had this pid and died: only root could
+  // have put it there (unsafe_directory), so it goes.
+  ::unlink(path.c_str());
+  return open_own_file(path, O_EXCL);
+}
+
 Result<bool> StateFile::save_probe() const {
   const std::string probe = dir_ + "/.probe." + std::to_string(::getpid());
-  const int fd = ::open(probe.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0)
-    return Error{errno_text(dir_ + ": cannot write in it", errno)};
-  ::close(fd);
+  Result<int> fd = create(probe);
+  if (!fd)
+    return Error{escape_text(dir_) + ": cannot write in it: " + fd.error()};
+  ::close(*fd);
   ::unlink(probe.c_str());
   return true;
 }
@@ -86,9 +94,10 @@ Result<bool> StateFile::save(const std::string &text) const {
   // Named after the process: two daemons given one directory never write
   // into the same temporary file.
   const std::string tmp = path_ + ".tmp." + std::to_string(::getpid());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-  if (fd < 0)
-    return Error{errno_text(tmp, errno)};
+  Result<int> created = create(tmp);
+  if (!created)
+    return Error{created.error()};
+  const int fd = *created;
   if (!write_all(fd, text) || ::fsync(fd) != 0) {
     const int err = errno;
     ::close(fd);

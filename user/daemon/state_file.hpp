@@ -22,8 +22,9 @@ struct StateDirSetting {
 
 class StateFile {
 public:
-  // Makes the directory (0700) if it is missing and proves that a file can
-  // be written in it. A reason when not.
+  // Makes the directory (0700) if it is missing, refuses one that another
+  // user could write in (daemon/own_file), and proves that a file can be
+  // written in it. A reason when not.
   static Result<StateFile> open(const std::string &dir);
 
   const std::string &path() const { return path_; }
@@ -36,6 +37,8 @@ public:
 private:
   explicit StateFile(std::string dir);
   Result<bool> save_probe() const;
+  // A new file of root's at path, in place of whatever had the name.
+  static Result<int> create(const std::string &path);
   std::string dir_;
   std::string path_;
 };

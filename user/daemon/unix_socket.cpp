@@ -1,5 +1,6 @@
 #include "daemon/unix_socket.hpp"
 
+#include "daemon/own_file.hpp"
 #include "views/escape.hpp"
 
 #include <fcntl.h>
@@ -92,6 +93,9 @@ void prepare_socket_path(const std::string &path) {
   } else if (!S_ISDIR(st.st_mode)) {
     refuse(path, escape_text(dir) + " is not a directory");
   }
+  // The socket and its token are root's: nobody else may choose their names.
+  if (const std::string why = unsafe_directory(dir); !why.empty())
+    refuse(path, why);
   if (lstat(path.c_str(), &st) != 0) {
     if (errno != ENOENT)
       refuse(path, std::strerror(errno));
