@@ -192,6 +192,8 @@ TEST(LocalApi, BadRequestsAreNamedAndNothingIsReadBeforeReady) {
            {"/v1/top", {{"height", "1000000000000"}}, "height"},
            {"/v1/top", {{"width", "10001"}}, "width"},
            {"/v1/top", {{"page_rows", "99999"}}, "page_rows"},
+           {"/v1/top", {{"format", "text"}, {"clock", "\x1b]0;pwned\x07\x1b[2J"}}, "clock"},
+           {"/v1/top", {{"clock", std::string(33, '9')}}, "clock"},
        }) {
     const HttpReply r = api.get(b.path, b.query);
     EXPECT_EQ(r.status, 400) << b.path << " " << b.named;

@@ -12,6 +12,7 @@
 #include "views/top_snapshot.hpp"
 #include "views/top_wire.hpp"
 
+#include <algorithm>
 #include <charconv>
 #include <cmath>
 #include <cstdio>
@@ -25,6 +26,8 @@ namespace shmbpf {
 namespace {
 
 constexpr std::string_view kJson = "application/json";
+// The longest clock /v1/top prints in its title ("14:03:59" is top's).
+constexpr size_t kMaxClock = 32;
 // The largest screen /v1/top draws, in either direction.
 constexpr std::size_t kMaxScreenCells = 10000;
 constexpr std::string_view kText = "text/plain; charset=utf-8";
@@ -305,7 +308,12 @@ HttpReply LocalApi::top(const HttpQuery &q) const {
   if (format != "json" && format != "text" && format != "frame")
     throw BadRequest{"format must be json, text or frame, not '" + escape_text(format) + "'"};
   // The client's wall clock for the title line: its time zone, not ours.
+  // Printed on a terminal: a short line of printable ASCII, nothing else.
   const std::string clock = take("clock").value_or("");
+  if (clock.size() > kMaxClock ||
+      std::any_of(clock.begin(), clock.end(), [](char c) { return c < 0x20 || c > 0x7e; }))
+    throw BadRequest{"clock must be at most " + std::to_string(kMaxClock) +
+                     " printable ASCII characters"};
   auto parsed = top_state_from_fields(fields);
   if (!parsed)
     throw BadRequest{parsed.error()};
