@@ -276,6 +276,34 @@ TEST(Mountinfo, ScanOrderReadsSharedMemoryMountpointsFirst) {
                      {30, 10}, {125, 900}, {126, 900}, {29, 10}, {127, 900}}));
 }
 
+// `unshare -Urm` by any user, then `mount --bind /run/<dir> /dev/shm`: the
+// host's /run is not named /dev/shm for it, in a scan or anywhere. A tmpfs
+// the user made there, which no host namespace mounts, is named by them.
+TEST(Mountinfo, AForeignNamespaceNamesNoFilesystemTheHostMounts) {
+  const std::vector<MountNamespace> namespaces = {
+      {4026531841u, 10,
+       parse_mountinfo("23 1 8:1 / / rw - ext4 /dev/sda1 rw\n"
+                       "29 23 0:26 / /run rw,nosuid - tmpfs tmpfs rw,size=400m\n"
+                       "30 23 0:27 / /dev/shm rw,nosuid - tmpfs tmpfs rw\n"),
+       false},
+      {4026532999u, 700,
+       parse_mountinfo("423 400 8:1 / / rw - ext4 /dev/sda1 rw\n"
+                       "429 423 0:26 / /run rw,nosuid - tmpfs tmpfs rw,size=400m\n"
+                       "430 423 0:26 /root-only /dev/shm rw,nosuid - tmpfs tmpfs rw\n"
+                       "431 423 0:26 / /tmp/x/dev/shm rw,nosuid - tmpfs tmpfs rw\n"
+                       "432 423 0:90 / /home/u/dev/shm rw - tmpfs tmpfs rw\n"),
+       true},
+  };
+  std::vector<std::pair<uint32_t, int>> got;
+  for (const NamespaceMount &r : naming_tmpfs_mounts(namespaces))
+    got.emplace_back(r.mount->mnt_id, r.ns->pid);
+  EXPECT_EQ(got, (std::vector<std::pair<uint32_t, int>>{{29, 10}, {30, 10}, {432, 700}}));
+  got.clear();
+  for (const NamespaceMount &r : tmpfs_mounts_in_scan_order(namespaces))
+    got.emplace_back(r.mount->mnt_id, r.ns->pid);
+  EXPECT_EQ(got, (std::vector<std::pair<uint32_t, int>>{{30, 10}, {432, 700}, {29, 10}}));
+}
+
 TEST(Mountinfo, ExcludedMountpointsAreMasksStorageAndCredentials) {
   for (const char *mp :
        {"/proc/acpi", "/proc/kcore", "/sys/firmware", "/sys/fs/cgroup", "/proc", "/sys",

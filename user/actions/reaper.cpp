@@ -22,6 +22,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 
 namespace shmbpf {
 
@@ -70,6 +71,7 @@ std::map<uint32_t, std::vector<uint32_t>> processes_by_ns(const char *type,
 struct Pinned {
   uint32_t pid = 0;
   Fd pidfd, ns, root;
+  bool foreign = false; // a mount namespace of another user namespace
   bool alive() const { return ::syscall(SYS_pidfd_send_signal, pidfd.get(), 0, nullptr, 0) == 0; }
 };
 
@@ -88,6 +90,7 @@ std::optional<Pinned> pin(uint32_t pid, const char *type, uint32_t ino) {
     p.root = Fd(::open((dir + "/root").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
     if (!p.root.ok())
       return std::nullopt;
+    p.foreign = is_foreign_namespace(p.ns.get());
   }
   if (!p.alive())
     return std::nullopt;
@@ -99,6 +102,16 @@ std::optional<Pinned> pin_any(const std::vector<uint32_t> &pids, const char *typ
     if (auto p = pin(pid, type, ino))
       return p;
   return std::nullopt;
+}
+
+// The filesystems the host's own mount namespaces report.
+std::unordered_set<uint32_t> host_reported_devices() {
+  std::unordered_set<uint32_t> out;
+  for (const MountNamespace &ns : scan_mount_namespaces())
+    if (!ns.foreign)
+      for (const MountInfo *m : reported_tmpfs_mounts(ns.mounts))
+        out.insert(m->dev);
+  return out;
 }
 
 // Walks names below dir one directory at a time, following no symlink.
@@ -215,6 +228,7 @@ std::optional<FileWork> check_file(const MountDir &mount, size_t index, ReapOutc
     look.dev = kernel_dev(work.st.st_dev);
     look.ino = work.st.st_ino;
     look.fs_magic = static_cast<long>(sfs.f_type);
+    look.links = work.st.st_nlink;
   }
   if (const ReapSkip r = judge_file(t, look); r != ReapSkip::none) {
     skip(o, r);
@@ -248,6 +262,10 @@ void finish_file(FileWork &work, ReapOutcome &o,
     skip(o, S_ISREG(now.st_mode) ? ReapSkip::replaced : ReapSkip::not_regular);
     return;
   }
+  if (now.st_nlink > 1) { // linked since the first look
+    skip(o, ReapSkip::other_names);
+    return;
+  }
   o.bytes = static_cast<uint64_t>(now.st_blocks) * 512;
   if (!apply) {
     o.status = ReapStatus::would_free;
@@ -277,6 +295,7 @@ void reap_files(const ReapPlan &plan, std::vector<ReapOutcome> &out, bool apply)
   std::map<std::pair<uint32_t, uint32_t>, MountDir> mounts; // (mntns, mnt_id)
   std::vector<FileWork> work;
   std::map<uint32_t, const Pinned *> pin_of;
+  std::optional<std::unordered_set<uint32_t>> host_devs; // read once, if needed
   for (size_t i = 0; i < plan.targets.size(); ++i) {
     ReapOutcome &o = out[i];
     const ReapTarget &t = o.target;
@@ -291,6 +310,19 @@ void reap_files(const ReapPlan &plan, std::vector<ReapOutcome> &out, bool apply)
     if (!pit->second) {
       skip(o, ReapSkip::namespace_gone);
       continue;
+    }
+    // Another user's namespace names the file's filesystem as it likes:
+    // where the host mounts that filesystem, its path is the host's and so
+    // are its rules (naming_tmpfs_mounts). Not removed through their tree.
+    if (pit->second->foreign) {
+      if (!host_devs)
+        host_devs = host_reported_devices();
+      if (host_devs->count(t.segment.key.dev_or_ipcns)) {
+        skip(o, ReapSkip::unsafe_path,
+             "it was seen through a mount another user namespace made of a filesystem the host "
+             "mounts elsewhere");
+        continue;
+      }
     }
     const auto key = std::make_pair(t.mntns, t.segment.mnt_id);
     auto mit = mounts.find(key);

@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cstdint>
 #include <unordered_map>
+#include <unordered_set>
 
 namespace shmbpf {
 
@@ -183,12 +184,26 @@ std::vector<const MountInfo *> reported_tmpfs_mounts(const std::vector<MountInfo
   return out;
 }
 
+std::vector<NamespaceMount> naming_tmpfs_mounts(const std::vector<MountNamespace> &namespaces) {
+  std::vector<NamespaceMount> out;
+  std::unordered_set<uint32_t> hosts; // devices the host's namespaces report
+  for (const MountNamespace &ns : namespaces)
+    if (!ns.foreign)
+      for (const MountInfo *m : reported_tmpfs_mounts(ns.mounts)) {
+        hosts.insert(m->dev);
+        out.push_back({&ns, m});
+      }
+  for (const MountNamespace &ns : namespaces)
+    if (ns.foreign)
+      for (const MountInfo *m : reported_tmpfs_mounts(ns.mounts))
+        if (!hosts.count(m->dev))
+          out.push_back({&ns, m});
+  return out;
+}
+
 std::vector<NamespaceMount>
 tmpfs_mounts_in_scan_order(const std::vector<MountNamespace> &namespaces) {
-  std::vector<NamespaceMount> out;
-  for (const MountNamespace &ns : namespaces)
-    for (const MountInfo *m : reported_tmpfs_mounts(ns.mounts))
-      out.push_back({&ns, m});
+  std::vector<NamespaceMount> out = naming_tmpfs_mounts(namespaces);
   std::stable_partition(out.begin(), out.end(), [](const NamespaceMount &r) {
     return is_shared_memory_mountpoint(r.mount->mountpoint);
   });

@@ -39,6 +39,9 @@ struct MountNamespace {
   uint32_t mntns = 0; // inode number of /proc/<pid>/ns/mnt
   int pid = 0;        // a process inside it
   std::vector<MountInfo> mounts;
+  // Owned by a user namespace other than shmbpf's own: any user may have
+  // made it (unshare -Urm), and its mounts name what they like.
+  bool foreign = false;
 };
 
 // One tmpfs mount as the mountinfo and statfs scanners see it.
@@ -89,7 +92,16 @@ struct NamespaceMount {
   const MountInfo *mount = nullptr;
 };
 
-// The reported tmpfs and hugetlbfs mounts (reported_tmpfs_mounts) of every
+// The reported tmpfs mounts (reported_tmpfs_mounts) of every namespace that
+// may name their filesystems: in a foreign namespace, a mount of a
+// filesystem that a namespace of shmbpf's own user namespace reports is
+// left out. Its owner chose where it goes (a root-only directory of /run
+// bound at /dev/shm), and the host's mounts name that filesystem. A
+// filesystem only foreign namespaces mount (a rootless container's own
+// /dev/shm) is named by them.
+std::vector<NamespaceMount> naming_tmpfs_mounts(const std::vector<MountNamespace> &namespaces);
+
+// The naming tmpfs and hugetlbfs mounts (naming_tmpfs_mounts) of every
 // namespace, in the order a scan reads them. A filesystem mounted more than
 // once is read through the first of its mounts, whose path, namespace and
 // so container its files get: mounts at a shared-memory mountpoint come

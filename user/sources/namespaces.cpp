@@ -3,7 +3,10 @@
 #include "sources/mountinfo.hpp"
 
 #include <dirent.h>
+#include <fcntl.h>
+#include <linux/nsfs.h>
 #include <sched.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -40,6 +43,34 @@ bool in_ipc_namespace(int nsfd, const std::function<void()> &fn) {
 
 uint32_t mount_namespace_of(int pid) { return namespace_of(pid, "mnt"); }
 
+bool is_foreign_namespace(int ns_fd) {
+  struct stat own {
+  }, owner{};
+  if (::stat("/proc/self/ns/user", &own) != 0)
+    return false; // no user namespaces in this kernel: all are the host's
+  const int user_ns = ::ioctl(ns_fd, NS_GET_USERNS);
+  // EPERM: owned by a user namespace outside ours, so not ours either.
+  if (user_ns < 0)
+    return errno != ENOTTY && errno != EINVAL;
+  const bool foreign =
+      ::fstat(user_ns, &owner) != 0 || owner.st_ino != own.st_ino || owner.st_dev != own.st_dev;
+  ::close(user_ns);
+  return foreign;
+}
+
+namespace {
+
+bool mount_namespace_is_foreign(int pid) {
+  const int fd = ::open(("/proc/" + std::to_string(pid) + "/ns/mnt").c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return true; // unknown: never trusted to name a filesystem
+  const bool foreign = is_foreign_namespace(fd);
+  ::close(fd);
+  return foreign;
+}
+
+} // namespace
+
 uint32_t host_mount_namespace() {
   if (uint32_t init = mount_namespace_of(1))
     return init;
@@ -73,7 +104,8 @@ std::vector<MountNamespace> scan_mount_namespaces() {
     uint32_t ns = mount_namespace_of(static_cast<int>(pid));
     if (ns == 0 || !seen.insert(ns).second)
       continue;
-    MountNamespace m{ns, static_cast<int>(pid), read_mountinfo(static_cast<int>(pid))};
+    MountNamespace m{ns, static_cast<int>(pid), read_mountinfo(static_cast<int>(pid)),
+                     mount_namespace_is_foreign(static_cast<int>(pid))};
     if (m.mounts.empty()) {
       seen.erase(ns); // raced with an exit: let another member represent it
       continue;

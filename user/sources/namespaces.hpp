@@ -32,6 +32,10 @@ uint32_t namespace_of(int pid, const char *kind);
 // (errno tells why).
 bool in_ipc_namespace(int nsfd, const std::function<void()> &fn);
 
+// Whether the namespace ns_fd refers to is owned by a user namespace other
+// than shmbpf's own (MountNamespace::foreign): made by any user, maybe.
+bool is_foreign_namespace(int ns_fd);
+
 // The mount namespace inode of a process, 0 if it is gone.
 uint32_t mount_namespace_of(int pid);
 

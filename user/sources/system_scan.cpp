@@ -38,15 +38,12 @@ SystemScan scan_system() { return scan_system(scan_mount_namespaces()); }
 
 namespace {
 
-// fn(namespace, mount, root) for every reported tmpfs mount a path can reach, where
+// fn(namespace, mount, root) for every naming tmpfs mount a path can reach, where
 // root ("/proc/<pid>/root") leads into the namespace's view.
 template <typename Fn>
 void for_each_tmpfs_mount(const std::vector<MountNamespace> &namespaces, Fn fn) {
-  for (const auto &ns : namespaces) {
-    const std::string root = "/proc/" + std::to_string(ns.pid) + "/root";
-    for (const MountInfo *m : reported_tmpfs_mounts(ns.mounts))
-      fn(ns, *m, root);
-  }
+  for (const NamespaceMount &r : naming_tmpfs_mounts(namespaces))
+    fn(*r.ns, *r.mount, "/proc/" + std::to_string(r.ns->pid) + "/root");
 }
 
 // read(mount, path) once per tmpfs filesystem (a device and the root it is
