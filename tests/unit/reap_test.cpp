@@ -215,6 +215,10 @@ TEST(Reap, FileMustStillBeTheOneJudged) {
   other = look;
   other.dev = kBoxDev;
   EXPECT_EQ(judge_file(t, other), ReapSkip::replaced);
+  FileLook linked = look;
+  linked.links = 2;
+  EXPECT_EQ(judge_file(t, linked), ReapSkip::other_names);
+  EXPECT_EQ(to_string(ReapSkip::other_names), "other-names");
 }
 
 TEST(Reap, SysvSegmentMustBeDetachedAndItsProcessesGone) {

@@ -6,6 +6,7 @@
 #include <fnmatch.h>
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cmath>
 #include <unordered_map>
 
@@ -20,7 +21,12 @@ bool container_matches(const ContainerRef &c, const std::string &want) {
 }
 
 bool selected(const SegmentInfo &s, const ReapFilter &f) {
-  if (f.match && ::fnmatch(f.match->c_str(), s.path.c_str(), 0) != 0)
+  // Any of a file's names: a hard link is the same memory.
+  auto matches = [&](const std::string &path) {
+    return ::fnmatch(f.match->c_str(), path.c_str(), 0) == 0;
+  };
+  if (f.match && !matches(s.path) &&
+      std::none_of(s.other_paths.begin(), s.other_paths.end(), matches))
     return false;
   if (f.container && !container_matches(s.container, *f.container))
     return false;
@@ -121,6 +127,8 @@ std::string_view to_string(ReapSkip s) {
     return "unsafe-path";
   case ReapSkip::replaced:
     return "replaced";
+  case ReapSkip::other_names:
+    return "other-names";
   case ReapSkip::not_regular:
     return "not-regular";
   case ReapSkip::not_shm_filesystem:
@@ -150,6 +158,10 @@ ReapSkip judge_file(const ReapTarget &target, const FileLook &look) {
     return ReapSkip::not_shm_filesystem;
   if (look.dev != target.segment.key.dev_or_ipcns || look.ino != target.segment.key.ino_or_shmid)
     return ReapSkip::replaced;
+  // Its memory stays while any name does: removing one would free nothing
+  // and report a lie; and the other names were never matched.
+  if (look.links > 1)
+    return ReapSkip::other_names;
   return ReapSkip::none;
 }
 
@@ -185,6 +197,8 @@ std::string describe_skip(ReapSkip reason, const ReapTarget &target) {
   case ReapSkip::replaced:
     return sysv ? "the id now names another segment (key, size or creator differ)"
                 : "the name now names another file (device or inode differ)";
+  case ReapSkip::other_names:
+    return "the file has other names (hard links): removing this one would free nothing";
   case ReapSkip::not_regular:
     return "the name is no longer a regular file";
   case ReapSkip::not_shm_filesystem:

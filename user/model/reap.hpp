@@ -80,6 +80,7 @@ enum class ReapSkip : uint8_t {
   mount_changed,       // the mount is not the one the file was seen on
   unsafe_path,         // a directory on the way is a symlink or another mount
   replaced,            // the name now names another file (device or inode differ)
+  other_names,         // the file has more names (hard links): one unlink frees nothing
   not_regular,         // the name is now a symlink, a directory or a device
   not_shm_filesystem,  // the file is not on a tmpfs or hugetlbfs superblock
   held,                // a process holds it open or mapped right now
@@ -106,10 +107,11 @@ struct FileLook {
   uint32_t mode = 0; // st_mode (type and permissions)
   uint32_t dev = 0;  // kernel encoding
   uint64_t ino = 0;
-  long fs_magic = 0; // statfs f_type of the file's filesystem
+  long fs_magic = 0;  // statfs f_type of the file's filesystem
+  uint64_t links = 1; // st_nlink
 };
 // none when the name is still the judged file: a regular file of the same
-// device and inode on a tmpfs or hugetlbfs superblock.
+// device and inode on a tmpfs or hugetlbfs superblock, with no other name.
 ReapSkip judge_file(const ReapTarget &target, const FileLook &look);
 
 // What IPC_STAT said of a segment, checked against the target.
