@@ -44,8 +44,8 @@ for layer in "${layers[@]}"; do
   asan)
     configure build-asan -DSHMBPF_FUZZ=ON -DSHMBPF_FUZZ_SECONDS="${SHMBPF_FUZZ_SECONDS:-15}"
     cmake --build build-asan -j"$(nproc)" --target shmbpf shmbpf_unit_tests shmbpf_e2e_tests \
-      shmbpf_kernel_tests
-    (cd build-asan && ctest -L 'unit|e2e|kernel' --output-on-failure --timeout 300 -j2)
+      shmbpf_kernel_tests shmbpf_attack_tests
+    (cd build-asan && ctest -L 'unit|e2e|kernel|attack' --output-on-failure --timeout 300 -j2)
     ;;
   tsan)
     configure build-tsan -DSHMBPF_SANITIZE=thread

@@ -74,9 +74,15 @@ TEST(SocketSetting, GroupsByNameOrNumber) {
   auto root = socket_group("root");
   ASSERT_TRUE(root) << root.error();
   EXPECT_EQ(*root, 0u);
-  auto n = socket_group("4321");
+  auto n = socket_group("0");
   ASSERT_TRUE(n) << n.error();
-  EXPECT_EQ(*n, 4321u);
+  EXPECT_EQ(*n, 0u);
+  // A number no group has, and the one chown takes for "no change".
+  for (const char *bad : {"48213", "4294967295"}) {
+    auto none = socket_group(bad);
+    ASSERT_FALSE(none) << bad;
+    EXPECT_NE(none.error().find("no group has the id"), std::string::npos) << none.error();
+  }
   auto none = socket_group("no-such-group-shmbpf");
   ASSERT_FALSE(none);
   EXPECT_NE(none.error().find("no-such-group-shmbpf"), std::string::npos) << none.error();

@@ -7,23 +7,92 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
+#include <cstdint>
 #include <cstdlib>
+#include <limits>
 
 namespace shmbpf {
 
 namespace {
 
-// nan and inf parse as numbers, and every range check lets nan through.
-const CLI::Validator kFinite(
-    [](std::string &text) -> std::string {
-      char *end = nullptr;
-      const double v = std::strtod(text.c_str(), &end);
-      if (end != text.c_str() && !std::isfinite(v))
-        return "must be a finite number, not " + text;
-      return {};
-    },
-    "FINITE");
+// Whether text is a number written in decimal: digits, for a float with a
+// fraction and an exponent, for a signed type with a sign. CLI11 itself
+// would also read 0x10, 0o17 and 0b11, and -1 into an unsigned type as its
+// largest value.
+bool is_decimal(std::string_view text, bool is_signed, bool is_float) {
+  size_t i = 0;
+  auto digits = [&] {
+    const size_t from = i;
+    while (i < text.size() && text[i] >= '0' && text[i] <= '9')
+      ++i;
+    return i > from;
+  };
+  if (is_signed && i < text.size() && (text[i] == '-' || text[i] == '+'))
+    ++i;
+  bool whole = digits();
+  if (is_float && i < text.size() && text[i] == '.') {
+    ++i;
+    whole = digits() || whole;
+  }
+  if (whole && is_float && i < text.size() && (text[i] == 'e' || text[i] == 'E')) {
+    ++i;
+    if (i < text.size() && (text[i] == '-' || text[i] == '+'))
+      ++i;
+    whole = digits();
+  }
+  return whole && i == text.size();
+}
+
+// Every numeric option of every command takes decimal numbers only.
+void require_decimal(CLI::App &app) {
+  for (CLI::App *sub : app.get_subcommands(std::function<bool(CLI::App *)>{}))
+    require_decimal(*sub);
+  for (CLI::Option *opt : app.get_options()) {
+    const std::string type = opt->get_type_name();
+    const bool is_float = type.starts_with("FLOAT");
+    const bool is_signed = type.starts_with("INT") || is_float;
+    if (!is_float && !is_signed && !type.starts_with("UINT"))
+      continue;
+    opt->check(CLI::Validator(
+        [=](std::string &text) -> std::string {
+          if (is_decimal(text, is_signed, is_float))
+            return {};
+          return std::string(is_float ? "must be a number" : "must be a whole number") +
+                 (is_signed ? "" : " (0 or more)") + " written in decimal, not '" +
+                 text + "'";
+        },
+        ""));
+  }
+}
+
+// The shortest decimal form of v ("0.1", "86400").
+std::string shortest(double v) {
+  char buf[32];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  return ec == std::errc{} ? std::string(buf, end) : std::to_string(v);
+}
+
+// A finite number from lo to hi, or above lo: nan and inf parse as
+// numbers, every CLI11 range lets nan through, and its messages print the
+// largest double in full.
+CLI::Validator number_in(double lo, double hi, bool above_lo = false) {
+  std::string range = std::isinf(hi) ? (above_lo ? "above " + shortest(lo) : shortest(lo) + " or more")
+                                     : "from " + shortest(lo) + " to " + shortest(hi);
+  return CLI::Validator(
+      [=](std::string &text) -> std::string {
+        char *end = nullptr;
+        const double v = std::strtod(text.c_str(), &end);
+        if (end == text.c_str() || *end != '\0')
+          return {}; // not a number: the decimal check says so
+        if (!std::isfinite(v) || v < lo || v > hi || (above_lo && v == lo))
+          return "must be a number " + range + ", not " + text;
+        return {};
+      },
+      "");
+}
+constexpr double kNoLimit = std::numeric_limits<double>::infinity();
 
 // A positive whole number that fits its option; CLI11's own range check
 // would print the largest double in full.
@@ -48,8 +117,13 @@ void add_ring_buffer_option(CLI::App *cmd, size_t &bytes) {
       [](std::string &text) -> std::string {
         size_t v = 0;
         auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+        if (ec == std::errc::result_out_of_range) {
+          // Too large for any limit: said with the number as given.
+          const std::string why = RingBufferSetting::problem(SIZE_MAX);
+          return text + why.substr(why.find(' '));
+        }
         if (ec != std::errc{} || end != text.data() + text.size())
-          return {}; // not a number: the conversion says so
+          return {}; // not a number: the decimal check says so
         return RingBufferSetting::problem(v);
       },
       "POWER-OF-TWO");
@@ -83,7 +157,7 @@ void add_runtime_root_option(CLI::App *cmd, RuntimeRoots &roots) {
       [](std::string &spec) -> std::string {
         RuntimeRoots scratch;
         auto r = set_runtime_root(scratch, spec);
-        return r ? std::string() : escape_text(r.error());
+        return r ? std::string() : r.error();
       },
       "RUNTIME=DIR");
   cmd->add_option_function<std::vector<std::string>>(
@@ -191,7 +265,10 @@ std::unique_ptr<CLI::App> make_app(CliOptions &opts) {
     std::string cmd = "shmbpf";
     for (const CLI::App *sub : root->get_subcommands())
       cmd += " " + sub->get_name();
-    return "shmbpf: " + std::string(e.what()) + " (see " + cmd + " --help)\n";
+    // The arguments quoted in it are the user's: a newline or an escape
+    // sequence in one is shown, not let through. Escaped here, once: the
+    // validators above return the text as given.
+    return "shmbpf: " + escape_text(e.what()) + " (see " + cmd + " --help)\n";
   });
 
   auto *trace =
@@ -207,7 +284,7 @@ std::unique_ptr<CLI::App> make_app(CliOptions &opts) {
                              "shmget", "shmat", "shmdt", "shm_rmid", "free", "sigbus", "exit",
                              "exec", "nospace"}));
   trace->add_option("--duration", t.duration_s, "Stop after this many seconds")
-      ->check(kFinite & CLI::PositiveNumber);
+      ->check(number_in(0, kNoLimit, true));
   add_ring_buffer_option(trace, t.ring_buffer_bytes);
   add_hooks_option(trace, t.hooks, "full");
   trace->add_flag("--json", t.json, "Print one JSON object per event (NDJSON)");
@@ -241,7 +318,7 @@ std::unique_ptr<CLI::App> make_app(CliOptions &opts) {
                "leak, 1: leaks found, 2: error.");
   auto &k = opts.leaks;
   leaks->add_option("--min-age", k.min_age_s, "Only segments at least this many seconds old")
-      ->check(kFinite & CLI::NonNegativeNumber)
+      ->check(number_in(0, kNoLimit))
       ->capture_default_str();
   add_match_option(leaks, k.match);
   leaks
@@ -250,7 +327,7 @@ std::unique_ptr<CLI::App> make_app(CliOptions &opts) {
                    "(as root, with BPF) for mounts whose files SIGBUS faults hit (default 0: "
                    "neither); with --server, judge both over the daemon's last this many "
                    "seconds, at once (at most 900)")
-      ->check(kFinite & CLI::NonNegativeNumber);
+      ->check(number_in(0, kNoLimit));
   leaks->add_flag("--all-mounts", k.all_mounts,
                   "Also judge files on tmpfs mounts that are not shared memory (/run, /tmp); "
                   "by default only /dev/shm mounts, memfds, SysV, hugetlbfs and known "
@@ -267,7 +344,7 @@ std::unique_ptr<CLI::App> make_app(CliOptions &opts) {
       "top", "Live view of shared memory by process, container, mount or segment (needs root).");
   auto &o = opts.top;
   top->add_option("-d,--delay", o.delay_s, "Seconds between refreshes")
-      ->check(kFinite & CLI::Range(0.1, 3600.0))
+      ->check(number_in(0.1, 3600))
       ->capture_default_str();
   top->add_option("-p,--pid", o.pid, "Only this process")->check(positive_integer("a process id"));
   add_container_option(top, o.container, "processes and segments");
@@ -328,7 +405,7 @@ std::unique_ptr<CLI::App> make_app(CliOptions &opts) {
         if (end == text.c_str() || *end != '\0')
           return {}; // not a number: the conversion says so
         auto bytes = ExportFileSetting::max_bytes(v);
-        return bytes ? std::string() : bytes.error() + ", not " + escape_text(text);
+        return bytes ? std::string() : bytes.error() + ", not " + text;
       },
       "MIB");
   serve
@@ -369,13 +446,13 @@ std::unique_ptr<CLI::App> make_app(CliOptions &opts) {
   serve
       ->add_option("--reap-interval", s.reap_interval_s,
                    "Seconds between the runs of --reap (the first one after this long)")
-      ->check(kFinite & CLI::Range(1.0, 86400.0))
+      ->check(number_in(1, 86400))
       ->needs(reap_flag)
       ->capture_default_str();
   serve
       ->add_option("--reap-min-age", s.reap_min_age_s,
                    "Only orphans at least this many seconds old are freed by --reap")
-      ->check(kFinite & CLI::NonNegativeNumber)
+      ->check(number_in(0, kNoLimit))
       ->needs(reap_flag)
       ->capture_default_str();
   serve
@@ -407,7 +484,7 @@ std::unique_ptr<CLI::App> make_app(CliOptions &opts) {
       ->add_option("--watch", a.watch_s,
                    "Also load the BPF programs and judge every exec for this many seconds, then "
                    "take a second snapshot (needs root)")
-      ->check(kFinite & CLI::Range(1.0, 86400.0));
+      ->check(number_in(1, 86400));
   std::vector<std::string> rule_ids;
   for (const RuleInfo &r : audit_rules())
     rule_ids.emplace_back(r.id);
@@ -430,7 +507,7 @@ std::unique_ptr<CLI::App> make_app(CliOptions &opts) {
   auto &r = opts.reap;
   reap->add_flag("-y,--yes", r.yes, "Free them; without it, only say what would be freed");
   reap->add_option("--min-age", r.min_age_s, "Only orphans at least this many seconds old")
-      ->check(kFinite & CLI::NonNegativeNumber)
+      ->check(number_in(0, kNoLimit))
       ->capture_default_str();
   add_match_option(reap, r.match);
   add_container_option(reap, r.container, "orphans");
@@ -449,6 +526,7 @@ std::unique_ptr<CLI::App> make_app(CliOptions &opts) {
                    "and skipped, for its --export-file ('' for none)")
       ->check(socket_path(true))
       ->capture_default_str();
+  require_decimal(*app);
   return app;
 }
 
@@ -471,6 +549,10 @@ int run_cli(int argc, char **argv) {
       return 2;
     }
   }
+  // One rule for a reader that goes away (`| head`) in every command: no
+  // SIGPIPE death; the write fails, the output ends quietly (Output) and
+  // the command exits with the status it would have had.
+  std::signal(SIGPIPE, SIG_IGN);
   try {
     app->parse(argc, argv);
   } catch (const CLI::ParseError &e) {

@@ -52,16 +52,20 @@ std::string SocketSetting::problem(std::string_view path) {
 Result<gid_t> socket_group(std::string_view name) {
   gid_t gid = 0;
   auto [end, ec] = std::from_chars(name.data(), name.data() + name.size(), gid);
-  if (!name.empty() && ec == std::errc{} && end == name.data() + name.size())
-    return gid;
+  const bool number = !name.empty() && ec == std::errc{} && end == name.data() + name.size();
   const std::string n(name);
   group g{};
   group *found = nullptr;
   std::vector<char> buf(16384);
-  const int err = getgrnam_r(n.c_str(), &g, buf.data(), buf.size(), &found);
+  // A number must name a group too: (gid_t)-1 would make chown change
+  // nothing, and a gid no group has is most likely a typo.
+  const int err = number && gid != static_cast<gid_t>(-1)
+                      ? getgrgid_r(gid, &g, buf.data(), buf.size(), &found)
+                      : getgrnam_r(n.c_str(), &g, buf.data(), buf.size(), &found);
   if (found)
     return found->gr_gid;
-  return Error{"no group named '" + escape_text(name) + "'" +
+  // Unescaped: the command line's error message escapes it.
+  return Error{std::string(number ? "no group has the id " : "no group named ") + "'" + n + "'" +
                (err ? std::string(" (") + std::strerror(err) + ")" : std::string())};
 }
 
