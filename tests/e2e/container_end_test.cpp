@@ -47,10 +47,9 @@ TEST(ContainerEnd, FilesOfEndedContainersLeaveEveryTable) {
   const std::string exported = (dir.path / "export.ndjson").string();
   const std::string state = (dir.path / "state").string();
   const int port = free_port();
-  // The full set: every creation reported with its path at once (the light
-  // set names a file made in a namespace that is gone before a rescan by
-  // its inode alone). Ended filesystems leave the model in both sets
-  // (kernel tests EndedFilesystems.*, and light.* of them).
+  // The full set here; light.* runs the test again with the light set
+  // (SHMBPF_HOOKS overrides the flag), whose creations name their files
+  // from the path as passed and the container's mount table.
   ShmbpfProcess serve({"serve", "--listen", "127.0.0.1:" + std::to_string(port), "--socket", sock,
                        "--state-dir", state, "--export-file", exported, "--runtime-root",
                        "docker=" + d.data_root(), "--hooks", "full"});
