@@ -133,10 +133,9 @@ TEST(CliEdges, NumbersAreDecimalInRangeAndSaidReadably) {
 
 TEST(CliEdges, ABadArgumentIsShownEscapedOnOneLine) {
   // Through sh: printf makes the control characters.
-  for (const std::string &args :
-       {std::string("leaks --min-age \"$(printf '1\\n2')\""),
-        std::string("ls --by \"$(printf 'x\\033]0;pwned\\007y')\""),
-        std::string("ls --runtime-root \"$(printf 'docker=\\n/x')\"")}) {
+  for (const std::string &args : {std::string("leaks --min-age \"$(printf '1\\n2')\""),
+                                  std::string("ls --by \"$(printf 'x\\033]0;pwned\\007y')\""),
+                                  std::string("ls --runtime-root \"$(printf 'docker=\\n/x')\"")}) {
     const CliResult r = run_shmbpf(args);
     EXPECT_EQ(r.code, 2) << args;
     EXPECT_EQ(lines_of(r.err).size(), 1u) << args << ": " << r.err;

@@ -8,8 +8,8 @@
 #include <charconv>
 #include <cmath>
 #include <csignal>
-#include <cstdio>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <limits>
 
@@ -60,8 +60,7 @@ void require_decimal(CLI::App &app) {
           if (is_decimal(text, is_signed, is_float))
             return {};
           return std::string(is_float ? "must be a number" : "must be a whole number") +
-                 (is_signed ? "" : " (0 or more)") + " written in decimal, not '" +
-                 text + "'";
+                 (is_signed ? "" : " (0 or more)") + " written in decimal, not '" + text + "'";
         },
         ""));
   }
@@ -78,8 +77,9 @@ std::string shortest(double v) {
 // numbers, every CLI11 range lets nan through, and its messages print the
 // largest double in full.
 CLI::Validator number_in(double lo, double hi, bool above_lo = false) {
-  std::string range = std::isinf(hi) ? (above_lo ? "above " + shortest(lo) : shortest(lo) + " or more")
-                                     : "from " + shortest(lo) + " to " + shortest(hi);
+  std::string range = std::isinf(hi)
+                          ? (above_lo ? "above " + shortest(lo) : shortest(lo) + " or more")
+                          : "from " + shortest(lo) + " to " + shortest(hi);
   return CLI::Validator(
       [=](std::string &text) -> std::string {
         char *end = nullptr;
