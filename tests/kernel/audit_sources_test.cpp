@@ -80,22 +80,35 @@ pid_t spawn(const std::string &path, int fd = -1) {
       ::fexecve(fd, argv, environ);
     else
       ::execv(path.c_str(), argv);
-    _exit(127);
+    _exit(100 + (errno & 63)); // the exec's errno, for exe_after_exec to say
   }
   return pid;
 }
 
-// read_exe once the child has exec'd: its program is no longer ours.
-std::optional<ExeFile> exe_after_exec(pid_t pid) {
+// read_exe once the child has exec'd: its program is no longer ours. A
+// child that exits first (its exec failed) ends the wait at once, and *why
+// says with which errno.
+std::optional<ExeFile> exe_after_exec(pid_t pid, std::string *why = nullptr) {
   const auto own = read_exe(static_cast<uint32_t>(::getpid()));
   // An exec under an emulated guest, next to other guests, can take seconds.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
   while (std::chrono::steady_clock::now() < deadline) {
     auto exe = read_exe(static_cast<uint32_t>(pid));
     if (exe && own && exe->ino != own->ino)
       return exe;
+    siginfo_t info{};
+    if (::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT) == 0 &&
+        info.si_pid == pid) {
+      if (why)
+        *why = info.si_status >= 100
+                   ? std::string("exec failed: ") + std::strerror(info.si_status - 100)
+                   : "the child ended with status " + std::to_string(info.si_status);
+      return std::nullopt;
+    }
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
   }
+  if (why)
+    *why = "no exec within 60 s";
   return std::nullopt;
 }
 
@@ -180,9 +193,10 @@ TEST(AuditExe, ProgramFromAMemfd) {
 
   Child child(spawn("", fd));
   ASSERT_GT(child.pid, 0);
-  auto exe = exe_after_exec(child.pid);
+  std::string why;
+  auto exe = exe_after_exec(child.pid, &why);
   ::close(fd);
-  AUDIT_REQUIRE(exe, "the child could not exec its memfd (vm.memfd_noexec?)");
+  AUDIT_REQUIRE(exe, "the child could not exec its memfd (vm.memfd_noexec?): " << why);
   EXPECT_EQ(exe->path, "/memfd:shmbpf-audit-exe");
   EXPECT_TRUE(exe->deleted);
   EXPECT_TRUE(exe->on_shm);
