@@ -79,11 +79,15 @@ TEST(ForeignMounts, ReapLeavesWhatAnotherUsersNamespaceNamesDevShm) {
 
   const CliResult leaks = run_shmbpf("leaks --min-age 0 --json");
   ASSERT_LE(leaks.code, 1) << leaks.err;
-  for (const json &o : leaks.json()["orphans"])
+  // Each parsed once and kept: a range-for over a member of a temporary
+  // would read freed memory.
+  const json leaks_json = leaks.json();
+  for (const json &o : leaks_json["orphans"])
     EXPECT_EQ(o["path"].get<std::string>().find("pid-of-a-daemon"), std::string::npos) << o;
   const CliResult ls = run_shmbpf("ls --json");
   ASSERT_EQ(ls.code, 0) << ls.err;
-  for (const json &s : ls.json()["segments"])
+  const json ls_json = ls.json();
+  for (const json &s : ls_json["segments"])
     EXPECT_EQ(s["path"].get<std::string>().find("pid-of-a-daemon"), std::string::npos) << s;
 
   const CliResult reap = run_shmbpf("reap --yes --min-age 0 --json");
@@ -93,7 +97,8 @@ TEST(ForeignMounts, ReapLeavesWhatAnotherUsersNamespaceNamesDevShm) {
   // path, never through nobody's tree.
   const CliResult all = run_shmbpf("reap --all-mounts --min-age 0 --match 'pid-of-a-*' --json");
   EXPECT_LE(all.code, 1) << all.err;
-  for (const json &o : all.json()["segments"])
+  const json all_json = all.json();
+  for (const json &o : all_json["segments"])
     EXPECT_EQ(o["path"], host.secret.string()) << o;
 }
 
