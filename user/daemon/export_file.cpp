@@ -81,9 +81,7 @@ Result<uint64_t> ExportFileSetting::max_bytes(double mb) {
 }
 
 Result<RotatingFile> RotatingFile::open(const std::string &path, ExportLimits limits) {
-  const size_t slash = path.rfind('/');
-  const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash ? slash : 1);
-  if (std::string why = unsafe_directory(dir); !why.empty())
+  if (std::string why = unsafe_directory(parent_of(path)); !why.empty())
     return Error{"cannot open " + path + ": " + why};
   auto o = open_append(path);
   if (!o)

@@ -23,6 +23,13 @@ std::string owner_problem(const std::string &path, const struct stat &st) {
 
 } // namespace
 
+std::string parent_of(const std::string &path) {
+  const size_t slash = path.find_last_of('/');
+  if (slash == std::string::npos)
+    return ".";
+  return slash == 0 ? "/" : path.substr(0, slash);
+}
+
 std::string unsafe_directory(const std::string &dir) {
   // The path as the kernel resolves it: a symlink on the way is judged by
   // where it leads, and by the directories holding it (checked below when

@@ -13,6 +13,9 @@
 
 namespace shmbpf {
 
+// The directory a path names its file in: "." for a bare name.
+std::string parent_of(const std::string &path);
+
 // "" when dir is a directory the daemon may keep files in: it and every
 // directory above it are owned by root or the daemon's effective user;
 // none above it is writable by others unless sticky (/tmp), and it itself

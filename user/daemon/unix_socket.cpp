@@ -26,13 +26,6 @@ namespace {
   throw FatalError("socket " + escape_text(path), why, 2);
 }
 
-std::string parent_of(const std::string &path) {
-  const size_t slash = path.find_last_of('/');
-  if (slash == std::string::npos)
-    return ".";
-  return slash == 0 ? "/" : path.substr(0, slash);
-}
-
 } // namespace
 
 std::string SocketSetting::problem(std::string_view path) {
