@@ -640,27 +640,42 @@ TEST(Monitor, UnlinkedFilesOfALiveProcessGoInBatchesBetweenSamples) {
   // More than two batches (4,096 each): a batch counts the unlinked files of
   // every process (tests running alongside, another shmbpf's), so the first
   // may take fewer of this child's than 4,096; the second takes the rest.
+  // The child goes in chunks, each after the model has read the one before:
+  // a slow build (TSan) must not lose records of a burst the ring cannot
+  // hold, and a chunk is still far faster than a sample.
   constexpr int kFiles = 9000;
+  constexpr int kChunk = 500;
   int step[2];
   ASSERT_EQ(pipe(step), 0);
   Child child = spawn("mon-batch", [&] {
     close(step[1]);
+    char c;
     for (int i = 0; i < kFiles; ++i) {
+      if (i > 0 && i % kChunk == 0 && read(step[0], &c, 1) != 1)
+        return 3;
       std::string p = scratch.file(i);
       int fd = open(p.c_str(), O_RDWR | O_CREAT | O_EXCL, 0600);
       if (fd < 0 || close(fd) != 0 || unlink(p.c_str()) != 0)
         return 1;
     }
-    char c;
     return read(step[0], &c, 1) == 1 ? 0 : 2; // live on until told
   });
   close(step[0]);
   child.start();
+  auto creates = [&](const Engine &e) -> int64_t {
+    auto p = e.process(static_cast<uint32_t>(child.pid));
+    return p ? static_cast<int64_t>(p->creates) : 0;
+  };
+  for (int done = kChunk; done < kFiles; done += kChunk) {
+    ASSERT_TRUE(pump_until(
+        *m, [&](const Engine &e) { return creates(e) >= done; }, 20s))
+        << creates(m->engine()) << " of " << done << " created";
+    ASSERT_EQ(write(step[1], "c", 1), 1);
+  }
   // Its files the model has seen go (not every process's: tests running
   // alongside remove files too).
   auto gone = [&](const Engine &e) -> int64_t {
-    auto p = e.process(static_cast<uint32_t>(child.pid));
-    return p ? static_cast<int64_t>(p->creates) - static_cast<int64_t>(files_in(e, dir)) : 0;
+    return creates(e) - static_cast<int64_t>(files_in(e, dir));
   };
   // Alive, so only a rescan of its fds can tell the files are closed.
   EXPECT_TRUE(pump_until(
