@@ -42,7 +42,7 @@ set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION admin)
 set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 # The libraries the binary links, as dpkg-shlibdeps finds them (libbpf,
-# libelf, ncurses, cpp-httplib, the C and C++ runtimes).
+# libelf, ncurses, libmicrohttpd, cpp-httplib, the C and C++ runtimes).
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 # After the summary line, which CPack writes first.
 set(CPACK_DEBIAN_PACKAGE_DESCRIPTION

@@ -20,7 +20,8 @@ pkgs=(
   libcli11-dev                             # command line parsing
   libjemalloc-dev                          # allocator with huge pages (user/alloc)
   libncurses-dev                           # shmbpf top's terminal UI
-  libcpp-httplib-dev                       # shmbpf serve's HTTP (/metrics, /healthz, /readyz)
+  libmicrohttpd-dev                        # shmbpf serve's HTTP server (/metrics, /healthz, /v1/)
+  libcpp-httplib-dev                       # the clients of serve's unix socket (ls, leaks, reap)
 )
 test_pkgs=(
   libgtest-dev nlohmann-json3-dev          # tests (JSON only to parse our NDJSON in tests)
