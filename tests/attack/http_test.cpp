@@ -250,8 +250,12 @@ TEST(HttpSlots, StreamedHeadersAreRefusedWithinAConnectionsMemory) {
   int refused = 0;
   for (int i = 0; i < 16; ++i) {
     EXPECT_GT(sent[i], 0u) << "client " << i << " sent nothing";
-    EXPECT_LT(sent[i], kMost) << "client " << i << " was never cut off";
-    refused += status_line(replies[i]) == "HTTP/1.1 431 Request Header Fields Too Large";
+    const bool refusal = status_line(replies[i]) == "HTTP/1.1 431 Request Header Fields Too Large";
+    // Cut off, or told: past its refusal the library may read on (and drop)
+    // what comes, so that the refusal is not lost to a reset.
+    EXPECT_TRUE(sent[i] < kMost || refusal)
+        << "client " << i << " was neither cut off nor refused: " << escape_text(replies[i]);
+    refused += refusal;
     // A reply may be lost to the reset that the unread rest of the flood
     // causes; when one came, it is the refusal.
     if (!replies[i].empty()) {
