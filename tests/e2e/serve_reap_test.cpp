@@ -6,6 +6,7 @@
 // which takes such records only with root's token.
 #include "background.hpp"
 #include "daemon/api_client.hpp"
+#include "daemon/unix_socket.hpp"
 #include "export_records.hpp"
 #include "run_cli.hpp"
 #include "serve_http.hpp"
@@ -19,6 +20,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <fstream>
 #include <string>
 
 namespace shmbpf::test {
@@ -122,9 +124,30 @@ TEST(ServeReap, TheReapCommandsRemovalsGoToTheDaemonsExport) {
   const PostReply forged = api_post(
       socket, "/v1/reaped", "{\"event\":\"reap\",\"path\":\"/forged\"}\n", std::string(32, '0'));
   EXPECT_EQ(forged.status, 403) << forged.body;
+  // With it, only records reap writes, of files on a mount the daemon
+  // knows: not a line of text, not reap's own record made to say it freed
+  // /etc/passwd.
+  const std::string root_token = read_socket_token(socket);
+  ASSERT_FALSE(root_token.empty());
+  std::string passwd; // reap's record as the export has it, its member order too
+  std::ifstream in(file);
+  for (std::string line; std::getline(in, line) && passwd.empty();)
+    if (line.starts_with("{\"event\":\"reap\"") && line.find(orphan) != std::string::npos)
+      passwd = line + "\n";
+  ASSERT_FALSE(passwd.empty());
+  ASSERT_EQ(api_post(socket, "/v1/reaped", passwd, root_token).status, 200) << "taken as it is";
+  for (const auto &[from, to] :
+       {std::pair<std::string, std::string>{orphan, "/etc/passwd"}, {shm.mnt, "/etc"}})
+    passwd.replace(passwd.find(from), from.size(), to);
+  for (const std::string &body : {std::string("freed /etc/passwd\n"), passwd}) {
+    const PostReply refused = api_post(socket, "/v1/reaped", body, root_token);
+    EXPECT_EQ(refused.status, 400) << body << refused.body;
+  }
   std::this_thread::sleep_for(500ms);
-  for (const json &j : records_of(file))
+  for (const json &j : records_of(file)) {
     EXPECT_NE(j.value("path", ""), "/forged");
+    EXPECT_NE(j.value("path", ""), "/etc/passwd");
+  }
 
   serve.signal(SIGTERM);
   ASSERT_TRUE(serve.wait(10s));

@@ -12,7 +12,8 @@ using Clock = std::chrono::steady_clock;
 } // namespace
 
 Exporter::Exporter(RotatingFile file, const TraceClock &clock, Log &log)
-    : path_(file.path()), log_(log), fmt_(clock), file_(std::move(file)), writer_fmt_(clock) {
+    : path_(file.path()), clock_(clock), log_(log), fmt_(clock), file_(std::move(file)),
+      writer_fmt_(clock) {
   pending_.reserve(kHandOverAt + 4096);
   writer_ = std::thread([this] { write_loop(); });
 }

@@ -76,6 +76,8 @@ public:
   void request_reopen();
   ExportCounters counters() const;
   const std::string &path() const { return path_; }
+  // The clock its records' times are written with.
+  const TraceClock &clock() const { return clock_; }
 
 private:
   void write_loop();
@@ -84,6 +86,7 @@ private:
   void note_problem(const std::string &what, size_t problems);
 
   const std::string path_;
+  const TraceClock clock_;
   Log &log_;
   // Consumer thread only.
   ExportFormatter fmt_;

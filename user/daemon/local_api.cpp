@@ -1,9 +1,11 @@
 #include "daemon/local_api.hpp"
+#include "daemon/reap_record.hpp"
 
 #include "model/leaks.hpp"
 #include "model/usage_history.hpp"
 #include "sources/users.hpp"
 #include "views/escape.hpp"
+#include "views/export_view.hpp"
 #include "views/leaks_view.hpp"
 #include "views/ls_view.hpp"
 #include "views/relations.hpp"
@@ -352,22 +354,32 @@ HttpReply LocalApi::post(std::string_view path, std::string_view body,
             std::string(kText),
             "forbidden: reap records are taken only from root (the socket's token)\n",
             {}};
-  // Whole reap records only: one JSON object a line, nothing else.
+  // Whole reap records only, each read back and written as this daemon
+  // renders it (reap_record.hpp): nothing goes to the export as it came.
+  const auto mounts = endpoints_.read([](const Engine &engine, const MonitorStats &,
+                                         const MetricsCounters &) { return engine.mounts(); });
+  if (!mounts)
+    return Endpoints::not_ready();
+  ExportFormatter fmt(exporter_->clock());
+  std::string out;
   size_t records = 0;
   for (std::string_view rest = body; !rest.empty();) {
     const size_t nl = rest.find('\n');
     if (nl == std::string_view::npos)
       return {400, std::string(kText), "bad request: the last record has no newline\n", {}};
-    const std::string_view line = rest.substr(0, nl);
-    if (!line.starts_with("{\"event\":\"reap\",") || !line.ends_with('}'))
+    auto record = read_reap_record(rest.substr(0, nl), fmt);
+    ++records;
+    std::string problem =
+        record ? reap_record_place_problem(*record, *mounts) : std::string(record.error());
+    if (!problem.empty())
       return {400,
               std::string(kText),
-              "bad request: record " + std::to_string(records + 1) + " is not a reap record\n",
+              "bad request: record " + std::to_string(records) + ": " + problem + "\n",
               {}};
-    ++records;
+    fmt.append_reap(out, record->ts_ns, record->outcome, record->by, record->by_pid);
     rest.remove_prefix(nl + 1);
   }
-  if (records && !exporter_->submit(body))
+  if (records && !exporter_->submit(out))
     return {503, std::string(kText), "the export file's writer is behind; try again\n", {}};
   return {200, std::string(kText), std::to_string(records) + " records exported\n", {}};
 }
