@@ -211,6 +211,7 @@ TEST_F(Metrics, EveryFamilyOnceWithHelpAndTypeAndItsSamplesTogether) {
       "shmbpf_segment_bytes",       "shmbpf_orphaned_segments",
       "shmbpf_orphaned_bytes",      "shmbpf_mount_size_bytes",
       "shmbpf_mount_used_bytes",    "shmbpf_mount_seconds_to_full",
+      "shmbpf_mounts_folded",       "shmbpf_mounts_folded_used_bytes",
       "shmbpf_events_total",        "shmbpf_events_lost_total",
       "shmbpf_sigbus_total",        "shmbpf_nospace_total",
       "shmbpf_bpf_program_attached"};
@@ -393,9 +394,9 @@ TEST_F(Metrics, ExportCountersOnlyWithAnExportFile) {
 }
 
 TEST_F(Metrics, NoPidPathOrNameEverALabel) {
-  const std::set<std::string> allowed = {"namespace",  "pod",     "pod_uid", "container", "id",
-                                         "mountpoint", "kind",    "state",   "device",    "event",
-                                         "hook",       "program", "version", "kernel"};
+  const std::set<std::string> allowed = {
+      "namespace", "pod",   "pod_uid", "container", "id",      "mountpoint", "kind",        "state",
+      "device",    "event", "hook",    "program",   "version", "kernel",     "userns_owner"};
   for (const Sample &s : x.samples)
     for (const auto &[k, v] : s.labels)
       EXPECT_TRUE(allowed.count(k)) << "label " << k << " in " << s.name;
@@ -404,6 +405,58 @@ TEST_F(Metrics, NoPidPathOrNameEverALabel) {
   // Pids of the processes above, as a label value or anywhere.
   for (const char *pid : {"\"100\"", "\"200\"", "\"500\"", "\"501\"", "\"600\""})
     EXPECT_EQ(text.find(pid), std::string::npos) << pid;
+}
+
+// What any user can mount (unshare -Urm, then mount -t tmpfs) gets series
+// up to kForeignMountSeries filesystems, the largest; the rest are folded:
+// counted, their bytes summed, their segments and failures under one
+// mountpoint. Each foreign filesystem names the uid that made its namespace.
+TEST(MetricsForeignMounts, PastTheLimitTheyAreFoldedAndCounted) {
+  for (const size_t extra : {size_t{0}, size_t{8}}) {
+    Engine engine;
+    engine.set_mount(mount(25, kHostNs, "/dev/shm", 26, 64 * kMiB, 4096));
+    const size_t n = kForeignMountSeries + extra;
+    uint64_t folded_bytes = 0;
+    for (size_t i = 0; i < n; ++i) {
+      MountState m = mount(static_cast<uint32_t>(100 + i), 9000, "/tmp/f" + std::to_string(i),
+                           static_cast<uint32_t>(300 + i), 0, 4096 * (i + 1));
+      m.foreign = true;
+      m.owner_uid = 65534;
+      engine.set_mount(m);
+      if (i < extra) // the smallest are folded (two with a 4 KiB file below)
+        folded_bytes += m.used_bytes + (i < 2 ? 4096 : 0);
+    }
+    engine.add_process(77, 1, 65534, "sh", 13, 9000);
+    uint64_t ts = 10 * kSec;
+    for (uint32_t i = 0; i < 4; ++i) { // files on the two smallest and two largest
+      const uint32_t at = i < 2 ? i : static_cast<uint32_t>(n) - 4 + i;
+      engine.apply(created_file({300 + at, 100 + at}, 77, 10 + i,
+                                "/tmp/f" + std::to_string(at) + "/x", 4096, ts++));
+    }
+    engine.apply(write_without_space({300, 100}, 77, 10, "/tmp/f0/x", ts++));
+    engine.apply(write_without_space({301, 101}, 77, 11, "/tmp/f1/x", ts++));
+    const Exposition x = parse(metrics_text(take_metrics_snapshot(engine, counters())));
+    EXPECT_TRUE(x.errors.empty());
+    EXPECT_EQ(x.of("shmbpf_mount_used_bytes").size(), 1 + kForeignMountSeries) << extra;
+    EXPECT_EQ(x.value("shmbpf_mounts_folded", {}), std::to_string(extra));
+    EXPECT_EQ(x.value("shmbpf_mounts_folded_used_bytes", {}), std::to_string(folded_bytes));
+    EXPECT_EQ(x.value("shmbpf_mount_used_bytes", {{"device", "0:26"}}), "4096");
+    EXPECT_EQ(x.value("shmbpf_mount_used_bytes", {{"device", "0:26"}, {"userns_owner", ""}}),
+              "4096");
+    const std::string largest = "0:" + std::to_string(300 + n - 1);
+    EXPECT_EQ(x.value("shmbpf_mount_used_bytes", {{"device", largest}, {"userns_owner", "65534"}}),
+              std::to_string(4096 * n + 4096)); // and its file
+    if (extra) {
+      EXPECT_EQ(x.value("shmbpf_mount_used_bytes", {{"device", "0:300"}}), "(none)");
+      EXPECT_EQ(x.value("shmbpf_segments", {{"mountpoint", "(folded)"}}), "2");
+      EXPECT_EQ(x.value("shmbpf_segments", {{"mountpoint", "/tmp/f0"}}), "(none)");
+      EXPECT_EQ(x.value("shmbpf_nospace_total", {{"mountpoint", "(folded)"}}), "2");
+    } else {
+      EXPECT_EQ(x.value("shmbpf_segments", {{"mountpoint", "/tmp/f0"}}), "1");
+      EXPECT_EQ(x.value("shmbpf_nospace_total", {{"mountpoint", "/tmp/f0"}}), "1");
+    }
+    EXPECT_EQ(x.value("shmbpf_segments", {{"mountpoint", "/tmp/f" + std::to_string(n - 1)}}), "1");
+  }
 }
 
 TEST_F(Metrics, MountpointsEscapedOnOneLine) {

@@ -42,6 +42,10 @@ struct MountNamespace {
   // Owned by a user namespace other than shmbpf's own: any user may have
   // made it (unshare -Urm), and its mounts name what they like.
   bool foreign = false;
+  // A foreign namespace's user namespace's owner (the uid that made it);
+  // kUnknownOwner when it cannot be read.
+  uint32_t owner_uid = 0;
+  static constexpr uint32_t kUnknownOwner = 0xffffffffu;
 };
 
 // One tmpfs mount as the mountinfo and statfs scanners see it.
@@ -60,6 +64,10 @@ struct MountState {
   // f_fsid (Linux 6.7 and later), else the generation of its root directory
   // (from a mount of the whole filesystem). 0 when neither is known.
   uint64_t fsid = 0;
+  // Mounted in a foreign namespace (MountNamespace::foreign), by owner_uid:
+  // its series are the user's doing, and capped (views/metrics.hpp).
+  bool foreign = false;
+  uint32_t owner_uid = 0;
 };
 
 // True when another mount of the table sits on m's mount point on top of

@@ -15,6 +15,7 @@
 #include <string>
 #include <thread>
 #include <unordered_set>
+#include <utility>
 
 namespace shmbpf {
 
@@ -60,13 +61,25 @@ bool is_foreign_namespace(int ns_fd) {
 
 namespace {
 
-bool mount_namespace_is_foreign(int pid) {
+// Whether pid's mount namespace is foreign, and if so its user namespace's
+// owner (MountNamespace::owner_uid).
+std::pair<bool, uint32_t> mount_namespace_owner(int pid) {
+  constexpr uint32_t kUnknown = MountNamespace::kUnknownOwner;
   const int fd = ::open(("/proc/" + std::to_string(pid) + "/ns/mnt").c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0)
-    return true; // unknown: never trusted to name a filesystem
-  const bool foreign = is_foreign_namespace(fd);
+    return {true, kUnknown}; // unknown: never trusted to name a filesystem
+  std::pair<bool, uint32_t> out{is_foreign_namespace(fd), 0};
+  if (out.first) {
+    uid_t uid = kUnknown;
+    const int user_ns = ::ioctl(fd, NS_GET_USERNS);
+    if (user_ns < 0 || ::ioctl(user_ns, NS_GET_OWNER_UID, &uid) != 0)
+      uid = kUnknown;
+    if (user_ns >= 0)
+      ::close(user_ns);
+    out.second = uid;
+  }
   ::close(fd);
-  return foreign;
+  return out;
 }
 
 } // namespace
@@ -104,8 +117,9 @@ std::vector<MountNamespace> scan_mount_namespaces() {
     uint32_t ns = mount_namespace_of(static_cast<int>(pid));
     if (ns == 0 || !seen.insert(ns).second)
       continue;
-    MountNamespace m{ns, static_cast<int>(pid), read_mountinfo(static_cast<int>(pid)),
-                     mount_namespace_is_foreign(static_cast<int>(pid))};
+    const auto [foreign, owner] = mount_namespace_owner(static_cast<int>(pid));
+    MountNamespace m{ns, static_cast<int>(pid), read_mountinfo(static_cast<int>(pid)), foreign,
+                     owner};
     if (m.mounts.empty()) {
       seen.erase(ns); // raced with an exit: let another member represent it
       continue;

@@ -117,6 +117,8 @@ std::vector<MountState> scan_mount_usage(const std::vector<MountNamespace> &name
   for_each_tmpfs_mount(
       namespaces, [&](const MountNamespace &ns, const MountInfo &m, const std::string &root) {
         MountState st{m.mnt_id, ns.mntns, m.mountpoint, m.dev, m.size_limit().value_or(0), 0};
+        st.foreign = ns.foreign;
+        st.owner_uid = ns.owner_uid;
         if (auto u = usage_of(root + m.mountpoint, m.dev, m.root == "/")) {
           // A bind mount of a directory gives no identity: keep one found.
           auto [it, fresh] = used.try_emplace(m.dev, *u);

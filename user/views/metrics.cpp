@@ -9,8 +9,11 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <set>
+#include <string>
 #include <string_view>
 #include <tuple>
+#include <unordered_set>
 #include <utility>
 
 namespace shmbpf {
@@ -40,6 +43,53 @@ struct Sum {
   uint64_t bytes = 0;
 };
 
+// The foreign filesystems past kForeignMountSeries, and the mountpoints
+// that only they have (a mountpoint the host or a kept filesystem also
+// has keeps its label).
+struct Folding {
+  std::unordered_set<uint32_t> devs;
+  std::set<std::string_view> mountpoints;
+  uint64_t used_bytes = 0;
+  std::string_view label(std::string_view mountpoint) const {
+    return mountpoints.count(mountpoint) ? std::string_view(kFoldedMountpoint) : mountpoint;
+  }
+};
+
+Folding fold_foreign(const std::vector<MountUsage> &all, uint32_t host_mntns) {
+  Folding f;
+  std::vector<const MountUsage *> foreign;
+  for (const MountUsage *m : one_mount_per_filesystem(all, host_mntns))
+    if (m->mount.foreign)
+      foreign.push_back(m);
+  if (foreign.size() <= kForeignMountSeries)
+    return f;
+  std::sort(foreign.begin(), foreign.end(), [](const MountUsage *a, const MountUsage *b) {
+    return std::tie(b->mount.used_bytes, a->mount.dev) <
+           std::tie(a->mount.used_bytes, b->mount.dev);
+  });
+  for (size_t i = kForeignMountSeries; i < foreign.size(); ++i) {
+    f.devs.insert(foreign[i]->mount.dev);
+    f.used_bytes += foreign[i]->mount.used_bytes;
+  }
+  std::set<std::string_view> kept;
+  for (const MountUsage &m : all)
+    if (!f.devs.count(m.mount.dev))
+      kept.insert(m.mount.mountpoint);
+  for (const MountUsage &m : all)
+    if (f.devs.count(m.mount.dev) && !kept.count(m.mount.mountpoint))
+      f.mountpoints.insert(m.mount.mountpoint);
+  return f;
+}
+
+// A foreign filesystem's user namespace owner, as the label userns_owner
+// gives it: "" for the host's user namespace (the host's mounts, rootful
+// containers'), else the uid that made the namespace.
+std::string userns_owner(const MountState &m) {
+  if (!m.foreign)
+    return "";
+  return m.owner_uid == MountNamespace::kUnknownOwner ? "unknown" : std::to_string(m.owner_uid);
+}
+
 void build_info(PrometheusWriter &w, const MetricsCounters &c) {
   w.family("shmbpf_build_info", Type::gauge,
            "shmbpf's version and the release of the kernel it runs on; always 1.");
@@ -55,12 +105,12 @@ struct Place {
   bool operator<(const Place &o) const { return tie() < o.tie(); }
 };
 
-void segments(PrometheusWriter &w, const std::vector<SegmentGroup> &groups) {
+void segments(PrometheusWriter &w, const std::vector<SegmentGroup> &groups, const Folding &fold) {
   // The engine's groups tell orphans apart; shmbpf_segments does not.
   std::map<std::pair<Place, SegmentState>, Sum> live;
   std::map<Place, Sum> orphaned;
   for (const SegmentGroup &g : groups) {
-    const Place place{Owner(g.container), g.mountpoint, g.kind};
+    const Place place{Owner(g.container), fold.label(g.mountpoint), g.kind};
     Sum &s = live[{place, g.state}];
     s.segments += g.segments;
     s.bytes += g.bytes;
@@ -112,18 +162,23 @@ void segments(PrometheusWriter &w, const std::vector<SegmentGroup> &groups) {
   write_orphaned("shmbpf_orphaned_bytes", "Resident bytes of the orphaned segments.", true);
 }
 
-void mounts(PrometheusWriter &w, const std::vector<MountUsage> &all, uint32_t host_mntns) {
+void mounts(PrometheusWriter &w, const std::vector<MountUsage> &all, uint32_t host_mntns,
+            const Folding &fold) {
   // One series per filesystem: the device keeps two filesystems on one
   // mountpoint (one over the other, or in two namespaces) apart.
   std::vector<const MountUsage *> fs = one_mount_per_filesystem(all, host_mntns);
+  std::erase_if(fs, [&](const MountUsage *m) { return fold.devs.count(m->mount.dev) > 0; });
   std::sort(fs.begin(), fs.end(), [](const MountUsage *a, const MountUsage *b) {
     return std::tie(a->container.id, a->mount.mountpoint, a->mount.dev) <
            std::tie(b->container.id, b->mount.mountpoint, b->mount.dev);
   });
-  std::vector<std::string> devices;
+  std::vector<std::string> devices, owners;
   devices.reserve(fs.size());
-  for (const MountUsage *m : fs)
+  owners.reserve(fs.size());
+  for (const MountUsage *m : fs) {
     devices.push_back(dev_string(m->mount.dev));
+    owners.push_back(userns_owner(m->mount));
+  }
   auto each = [&](const char *name, const char *help, bool limited_only, auto value) {
     w.family(name, Type::gauge, help);
     for (size_t i = 0; i < fs.size(); ++i) {
@@ -136,7 +191,8 @@ void mounts(PrometheusWriter &w, const std::vector<MountUsage> &all, uint32_t ho
                 {"container", m.container.name},
                 {"id", m.container.id},
                 {"mountpoint", m.mount.mountpoint},
-                {"device", devices[i]}},
+                {"device", devices[i]},
+                {"userns_owner", owners[i]}},
                value(m));
     }
   };
@@ -153,23 +209,38 @@ void mounts(PrometheusWriter &w, const std::vector<MountUsage> &all, uint32_t ho
        true, [](const MountUsage &m) {
          return m.seconds_to_full.value_or(std::numeric_limits<double>::infinity());
        });
+  w.family("shmbpf_mounts_folded", Type::gauge,
+           "Filesystems mounted only in user namespaces other than shmbpf's (any user can make "
+           "them) past the " +
+               std::to_string(kForeignMountSeries) +
+               " that get series of their own; their segments and failures are labelled "
+               "mountpoint=\"(folded)\".");
+  w.sample({}, static_cast<uint64_t>(fold.devs.size()));
+  w.family("shmbpf_mounts_folded_used_bytes", Type::gauge,
+           "Bytes used on the folded filesystems (shmbpf_mounts_folded) together.");
+  w.sample({}, fold.used_bytes);
 }
 
 // One sample per (container, mountpoint) group of a failure counter.
-void failure_samples(PrometheusWriter &w, const std::vector<FailureGroup> &groups) {
-  for (const FailureGroup &g : groups) {
-    const Owner owner(g.container);
+// Groups on folded filesystems add up under one mountpoint.
+void failure_samples(PrometheusWriter &w, const std::vector<FailureGroup> &groups,
+                     const Folding &fold) {
+  std::map<std::pair<Owner, std::string_view>, uint64_t> sums;
+  for (const FailureGroup &g : groups)
+    sums[{Owner(g.container), fold.label(g.mountpoint)}] += g.count;
+  for (const auto &[key, count] : sums) {
+    const auto &[owner, mountpoint] = key;
     w.sample({{"namespace", owner.pod_namespace},
               {"pod", owner.pod},
               {"pod_uid", owner.pod_uid},
               {"container", owner.name},
               {"id", owner.id},
-              {"mountpoint", g.mountpoint}},
-             g.count);
+              {"mountpoint", mountpoint}},
+             count);
   }
 }
 
-void counters(PrometheusWriter &w, const MetricsSnapshot &s) {
+void counters(PrometheusWriter &w, const MetricsSnapshot &s, const Folding &fold) {
   const MetricsCounters &c = s.counters;
   w.family("shmbpf_events_total", Type::counter, "Events applied to the model since start.");
   for (size_t t = 1; t < c.events.size(); ++t)
@@ -182,12 +253,12 @@ void counters(PrometheusWriter &w, const MetricsSnapshot &s) {
            "SIGBUS faults the kernel generated since start, by the faulting process's container "
            "and the mount of the file it touched: what touching a page of a full /dev/shm "
            "causes.");
-  failure_samples(w, s.sigbus);
+  failure_samples(w, s.sigbus, fold);
   w.family("shmbpf_nospace_total", Type::counter,
            "Writes, resizes (ftruncate, fallocate) and creates on a tmpfs or hugetlbfs that "
            "failed for lack of space (ENOSPC, or EDQUOT from a quota) since start, by the "
            "failing process's container and the mount: a full /dev/shm without the crash.");
-  failure_samples(w, s.nospace);
+  failure_samples(w, s.nospace, fold);
   w.family("shmbpf_bpf_program_attached", Type::gauge,
            "1 when the hook's program is attached; 0 when the hook is off on this kernel (what "
            "is lost: shmbpf doctor).");
@@ -250,9 +321,10 @@ MetricsSnapshot take_metrics_snapshot(const Engine &engine, MetricsCounters coun
 std::string metrics_text(const MetricsSnapshot &snapshot) {
   PrometheusWriter w;
   build_info(w, snapshot.counters);
-  segments(w, snapshot.segments);
-  mounts(w, snapshot.mounts, snapshot.counters.host_mntns);
-  counters(w, snapshot);
+  const Folding fold = fold_foreign(snapshot.mounts, snapshot.counters.host_mntns);
+  segments(w, snapshot.segments, fold);
+  mounts(w, snapshot.mounts, snapshot.counters.host_mntns, fold);
+  counters(w, snapshot, fold);
   if (snapshot.counters.export_file)
     export_counters(w, *snapshot.counters.export_file);
   if (snapshot.counters.reap)

@@ -48,6 +48,14 @@ struct MetricsCounters {
   std::optional<ReapCounters> reap;               // with --reap only
 };
 
+// Filesystems mounted only in foreign mount namespaces (MountState::foreign:
+// any user may make them, `unshare -Urm` then `mount -t tmpfs`) that get
+// series of their own: the ones using the most bytes. The rest are folded:
+// counted in shmbpf_mounts_folded, their segments and failures labelled
+// mountpoint="(folded)" (docs/METRICS.md, docs/SECURITY.md).
+inline constexpr size_t kForeignMountSeries = 32;
+inline constexpr const char *kFoldedMountpoint = "(folded)";
+
 // Everything one scrape shows, taken from the engine under the live loop's
 // lock; formatting it needs no engine.
 struct MetricsSnapshot {
