@@ -11,11 +11,14 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <fcntl.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -131,6 +134,73 @@ TEST(HardLinks, ReapRemovesNoNameOfAFileWithTwoAndSaysWhy) {
     EXPECT_TRUE(fs::exists(a));
     EXPECT_TRUE(fs::exists(b));
   }
+}
+
+// Finding 10: a file whose only handle is an fd in flight (sent over a unix
+// socket, not yet received) is in no process's fds, so it looked orphaned
+// and was reaped: the receiver then got a file without a name. The kernel
+// still counts that open file; reap asks it (a write lease) and leaves the
+// file, until the fd is received and closed.
+TEST(InFlight, AFileHeldOnlyByAnFdInFlightIsNotReaped) {
+  SHMBPF_REQUIRE_ROOT();
+  const fs::path path = "/dev/shm/shmbpf-attack-in-flight-" + std::to_string(getpid());
+  struct Cleanup {
+    fs::path p;
+    ~Cleanup() { fs::remove(p); }
+  } cleanup{path};
+  int sv[2];
+  ASSERT_EQ(socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv), 0);
+  {
+    const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(::ftruncate(fd, 64 << 10), 0);
+    char byte = 'f';
+    iovec io{&byte, 1};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+    msghdr m{};
+    m.msg_iov = &io;
+    m.msg_iovlen = 1;
+    m.msg_control = control;
+    m.msg_controllen = sizeof control;
+    cmsghdr *c = CMSG_FIRSTHDR(&m);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    std::memcpy(CMSG_DATA(c), &fd, sizeof fd);
+    ASSERT_EQ(::sendmsg(sv[0], &m, 0), 1);
+    ::close(fd);
+    ::close(sv[0]);
+  }
+  const auto reap = [&] {
+    const CliResult r = run_shmbpf("reap --yes --min-age 0 --match '" + path.string() + "' --json");
+    EXPECT_LE(r.code, 1) << r.err;
+    return r;
+  };
+  const CliResult first = reap();
+  const json j = first.json();
+  ASSERT_EQ(j["segments"].size(), 1u) << first.out;
+  EXPECT_EQ(j["segments"][0]["status"], "skipped") << first.out;
+  EXPECT_EQ(j["segments"][0]["reason"], "held") << first.out;
+  EXPECT_TRUE(fs::exists(path));
+  // Received and closed: an orphan now, and reaped.
+  char byte = 0;
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))] = {};
+  iovec io{&byte, 1};
+  msghdr m{};
+  m.msg_iov = &io;
+  m.msg_iovlen = 1;
+  m.msg_control = control;
+  m.msg_controllen = sizeof control;
+  ASSERT_EQ(::recvmsg(sv[1], &m, MSG_CMSG_CLOEXEC), 1);
+  int got = -1;
+  std::memcpy(&got, CMSG_DATA(CMSG_FIRSTHDR(&m)), sizeof got);
+  ::close(got);
+  ::close(sv[1]);
+  const CliResult second = reap();
+  const json k = second.json();
+  ASSERT_EQ(k["segments"].size(), 1u) << second.out;
+  EXPECT_EQ(k["segments"][0]["status"], "freed") << second.out;
+  EXPECT_FALSE(fs::exists(path));
 }
 
 } // namespace

@@ -238,6 +238,22 @@ std::optional<FileWork> check_file(const MountDir &mount, size_t index, ReapOutc
   return work;
 }
 
+// A write lease on fd (a read-only open of the file): the kernel grants one
+// only while no other open file refers to the inode, whoever holds it (an
+// fd in flight over a unix socket, which no process's fds show, a mapping
+// whose fd was closed, a handle taken since the look at every process).
+// Taken, it lasts until fd is closed: an open meanwhile waits for that. A
+// break of it would signal SIGIO, whose default ends the process: SIGURG,
+// ignored by default, is asked for instead.
+enum class Lease { taken, refused, unknown };
+Lease take_write_lease(int fd) {
+  if (::fcntl(fd, F_SETSIG, SIGURG) != 0)
+    return Lease::unknown;
+  if (::fcntl(fd, F_SETLEASE, F_WRLCK) == 0)
+    return Lease::taken;
+  return errno == EAGAIN ? Lease::refused : Lease::unknown; // EINVAL: no leases here
+}
+
 // The last checks of one file, then its removal.
 void finish_file(FileWork &work, ReapOutcome &o,
                  const std::map<FileId, std::vector<uint32_t>> &holders, bool apply) {
@@ -264,6 +280,17 @@ void finish_file(FileWork &work, ReapOutcome &o,
   }
   if (now.st_nlink > 1) { // linked since the first look
     skip(o, ReapSkip::other_names);
+    return;
+  }
+  // Open anywhere at all, as the kernel counts: reopened through the handle
+  // on the file itself (not its name), leased until the unlink is done.
+  const std::string self = "/proc/self/fd/" + std::to_string(work.anchor.get());
+  Fd reader(::open(self.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
+  if ((!reader.ok() && errno == EWOULDBLOCK) ||
+      (reader.ok() && take_write_lease(reader.get()) == Lease::refused)) {
+    skip(o, ReapSkip::held,
+         "open by a handle no process shows: an fd in flight over a unix socket, or one "
+         "taken since");
     return;
   }
   o.bytes = static_cast<uint64_t>(now.st_blocks) * 512;
