@@ -104,16 +104,6 @@ std::optional<Pinned> pin_any(const std::vector<uint32_t> &pids, const char *typ
   return std::nullopt;
 }
 
-// The filesystems the host's own mount namespaces report.
-std::unordered_set<uint32_t> host_reported_devices() {
-  std::unordered_set<uint32_t> out;
-  for (const MountNamespace &ns : scan_mount_namespaces())
-    if (!ns.foreign)
-      for (const MountInfo *m : reported_tmpfs_mounts(ns.mounts))
-        out.insert(m->dev);
-  return out;
-}
-
 // Walks names below dir one directory at a time, following no symlink.
 // With same_mount, every directory must be on dir's mount (mnt_id) and
 // device; otherwise mounts are crossed (the way to a mountpoint).
@@ -343,7 +333,7 @@ void reap_files(const ReapPlan &plan, std::vector<ReapOutcome> &out, bool apply)
     // are its rules (naming_tmpfs_mounts). Not removed through their tree.
     if (pit->second->foreign) {
       if (!host_devs)
-        host_devs = host_reported_devices();
+        host_devs = host_reported_devices(scan_mount_namespaces());
       if (host_devs->count(t.segment.key.dev_or_ipcns)) {
         skip(o, ReapSkip::unsafe_path,
              "it was seen through a mount another user namespace made of a filesystem the host "

@@ -18,7 +18,50 @@ namespace {
 bool ours(uid_t uid) { return uid == 0 || uid == ::geteuid(); }
 
 std::string owner_problem(const std::string &path, const struct stat &st) {
-  return escape_text(path) + " belongs to uid " + std::to_string(st.st_uid) + ", not to root";
+  const uid_t me = ::geteuid();
+  return escape_text(path) + " belongs to uid " + std::to_string(st.st_uid) + ", not to root" +
+         (me == 0 ? "" : " or to uid " + std::to_string(me));
+}
+
+// path opened for writing: an existing file reopened through an O_PATH
+// handle once it is known to be a regular file (opening a device or a FIFO
+// may act on it), a missing one created (O_EXCL); with O_EXCL in extra,
+// only created. -1 with errno set, ELOOP for a symlink, ENXIO for a special
+// file.
+int open_for_writing(const std::string &path, int extra) {
+  constexpr int kFlags = O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC;
+  for (int attempt = 0; attempt < 2; ++attempt) {
+    if (!(extra & O_EXCL)) {
+      const int handle = ::open(path.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC);
+      if (handle >= 0) {
+        struct stat st {};
+        int fd = -1;
+        if (::fstat(handle, &st) != 0)
+          fd = -1;
+        else if (S_ISLNK(st.st_mode))
+          errno = ELOOP;
+        else if (S_ISDIR(st.st_mode))
+          errno = EISDIR;
+        else if (!S_ISREG(st.st_mode))
+          errno = ENXIO;
+        else // the handle's own inode: /proc's link is followed, by design
+          fd = ::open(("/proc/self/fd/" + std::to_string(handle)).c_str(),
+                      (kFlags & ~O_NOFOLLOW) | extra);
+        const int err = errno;
+        ::close(handle);
+        errno = err;
+        return fd;
+      }
+      if (errno != ENOENT)
+        return -1;
+    }
+    const int fd = ::open(path.c_str(), kFlags | O_CREAT | O_EXCL | extra, 0600);
+    if (fd >= 0 || errno != EEXIST || (extra & O_EXCL))
+      return fd;
+    // Made by someone else meanwhile: looked at again.
+  }
+  errno = EEXIST;
+  return -1;
 }
 
 } // namespace
@@ -60,8 +103,7 @@ std::string unsafe_directory(const std::string &dir) {
 }
 
 Result<int> open_own_file(const std::string &path, int extra) {
-  const int fd =
-      ::open(path.c_str(), O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | extra, 0600);
+  const int fd = open_for_writing(path, extra);
   if (fd < 0) {
     const int err = errno;
     if (err == ELOOP)

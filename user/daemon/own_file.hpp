@@ -25,10 +25,11 @@ std::string unsafe_directory(const std::string &dir);
 
 // Opens path (in a directory unsafe_directory accepts) for writing with
 // O_CREAT and extra (O_APPEND, O_TRUNC or O_EXCL): a symlink at path is
-// refused, not followed; a FIFO, device or socket is refused without
-// blocking; an existing file must be a regular file of the daemon's own
-// user with no other name (one link), and ends 0600 whatever its mode was.
-// A blocking, close-on-exec fd, or why not.
+// refused, not followed; a FIFO, device or socket is refused without being
+// opened (looked at through an O_PATH handle first); an existing file must
+// be a regular file of the daemon's own user with no other name (one
+// link), and ends 0600 whatever its mode was. A blocking, close-on-exec fd,
+// or why not.
 Result<int> open_own_file(const std::string &path, int extra);
 
 } // namespace shmbpf

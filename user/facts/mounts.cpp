@@ -184,15 +184,22 @@ std::vector<const MountInfo *> reported_tmpfs_mounts(const std::vector<MountInfo
   return out;
 }
 
-std::vector<NamespaceMount> naming_tmpfs_mounts(const std::vector<MountNamespace> &namespaces) {
-  std::vector<NamespaceMount> out;
-  std::unordered_set<uint32_t> hosts; // devices the host's namespaces report
+std::unordered_set<uint32_t> host_reported_devices(const std::vector<MountNamespace> &namespaces) {
+  std::unordered_set<uint32_t> out;
   for (const MountNamespace &ns : namespaces)
     if (!ns.foreign)
-      for (const MountInfo *m : reported_tmpfs_mounts(ns.mounts)) {
-        hosts.insert(m->dev);
+      for (const MountInfo *m : reported_tmpfs_mounts(ns.mounts))
+        out.insert(m->dev);
+  return out;
+}
+
+std::vector<NamespaceMount> naming_tmpfs_mounts(const std::vector<MountNamespace> &namespaces) {
+  std::vector<NamespaceMount> out;
+  const std::unordered_set<uint32_t> hosts = host_reported_devices(namespaces);
+  for (const MountNamespace &ns : namespaces)
+    if (!ns.foreign)
+      for (const MountInfo *m : reported_tmpfs_mounts(ns.mounts))
         out.push_back({&ns, m});
-      }
   for (const MountNamespace &ns : namespaces)
     if (ns.foreign)
       for (const MountInfo *m : reported_tmpfs_mounts(ns.mounts))

@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <vector>
 
 namespace shmbpf {
@@ -108,6 +109,11 @@ struct NamespaceMount {
 // filesystem only foreign namespaces mount (a rootless container's own
 // /dev/shm) is named by them.
 std::vector<NamespaceMount> naming_tmpfs_mounts(const std::vector<MountNamespace> &namespaces);
+
+// The devices of the filesystems that namespaces of shmbpf's own user
+// namespace report (reported_tmpfs_mounts): those a foreign namespace's
+// mount does not name.
+std::unordered_set<uint32_t> host_reported_devices(const std::vector<MountNamespace> &namespaces);
 
 // The naming tmpfs and hugetlbfs mounts (naming_tmpfs_mounts) of every
 // namespace, in the order a scan reads them. A filesystem mounted more than
