@@ -89,25 +89,28 @@ TEST(ReapRecord, WhatReapWritesReadsBackAndRendersTheSame) {
 
 TEST(ReapRecord, AnythingElseIsRefused) {
   const std::string good = render(file_outcome());
-  const std::vector<std::string> bad = {
-      "freed /etc/passwd",
-      "{\"event\":\"reap\",\"path\":\"/forged\"}",
-      "[1,2]",
-      replaced(good, "\"event\":\"reap\"", "\"event\":\"orphan\""),
-      replaced(good, "\"status\":\"freed\"", "\"status\":\"burned\""),
-      replaced(good, "\"reason\":null", "\"reason\":\"because\""),
-      replaced(good, "\"ino\":4242", "\"ino\":\"4242\""),
-      replaced(good, "\"ino\":4242", "\"ino\":-1"),
-      replaced(good, "\"ino\":4242", "\"ino\":4.5"),
-      replaced(good, "\"dev\":\"23:7\"", "\"dev\":\"23\""),
-      replaced(good, "\"kind\":\"tmpfs\"", "\"kind\":\"memfd\""),
-      replaced(good, "\"by_pid\":777}", "\"by_pid\":777,\"extra\":1}"),
-      replaced(good, "\"creator_comm\":\"python3\"", "\"creator_comm\":\"\""),
-      // Members out of order, or one twice.
-      replaced(good, "\"by\":\"reap\",\"by_pid\":777", "\"by_pid\":777,\"by\":\"reap\""),
-      replaced(good, "\"by\":\"reap\"", "\"by\":\"reap\",\"by\":\"serve\""),
-      good + " x",
+  std::vector<std::string> bad = {"freed /etc/passwd", "{\"event\":\"reap\",\"path\":\"/forged\"}",
+                                  "[1,2]", good + " x"};
+  // reap's own record, one member changed: another event, status or
+  // reason, a number as a string, negative or not whole, a device without
+  // its minor, a kind reap does not remove, a member more, an empty name
+  // reap writes as null, members out of order or one twice.
+  const std::vector<std::pair<std::string, std::string>> edits = {
+      {"\"event\":\"reap\"", "\"event\":\"orphan\""},
+      {"\"status\":\"freed\"", "\"status\":\"burned\""},
+      {"\"reason\":null", "\"reason\":\"because\""},
+      {"\"ino\":4242", "\"ino\":\"4242\""},
+      {"\"ino\":4242", "\"ino\":-1"},
+      {"\"ino\":4242", "\"ino\":4.5"},
+      {"\"dev\":\"23:7\"", "\"dev\":\"23\""},
+      {"\"kind\":\"tmpfs\"", "\"kind\":\"memfd\""},
+      {"\"by_pid\":777}", "\"by_pid\":777,\"extra\":1}"},
+      {"\"creator_comm\":\"python3\"", "\"creator_comm\":\"\""},
+      {"\"by\":\"reap\",\"by_pid\":777", "\"by_pid\":777,\"by\":\"reap\""},
+      {"\"by\":\"reap\"", "\"by\":\"reap\",\"by\":\"serve\""},
   };
+  for (const auto &[from, to] : edits)
+    bad.push_back(replaced(good, from, to));
   for (const auto &line : bad)
     EXPECT_FALSE(read(line)) << line;
 }

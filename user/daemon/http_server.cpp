@@ -108,6 +108,21 @@ struct Request {
   std::string body;
 };
 
+// addr as a socket address in ss: its length, 0 when its host is not an
+// address.
+socklen_t socket_address(const ListenAddress &addr, sockaddr_storage &ss) {
+  if (addr.ipv6) {
+    auto &a = reinterpret_cast<sockaddr_in6 &>(ss);
+    a.sin6_family = AF_INET6;
+    a.sin6_port = htons(addr.port);
+    return inet_pton(AF_INET6, addr.host.c_str(), &a.sin6_addr) == 1 ? sizeof a : 0;
+  }
+  auto &a = reinterpret_cast<sockaddr_in &>(ss);
+  a.sin_family = AF_INET;
+  a.sin_port = htons(addr.port);
+  return inet_pton(AF_INET, addr.host.c_str(), &a.sin_addr) == 1 ? sizeof a : 0;
+}
+
 [[noreturn]] void cannot_listen(const std::string &where, int err) {
   throw FatalError(where, std::string("cannot listen: ") + std::strerror(err), 2);
 }
@@ -315,22 +330,9 @@ HttpServer::HttpServer(const ListenAddress &addr, GetFn get) : HttpServer(std::m
   const std::string where = "serve";
   const int family = addr.ipv6 ? AF_INET6 : AF_INET;
   sockaddr_storage ss{};
-  socklen_t len = 0;
-  if (addr.ipv6) {
-    auto *a = reinterpret_cast<sockaddr_in6 *>(&ss);
-    a->sin6_family = AF_INET6;
-    a->sin6_port = htons(addr.port);
-    len = sizeof *a;
-    if (inet_pton(AF_INET6, addr.host.c_str(), &a->sin6_addr) != 1)
-      throw FatalError(where, "cannot listen on " + addr.text() + ": not an address", 2);
-  } else {
-    auto *a = reinterpret_cast<sockaddr_in *>(&ss);
-    a->sin_family = AF_INET;
-    a->sin_port = htons(addr.port);
-    len = sizeof *a;
-    if (inet_pton(AF_INET, addr.host.c_str(), &a->sin_addr) != 1)
-      throw FatalError(where, "cannot listen on " + addr.text() + ": not an address", 2);
-  }
+  const socklen_t len = socket_address(addr, ss);
+  if (len == 0)
+    throw FatalError(where, "cannot listen on " + addr.text() + ": not an address", 2);
   impl_->listen_fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   // SO_REUSEADDR only: a restart may bind while the old connections linger,
   // but a second daemon on the same port fails (SO_REUSEPORT would let both
