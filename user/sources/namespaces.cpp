@@ -12,6 +12,7 @@
 
 #include <cerrno>
 #include <cstdlib>
+#include <optional>
 #include <string>
 #include <thread>
 #include <unordered_set>
@@ -44,45 +45,47 @@ bool in_ipc_namespace(int nsfd, const std::function<void()> &fn) {
 
 uint32_t mount_namespace_of(int pid) { return namespace_of(pid, "mnt"); }
 
-bool is_foreign_namespace(int ns_fd) {
+namespace {
+
+constexpr uint32_t kUnknownOwner = MountNamespace::kUnknownOwner;
+
+// Whether the namespace ns_fd refers to is owned by a user namespace other
+// than shmbpf's own: nullopt when it is not, else that user namespace's
+// owner (kUnknownOwner when it cannot be read). One NS_GET_USERNS for both.
+std::optional<uint32_t> foreign_owner(int ns_fd) {
   struct stat own {
   }, owner{};
   if (::stat("/proc/self/ns/user", &own) != 0)
-    return false; // no user namespaces in this kernel: all are the host's
+    return std::nullopt; // no user namespaces in this kernel: all are the host's
   const int user_ns = ::ioctl(ns_fd, NS_GET_USERNS);
   // EPERM: owned by a user namespace outside ours, so not ours either.
   if (user_ns < 0)
-    return errno != ENOTTY && errno != EINVAL;
-  const bool foreign =
-      ::fstat(user_ns, &owner) != 0 || owner.st_ino != own.st_ino || owner.st_dev != own.st_dev;
+    return errno != ENOTTY && errno != EINVAL ? std::optional(kUnknownOwner) : std::nullopt;
+  std::optional<uint32_t> out;
+  if (::fstat(user_ns, &owner) != 0 || owner.st_ino != own.st_ino || owner.st_dev != own.st_dev) {
+    uid_t uid = kUnknownOwner;
+    if (::ioctl(user_ns, NS_GET_OWNER_UID, &uid) != 0)
+      uid = kUnknownOwner;
+    out = uid;
+  }
   ::close(user_ns);
-  return foreign;
+  return out;
 }
-
-namespace {
 
 // Whether pid's mount namespace is foreign, and if so its user namespace's
 // owner (MountNamespace::owner_uid).
 std::pair<bool, uint32_t> mount_namespace_owner(int pid) {
-  constexpr uint32_t kUnknown = MountNamespace::kUnknownOwner;
   const int fd = ::open(("/proc/" + std::to_string(pid) + "/ns/mnt").c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0)
-    return {true, kUnknown}; // unknown: never trusted to name a filesystem
-  std::pair<bool, uint32_t> out{is_foreign_namespace(fd), 0};
-  if (out.first) {
-    uid_t uid = kUnknown;
-    const int user_ns = ::ioctl(fd, NS_GET_USERNS);
-    if (user_ns < 0 || ::ioctl(user_ns, NS_GET_OWNER_UID, &uid) != 0)
-      uid = kUnknown;
-    if (user_ns >= 0)
-      ::close(user_ns);
-    out.second = uid;
-  }
+    return {true, kUnknownOwner}; // unknown: never trusted to name a filesystem
+  const std::optional<uint32_t> owner = foreign_owner(fd);
   ::close(fd);
-  return out;
+  return {owner.has_value(), owner.value_or(0)};
 }
 
 } // namespace
+
+bool is_foreign_namespace(int ns_fd) { return foreign_owner(ns_fd).has_value(); }
 
 uint32_t host_mount_namespace() {
   if (uint32_t init = mount_namespace_of(1))

@@ -55,10 +55,12 @@ struct Folding {
   }
 };
 
-Folding fold_foreign(const std::vector<MountUsage> &all, uint32_t host_mntns) {
+// fs: one mount of each filesystem of all (one_mount_per_filesystem).
+Folding fold_foreign(const std::vector<MountUsage> &all,
+                     const std::vector<const MountUsage *> &fs) {
   Folding f;
   std::vector<const MountUsage *> foreign;
-  for (const MountUsage *m : one_mount_per_filesystem(all, host_mntns))
+  for (const MountUsage *m : fs)
     if (m->mount.foreign)
       foreign.push_back(m);
   if (foreign.size() <= kForeignMountSeries)
@@ -162,11 +164,10 @@ void segments(PrometheusWriter &w, const std::vector<SegmentGroup> &groups, cons
   write_orphaned("shmbpf_orphaned_bytes", "Resident bytes of the orphaned segments.", true);
 }
 
-void mounts(PrometheusWriter &w, const std::vector<MountUsage> &all, uint32_t host_mntns,
-            const Folding &fold) {
-  // One series per filesystem: the device keeps two filesystems on one
-  // mountpoint (one over the other, or in two namespaces) apart.
-  std::vector<const MountUsage *> fs = one_mount_per_filesystem(all, host_mntns);
+// One series per filesystem (fs: one mount of each, one_mount_per_filesystem):
+// the device keeps two filesystems on one mountpoint (one over the other, or
+// in two namespaces) apart.
+void mounts(PrometheusWriter &w, std::vector<const MountUsage *> fs, const Folding &fold) {
   std::erase_if(fs, [&](const MountUsage *m) { return fold.devs.count(m->mount.dev) > 0; });
   std::sort(fs.begin(), fs.end(), [](const MountUsage *a, const MountUsage *b) {
     return std::tie(a->container.id, a->mount.mountpoint, a->mount.dev) <
@@ -321,9 +322,11 @@ MetricsSnapshot take_metrics_snapshot(const Engine &engine, MetricsCounters coun
 std::string metrics_text(const MetricsSnapshot &snapshot) {
   PrometheusWriter w;
   build_info(w, snapshot.counters);
-  const Folding fold = fold_foreign(snapshot.mounts, snapshot.counters.host_mntns);
+  const std::vector<const MountUsage *> fs =
+      one_mount_per_filesystem(snapshot.mounts, snapshot.counters.host_mntns);
+  const Folding fold = fold_foreign(snapshot.mounts, fs);
   segments(w, snapshot.segments, fold);
-  mounts(w, snapshot.mounts, snapshot.counters.host_mntns, fold);
+  mounts(w, fs, fold);
   counters(w, snapshot, fold);
   if (snapshot.counters.export_file)
     export_counters(w, *snapshot.counters.export_file);
