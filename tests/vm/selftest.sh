@@ -37,7 +37,12 @@ expect "the guest has what check.sh needs" 1 "$(echo "$out" | wc -l)"
 bash "$vm" --timeout 15 "$release" sleep 600
 expect "a guest that hangs ends at --timeout" 124 "$?"
 # No init to run: the kernel panics before anything of ours runs.
-log=$(SHMBPF_VM_LOCKUPS= bash "$vm" --append rdinit=/no-such-init --timeout 60 "$release" true 2>&1)
+# Its console goes to SHMBPF_VM_LOCKUPS first: a console with no test's
+# name on it must not end vm.sh (set -e) before the second boot.
+lockups=$(mktemp)
+log=$(SHMBPF_VM_LOCKUPS=$lockups bash "$vm" --append rdinit=/no-such-init --timeout 60 "$release" true 2>&1)
 expect "a guest whose kernel dies while booting ends with 123" 123 "$?"
 expect "and was booted once more" 1 "$(echo "$log" | grep -c 'died while booting.*once more')"
+expect "its console went to SHMBPF_VM_LOCKUPS" 1 "$(grep -c -m 1 'Kernel panic' "$lockups")"
+rm -f "$lockups"
 exit "$failed"

@@ -67,11 +67,13 @@ vm_accel() { # WORK
 # What a guest that hung or died left on its console: the last test it
 # started (check.sh names them there), the first kernel report of trouble
 # (a soft lockup, an oops, a panic) with its stack, and the last lines.
+# Callers run under set -e and pipefail: a console without a test's name or
+# a report (a guest that died before check.sh began) is no error.
 vm_console() { # CONSOLE
   local run first
-  run=$(grep -a '^shmbpf-test: ' "$1" | tail -n 1)
+  run=$(grep -a '^shmbpf-test: ' "$1" | tail -n 1 || true)
   [ -n "$run" ] && vm_log "the last test it started: ${run#shmbpf-test: }"
-  first=$(grep -a -n -m 1 -E 'BUG:|Oops|Kernel panic|WARNING:|INFO: task' "$1" | cut -d: -f1)
+  first=$(grep -a -n -m 1 -E 'BUG:|Oops|Kernel panic|WARNING:|INFO: task' "$1" | cut -d: -f1 || true)
   if [ -n "$first" ]; then
     vm_log "its console's first report of trouble:"
     sed -n "${first},$((first + 45))p" "$1" >&2
