@@ -2,8 +2,8 @@
 // A snapshot from the same scans as `ls`; with --watch, the execs of the
 // next seconds too (BPF), then a second snapshot.
 #include "cli/app.hpp"
-#include "cli/kernel_notes.hpp"
-#include "cli/signals.hpp"
+#include "live/kernel_notes.hpp"
+#include "live/signals.hpp"
 
 #include "facts/result.hpp"
 #include "live/audit_gather.hpp"

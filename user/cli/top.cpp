@@ -1,8 +1,8 @@
 // `shmbpf top`: options -> the first state of the screen -> the live model's
 // loop (terminal/top_loop), drawn with ncurses or printed in batch mode.
 #include "cli/app.hpp"
-#include "cli/kernel_notes.hpp"
-#include "cli/signals.hpp"
+#include "live/kernel_notes.hpp"
+#include "live/signals.hpp"
 
 #include "daemon/api_client.hpp"
 #include "facts/result.hpp"

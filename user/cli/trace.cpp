@@ -1,8 +1,8 @@
 // `shmbpf trace`: one line (or JSON object) per event, until a signal or
 // --duration.
 #include "cli/app.hpp"
-#include "cli/kernel_notes.hpp"
-#include "cli/signals.hpp"
+#include "live/kernel_notes.hpp"
+#include "live/signals.hpp"
 
 #include "facts/result.hpp"
 #include "live/session.hpp"

@@ -1,4 +1,4 @@
-#include "cli/kernel_notes.hpp"
+#include "live/kernel_notes.hpp"
 
 #include <cstdio>
 

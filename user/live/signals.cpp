@@ -1,4 +1,4 @@
-#include "cli/signals.hpp"
+#include "live/signals.hpp"
 
 #include <csignal>
 #include <initializer_list>
