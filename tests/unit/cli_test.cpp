@@ -93,7 +93,7 @@ TEST(Cli, RejectsNonFiniteNumbers) {
   EXPECT_NE(parse(o, {"leaks", "--min-age", "-inf"}), 0);
   EXPECT_NE(parse(o, {"leaks", "--window", "inf"}), 0);
   EXPECT_EQ(parse(o, {"leaks", "--min-age", "0.5", "--window", "2"}), 0);
-  EXPECT_DOUBLE_EQ(o.leaks.min_age_s, 0.5);
+  EXPECT_DOUBLE_EQ(o.leaks.query.min_age_s, 0.5);
 }
 
 // A glob fnmatch would take for one that matches nothing is refused.

@@ -299,15 +299,27 @@ std::unique_ptr<CLI::App> make_app(CliOptions &opts) {
             "A scan of /proc and every tmpfs mount: no BPF needed; as root it sees every "
             "namespace.");
   auto &l = opts.ls;
-  ls->add_option("--by", l.by, "What to list (default segments)")
+  auto &lq = l.query;
+  ls->add_option_function<std::string>(
+        "--by",
+        [&lq](const std::string &by) {
+          lq.by = by == "process"     ? ListBy::processes
+                  : by == "container" ? ListBy::containers
+                  : by == "mount"     ? ListBy::mounts
+                                      : ListBy::segments;
+        },
+        "What to list (default segments)")
       ->check(CLI::IsMember({"segments", "process", "container", "mount"}));
-  ls->add_option("-p,--pid", l.pid, "Only segments this process created or holds")
+  ls->add_option("-p,--pid", lq.pid, "Only segments this process created or holds")
       ->check(positive_integer("a process id"));
-  add_container_option(ls, l.container, "segments");
-  ls->add_option("--mount", l.mount, "Only segments on this mount point");
-  ls->add_option("--kind", l.kind, "Only this kind of shared memory")->check(CLI::IsMember(kKinds));
-  add_match_option(ls, l.match);
-  ls->add_flag("--json", l.json, "Print JSON");
+  add_container_option(ls, lq.container, "segments");
+  ls->add_option("--mount", lq.mount, "Only segments on this mount point");
+  ls->add_option_function<std::string>(
+        "--kind", [&lq](const std::string &kind) { lq.kind = parse_kind(kind); },
+        "Only this kind of shared memory")
+      ->check(CLI::IsMember(kKinds));
+  add_match_option(ls, lq.match);
+  ls->add_flag("--json", lq.json, "Print JSON");
   add_runtime_root_option(ls, l.runtime_roots);
   // The daemon names containers with its own --runtime-root.
   add_server_option(ls, l.server, "The list")->excludes("--runtime-root");
@@ -317,22 +329,22 @@ std::unique_ptr<CLI::App> make_app(CliOptions &opts) {
                "is gone) by mount, container and name pattern, and growth. Exit status 0: no "
                "leak, 1: leaks found, 2: error.");
   auto &k = opts.leaks;
-  leaks->add_option("--min-age", k.min_age_s, "Only segments at least this many seconds old")
+  leaks->add_option("--min-age", k.query.min_age_s, "Only segments at least this many seconds old")
       ->check(number_in(0, kNoLimit))
       ->capture_default_str();
-  add_match_option(leaks, k.match);
+  add_match_option(leaks, k.query.match);
   leaks
-      ->add_option("--window", k.window_s,
+      ->add_option("--window", k.query.window_s,
                    "Watch this many seconds for growing processes, containers and mounts, and "
                    "(as root, with BPF) for mounts whose files SIGBUS faults hit (default 0: "
                    "neither); with --server, judge both over the daemon's last this many "
                    "seconds, at once (at most 900)")
       ->check(number_in(0, kNoLimit));
-  leaks->add_flag("--all-mounts", k.all_mounts,
+  leaks->add_flag("--all-mounts", k.query.all_mounts,
                   "Also judge files on tmpfs mounts that are not shared memory (/run, /tmp); "
                   "by default only /dev/shm mounts, memfds, SysV, hugetlbfs and known "
                   "shared-memory names");
-  leaks->add_flag("--json", k.json, "Print JSON");
+  leaks->add_flag("--json", k.query.json, "Print JSON");
   add_hooks_option(leaks, k.hooks, "light where the kernel has it, else full")->needs("--window");
   add_runtime_root_option(leaks, k.runtime_roots);
   // The daemon names containers with its own --runtime-root.

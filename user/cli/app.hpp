@@ -12,6 +12,7 @@
 #include "model/reap.hpp"
 #include "probe/probe.hpp"
 #include "sources/runtime_names.hpp"
+#include "views/list_wire.hpp"
 
 #include <CLI/CLI.hpp>
 
@@ -40,24 +41,14 @@ struct TraceOptions {
 };
 
 struct LsOptions {
-  std::string by = "segments"; // segments, process, container, mount
-  std::optional<uint32_t> pid;
-  std::optional<std::string> container;
-  std::optional<std::string> mount;
-  std::optional<std::string> kind;
-  std::optional<std::string> match; // glob on the path
-  bool json = false;
+  LsQuery query;                     // --by, -p, --container, --mount, --kind, --match, --json
   RuntimeRoots runtime_roots;        // --runtime-root RUNTIME=DIR
   std::optional<std::string> server; // --server: read a daemon's model at this socket
 };
 
 struct LeaksOptions {
-  double min_age_s = kLeakMinAgeS;  // younger segments are not orphans yet
-  std::optional<std::string> match; // glob on the path
-  double window_s = 0;              // > 0: watch this long for growth findings
-  std::string hooks = "auto";       // --hooks, for the SIGBUS watch of a --window
-  bool all_mounts = false;          // also /run, /tmp and other non-shm tmpfs mounts
-  bool json = false;
+  LeaksQuery query;                  // --min-age, --match, --window, --all-mounts, --json
+  std::string hooks = "auto";        // --hooks, for the SIGBUS watch of a --window
   RuntimeRoots runtime_roots;        // --runtime-root RUNTIME=DIR
   std::optional<std::string> server; // --server: read a daemon's model at this socket
 };

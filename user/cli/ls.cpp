@@ -51,28 +51,9 @@ template <typename T, typename... Args> T &kept_until_exit(Args &&...args) {
 }
 
 // The same list from a running daemon's model, made by the same views.
-int run_ls_remote(const LsOptions &opts, const std::string &socket) {
-  QueryFields q;
-  if (!opts.json)
-    q.emplace("format", "text");
-  const std::string path = opts.by == "segments"    ? "/v1/segments"
-                           : opts.by == "process"   ? "/v1/processes"
-                           : opts.by == "container" ? "/v1/containers"
-                                                    : "/v1/mounts";
-  if (opts.by == "segments") {
-    if (opts.pid)
-      q.emplace("pid", std::to_string(*opts.pid));
-    if (opts.container)
-      q.emplace("container", *opts.container);
-    if (opts.mount)
-      q.emplace("mount", *opts.mount);
-    if (opts.kind)
-      q.emplace("kind", *opts.kind);
-    if (opts.match)
-      q.emplace("match", *opts.match);
-  }
+int run_ls_remote(const LsQuery &query, const std::string &socket) {
   Output output;
-  output.write(api_get(socket, path, q).body);
+  output.write(api_get(socket, query.path(), query.fields()).body);
   output.check();
   return 0;
 }
@@ -80,8 +61,9 @@ int run_ls_remote(const LsOptions &opts, const std::string &socket) {
 } // namespace
 
 int run_ls(const LsOptions &opts) {
+  const LsQuery &query = opts.query;
   if (opts.server)
-    return run_ls_remote(opts, *opts.server);
+    return run_ls_remote(query, *opts.server);
   if (geteuid() != 0)
     std::fprintf(stderr, "shmbpf: note: not root: other users' processes and other "
                          "namespaces may be missing (sudo shmbpf ls sees everything)\n");
@@ -103,47 +85,40 @@ int run_ls(const LsOptions &opts) {
                        const std::vector<MountUsage> &mounts) {
     return Relations(procs, mounts, mount_namespace_of(static_cast<int>(getpid())));
   };
-  if (opts.by == "process") {
+  if (query.by == ListBy::processes) {
     // Only processes with shared memory: ps lists the others.
     auto v = engine.processes(now);
     std::erase_if(v, [](const ProcessInfo &p) {
       return p.segments_created == 0 && p.segments_held == 0 && p.sysv_attachments == 0;
     });
-    if (opts.json) {
+    if (query.json) {
       out = processes_json(v);
     } else {
       LoginNames names;
       out = processes_table(v, user_names(v, [&](uint32_t uid) { return names.name_of(uid); }));
     }
-  } else if (opts.by == "container") {
+  } else if (query.by == ListBy::containers) {
     auto v = engine.containers(now);
-    if (opts.json) {
+    if (query.json) {
       out = containers_json(v);
     } else {
       const auto procs = engine.processes(now);
       const auto mounts = engine.mounts();
       out = containers_table(v, relations(procs, mounts));
     }
-  } else if (opts.by == "mount") {
+  } else if (query.by == ListBy::mounts) {
     auto v = engine.mounts();
-    if (opts.json) {
+    if (query.json) {
       out = mounts_json(v);
     } else {
       const auto procs = engine.processes(now);
       out = mounts_table(v, relations(procs, v));
     }
   } else {
-    SegmentFilter f;
-    f.pid = opts.pid;
-    if (opts.container)
-      f.container = *opts.container == "host" ? std::string() : *opts.container;
-    f.mount = opts.mount;
-    if (opts.kind)
-      f.kind = parse_kind(*opts.kind);
-    f.path_glob = opts.match;
+    const SegmentFilter f = query.filter();
     // The orphan verdict uses leaks' default --min-age.
     constexpr auto kOrphanMinAge = static_cast<uint64_t>(kLeakMinAgeS * 1e9);
-    if (opts.json) {
+    if (query.json) {
       // Written as the rows are made: no list of 100,000 rows first.
       auto each = [&](const std::function<void(const SegmentInfo &)> &fn) {
         engine.for_each_segment(f, now, kOrphanMinAge, [&](SegmentInfo &&s) { fn(s); });

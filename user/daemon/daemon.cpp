@@ -61,7 +61,8 @@ void Daemon::open_files() {
     auto file = RotatingFile::open(config_.export_file, config_.export_limits);
     if (!file)
       throw FatalError("--export-file", file.error(), 2);
-    exporter_ = std::make_unique<Exporter>(std::move(*file), TraceClock{boot_to_realtime_ns()}, log_);
+    exporter_ =
+        std::make_unique<Exporter>(std::move(*file), TraceClock{boot_to_realtime_ns()}, log_);
   }
   if (!config_.state_dir.empty()) {
     auto file = StateFile::open(config_.state_dir);
@@ -109,10 +110,10 @@ void Daemon::log_start() const {
   if (exporter_)
     log_.line("exporting events to " + exporter_->path());
   if (config_.reap)
-    log_.line("reaping orphans older than " + std::to_string(std::llround(config_.reap->min_age_s)) +
-              " s every " + seconds_text(config_.reap_interval) + " s" +
-              (config_.reap->match ? " whose path matches " + escape_text(*config_.reap->match)
-                                   : ""));
+    log_.line(
+        "reaping orphans older than " + std::to_string(std::llround(config_.reap->min_age_s)) +
+        " s every " + seconds_text(config_.reap_interval) + " s" +
+        (config_.reap->match ? " whose path matches " + escape_text(*config_.reap->match) : ""));
   if (state_)
     log_.line("keeping state in " + escape_text(state_->path()));
   if (!small_pages_)

@@ -7,6 +7,7 @@
 #include "views/escape.hpp"
 #include "views/export_view.hpp"
 #include "views/leaks_view.hpp"
+#include "views/list_wire.hpp"
 #include "views/ls_view.hpp"
 #include "views/relations.hpp"
 #include "views/top_frame.hpp"
@@ -39,71 +40,13 @@ struct BadRequest {
   std::string why;
 };
 
-// A request's parameters, each named at most once and every one known.
-class Params {
-public:
-  Params(const HttpQuery &q, std::initializer_list<std::string_view> known) : q_(q) {
-    const std::set<std::string_view> names(known);
-    for (auto it = q.begin(); it != q.end(); it = q.upper_bound(it->first)) {
-      if (!names.contains(it->first))
-        throw BadRequest{"unknown parameter '" + escape_text(it->first) + "'"};
-      if (q.count(it->first) > 1)
-        throw BadRequest{"parameter '" + escape_text(it->first) + "' given more than once"};
-    }
-  }
-
-  std::optional<std::string> text(const std::string &name) const {
-    auto it = q_.find(name);
-    return it == q_.end() ? std::nullopt : std::optional<std::string>(it->second);
-  }
-
-  std::optional<uint32_t> id(const std::string &name) const {
-    const auto v = text(name);
-    if (!v)
-      return std::nullopt;
-    uint32_t out = 0;
-    auto [end, ec] = std::from_chars(v->data(), v->data() + v->size(), out);
-    if (v->empty() || ec != std::errc{} || end != v->data() + v->size() || out == 0 ||
-        out > INT32_MAX)
-      throw BadRequest{name + " must be a whole number from 1 to 2147483647, not '" +
-                       escape_text(*v) + "'"};
-    return out;
-  }
-
-  double seconds(const std::string &name, double fallback) const {
-    const auto v = text(name);
-    if (!v)
-      return fallback;
-    char *end = nullptr;
-    const double out = std::strtod(v->c_str(), &end);
-    if (v->empty() || end != v->c_str() + v->size() || !std::isfinite(out) || out < 0)
-      throw BadRequest{name + " must be a number of seconds, 0 or more, not '" + escape_text(*v) +
-                       "'"};
-    return out;
-  }
-
-  bool flag(const std::string &name) const {
-    const auto v = text(name);
-    if (!v || *v == "0" || *v == "false")
-      return false;
-    if (v->empty() || *v == "1" || *v == "true")
-      return true;
-    throw BadRequest{name + " must be 1, true, 0 or false, not '" + escape_text(*v) + "'"};
-  }
-
-  // json (the default) or text: the document of --json or the table.
-  bool as_text() const {
-    const auto v = text("format");
-    if (!v || *v == "json")
-      return false;
-    if (*v == "text")
-      return true;
-    throw BadRequest{"format must be json or text, not '" + escape_text(*v) + "'"};
-  }
-
-private:
-  const HttpQuery &q_;
-};
+// The format parameter of a list that takes no other: json or text.
+bool as_text(const HttpQuery &q) {
+  auto query = LsQuery::from_request("/v1/processes", q);
+  if (!query)
+    throw BadRequest{query.error()};
+  return !query->json;
+}
 
 HttpReply ok(bool text, std::string body) {
   return {200, std::string(text ? kText : kJson), std::move(body), {}};
@@ -183,19 +126,11 @@ HttpReply LocalApi::get(std::string_view path, const HttpQuery &query) const {
 }
 
 HttpReply LocalApi::segments(const HttpQuery &q) const {
-  const Params p(q, {"format", "pid", "container", "mount", "kind", "match"});
-  SegmentFilter f;
-  f.pid = p.id("pid");
-  if (auto c = p.text("container"))
-    f.container = *c == "host" ? std::string() : *c;
-  f.mount = p.text("mount");
-  if (auto k = p.text("kind")) {
-    if (*k != "tmpfs" && *k != "memfd" && *k != "sysv")
-      throw BadRequest{"kind must be tmpfs, memfd or sysv, not '" + escape_text(*k) + "'"};
-    f.kind = parse_kind(*k);
-  }
-  f.path_glob = p.text("match");
-  const bool text = p.as_text();
+  auto query = LsQuery::from_request("/v1/segments", q);
+  if (!query)
+    throw BadRequest{query.error()};
+  const SegmentFilter f = query->filter();
+  const bool text = !query->json;
   // As ls: the orphan verdict uses leaks' default --min-age.
   constexpr auto kOrphanMinAge = static_cast<uint64_t>(kLeakMinAgeS * 1e9);
   struct Copy {
@@ -214,8 +149,7 @@ HttpReply LocalApi::segments(const HttpQuery &q) const {
 }
 
 HttpReply LocalApi::processes(const HttpQuery &q) const {
-  const Params p(q, {"format"});
-  const bool text = p.as_text();
+  const bool text = as_text(q);
   auto procs =
       endpoints_.read([](const Engine &engine, const MonitorStats &, const MetricsCounters &) {
         return engine.processes(Monitor::now_ns());
@@ -227,8 +161,7 @@ HttpReply LocalApi::processes(const HttpQuery &q) const {
 }
 
 HttpReply LocalApi::containers(const HttpQuery &q) const {
-  const Params p(q, {"format"});
-  const bool text = p.as_text();
+  const bool text = as_text(q);
   auto l = read_listing(endpoints_, Rows::containers, text);
   if (!l)
     return Endpoints::not_ready();
@@ -238,8 +171,7 @@ HttpReply LocalApi::containers(const HttpQuery &q) const {
 }
 
 HttpReply LocalApi::mounts(const HttpQuery &q) const {
-  const Params p(q, {"format"});
-  const bool text = p.as_text();
+  const bool text = as_text(q);
   auto l = read_listing(endpoints_, Rows::mounts, text);
   if (!l)
     return Endpoints::not_ready();
@@ -249,49 +181,46 @@ HttpReply LocalApi::mounts(const HttpQuery &q) const {
 }
 
 HttpReply LocalApi::leaks(const HttpQuery &q) const {
-  const Params p(q, {"format", "min_age", "match", "all_mounts", "window"});
-  const double min_age_s = p.seconds("min_age", kLeakMinAgeS);
-  const auto min_age_ns = static_cast<uint64_t>(std::llround(min_age_s * 1e9));
-  const std::string glob = p.text("match").value_or("");
-  const bool all_mounts = p.flag("all_mounts");
-  const double window_s = p.seconds("window", 0);
-  if (window_s > 0 && !usage_)
+  auto parsed = LeaksQuery::from_fields(q);
+  if (!parsed)
+    throw BadRequest{parsed.error()};
+  const LeaksQuery &query = *parsed;
+  if (query.window_s > 0 && !usage_)
     throw BadRequest{"window: this daemon keeps no usage samples"};
-  if (usage_ && window_s > usage_->keep_s()) {
+  if (usage_ && query.window_s > usage_->keep_s()) {
     char keep[32];
     std::snprintf(keep, sizeof keep, "%g", usage_->keep_s());
     throw BadRequest{"window must be at most " + std::string(keep) +
                      " seconds: the daemon keeps usage samples for that long, not " +
-                     escape_text(*p.text("window"))};
+                     escape_text(q.find("window")->second)};
   }
-  const bool text = p.as_text();
+  const bool text = !query.json;
   struct Copy {
     uint64_t now_ns;
     std::vector<Orphan> orphans;
     std::vector<BusError> faults; // of the window
   };
-  const auto window_ns = static_cast<uint64_t>(std::llround(window_s * 1e9));
-  auto copy = endpoints_.read([&](const Engine &engine, const MonitorStats &,
-                                  const MetricsCounters &) {
-    const uint64_t now = Monitor::now_ns();
-    return Copy{now,
-                engine.orphans(now, min_age_ns,
-                               all_mounts ? OrphanScope::all_mounts : OrphanScope::shared_memory),
-                window_s > 0 ? engine.sigbus_since(now > window_ns ? now - window_ns : 0)
-                             : std::vector<BusError>{}};
-  });
+  const uint64_t window_ns = query.window_ns();
+  auto copy =
+      endpoints_.read([&](const Engine &engine, const MonitorStats &, const MetricsCounters &) {
+        const uint64_t now = Monitor::now_ns();
+        return Copy{now, engine.orphans(now, query.min_age_ns(), query.scope()),
+                    query.window_s > 0 ? engine.sigbus_since(now > window_ns ? now - window_ns : 0)
+                                       : std::vector<BusError>{}};
+      });
   if (!copy)
     return Endpoints::not_ready();
-  LeakReport report = summarize_orphans(copy->orphans, glob);
+  LeakReport report = summarize_orphans(copy->orphans, query.match.value_or(""));
   report.bus_errors = bus_error_mounts(copy->faults);
-  if (window_s > 0) {
+  if (query.window_s > 0) {
     // Growth from the samples kept, judged after their lock is let go.
     const UsageWindow w = usage_->window(window_ns);
     report.growth = find_growth(w);
     report.window = w.span;
   }
-  HttpReply r = ok(text, text ? leaks_text(report, copy->now_ns, static_cast<uint64_t>(min_age_s))
-                              : leaks_json(report, copy->now_ns));
+  HttpReply r =
+      ok(text, text ? leaks_text(report, copy->now_ns, static_cast<uint64_t>(query.min_age_s))
+                    : leaks_json(report, copy->now_ns));
   r.headers.emplace_back(kLeakingHeader, report.leaking() ? "yes" : "no");
   return r;
 }
