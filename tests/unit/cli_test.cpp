@@ -25,10 +25,10 @@ TEST(Cli, TraceFlags) {
                       "--event", "create", "--event", "unlink", "--duration", "2.5",
                       "--ring-buffer-size", "65536", "--json", "-v"}),
             0);
-  EXPECT_EQ(o.trace.pids, (std::vector<uint32_t>{12, 13}));
-  EXPECT_EQ(o.trace.comms, (std::vector<std::string>{"python3"}));
-  EXPECT_EQ(o.trace.kinds, (std::vector<std::string>{"memfd"}));
-  EXPECT_EQ(o.trace.events, (std::vector<std::string>{"create", "unlink"}));
+  EXPECT_EQ(o.trace.filter.pids, (std::vector<uint32_t>{12, 13}));
+  EXPECT_EQ(o.trace.filter.comms, (std::vector<std::string>{"python3"}));
+  EXPECT_EQ(o.trace.filter.kinds, (std::vector<std::string>{"memfd"}));
+  EXPECT_EQ(o.trace.filter.events, (std::vector<std::string>{"create", "unlink"}));
   EXPECT_DOUBLE_EQ(o.trace.duration_s, 2.5);
   EXPECT_EQ(o.trace.ring_buffer_bytes, 65536u);
   EXPECT_TRUE(o.trace.json);
@@ -43,7 +43,7 @@ TEST(Cli, TraceEventFilterNamesEveryEvent) {
     EXPECT_EQ(parse(o, {"trace", "--event", name}), 0) << name;
     Event e;
     e.type = static_cast<EventType>(t);
-    EXPECT_TRUE(o.trace.matches(e)) << name;
+    EXPECT_TRUE(o.trace.filter.matches(e)) << name;
   }
   EXPECT_EQ(parse_event_type("link"), EventType::link);
 }
@@ -124,37 +124,6 @@ TEST(Cli, RingBufferSizeOneRule) {
   auto app = make_app(defaults);
   const std::string help = app->get_subcommand("top")->help();
   EXPECT_NE(help.find(std::to_string(RingBufferSetting::kDefault)), std::string::npos) << help;
-}
-
-TEST(Cli, FiltersMatch) {
-  TraceOptions t;
-  Event e;
-  e.type = EventType::create;
-  e.kind = Kind::tmpfs;
-  e.pid = 10;
-  e.comm = "python3";
-  EXPECT_TRUE(t.matches(e));
-  t.pids = {11};
-  EXPECT_FALSE(t.matches(e));
-  t.pids = {10};
-  t.comms = {"python3"};
-  t.kinds = {"tmpfs"};
-  t.events = {"create"};
-  EXPECT_TRUE(t.matches(e));
-  t.kinds = {"sysv"};
-  EXPECT_FALSE(t.matches(e));
-  t.kinds.clear();
-  t.events = {"unlink"};
-  EXPECT_FALSE(t.matches(e));
-
-  // A SIGBUS sent to a filtered process matches even when raised elsewhere.
-  TraceOptions s;
-  s.pids = {20};
-  Event b;
-  b.type = EventType::sigbus;
-  b.pid = 99;
-  b.target_pid = 20;
-  EXPECT_TRUE(s.matches(b));
 }
 
 } // namespace

@@ -237,22 +237,6 @@ CLI::Option *add_server_option(CLI::App *cmd, std::optional<std::string> &socket
 
 } // namespace
 
-bool TraceOptions::matches(const Event &e) const {
-  if (!pids.empty() && std::find(pids.begin(), pids.end(), e.pid) == pids.end() &&
-      !(e.type == EventType::sigbus &&
-        std::find(pids.begin(), pids.end(), e.target_pid) != pids.end()))
-    return false;
-  if (!comms.empty() && std::find(comms.begin(), comms.end(), e.comm) == comms.end())
-    return false;
-  if (!kinds.empty() &&
-      std::find(kinds.begin(), kinds.end(), std::string(to_string(e.kind))) == kinds.end())
-    return false;
-  if (!events.empty() &&
-      std::find(events.begin(), events.end(), std::string(to_string(e.type))) == events.end())
-    return false;
-  return true;
-}
-
 std::unique_ptr<CLI::App> make_app(CliOptions &opts) {
   auto app = std::make_unique<CLI::App>(
       "shmbpf: see who creates, holds and leaks shared memory (tmpfs, /dev/shm, memfd, "
@@ -274,12 +258,12 @@ std::unique_ptr<CLI::App> make_app(CliOptions &opts) {
   auto *trace =
       app->add_subcommand("trace", "Print every shared-memory event as it happens (needs root).");
   auto &t = opts.trace;
-  trace->add_option("-p,--pid", t.pids, "Only events of these process ids (repeatable)")
+  trace->add_option("-p,--pid", t.filter.pids, "Only events of these process ids (repeatable)")
       ->check(positive_integer("a process id"));
-  trace->add_option("--comm", t.comms, "Only events of processes with this command name");
-  trace->add_option("--kind", t.kinds, "Only this kind of shared memory")
+  trace->add_option("--comm", t.filter.comms, "Only events of processes with this command name");
+  trace->add_option("--kind", t.filter.kinds, "Only this kind of shared memory")
       ->check(CLI::IsMember(kKinds));
-  trace->add_option("--event", t.events, "Only these events")
+  trace->add_option("--event", t.filter.events, "Only these events")
       ->check(CLI::IsMember({"create", "open", "memfd_create", "resize", "unlink", "rename", "link",
                              "shmget", "shmat", "shmdt", "shm_rmid", "free", "sigbus", "exit",
                              "exec", "nospace"}));
@@ -500,9 +484,9 @@ std::unique_ptr<CLI::App> make_app(CliOptions &opts) {
   std::vector<std::string> rule_ids;
   for (const RuleInfo &r : audit_rules())
     rule_ids.emplace_back(r.id);
-  audit->add_option("--rule", a.rules, "Only this rule (repeatable)")
+  audit->add_option("--rule", a.selection.rules, "Only this rule (repeatable)")
       ->check(CLI::IsMember(rule_ids));
-  audit->add_option("--container", a.container,
+  audit->add_option("--container", a.selection.container,
                     "Only findings about this container (id, id prefix of 4 or more, or its "
                     "runtime's name; \"host\" for the host)");
   add_runtime_root_option(audit, a.runtime_roots);

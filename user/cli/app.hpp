@@ -8,11 +8,13 @@
 #include "daemon/state_file.hpp"
 #include "daemon/unix_socket.hpp"
 #include "decode/event.hpp"
+#include "model/audit.hpp"
 #include "model/leaks.hpp"
 #include "model/reap.hpp"
 #include "probe/probe.hpp"
 #include "sources/runtime_names.hpp"
 #include "views/list_wire.hpp"
+#include "views/trace_filter.hpp"
 
 #include <CLI/CLI.hpp>
 
@@ -25,19 +27,13 @@
 namespace shmbpf {
 
 struct TraceOptions {
-  std::vector<uint32_t> pids;
-  std::vector<std::string> comms;
-  std::vector<std::string> kinds;  // tmpfs, memfd, sysv
-  std::vector<std::string> events; // create, open, ...
-  double duration_s = 0;           // 0: until SIGINT/SIGTERM
+  TraceFilter filter;    // -p, --comm, --kind, --event
+  double duration_s = 0; // 0: until SIGINT/SIGTERM
   size_t ring_buffer_bytes = RingBufferSetting::kDefault;
   std::string hooks = "auto"; // --hooks: full, light or auto
   bool json = false;
   bool stats = false; // --stats: the BPF programs' run time at exit
   bool verbose = false;
-
-  // Does an event pass the -p/--comm/--kind/--event filters?
-  bool matches(const Event &e) const;
 };
 
 struct LsOptions {
@@ -99,9 +95,8 @@ struct AuditOptions {
   bool json = false;
   std::string fail_on = "medium"; // low, medium, high or none
   double watch_s = 0;             // > 0: also judge the execs of this many seconds (BPF)
-  std::vector<std::string> rules; // only these rule ids
-  std::optional<std::string> container;
-  RuntimeRoots runtime_roots; // --runtime-root RUNTIME=DIR
+  AuditSelection selection;       // --rule, --container
+  RuntimeRoots runtime_roots;     // --runtime-root RUNTIME=DIR
   size_t ring_buffer_bytes = RingBufferSetting::kDefault;
   std::string hooks = "auto"; // --hooks: full, light or auto
   bool verbose = false;

@@ -2,180 +2,45 @@
 // A snapshot from the same scans as `ls`; with --watch, the execs of the
 // next seconds too (BPF), then a second snapshot.
 #include "cli/app.hpp"
-#include "live/kernel_notes.hpp"
-#include "live/signals.hpp"
 
-#include "facts/result.hpp"
 #include "live/audit_gather.hpp"
-#include "live/session.hpp"
+#include "live/audit_watch.hpp"
 #include "model/audit.hpp"
-#include "model/containers.hpp"
-#include "sources/exe.hpp"
-#include "sources/namespaces.hpp"
-#include "sources/proc_scan.hpp"
-#include "sources/system_scan.hpp"
 #include "terminal/output.hpp"
 #include "views/audit_view.hpp"
 
 #include <unistd.h>
 
-#include <algorithm>
-#include <cerrno>
-#include <chrono>
 #include <cstdio>
 #include <set>
 #include <string>
-#include <tuple>
-#include <unordered_map>
 #include <utility>
 
 namespace shmbpf {
-
-namespace {
-
-bool selected(const AuditOptions &opts, const Finding &f) {
-  if (!opts.rules.empty() &&
-      std::find(opts.rules.begin(), opts.rules.end(), f.rule) == opts.rules.end())
-    return false;
-  return !opts.container || finding_is_about(f, *opts.container);
-}
-
-std::vector<Finding> snapshot(const AuditOptions &opts, const AuditScan &scan) {
-  std::vector<Finding> out = audit_snapshot(scan);
-  std::erase_if(out, [&](const Finding &f) { return !selected(opts, f); });
-  return out;
-}
-
-// Which container an exec's process is in: its cgroup path (from /proc
-// while it runs, else from the cgroup's id), named from the snapshot or,
-// for a container started since, from its runtime's files.
-class ContainerLookup {
-public:
-  ContainerLookup(const AuditScan &scan, const RuntimeRoots &roots) : roots_(roots) {
-    for (const auto &[id, path] : scan.system.cgroups)
-      paths_.emplace(id, path);
-    for (const auto &[id, name] : scan.names)
-      names_.emplace(id, name);
-  }
-
-  std::optional<ContainerRef> of(const Event &e) {
-    std::optional<std::string> path;
-    if (auto id = read_process(e.pid))
-      path = id->cgroup_path;
-    if (!path) {
-      auto it = paths_.find(e.cgroup_id);
-      if (it == paths_.end()) {
-        for (auto &[id, p] : find_cgroup_paths({e.cgroup_id}))
-          it = paths_.emplace(id, std::move(p)).first;
-      }
-      if (it != paths_.end())
-        path = it->second;
-    }
-    if (!path)
-      return std::nullopt;
-    std::optional<ContainerRef> c = container_from_cgroup_path(*path);
-    if (!c)
-      return c;
-    auto it = names_.find(c->id);
-    if (it == names_.end())
-      it = names_.emplace(c->id, read_container_name(roots_, c->runtime, c->id, c->pod_uid)).first;
-    c->name = it->second.name;
-    c->pod = it->second.pod;
-    c->pod_namespace = it->second.pod_namespace;
-    if (c->pod_uid.empty())
-      c->pod_uid = it->second.pod_uid;
-    return c;
-  }
-
-private:
-  const RuntimeRoots &roots_;
-  std::unordered_map<uint64_t, std::string> paths_;
-  std::unordered_map<std::string, ContainerName> names_;
-};
-
-using FindingKey = std::tuple<std::string, std::string, uint32_t, uint64_t>;
-FindingKey key_of(const Finding &f) {
-  return {f.rule, f.container ? f.container->id : "", f.evidence.dev, f.evidence.ino};
-}
-
-// The execs of the next opts.watch_s seconds, judged against the snapshot's
-// mounts; each program once per container (later runs of it add their
-// processes). Text goes out as each is found.
-void watch_execs(const AuditOptions &opts, const AuditScan &scan, std::vector<Finding> &findings,
-                 Output &out) {
-  ProbeOptions popts;
-  popts.ring_buffer_bytes = opts.ring_buffer_bytes;
-  popts.verbose = opts.verbose;
-  popts.command = "audit --watch";
-  HookSetting::apply(popts, opts.hooks, HookSet::light);
-  Session session(popts);
-  install_stop_signals();
-  tell_kernel_notes(session.probe(), opts.verbose);
-  std::fprintf(stderr, "shmbpf: watching execs for %g s\n", opts.watch_s);
-
-  ContainerLookup containers(scan, opts.runtime_roots);
-  std::unordered_map<std::string, size_t> seen; // FindingKey as text -> index
-  std::set<uint32_t> looked_up;                 // devices mount tables were read again for
-  ExecJudge judge(scan);
-  auto on_event = [&](Event &e) {
-    if (e.type != EventType::exec)
-      return;
-    // A program on a tmpfs no table showed: one mounted since the snapshot
-    // (a new container's /dev/shm). The tables are read again once per
-    // such device.
-    if (e.fs != 0 && !judge.knows_dev(e.dev) && looked_up.insert(e.dev).second)
-      judge.learn_mounts(scan_mount_namespaces());
-    const ExecSeen exec{AuditProcess{e.pid, e.comm, containers.of(e)},
-                        judge.exe_of(e, read_exe(e.pid))};
-    std::optional<Finding> f = judge.judge(exec);
-    if (!f || !selected(opts, *f))
-      return;
-    const auto [rule, id, dev, ino] = key_of(*f);
-    const std::string key = rule + "/" + id + "/" + std::to_string(dev) + "/" + std::to_string(ino);
-    if (auto it = seen.find(key); it != seen.end()) {
-      Evidence &ev = findings[it->second].evidence;
-      if (ev.processes.size() < kEvidenceItems)
-        ev.processes.push_back(exec.process);
-      return;
-    }
-    seen.emplace(key, findings.size());
-    findings.push_back(*f);
-    if (!opts.json)
-      out.write(audit_finding_text(*f));
-  };
-  const auto start = std::chrono::steady_clock::now();
-  const auto until = start + std::chrono::duration<double>(opts.watch_s);
-  while (!stop_requested() && std::chrono::steady_clock::now() < until) {
-    const int n = session.poll(100, on_event);
-    if (n < 0 && n != -EINTR)
-      throw FatalError("reading the ring buffer", std::to_string(-n));
-  }
-  session.drain(on_event);
-  if (const uint64_t lost = session.lost())
-    std::fprintf(stderr, "shmbpf: warning: %llu events lost while watching: execs may be missing\n",
-                 static_cast<unsigned long long>(lost));
-}
-
-} // namespace
 
 int run_audit(const AuditOptions &opts) {
   if (geteuid() != 0)
     std::fprintf(stderr, "shmbpf: note: not root: other users' processes and other "
                          "namespaces may be missing (sudo shmbpf audit sees everything)\n");
   const AuditScan scan = gather_audit(opts.runtime_roots);
-  std::vector<Finding> findings = snapshot(opts, scan);
+  std::vector<Finding> findings = opts.selection.of(audit_snapshot(scan));
   Output out;
   if (opts.watch_s > 0) {
     if (!opts.json)
       for (const Finding &f : findings)
         out.write(audit_finding_text(f));
-    watch_execs(opts, scan, findings, out);
+    const ExecWatchOptions watch{opts.watch_s, opts.ring_buffer_bytes, opts.hooks, opts.verbose,
+                                 opts.runtime_roots};
+    watch_execs(watch, scan, opts.selection, findings, [&](const Finding &f) {
+      if (!opts.json)
+        out.write(audit_finding_text(f));
+    });
     // What the watch brought besides execs (a container started meanwhile):
     // findings of a second snapshot whose rule and container are new.
     std::set<std::pair<std::string, std::string>> known;
     for (const Finding &f : findings)
       known.emplace(f.rule, f.container ? f.container->id : "");
-    for (Finding &f : snapshot(opts, gather_audit(opts.runtime_roots))) {
+    for (Finding &f : opts.selection.of(audit_snapshot(gather_audit(opts.runtime_roots)))) {
       if (known.contains({f.rule, f.container ? f.container->id : ""}))
         continue;
       if (!opts.json)

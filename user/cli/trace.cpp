@@ -42,7 +42,7 @@ int run_trace(const TraceOptions &opts) {
     buf.clear();
   };
   auto emit = [&](Event &e) {
-    if (!out.ok() || !opts.matches(e))
+    if (!out.ok() || !opts.filter.matches(e))
       return;
     if (opts.json)
       fmt.append_json(buf, e);

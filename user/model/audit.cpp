@@ -587,4 +587,15 @@ bool finding_is_about(const Finding &f, std::string_view selector) {
          (!c.name.empty() && c.name == selector);
 }
 
+bool AuditSelection::selects(const Finding &f) const {
+  if (!rules.empty() && std::find(rules.begin(), rules.end(), f.rule) == rules.end())
+    return false;
+  return !container || finding_is_about(f, *container);
+}
+
+std::vector<Finding> AuditSelection::of(std::vector<Finding> findings) const {
+  std::erase_if(findings, [&](const Finding &f) { return !selects(f); });
+  return findings;
+}
+
 } // namespace shmbpf

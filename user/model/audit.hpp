@@ -114,4 +114,14 @@ private:
 // id, an id prefix of at least 4 characters, or the runtime's name.
 bool finding_is_about(const Finding &f, std::string_view selector);
 
+// audit's --rule and --container: which findings are reported.
+struct AuditSelection {
+  std::vector<std::string> rules;       // only these rule ids; empty: every rule
+  std::optional<std::string> container; // finding_is_about's selector
+
+  bool selects(const Finding &f) const;
+  // The findings of one snapshot this selection reports.
+  std::vector<Finding> of(std::vector<Finding> findings) const;
+};
+
 } // namespace shmbpf

@@ -1,0 +1,23 @@
+#include "views/trace_filter.hpp"
+
+#include <algorithm>
+
+namespace shmbpf {
+
+namespace {
+
+template <typename T, typename V> bool names(const std::vector<T> &list, const V &value) {
+  return list.empty() || std::find(list.begin(), list.end(), value) != list.end();
+}
+
+} // namespace
+
+bool TraceFilter::matches(const Event &e) const {
+  if (!names(pids, e.pid) && !(e.type == EventType::sigbus &&
+                               std::find(pids.begin(), pids.end(), e.target_pid) != pids.end()))
+    return false;
+  return names(comms, e.comm) && names(kinds, std::string(to_string(e.kind))) &&
+         names(events, std::string(to_string(e.type)));
+}
+
+} // namespace shmbpf
