@@ -73,6 +73,9 @@ TEST(LsQuery, BadParametersAreNamed) {
   EXPECT_EQ(why({{"format", "yaml"}}), "format must be json or text, not 'yaml'");
   EXPECT_EQ(why({{"mount", "/a"}, {"mount", "/b"}}), "parameter 'mount' given more than once");
   EXPECT_EQ(why({{"who\x1b[2J", "x"}}), "unknown parameter 'who\\x1b[2J'");
+  // A glob that can match nothing is refused, as ls --match refuses it.
+  EXPECT_EQ(why({{"match", "/dev/shm/torch_[0-9*"}}),
+            "match: '[' at offset 15 has no closing ']' (write \\[ for a '[')");
 }
 
 TEST(LeaksQuery, SurvivesTheRoundTrip) {
@@ -114,6 +117,8 @@ TEST(LeaksQuery, BadParametersAreNamed) {
   EXPECT_EQ(why({{"all_mounts", "yes"}}), "all_mounts must be 1, true, 0 or false, not 'yes'");
   EXPECT_EQ(why({{"pid", "1"}}), "unknown parameter 'pid'");
   EXPECT_EQ(why({{"all_mounts", ""}}), "accepted"); // a bare flag
+  EXPECT_EQ(why({{"match", "["}}),
+            "match: '[' at offset 0 has no closing ']' (write \\[ for a '[')");
 }
 
 } // namespace

@@ -2,6 +2,7 @@
 
 #include "facts/result.hpp"
 #include "model/audit.hpp"
+#include "model/glob.hpp"
 #include "views/escape.hpp"
 
 #include <algorithm>
@@ -176,31 +177,7 @@ void add_runtime_root_option(CLI::App *cmd, RuntimeRoots &roots) {
       ->type_name("RUNTIME=DIR");
 }
 
-// fnmatch(3) takes a '[' with no ']' for one that matches nothing, so a
-// typo would filter out every segment and look like a clean report.
-const CLI::Validator kGlob(
-    [](std::string &glob) -> std::string {
-      for (std::size_t i = 0; i < glob.size(); ++i) {
-        if (glob[i] == '\\') {
-          ++i;
-          continue;
-        }
-        if (glob[i] != '[')
-          continue;
-        std::size_t j = i + 1;
-        if (j < glob.size() && (glob[j] == '!' || glob[j] == '^'))
-          ++j;
-        if (j < glob.size() && glob[j] == ']') // a ']' first is part of the set
-          ++j;
-        while (j < glob.size() && glob[j] != ']')
-          ++j;
-        if (j >= glob.size())
-          return "'[' at offset " + std::to_string(i) + " has no closing ']' (write \\[ for a '[')";
-        i = j;
-      }
-      return {};
-    },
-    "GLOB");
+const CLI::Validator kGlob([](std::string &glob) { return glob_problem(glob); }, "GLOB");
 
 void add_match_option(CLI::App *cmd, std::optional<std::string> &glob) {
   cmd->add_option("--match", glob,

@@ -1,12 +1,12 @@
 // The engine's queries: segments, processes, containers, mounts, orphans
 // and totals, and SegmentScan's reads in place.
 #include "model/engine.hpp"
+#include "model/glob.hpp"
 
 #include <algorithm>
 #include <cstdio>
 #include <cstring>
 #include <deque>
-#include <fnmatch.h>
 #include <map>
 #include <optional>
 #include <tuple>
@@ -232,7 +232,7 @@ bool Engine::matches(const SegmentKey &key, const Segment &s, const SegmentFilte
     return false;
   if (f.path_glob) {
     std::string path = key.is_sysv() ? sysv_name(s.sysv_key) : std::string(s.path.view());
-    if (::fnmatch(f.path_glob->c_str(), path.c_str(), 0) != 0)
+    if (!glob_matches(*f.path_glob, path))
       return false;
   }
   return true;

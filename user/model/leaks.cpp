@@ -1,6 +1,5 @@
 #include "model/leaks.hpp"
-
-#include <fnmatch.h>
+#include "model/glob.hpp"
 
 #include <algorithm>
 #include <map>
@@ -25,7 +24,7 @@ LeakReport summarize_orphans(const std::vector<Orphan> &orphans, const std::stri
   std::map<std::string, LeakGroup> mounts, containers, patterns;
   for (const Orphan &o : orphans) {
     const SegmentInfo &s = o.segment;
-    if (!glob.empty() && ::fnmatch(glob.c_str(), s.path.c_str(), 0) != 0)
+    if (!glob.empty() && !glob_matches(glob, s.path))
       continue;
     r.orphans.push_back(s);
     r.orphan_bytes += s.bytes;

@@ -1,9 +1,9 @@
 #include "model/reap.hpp"
+#include "model/glob.hpp"
 
 #include "facts/fs_magic.hpp"
 #include "model/leaks.hpp"
 
-#include <fnmatch.h>
 #include <sys/stat.h>
 
 #include <algorithm>
@@ -22,9 +22,7 @@ bool container_matches(const ContainerRef &c, const std::string &want) {
 
 bool selected(const SegmentInfo &s, const ReapFilter &f) {
   // Any of a file's names: a hard link is the same memory.
-  auto matches = [&](const std::string &path) {
-    return ::fnmatch(f.match->c_str(), path.c_str(), 0) == 0;
-  };
+  auto matches = [&](const std::string &path) { return glob_matches(*f.match, path); };
   if (f.match && !matches(s.path) &&
       std::none_of(s.other_paths.begin(), s.other_paths.end(), matches))
     return false;

@@ -1,5 +1,6 @@
 #include "views/list_wire.hpp"
 
+#include "model/glob.hpp"
 #include "views/escape.hpp"
 
 #include <charconv>
@@ -28,6 +29,15 @@ public:
       if (q.count(it->first) > 1)
         throw QueryError{"parameter '" + escape_text(it->first) + "' given more than once"};
     }
+  }
+
+  // A --match glob that can match.
+  std::optional<std::string> glob(const std::string &name) const {
+    auto v = text(name);
+    if (v)
+      if (std::string why = glob_problem(*v); !why.empty())
+        throw QueryError{name + ": " + why};
+    return v;
   }
 
   std::optional<std::string> text(const std::string &name) const {
@@ -149,7 +159,7 @@ Result<LsQuery> LsQuery::from_request(std::string_view path, const QueryFields &
         throw QueryError{"kind must be tmpfs, memfd or sysv, not '" + escape_text(*k) + "'"};
       out.kind = parse_kind(*k);
     }
-    out.match = p.text("match");
+    out.match = p.glob("match");
     out.json = p.json();
   } catch (const QueryError &e) {
     return Error{e.why};
@@ -187,7 +197,7 @@ Result<LeaksQuery> LeaksQuery::from_fields(const QueryFields &fields) {
   try {
     const Params p(fields, {"format", "min_age", "match", "all_mounts", "window"});
     out.min_age_s = p.seconds("min_age", kLeakMinAgeS);
-    out.match = p.text("match");
+    out.match = p.glob("match");
     out.all_mounts = p.flag("all_mounts");
     out.window_s = p.seconds("window", 0);
     out.json = p.json();
