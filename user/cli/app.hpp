@@ -130,6 +130,16 @@ struct CliOptions {
 // Builds the app; parsed values land in opts. Subcommands are named "trace".
 std::unique_ptr<CLI::App> make_app(CliOptions &opts);
 
+// Each command's options, added to app.
+void add_trace_command(CLI::App &app, TraceOptions &t);
+void add_ls_command(CLI::App &app, LsOptions &l);
+void add_leaks_command(CLI::App &app, LeaksOptions &k);
+void add_top_command(CLI::App &app, TopOptions &o);
+void add_doctor_command(CLI::App &app, DoctorCliOptions &d);
+void add_serve_command(CLI::App &app, ServeOptions &s);
+void add_audit_command(CLI::App &app, AuditOptions &a);
+void add_reap_command(CLI::App &app, ReapOptions &r);
+
 // Parses and runs; returns the process exit status.
 int run_cli(int argc, char **argv);
 

@@ -1,6 +1,7 @@
 // `shmbpf leaks`: orphaned segments and steady growth, from scans of /proc
 // and every tmpfs mount; exit status 0 (none), 1 (leaks), 2 (error).
 #include "cli/app.hpp"
+#include "cli/options.hpp"
 #include "cli/snapshot.hpp"
 
 #include "daemon/api_client.hpp"
@@ -33,6 +34,35 @@ int run_leaks_remote(const LeaksQuery &query, const std::string &socket) {
 }
 
 } // namespace
+
+void add_leaks_command(CLI::App &app, LeaksOptions &k) {
+  auto *leaks = app.add_subcommand(
+      "leaks", "Report leaked shared memory: orphaned segments (nobody holds them, their creator "
+               "is gone) by mount, container and name pattern, and growth. Exit status 0: no "
+               "leak, 1: leaks found, 2: error.");
+  leaks->add_option("--min-age", k.query.min_age_s, "Only segments at least this many seconds old")
+      ->check(number_in(0, kNoLimit))
+      ->capture_default_str();
+  add_match_option(leaks, k.query.match);
+  leaks
+      ->add_option("--window", k.query.window_s,
+                   "Watch this many seconds for growing processes, containers and mounts, and "
+                   "(as root, with BPF) for mounts whose files SIGBUS faults hit (default 0: "
+                   "neither); with --server, judge both over the daemon's last this many "
+                   "seconds, at once (at most 900)")
+      ->check(number_in(0, kNoLimit));
+  leaks->add_flag("--all-mounts", k.query.all_mounts,
+                  "Also judge files on tmpfs mounts that are not shared memory (/run, /tmp); "
+                  "by default only /dev/shm mounts, memfds, SysV, hugetlbfs and known "
+                  "shared-memory names");
+  leaks->add_flag("--json", k.query.json, "Print JSON");
+  add_hooks_option(leaks, k.hooks, "light where the kernel has it, else full")->needs("--window");
+  add_runtime_root_option(leaks, k.runtime_roots);
+  // The daemon names containers with its own --runtime-root.
+  add_server_option(leaks, k.server, "Orphans, and growth over --window,")
+      ->excludes("--runtime-root")
+      ->excludes(HookSetting::kFlag);
+}
 
 int run_leaks(const LeaksOptions &opts) {
   const LeaksQuery &query = opts.query;

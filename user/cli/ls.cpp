@@ -1,20 +1,19 @@
 // `shmbpf ls`: what exists now, from a scan of /proc and every tmpfs mount.
 #include "cli/app.hpp"
+#include "cli/options.hpp"
 
 #include "daemon/api_client.hpp"
 
 #include "live/clock.hpp"
 #include "live/container_names.hpp"
 #include "model/apply_scan.hpp"
-#include "model/engine.hpp"
-#include "model/leaks.hpp"
 #include "sources/namespaces.hpp"
 #include "sources/system_scan.hpp"
 #include "sources/users.hpp"
 #include "terminal/output.hpp"
 #include "views/columns.hpp"
+#include "views/listing.hpp"
 #include "views/ls_view.hpp"
-#include "views/relations.hpp"
 #include "views/scan_notes.hpp"
 
 #include <unistd.h>
@@ -60,6 +59,37 @@ int run_ls_remote(const LsQuery &query, const std::string &socket) {
 
 } // namespace
 
+void add_ls_command(CLI::App &app, LsOptions &l) {
+  auto *ls = app.add_subcommand(
+      "ls", "List shared-memory segments (or processes, containers, mounts) that exist now. "
+            "A scan of /proc and every tmpfs mount: no BPF needed; as root it sees every "
+            "namespace.");
+  auto &lq = l.query;
+  ls->add_option_function<std::string>(
+        "--by",
+        [&lq](const std::string &by) {
+          lq.by = by == "process"     ? ListBy::processes
+                  : by == "container" ? ListBy::containers
+                  : by == "mount"     ? ListBy::mounts
+                                      : ListBy::segments;
+        },
+        "What to list (default segments)")
+      ->check(CLI::IsMember({"segments", "process", "container", "mount"}));
+  ls->add_option("-p,--pid", lq.pid, "Only segments this process created or holds")
+      ->check(positive_integer("a process id"));
+  add_container_option(ls, lq.container, "segments");
+  ls->add_option("--mount", lq.mount, "Only segments on this mount point");
+  ls->add_option_function<std::string>(
+        "--kind", [&lq](const std::string &kind) { lq.kind = parse_kind(kind); },
+        "Only this kind of shared memory")
+      ->check(CLI::IsMember(kind_names()));
+  add_match_option(ls, lq.match);
+  ls->add_flag("--json", lq.json, "Print JSON");
+  add_runtime_root_option(ls, l.runtime_roots);
+  // The daemon names containers with its own --runtime-root.
+  add_server_option(ls, l.server, "The list")->excludes("--runtime-root");
+}
+
 int run_ls(const LsOptions &opts) {
   const LsQuery &query = opts.query;
   if (opts.server)
@@ -77,58 +107,25 @@ int run_ls(const LsOptions &opts) {
   name_containers(engine, opts.runtime_roots);
   engine.sample_mounts(now);
 
-  std::string out;
   Output output;
-  // What the container and mount tables' columns need to know: whose mount
-  // namespace is whose (the host's is shmbpf's own).
-  auto relations = [&](const std::vector<ProcessInfo> &procs,
-                       const std::vector<MountUsage> &mounts) {
-    return Relations(procs, mounts, mount_namespace_of(static_cast<int>(getpid())));
-  };
-  if (query.by == ListBy::processes) {
-    // Only processes with shared memory: ps lists the others.
-    auto v = engine.processes(now);
-    std::erase_if(v, [](const ProcessInfo &p) {
-      return p.segments_created == 0 && p.segments_held == 0 && p.sysv_attachments == 0;
-    });
-    if (query.json) {
-      out = processes_json(v);
-    } else {
-      LoginNames names;
-      out = processes_table(v, user_names(v, [&](uint32_t uid) { return names.name_of(uid); }));
-    }
-  } else if (query.by == ListBy::containers) {
-    auto v = engine.containers(now);
-    if (query.json) {
-      out = containers_json(v);
-    } else {
-      const auto procs = engine.processes(now);
-      const auto mounts = engine.mounts();
-      out = containers_table(v, relations(procs, mounts));
-    }
-  } else if (query.by == ListBy::mounts) {
-    auto v = engine.mounts();
-    if (query.json) {
-      out = mounts_json(v);
-    } else {
-      const auto procs = engine.processes(now);
-      out = mounts_table(v, relations(procs, v));
-    }
-  } else {
+  const uint32_t host_mntns = mount_namespace_of(static_cast<int>(getpid()));
+  if (query.by == ListBy::segments && query.json) {
+    // Written as the rows are made: no list of 100,000 rows first.
     const SegmentFilter f = query.filter();
-    // The orphan verdict uses leaks' default --min-age.
-    constexpr auto kOrphanMinAge = static_cast<uint64_t>(kLeakMinAgeS * 1e9);
-    if (query.json) {
-      // Written as the rows are made: no list of 100,000 rows first.
-      auto each = [&](const std::function<void(const SegmentInfo &)> &fn) {
-        engine.for_each_segment(f, now, kOrphanMinAge, [&](SegmentInfo &&s) { fn(s); });
-      };
-      segments_json(each, now, [&](std::string_view piece) { output.write(piece); });
-    } else {
-      out = segments_table(
-          kept_until_exit<std::vector<SegmentInfo>>(engine.segments(f, now, kOrphanMinAge)), now);
-    }
+    auto each = [&](const std::function<void(const SegmentInfo &)> &fn) {
+      engine.for_each_segment(f, now, kListOrphanMinAgeNs, [&](SegmentInfo &&s) { fn(s); });
+    };
+    segments_json(each, now, [&](std::string_view piece) { output.write(piece); });
+    output.check();
+    return 0;
   }
+  const Listing &listing = kept_until_exit<Listing>(take_listing(engine, query, now, host_mntns));
+  UserNames users;
+  if (query.by == ListBy::processes && !query.json) {
+    LoginNames names;
+    users = user_names(listing.processes, [&](uint32_t uid) { return names.name_of(uid); });
+  }
+  const std::string out = listing_output(listing, query, users);
   output.write(out);
   output.check(); // a full disk is an error; a reader gone (`| head`) is not
   return 0;

@@ -3,6 +3,7 @@
 // moment it is made; exit status 0 (all freed), 1 (something skipped), 2
 // (error).
 #include "cli/app.hpp"
+#include "cli/options.hpp"
 #include "cli/snapshot.hpp"
 
 #include "actions/reaper.hpp"
@@ -52,6 +53,36 @@ void tell_daemon(const std::string &socket, const std::vector<ReapOutcome> &outc
 }
 
 } // namespace
+
+void add_reap_command(CLI::App &app, ReapOptions &r) {
+  auto *reap = app.add_subcommand(
+      "reap", "Free leaked shared memory: unlink orphaned tmpfs files and remove orphaned System V "
+              "segments (nobody holds or maps them, their creator is gone), in every mount and "
+              "IPC namespace, each checked again at the moment of removal (docs/REAP.md). A dry "
+              "run unless --yes. Exit status 0: everything selected was freed (or would be), 1: "
+              "something was skipped, 2: error. Needs root.");
+  reap->add_flag("-y,--yes", r.yes, "Free them; without it, only say what would be freed");
+  reap->add_option("--min-age", r.min_age_s, "Only orphans at least this many seconds old")
+      ->check(number_in(0, kNoLimit))
+      ->capture_default_str();
+  add_match_option(reap, r.match);
+  add_container_option(reap, r.container, "orphans");
+  reap->add_option("--mount", r.mount, "Only orphans on this mount point");
+  reap->add_option("--kind", r.kind,
+                   "Only this kind: tmpfs (files, hugetlbfs too) or sysv (memfds are never "
+                   "reaped: they have no name to remove)")
+      ->check(CLI::IsMember({"tmpfs", "sysv"}));
+  reap->add_flag("--all-mounts", r.all_mounts,
+                 "Also free files on tmpfs mounts that are not shared memory (/run, /tmp); by "
+                 "default only /dev/shm mounts, SysV, hugetlbfs and known shared-memory names");
+  reap->add_flag("--json", r.json, "Print JSON");
+  add_runtime_root_option(reap, r.runtime_roots);
+  reap->add_option("--daemon-socket", r.daemon_socket,
+                   "With --yes, a shmbpf serve listening on this socket is sent what was freed "
+                   "and skipped, for its --export-file ('' for none)")
+      ->check(socket_path(true))
+      ->capture_default_str();
+}
 
 int run_reap(const ReapOptions &opts) {
   // Without root, other users' holders are invisible: their files would

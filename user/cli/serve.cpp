@@ -2,6 +2,7 @@
 // which binds what can be refused before BPF loads, then runs until SIGTERM
 // or SIGINT.
 #include "cli/app.hpp"
+#include "cli/options.hpp"
 
 #include "daemon/daemon.hpp"
 #include "live/signals.hpp"
@@ -40,6 +41,97 @@ DaemonConfig daemon_config(const ServeOptions &opts) {
 }
 
 } // namespace
+
+void add_serve_command(CLI::App &app, ServeOptions &s) {
+  auto *serve = app.add_subcommand(
+      "serve", "Run as the host's agent, in the foreground: the live model behind top, its "
+               "numbers for Prometheus over HTTP (/metrics, /healthz, /readyz), the model itself "
+               "as JSON on a unix socket (--socket; read by ls, leaks and top --server), a log "
+               "on stderr and, with --export-file, an NDJSON audit trail. Stops on SIGTERM or "
+               "SIGINT; SIGHUP reopens the export file (needs root).");
+  const CLI::Validator listen(
+      [](std::string &text) -> std::string {
+        auto a = ListenSetting::parse(text);
+        return a ? std::string() : a.error();
+      },
+      "ADDRESS:PORT");
+  serve->add_option(ListenSetting::kFlag, s.listen, ListenSetting::kHelp)
+      ->check(listen)
+      ->capture_default_str();
+  auto *export_file =
+      serve->add_option(ExportFileSetting::kFlag, s.export_file, ExportFileSetting::kHelp);
+  export_file->check(CLI::Validator(
+      [](std::string &path) -> std::string {
+        return path.empty() ? "must name a file" : std::string();
+      },
+      "PATH"));
+  const CLI::Validator max_size(
+      [](std::string &text) -> std::string {
+        char *end = nullptr;
+        const double v = std::strtod(text.c_str(), &end);
+        if (end == text.c_str() || *end != '\0')
+          return {}; // not a number: the conversion says so
+        auto bytes = ExportFileSetting::max_bytes(v);
+        return bytes ? std::string() : bytes.error() + ", not " + text;
+      },
+      "MIB");
+  serve
+      ->add_option(ExportFileSetting::kMaxSizeFlag, s.export_max_size_mb,
+                   ExportFileSetting::kMaxSizeHelp)
+      ->check(max_size)
+      ->needs(export_file)
+      ->capture_default_str();
+  serve
+      ->add_option(ExportFileSetting::kMaxBackupsFlag, s.export_max_backups,
+                   ExportFileSetting::kMaxBackupsHelp)
+      ->check(CLI::Range(0u, ExportFileSetting::kMaxMaxBackups))
+      ->needs(export_file)
+      ->capture_default_str();
+  CLI::Option *socket = serve->add_option(SocketSetting::kFlag, s.socket, SocketSetting::kHelp)
+                            ->check(socket_path(true))
+                            ->capture_default_str();
+  serve->add_flag("--no-socket", s.no_socket, "No unix socket: the same as --socket ''")
+      ->excludes(socket);
+  const CLI::Validator group(
+      [](std::string &text) -> std::string {
+        auto g = socket_group(text);
+        return g ? std::string() : g.error();
+      },
+      "GROUP");
+  serve
+      ->add_option("--socket-group", s.socket_group,
+                   "Group given the socket: its members may connect (ls, leaks, top --server); "
+                   "by default only root")
+      ->check(group);
+  CLI::Option *state_dir =
+      serve->add_option(StateDirSetting::kFlag, s.state_dir, StateDirSetting::kHelp)
+          ->capture_default_str();
+  serve->add_flag("--no-state", s.no_state, "Keep nothing across restarts: --state-dir ''")
+      ->excludes(state_dir);
+  add_runtime_root_option(serve, s.runtime_roots);
+  CLI::Option *reap_flag = serve->add_flag("--reap", s.reap, ServeReapSetting::kHelp);
+  serve
+      ->add_option("--reap-interval", s.reap_interval_s,
+                   "Seconds between the runs of --reap (the first one after this long)")
+      ->check(number_in(1, 86400))
+      ->needs(reap_flag)
+      ->capture_default_str();
+  serve
+      ->add_option("--reap-min-age", s.reap_min_age_s,
+                   "Only orphans at least this many seconds old are freed by --reap")
+      ->check(number_in(0, kNoLimit))
+      ->needs(reap_flag)
+      ->capture_default_str();
+  serve
+      ->add_option("--reap-match", s.reap_match,
+                   "Only orphans whose path matches this glob are freed by --reap (fnmatch: * "
+                   "also matches /)")
+      ->check(glob_check())
+      ->needs(reap_flag);
+  add_ring_buffer_option(serve, s.ring_buffer_bytes);
+  add_hooks_option(serve, s.hooks, "light where the kernel has it, else full");
+  add_verbose_flag(serve, s.verbose);
+}
 
 int run_serve(const ServeOptions &opts) {
   DaemonConfig config = daemon_config(opts);

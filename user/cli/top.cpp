@@ -1,6 +1,7 @@
 // `shmbpf top`: options -> the first state of the screen -> the live model's
 // loop (terminal/top_loop), drawn with ncurses or printed in batch mode.
 #include "cli/app.hpp"
+#include "cli/options.hpp"
 #include "live/kernel_notes.hpp"
 #include "live/signals.hpp"
 
@@ -79,6 +80,31 @@ private:
 };
 
 } // namespace
+
+void add_top_command(CLI::App &app, TopOptions &o) {
+  auto *top = app.add_subcommand(
+      "top", "Live view of shared memory by process, container, mount or segment (needs root).");
+  top->add_option("-d,--delay", o.delay_s, "Seconds between refreshes")
+      ->check(number_in(0.1, 3600))
+      ->capture_default_str();
+  top->add_option("-p,--pid", o.pid, "Only this process")->check(positive_integer("a process id"));
+  add_container_option(top, o.container, "processes and segments");
+  top->add_option("--by", o.by, "Initial view (default process)")
+      ->check(CLI::IsMember({"process", "container", "mount", "segments"}));
+  top->add_flag("-b,--batch", o.batch, "Batch mode: print frames as plain text, no terminal");
+  top->add_option("-n,--iterations", o.iterations, "Frames to print in batch mode, then exit")
+      ->check(positive_integer("a count of frames"));
+  top->add_flag("--json", o.json, "With -b: one JSON object per frame");
+  add_runtime_root_option(top, o.runtime_roots);
+  add_ring_buffer_option(top, o.ring_buffer_bytes);
+  add_hooks_option(top, o.hooks, "full");
+  add_verbose_flag(top, o.verbose);
+  add_server_option(top, o.server, "Frames")
+      ->excludes(RingBufferSetting::kFlag)
+      ->excludes(HookSetting::kFlag)
+      ->excludes("--verbose")
+      ->excludes("--runtime-root");
+}
 
 int run_top(const TopOptions &opts) {
   const bool batch = opts.batch || opts.json; // --json implies frames on stdout

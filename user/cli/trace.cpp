@@ -1,24 +1,38 @@
 // `shmbpf trace`: one line (or JSON object) per event, until a signal or
 // --duration.
 #include "cli/app.hpp"
+#include "cli/options.hpp"
 #include "live/kernel_notes.hpp"
 #include "live/signals.hpp"
 
-#include "facts/result.hpp"
 #include "live/session.hpp"
-#include "sources/clock.hpp"
-#include "terminal/output.hpp"
-#include "views/trace_view.hpp"
-
-#include <unistd.h>
-
-#include <cerrno>
-#include <chrono>
-#include <cstdio>
-#include <string>
-#include <string_view>
+#include "terminal/trace_loop.hpp"
 
 namespace shmbpf {
+
+void add_trace_command(CLI::App &app, TraceOptions &t) {
+  auto *trace =
+      app.add_subcommand("trace", "Print every shared-memory event as it happens (needs root).");
+  trace->add_option("-p,--pid", t.filter.pids, "Only events of these process ids (repeatable)")
+      ->check(positive_integer("a process id"));
+  trace->add_option("--comm", t.filter.comms, "Only events of processes with this command name");
+  trace->add_option("--kind", t.filter.kinds, "Only this kind of shared memory")
+      ->check(CLI::IsMember(kind_names()));
+  trace->add_option("--event", t.filter.events, "Only these events")
+      ->check(CLI::IsMember({"create", "open", "memfd_create", "resize", "unlink", "rename", "link",
+                             "shmget", "shmat", "shmdt", "shm_rmid", "free", "sigbus", "exit",
+                             "exec", "nospace"}));
+  trace->add_option("--duration", t.duration_s, "Stop after this many seconds")
+      ->check(number_in(0, kNoLimit, true));
+  add_ring_buffer_option(trace, t.ring_buffer_bytes);
+  add_hooks_option(trace, t.hooks, "full");
+  trace->add_flag("--json", t.json, "Print one JSON object per event (NDJSON)");
+  trace->add_flag("--stats", t.stats,
+                  "At exit, print the time spent in shmbpf's BPF programs, per hook (turns "
+                  "on the kernel's BPF run-time statistics while tracing, which adds two "
+                  "clock reads to every run)");
+  add_verbose_flag(trace, t.verbose);
+}
 
 int run_trace(const TraceOptions &opts) {
   ProbeOptions popts;
@@ -30,67 +44,7 @@ int run_trace(const TraceOptions &opts) {
   install_stop_signals();
   tell_kernel_notes(session.probe(), opts.verbose);
 
-  // Lines collect in one buffer that goes out with one write(2) per poll
-  // (or per kFlushAt bytes in a long burst), not one per line.
-  constexpr size_t kFlushAt = 1 << 20;
-  TraceFormatter fmt(TraceClock{boot_to_realtime_ns()});
-  std::string buf;
-  buf.reserve(kFlushAt + 4096);
-  Output out;
-  auto flush = [&] {
-    out.write(buf);
-    buf.clear();
-  };
-  auto emit = [&](Event &e) {
-    if (!out.ok() || !opts.filter.matches(e))
-      return;
-    if (opts.json)
-      fmt.append_json(buf, e);
-    else
-      fmt.append_line(buf, e);
-    buf += '\n';
-    if (buf.size() >= kFlushAt)
-      flush();
-  };
-
-  if (!opts.json) {
-    buf += trace_header();
-    buf += '\n';
-  }
-  flush();
-
-  auto start = std::chrono::steady_clock::now();
-  while (!stop_requested() && out.ok()) {
-    if (opts.duration_s > 0 &&
-        std::chrono::steady_clock::now() - start >= std::chrono::duration<double>(opts.duration_s))
-      break;
-    int n = session.poll(100, emit);
-    if (n < 0 && n != -EINTR)
-      throw FatalError("reading the ring buffer", std::to_string(-n));
-    flush();
-  }
-  if (out.ok()) {
-    session.drain(emit);
-    flush();
-  }
-  const auto &st = session.stats();
-  std::fprintf(stderr, "shmbpf: %llu events, %llu lost", (unsigned long long)st.delivered,
-               (unsigned long long)session.lost());
-  if (st.decode_errors)
-    std::fprintf(stderr, ", %llu undecodable", (unsigned long long)st.decode_errors);
-  // Files created while the kernel's name map was full: their unlinks and
-  // renames were not reported (Probe::track_full).
-  if (uint64_t full = session.probe().track_full())
-    std::fprintf(stderr, ", %llu names not followed (map full)", (unsigned long long)full);
-  std::fprintf(stderr, "\n");
-  if (opts.stats) {
-    const std::chrono::duration<double> traced = std::chrono::steady_clock::now() - start;
-    const Probe &probe = session.probe();
-    std::fputs(program_stats_text(probe.program_stats(), traced.count()).c_str(), stderr);
-    std::fputs(hooks_in_use_text(probe.hook_set(), probe.hooks()).c_str(), stderr);
-  }
-  out.check(); // a full disk is an error; a reader gone (`| head`) is not
-  return 0;
+  return run_trace_loop(session, {opts.filter, opts.json, opts.duration_s, opts.stats});
 }
 
 } // namespace shmbpf

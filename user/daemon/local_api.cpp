@@ -8,6 +8,7 @@
 #include "views/export_view.hpp"
 #include "views/leaks_view.hpp"
 #include "views/list_wire.hpp"
+#include "views/listing.hpp"
 #include "views/ls_view.hpp"
 #include "views/relations.hpp"
 #include "views/top_frame.hpp"
@@ -40,14 +41,6 @@ struct BadRequest {
   std::string why;
 };
 
-// The format parameter of a list that takes no other: json or text.
-bool as_text(const HttpQuery &q) {
-  auto query = LsQuery::from_request("/v1/processes", q);
-  if (!query)
-    throw BadRequest{query.error()};
-  return !query->json;
-}
-
 HttpReply ok(bool text, std::string body) {
   return {200, std::string(text ? kText : kJson), std::move(body), {}};
 }
@@ -59,58 +52,15 @@ UserNames names_of(const std::vector<ProcessInfo> &procs) {
   return user_names(procs, [&](uint32_t uid) { return names.name_of(uid); });
 }
 
-// Processes with shared memory only, as `ls --by process` lists them.
-void keep_sharing(std::vector<ProcessInfo> &v) {
-  std::erase_if(v, [](const ProcessInfo &p) {
-    return p.segments_created == 0 && p.segments_held == 0 && p.sysv_attachments == 0;
-  });
-}
-
-// What the container and mount tables' columns need, read in one go.
-struct Listing {
-  uint64_t now_ns = 0;
-  uint32_t host_mntns = 0;
-  std::vector<ProcessInfo> processes;
-  std::vector<ContainerInfo> containers;
-  std::vector<MountUsage> mounts;
-
-  Relations relations() const { return Relations(processes, mounts, host_mntns); }
-};
-
-enum class Rows { containers, mounts };
-
-// The rows of /v1/containers or /v1/mounts, and for the text table what its
-// columns relate them to (the processes, and the mounts); nullopt before the
-// first read of the model.
-std::optional<Listing> read_listing(const Endpoints &endpoints, Rows rows, bool text) {
-  return endpoints.read([&](const Engine &engine, const MonitorStats &, const MetricsCounters &c) {
-    Listing out;
-    out.now_ns = Monitor::now_ns();
-    out.host_mntns = c.host_mntns;
-    if (rows == Rows::containers)
-      out.containers = engine.containers(out.now_ns);
-    if (rows == Rows::mounts || text)
-      out.mounts = engine.mounts();
-    if (text)
-      out.processes = engine.processes(out.now_ns);
-    return out;
-  });
-}
-
 } // namespace
 
 HttpReply LocalApi::get(std::string_view path, const HttpQuery &query) const {
   if (!path.starts_with("/v1/"))
     return endpoints_.get(path);
   try {
-    if (path == "/v1/segments")
-      return segments(query);
-    if (path == "/v1/processes")
-      return processes(query);
-    if (path == "/v1/containers")
-      return containers(query);
-    if (path == "/v1/mounts")
-      return mounts(query);
+    if (path == "/v1/segments" || path == "/v1/processes" || path == "/v1/containers" ||
+        path == "/v1/mounts")
+      return list(path, query);
     if (path == "/v1/leaks")
       return leaks(query);
     if (path == "/v1/top")
@@ -125,59 +75,20 @@ HttpReply LocalApi::get(std::string_view path, const HttpQuery &query) const {
           {}};
 }
 
-HttpReply LocalApi::segments(const HttpQuery &q) const {
-  auto query = LsQuery::from_request("/v1/segments", q);
+HttpReply LocalApi::list(std::string_view path, const HttpQuery &q) const {
+  auto query = LsQuery::from_request(path, q);
   if (!query)
     throw BadRequest{query.error()};
-  const SegmentFilter f = query->filter();
+  auto listing =
+      endpoints_.read([&](const Engine &engine, const MonitorStats &, const MetricsCounters &c) {
+        return take_listing(engine, *query, Monitor::now_ns(), c.host_mntns);
+      });
+  if (!listing)
+    return Endpoints::not_ready();
   const bool text = !query->json;
-  // As ls: the orphan verdict uses leaks' default --min-age.
-  constexpr auto kOrphanMinAge = static_cast<uint64_t>(kLeakMinAgeS * 1e9);
-  struct Copy {
-    uint64_t now_ns;
-    std::vector<SegmentInfo> segments;
-  };
-  auto copy =
-      endpoints_.read([&](const Engine &engine, const MonitorStats &, const MetricsCounters &) {
-        const uint64_t now = Monitor::now_ns();
-        return Copy{now, engine.segments(f, now, kOrphanMinAge)};
-      });
-  if (!copy)
-    return Endpoints::not_ready();
-  return ok(text, text ? segments_table(copy->segments, copy->now_ns)
-                       : segments_json(copy->segments, copy->now_ns));
-}
-
-HttpReply LocalApi::processes(const HttpQuery &q) const {
-  const bool text = as_text(q);
-  auto procs =
-      endpoints_.read([](const Engine &engine, const MonitorStats &, const MetricsCounters &) {
-        return engine.processes(Monitor::now_ns());
-      });
-  if (!procs)
-    return Endpoints::not_ready();
-  keep_sharing(*procs);
-  return ok(text, text ? processes_table(*procs, names_of(*procs)) : processes_json(*procs));
-}
-
-HttpReply LocalApi::containers(const HttpQuery &q) const {
-  const bool text = as_text(q);
-  auto l = read_listing(endpoints_, Rows::containers, text);
-  if (!l)
-    return Endpoints::not_ready();
-  if (!text)
-    return ok(false, containers_json(l->containers));
-  return ok(true, containers_table(l->containers, l->relations()));
-}
-
-HttpReply LocalApi::mounts(const HttpQuery &q) const {
-  const bool text = as_text(q);
-  auto l = read_listing(endpoints_, Rows::mounts, text);
-  if (!l)
-    return Endpoints::not_ready();
-  if (!text)
-    return ok(false, mounts_json(l->mounts));
-  return ok(true, mounts_table(l->mounts, l->relations()));
+  const UserNames users =
+      text && query->by == ListBy::processes ? names_of(listing->processes) : UserNames{};
+  return ok(text, listing_output(*listing, *query, users));
 }
 
 HttpReply LocalApi::leaks(const HttpQuery &q) const {

@@ -40,10 +40,8 @@ public:
   HttpReply post(std::string_view path, std::string_view body, std::string_view token) const;
 
 private:
-  HttpReply segments(const HttpQuery &q) const;
-  HttpReply processes(const HttpQuery &q) const;
-  HttpReply containers(const HttpQuery &q) const;
-  HttpReply mounts(const HttpQuery &q) const;
+  // /v1/segments, /v1/processes, /v1/containers and /v1/mounts: ls's lists.
+  HttpReply list(std::string_view path, const HttpQuery &q) const;
   HttpReply leaks(const HttpQuery &q) const;
   HttpReply top(const HttpQuery &q) const;
 

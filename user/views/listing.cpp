@@ -1,0 +1,52 @@
+#include "views/listing.hpp"
+
+#include "views/ls_view.hpp"
+
+namespace shmbpf {
+
+Listing take_listing(const Engine &engine, const LsQuery &query, uint64_t now,
+                     uint32_t host_mntns) {
+  Listing out;
+  out.now_ns = now;
+  out.host_mntns = host_mntns;
+  const bool text = !query.json;
+  switch (query.by) {
+  case ListBy::segments:
+    out.segments = engine.segments(query.filter(), now, kListOrphanMinAgeNs);
+    break;
+  case ListBy::processes:
+    // Only processes with shared memory: ps lists the others.
+    out.processes = engine.processes(now);
+    std::erase_if(out.processes, [](const ProcessInfo &p) {
+      return p.segments_created == 0 && p.segments_held == 0 && p.sysv_attachments == 0;
+    });
+    break;
+  case ListBy::containers:
+  case ListBy::mounts:
+    if (query.by == ListBy::containers)
+      out.containers = engine.containers(now);
+    if (query.by == ListBy::mounts || text)
+      out.mounts = engine.mounts();
+    if (text)
+      out.processes = engine.processes(now);
+    break;
+  }
+  return out;
+}
+
+std::string listing_output(const Listing &l, const LsQuery &query, const UserNames &users) {
+  const bool text = !query.json;
+  switch (query.by) {
+  case ListBy::segments:
+    return text ? segments_table(l.segments, l.now_ns) : segments_json(l.segments, l.now_ns);
+  case ListBy::processes:
+    return text ? processes_table(l.processes, users) : processes_json(l.processes);
+  case ListBy::containers:
+    return text ? containers_table(l.containers, l.relations()) : containers_json(l.containers);
+  case ListBy::mounts:
+    return text ? mounts_table(l.mounts, l.relations()) : mounts_json(l.mounts);
+  }
+  return {};
+}
+
+} // namespace shmbpf
