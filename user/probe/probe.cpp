@@ -227,26 +227,7 @@ void HookSetting::apply(ProbeOptions &opts, std::string_view value, HookSet auto
   opts.light_or_full = !named && auto_set == HookSet::light;
 }
 
-Probe::Probe(const ProbeOptions &opts, bool attach_now) {
-  g_verbose = opts.verbose;
-  {
-    std::lock_guard lk(g_log_mu);
-    g_load_log = LoadLog{};
-  }
-  libbpf_set_print(libbpf_log);
-  require_bpf_privileges(opts.command);
-  ensure_fd_room();
-  if (auto why = RingBufferSetting::problem(opts.ring_buffer_bytes); !why.empty())
-    throw FatalError(RingBufferSetting::kFlag, why, 2);
-  if (!exists("/sys/kernel/btf/vmlinux"))
-    throw FatalError("kernel BTF",
-                     "/sys/kernel/btf/vmlinux is missing; shmbpf needs a kernel built with "
-                     "CONFIG_DEBUG_INFO_BTF=y",
-                     2);
-  tracefs_ = std::make_unique<Tracefs>();
-  const std::string &tracefs = tracefs_->dir();
-  ncpus_ = libbpf_num_possible_cpus();
-
+size_t Probe::open_skeleton(const ProbeOptions &opts) {
   skel_.reset(shmbpf_bpf__open());
   if (!skel_)
     throw FatalError("opening BPF object", errno_text(errno));
@@ -266,7 +247,10 @@ Probe::Probe(const ProbeOptions &opts, bool attach_now) {
   skel_->rodata->name_bucket_mask = name_mask_;
   if (int err = bpf_map__set_max_entries(skel_->maps.tracked_names, static_cast<__u32>(buckets)))
     throw FatalError("name table size", errno_text(err));
+  return buckets;
+}
 
+void Probe::choose_hooks(const ProbeOptions &opts, const std::string &tracefs) {
   // One program per hook, from the build that suits this kernel, and none
   // for a hook it lacks: a missing tracepoint or feature turns off what
   // needs it and is reported, instead of failing the whole load.
@@ -304,7 +288,7 @@ Probe::Probe(const ProbeOptions &opts, bool attach_now) {
   bpf_object__for_each_program(prog, skel_->obj) {
     programs.push_back({bpf_program__name(prog), bpf_program__section_name(prog)});
   }
-  hook_set_ = opts.hooks;
+  chosen_.set = opts.hooks;
   bool light_or_full = opts.light_or_full;
   // SHMBPF_HOOKS: the set every command loads, whatever it asked for (the
   // tests of the model run in both sets with it).
@@ -312,52 +296,52 @@ Probe::Probe(const ProbeOptions &opts, bool attach_now) {
     const std::optional<HookSet> set = hook_set_named(h);
     if (!set)
       throw FatalError("SHMBPF_HOOKS", std::string(h) + " is not a hook set (full or light)", 2);
-    hook_set_ = *set;
+    chosen_.set = *set;
     light_or_full = false;
   }
   // The light set's choice says what it lacks; it is also the one to load
   // when light it stays.
   ProgramChoice choice = choose_programs(programs, features_, missing, HookSet::light);
-  light_missing_ = choice.light_missing;
-  if (hook_set_ == HookSet::light && !light_missing_.empty()) {
+  chosen_.light_missing = choice.light_missing;
+  if (chosen_.set == HookSet::light && !chosen_.light_missing.empty()) {
     if (!light_or_full)
       throw FatalError(std::string(HookSetting::kFlag) + " light",
-                       light_missing_ + "; use --hooks full", 2);
-    hook_set_note_ = "light hooks cannot load (" + light_missing_ + "): the full set instead";
-    hook_set_ = HookSet::full;
+                       chosen_.light_missing + "; use --hooks full", 2);
+    chosen_.set_note =
+        "light hooks cannot load (" + chosen_.light_missing + "): the full set instead";
+    chosen_.set = HookSet::full;
   }
-  if (hook_set_ != HookSet::light)
-    choice = choose_programs(programs, features_, missing, hook_set_);
+  if (chosen_.set != HookSet::light)
+    choice = choose_programs(programs, features_, missing, chosen_.set);
   bpf_object__for_each_program(prog, skel_->obj) {
     const std::string_view name = bpf_program__name(prog);
     bpf_program__set_autoload(prog, std::find(choice.load.begin(), choice.load.end(), name) !=
                                         choice.load.end());
   }
-  hooks_ = std::move(choice.hooks);
-  fallbacks_ = std::move(choice.fallbacks);
+  chosen_.hooks = std::move(choice.hooks);
+  chosen_.fallbacks = std::move(choice.fallbacks);
   // Programs on functions can be preempted where the kernel allows it:
   // they then claim their CPU's buffers (cpu_claimed, bpf/shmbpf.bpf.h).
-  on_functions_ = std::any_of(hooks_.begin(), hooks_.end(), [](const HookStatus &h) {
-    return !h.program.empty() && target_of(h.hook).kind == SectionTarget::Kind::function;
-  });
-  skel_->rodata->function_hooks = on_functions_;
-  for (const HookStatus &h : hooks_)
+  chosen_.on_functions =
+      std::any_of(chosen_.hooks.begin(), chosen_.hooks.end(), [](const HookStatus &h) {
+        return !h.program.empty() && target_of(h.hook).kind == SectionTarget::Kind::function;
+      });
+  skel_->rodata->function_hooks = chosen_.on_functions;
+  for (const HookStatus &h : chosen_.hooks)
     if (!h.off.empty())
-      missing_.push_back(off_text(h));
+      chosen_.missing.push_back(off_text(h));
   bpf_program__set_autoattach(skel_->progs.flush_free, false);
   // Nothing to watch with: a tracer that attaches no hook would run, see
   // nothing and exit as if all were well.
-  if (std::none_of(hooks_.begin(), hooks_.end(),
+  if (std::none_of(chosen_.hooks.begin(), chosen_.hooks.end(),
                    [](const HookStatus &h) { return !h.program.empty(); }))
     throw FatalError("no hook of shmbpf's exists on this kernel",
-                     missing_.empty() ? std::string("none to load") : missing_.front() + ", ...",
+                     chosen_.missing.empty() ? std::string("none to load")
+                                             : chosen_.missing.front() + ", ...",
                      2);
+}
 
-  if (opts.run_stats) {
-    stats_fd_ = bpf_enable_stats(BPF_STATS_RUN_TIME);
-    if (stats_fd_ < 0)
-      throw FatalError("turning on BPF run-time statistics", errno_text(-stats_fd_));
-  }
+void Probe::load() {
   if (int err = shmbpf_bpf__load(skel_.get())) {
     // The program that failed and the verifier's reason, when libbpf named
     // one; its last line otherwise.
@@ -372,6 +356,36 @@ Probe::Probe(const ProbeOptions &opts, bool attach_now) {
     }
     throw FatalError("loading BPF programs", why + "; run with -v for libbpf's detail");
   }
+}
+
+Probe::Probe(const ProbeOptions &opts, bool attach_now) {
+  g_verbose = opts.verbose;
+  {
+    std::lock_guard lk(g_log_mu);
+    g_load_log = LoadLog{};
+  }
+  libbpf_set_print(libbpf_log);
+  require_bpf_privileges(opts.command);
+  ensure_fd_room();
+  if (auto why = RingBufferSetting::problem(opts.ring_buffer_bytes); !why.empty())
+    throw FatalError(RingBufferSetting::kFlag, why, 2);
+  if (!exists("/sys/kernel/btf/vmlinux"))
+    throw FatalError("kernel BTF",
+                     "/sys/kernel/btf/vmlinux is missing; shmbpf needs a kernel built with "
+                     "CONFIG_DEBUG_INFO_BTF=y",
+                     2);
+  tracefs_ = std::make_unique<Tracefs>();
+  const std::string &tracefs = tracefs_->dir();
+  ncpus_ = libbpf_num_possible_cpus();
+
+  const size_t buckets = open_skeleton(opts);
+  choose_hooks(opts, tracefs);
+  if (opts.run_stats) {
+    stats_fd_ = bpf_enable_stats(BPF_STATS_RUN_TIME);
+    if (stats_fd_ < 0)
+      throw FatalError("turning on BPF run-time statistics", errno_text(-stats_fd_));
+  }
+  load();
 
   // Userspace seeds the name table in place (see bpf/shmbpf_names.h),
   // through mappings made call by call: a kernel that cannot map it is

@@ -166,21 +166,21 @@ public:
   // an unlink/rename that turned out not to be on tmpfs. Never overwrites.
   void restore_name(std::string_view leaf, uint32_t dev, uint64_t ino);
   // Hooks that are off on this kernel, each "name: reason (what is lost)".
-  const std::vector<std::string> &missing_hooks() const { return missing_; }
+  const std::vector<std::string> &missing_hooks() const { return chosen_.missing; }
   // Every hook: the program (and build) loaded for it, or why it is off.
-  const std::vector<HookStatus> &hooks() const { return hooks_; }
+  const std::vector<HookStatus> &hooks() const { return chosen_.hooks; }
   // What the kernel was found to offer before load.
   const KernelFeatures &features() const { return features_; }
   // The kernel features the loaded programs do without, and how.
-  const std::vector<Fallback> &fallbacks() const { return fallbacks_; }
+  const std::vector<Fallback> &fallbacks() const { return chosen_.fallbacks; }
   // The hook set loaded, and why it is not the one asked for ("" when it is).
-  HookSet hook_set() const { return hook_set_; }
-  const std::string &hook_set_note() const { return hook_set_note_; }
+  HookSet hook_set() const { return chosen_.set; }
+  const std::string &hook_set_note() const { return chosen_.set_note; }
   // Why the light set cannot load on this kernel; "" when it can.
-  const std::string &light_missing() const { return light_missing_; }
+  const std::string &light_missing() const { return chosen_.light_missing; }
   // Programs on functions (fentry, fexit) are loaded: they claim their
   // CPU's buffers while they build a record (bpf/shmbpf.bpf.h).
-  bool on_functions() const { return on_functions_; }
+  bool on_functions() const { return chosen_.on_functions; }
   // Runs and run time of every attached program so far, by hook. Zeros
   // unless statistics are on (ProbeOptions::run_stats, or the sysctl
   // kernel.bpf_stats_enabled).
@@ -188,6 +188,11 @@ public:
 
 private:
   uint64_t counter(uint32_t which) const;
+  // The constructor's steps: the skeleton opened and sized (returns the
+  // name table's buckets), a program chosen per hook, the programs loaded.
+  size_t open_skeleton(const ProbeOptions &opts);
+  void choose_hooks(const ProbeOptions &opts, const std::string &tracefs);
+  void load();
   class NameWindow;
   // Pages of the table holding buckets [first, first + count), mapped for as
   // long as the window lives.
@@ -205,13 +210,17 @@ private:
   size_t name_table_bytes_ = 0;
   mutable std::atomic<uint64_t> name_table_maps_{0};
   uint64_t seed_full_ = 0;
-  std::vector<std::string> missing_;
-  std::vector<HookStatus> hooks_;
-  std::vector<Fallback> fallbacks_;
-  HookSet hook_set_ = HookSet::full;
-  std::string hook_set_note_;
-  std::string light_missing_;
-  bool on_functions_ = false;
+  // Which program serves each hook, as the constructor chose them.
+  struct Chosen {
+    HookSet set = HookSet::full;
+    std::vector<HookStatus> hooks;
+    std::vector<Fallback> fallbacks;
+    std::vector<std::string> missing; // each hook that is off, and why
+    std::string set_note;             // why the set asked for is not the one loaded
+    std::string light_missing;        // what the light set lacks here
+    bool on_functions = false;        // a program on a kernel function is loaded
+  };
+  Chosen chosen_;
   KernelFeatures features_;
   int ncpus_ = 0;
   int stats_fd_ = -1; // BPF_ENABLE_STATS: statistics are on while it is open
