@@ -176,21 +176,22 @@ bool lower_features(KernelFeatures &f, std::string_view build) {
   return true;
 }
 
-ProgramChoice choose_programs(const std::vector<ProgramRef> &programs,
-                              const KernelFeatures &features, const HookCheck &missing,
-                              HookSet set) {
-  ProgramChoice out;
-  // Hooks of the set in the order of their first program.
+namespace {
+
+// The sections of the set's hooks in the order of their first program;
+// programs on no hook (helpers) go to load. The light set keeps one kind
+// of in-filesystem hook: the tracepoints where the kernel has one, the
+// calls otherwise. Where neither loads, both stay listed (off).
+std::vector<std::string> sections_of(const std::vector<ProgramRef> &programs, HookSet set,
+                                     const HookCheck &missing, std::vector<std::string> &load) {
   std::vector<std::string> sections;
   for (const ProgramRef &p : programs) {
     if (hook_of(p.section).empty())
-      out.load.push_back(p.name);
+      load.push_back(p.name);
     else if (in_set(hook_of(p.section), set) &&
              std::find(sections.begin(), sections.end(), p.section) == sections.end())
       sections.push_back(p.section);
   }
-  // One kind of in-filesystem hook: the tracepoints where the kernel has
-  // one, the calls otherwise. Where neither loads, both stay listed (off).
   if (set == HookSet::light) {
     const bool stamps = std::any_of(sections.begin(), sections.end(), [&](const std::string &sec) {
       return is_timestamp_hook(hook_of(sec)) && missing(sec).empty();
@@ -204,14 +205,111 @@ ProgramChoice choose_programs(const std::vector<ProgramRef> &programs,
       return (stamps && is_function_hook(hook)) || (calls && is_timestamp_hook(hook));
     });
   }
+  return sections;
+}
 
+// Why a hook is off on this kernel before any build is tried; "" when its
+// programs may load.
+std::string off_reason(const std::string &section, const std::string &hook,
+                       const KernelFeatures &features, const HookCheck &missing) {
+  const bool free_hook = hook == kFreeHook;
+  if (std::string why = missing(section); !why.empty())
+    return why;
+  if (free_hook && features.free_arg == KernelFeatures::FreeArg::absent)
+    return "not in the kernel's BTF";
+  if (hook == kSetattrHook && features.setattr_args != 2 && features.setattr_args != 3)
+    return features.setattr_args == 0
+               ? "not in the kernel's BTF"
+               : "on " + release_text(features) + " it has " +
+                     std::to_string(features.setattr_args) + " parameters, not 2 or 3";
+  if (free_hook && features.free_arg == KernelFeatures::FreeArg::other)
+    return "on " + release_text(features) + " it passes neither a folio nor a page";
+  return {};
+}
+
+// The section's program of the first build in order that has one in the
+// flavour this kernel's arguments need; null when none fits.
+const ProgramRef *pick_program(const std::vector<ProgramRef> &programs, const std::string &section,
+                               const std::string &hook, const KernelFeatures &features,
+                               const std::vector<Build> &order, Build &build) {
+  const bool wants_flavour =
+      (hook == kFreeHook && features.free_arg == KernelFeatures::FreeArg::page) ||
+      (hook == kSetattrHook && features.setattr_args == 2);
+  for (Build b : order)
+    for (const ProgramRef &p : programs) {
+      if (p.section != section)
+        continue;
+      const Parsed parsed = parse(p.name);
+      if (parsed.build == b && parsed.flavour == wants_flavour) {
+        build = b;
+        return &p;
+      }
+    }
+  return nullptr;
+}
+
+// What the loaded programs' builds cost: each fallback they live with.
+struct Loaded {
+  bool compat = false, noatomic = false, page = false, sigbus_by_rbtree = false;
+};
+
+std::vector<Fallback> fallbacks_of(const Loaded &l, const KernelFeatures &features) {
+  std::vector<Fallback> out;
+  if (l.compat && !features.rdonly_cast)
+    out.push_back({"bpf_rdonly_cast (kfunc, v6.2)",
+                   "kernel structures read with bpf_probe_read_kernel, a helper call "
+                   "per field instead of a load: the same events, at a higher cost",
+                   false});
+  if (l.compat && !features.task_pt_regs)
+    out.push_back({"bpf_task_pt_regs (v5.15)",
+                   "syscall arguments read from the user registers saved at the top of "
+                   "the task's kernel stack",
+                   false});
+  if (l.noatomic)
+    out.push_back(
+        {"BPF atomics (v5.12)",
+         "the kernel's table of file names is written with plain stores: two CPUs writing one "
+         "slot at once can lose a name, and that file's unlink or rename is then found by "
+         "reconciliation",
+         true});
+  if (l.sigbus_by_rbtree)
+    out.push_back({"bpf_find_vma (v5.17)",
+                   "the mapping at a SIGBUS's address is found by a search of the "
+                   "process's VMA tree (the rbtree mm_rb before v6.1, the maple tree "
+                   "from v6.1), without the mmap lock",
+                   false});
+  if (l.page)
+    out.push_back({"a folio in mm_filemap_delete_from_page_cache (v5.17)",
+                   "freed pages counted from the head page and its compound order", false});
+  return out;
+}
+
+// What keeps the light set from loading: no in-filesystem hook of it.
+std::string light_missing_text(const std::vector<HookStatus> &hooks,
+                               const KernelFeatures &features) {
+  if (std::any_of(hooks.begin(), hooks.end(),
+                  [](const HookStatus &h) { return is_inode_hook(h.hook) && !h.program.empty(); }))
+    return {};
+  std::string out = "no inode timestamp tracepoint (v6.13) on " + release_text(features);
+  for (const HookStatus &h : hooks)
+    if (is_function_hook(h.hook)) {
+      out += ", and no tracing of shmem's calls (" + h.hook + ": " + h.off + ")";
+      break;
+    }
+  return out;
+}
+
+} // namespace
+
+ProgramChoice choose_programs(const std::vector<ProgramRef> &programs,
+                              const KernelFeatures &features, const HookCheck &missing,
+                              HookSet set) {
+  ProgramChoice out;
   const std::vector<Build> order = preference(features);
-  bool compat_loaded = false, noatomic_loaded = false, page_loaded = false;
-  bool sigbus_by_rbtree = false;
-  for (const std::string &section : sections) {
+  Loaded loaded;
+  for (const std::string &section : sections_of(programs, set, missing, out.load)) {
     HookStatus h;
     h.hook = hook_of(section);
-    const bool free_hook = h.hook == kFreeHook;
     if (const HookMeaning *m = meaning_of(h.hook)) {
       h.events = m->events;
       h.lost = m->lost;
@@ -219,103 +317,26 @@ ProgramChoice choose_programs(const std::vector<ProgramRef> &programs,
       h.events = kInodeEvents;
       h.lost = "changes the kernel reports here come from rescans";
     }
-    if (std::string why = missing(section); !why.empty()) {
-      h.off = why;
-      out.hooks.push_back(std::move(h));
-      continue;
-    }
-    if (free_hook && features.free_arg == KernelFeatures::FreeArg::absent) {
-      h.off = "not in the kernel's BTF";
-      out.hooks.push_back(std::move(h));
-      continue;
-    }
-    if (h.hook == kSetattrHook && features.setattr_args != 2 && features.setattr_args != 3) {
-      h.off = features.setattr_args == 0
-                  ? "not in the kernel's BTF"
-                  : "on " + release_text(features) + " it has " +
-                        std::to_string(features.setattr_args) + " parameters, not 2 or 3";
-      out.hooks.push_back(std::move(h));
-      continue;
-    }
-    if (free_hook && features.free_arg == KernelFeatures::FreeArg::other) {
-      h.off = "on " + release_text(features) + " it passes neither a folio nor a page";
-      out.hooks.push_back(std::move(h));
-      continue;
-    }
-    const ProgramRef *pick = nullptr;
-    for (Build b : order) {
-      for (const ProgramRef &p : programs) {
-        if (p.section != section)
-          continue;
-        const Parsed parsed = parse(p.name);
-        const bool wants_flavour =
-            (free_hook && features.free_arg == KernelFeatures::FreeArg::page) ||
-            (h.hook == kSetattrHook && features.setattr_args == 2);
-        if (parsed.build == b && parsed.flavour == wants_flavour) {
-          pick = &p;
-          h.build = b;
-          break;
-        }
-      }
-      if (pick)
-        break;
-    }
-    if (!pick) {
+    h.off = off_reason(section, h.hook, features, missing);
+    const ProgramRef *pick =
+        h.off.empty() ? pick_program(programs, section, h.hook, features, order, h.build) : nullptr;
+    if (h.off.empty() && !pick)
       h.off = "no build of its program fits " + release_text(features);
-      out.hooks.push_back(std::move(h));
-      continue;
+    if (pick) {
+      h.program = pick->name;
+      out.load.push_back(pick->name);
+      loaded.compat = loaded.compat || h.build != Build::fast;
+      loaded.noatomic = loaded.noatomic || h.build == Build::compat_noatomic;
+      if (h.hook == kSignalHook)
+        loaded.sigbus_by_rbtree =
+            h.build == Build::compat_noatomic || (h.build == Build::compat && !features.find_vma);
+      loaded.page = loaded.page || (h.hook == kFreeHook && parse(pick->name).flavour);
     }
-    h.program = pick->name;
-    out.load.push_back(pick->name);
-    compat_loaded = compat_loaded || h.build != Build::fast;
-    noatomic_loaded = noatomic_loaded || h.build == Build::compat_noatomic;
-    if (h.hook == kSignalHook)
-      sigbus_by_rbtree =
-          h.build == Build::compat_noatomic || (h.build == Build::compat && !features.find_vma);
-    page_loaded = page_loaded || (free_hook && parse(pick->name).flavour);
     out.hooks.push_back(std::move(h));
   }
-
-  if (set == HookSet::light &&
-      std::none_of(out.hooks.begin(), out.hooks.end(), [](const HookStatus &h) {
-        return is_inode_hook(h.hook) && !h.program.empty();
-      })) {
-    out.light_missing = "no inode timestamp tracepoint (v6.13) on " + release_text(features);
-    for (const HookStatus &h : out.hooks)
-      if (is_function_hook(h.hook)) {
-        out.light_missing += ", and no tracing of shmem's calls (" + h.hook + ": " + h.off + ")";
-        break;
-      }
-  }
-
-  // The fallbacks the chosen programs live with.
-  if (compat_loaded && !features.rdonly_cast)
-    out.fallbacks.push_back({"bpf_rdonly_cast (kfunc, v6.2)",
-                             "kernel structures read with bpf_probe_read_kernel, a helper call "
-                             "per field instead of a load: the same events, at a higher cost",
-                             false});
-  if (compat_loaded && !features.task_pt_regs)
-    out.fallbacks.push_back({"bpf_task_pt_regs (v5.15)",
-                             "syscall arguments read from the user registers saved at the top of "
-                             "the task's kernel stack",
-                             false});
-  if (noatomic_loaded)
-    out.fallbacks.push_back(
-        {"BPF atomics (v5.12)",
-         "the kernel's table of file names is written with plain stores: two CPUs writing one "
-         "slot at once can lose a name, and that file's unlink or rename is then found by "
-         "reconciliation",
-         true});
-  if (sigbus_by_rbtree)
-    out.fallbacks.push_back({"bpf_find_vma (v5.17)",
-                             "the mapping at a SIGBUS's address is found by a search of the "
-                             "process's VMA tree (the rbtree mm_rb before v6.1, the maple tree "
-                             "from v6.1), without the mmap lock",
-                             false});
-  if (page_loaded)
-    out.fallbacks.push_back({"a folio in mm_filemap_delete_from_page_cache (v5.17)",
-                             "freed pages counted from the head page and its compound order",
-                             false});
+  if (set == HookSet::light)
+    out.light_missing = light_missing_text(out.hooks, features);
+  out.fallbacks = fallbacks_of(loaded, features);
   return out;
 }
 
