@@ -25,12 +25,6 @@ namespace shmbpf {
 
 namespace {
 
-// A rescan after lost records may take at most this share of the time.
-constexpr int kLossRescanShare = 10; // 1/10
-// Periodic rescans may take at most this share of one CPU (0.125%): with
-// very many files, a stat of each every 30 s was most of an idle daemon's
-// CPU (docs/BENCHMARKS.md, findings 25 and 26).
-constexpr int kIdleRescanShare = 800;
 // While a gather runs, the ring buffer is read in slices this long, so
 // that its end is noticed soon.
 constexpr int kGatherPollMs = 5;
@@ -49,10 +43,6 @@ constexpr size_t kUnlinkedBatch = 4096;
 // writer that closed it may have filled it just before); a process is
 // rescanned while it holds tmpfs files and for a minute after its last event.
 constexpr uint64_t kLinger = 60'000'000'000;
-// Samples find mount namespaces by a walk of every process this often; the
-// ones between read the last walk's (a stat of each process's namespace
-// was most of an idle daemon's once-a-second sample).
-constexpr auto kNamespaceWalkEvery = std::chrono::seconds(10);
 
 int64_t realtime_s() {
   timespec ts{};
@@ -69,13 +59,19 @@ template <class T> void take_in_turn(std::vector<T> &v, size_t n, size_t &cursor
   cursor += n;
 }
 
-} // namespace
-
-std::chrono::steady_clock::duration rescan_gap(std::chrono::steady_clock::duration least,
-                                               std::chrono::steady_clock::duration cost,
-                                               int share) {
-  return std::max(least, cost * share);
+// The light hook set sees no open of an existing file, no close and no
+// System V call: only rescans find them, so they come more often.
+RescanPeriods periods(const MonitorOptions &opts, const Session &session) {
+  RescanPeriods p;
+  p.rescan_every = session.probe().hook_set() == HookSet::light
+                       ? std::min(opts.reconcile_every, opts.light_reconcile_every)
+                       : opts.reconcile_every;
+  p.loss_gap = opts.loss_reconcile_gap;
+  p.sample_every = opts.sample_every;
+  return p;
 }
+
+} // namespace
 
 uint64_t Monitor::now_ns() { return boottime_ns(); }
 
@@ -99,7 +95,7 @@ Monitor::Monitor(const MonitorOptions &opts, std::shared_ptr<TimedScan> first,
                                         *first = f.get();
                                         return seed_keys(first->scan.filesystems);
                                       })),
-      engine_(engine_config_now()), opts_(opts) {
+      engine_(engine_config_now()), opts_(opts), schedule_(periods(opts, session_)) {
   // Attached now: whatever is created from here on arrives as events. The
   // scan was made before, so the directories are listed again (entries
   // only, no stat): the kernel gets the names of files made in between,
@@ -122,18 +118,14 @@ Monitor::Monitor(const MonitorOptions &opts, std::shared_ptr<TimedScan> first,
   // Known from the start, not from the first sample's walk: a file made
   // before it by a process that exited is re-stat'ed through another
   // process of its namespace.
-  namespaces_ = std::move(namespaces);
-  for (const MountNamespace &m : namespaces_)
-    known_mntns_.insert(m.mntns);
+  namespaces_.replace(std::move(namespaces), false, {});
   bootstrap(engine_, first->scan);
   if (opts.after_bootstrap)
     opts.after_bootstrap(engine_, first->scan);
   name_containers(engine_, opts_.runtime_roots);
   engine_.sample_mounts(now_ns());
   stats_.reconciles = 1;
-  last_reconcile_ = last_sample_ = std::chrono::steady_clock::now();
-  // The first scan spaces the first periodic rescan, as a rescan would.
-  last_rescan_cpu_ = first->cpu + (thread_cpu() - cpu0);
+  schedule_.began(std::chrono::steady_clock::now(), first->cpu + (thread_cpu() - cpu0));
   first->scan = SystemScan{};
   release_free_memory();
 }
@@ -176,19 +168,10 @@ bool Monitor::catch_up(SystemScan &scan, const std::vector<SeedKey> &listed) {
 void Monitor::apply(Event &e) {
   engine_.apply(e);
   watch(e);
-  // A cgroup id no event carried before may be a new container's: resolve
-  // it soon. (Most events come from the cgroup of the event before.)
-  if (e.cgroup_id != last_cgroup_ && e.cgroup_id != 0) {
-    last_cgroup_ = e.cgroup_id;
-    if (seen_cgroups_.insert(e.cgroup_id).second)
-      new_cgroups_.push_back(e.cgroup_id);
-  }
-  // A new mount namespace may have new tmpfs mounts: walk at the next sample.
-  if (e.mntns != last_mntns_ && e.mntns != 0) {
-    last_mntns_ = e.mntns;
-    if (!known_mntns_.contains(e.mntns))
-      walk_namespaces_ = true;
-  }
+  // A new container's cgroup is resolved soon; a new mount namespace may
+  // have new tmpfs mounts: walked at the next sample.
+  cgroups_.saw(e.cgroup_id);
+  namespaces_.saw(e.mntns);
   stats_.events++;
   if (const auto t = static_cast<size_t>(e.type); t < stats_.by_type.size())
     stats_.by_type[t]++;
@@ -198,44 +181,22 @@ void Monitor::apply(Event &e) {
 
 void Monitor::on_event(Event &e) {
   if (gather_.valid()) {
-    if (!gather_done_.load(std::memory_order_acquire) && held_count_ - held_head_ < kMaxHeld) {
-      hold_back(e);
+    if (!gather_done_.load(std::memory_order_acquire) && held_.size() < kMaxHeld) {
+      held_.push(e);
       return;
     }
     // Done (or too much held: the ring buffer keeps the rest meanwhile).
     finish_gather();
   }
-  if (has_held()) {
+  if (!held_.empty()) {
     // Catching up: two held events for each new one, so the backlog goes
     // at the rate events come, and the ring buffer is never left unread for
     // as long as applying all of it would take.
-    hold_back(e);
+    held_.push(e);
     apply_held(2);
     return;
   }
   apply(e);
-}
-
-void Monitor::hold_back(const Event &e) {
-  if (held_count_ < held_.size())
-    held_[held_count_] = e;
-  else
-    held_.push_back(e);
-  ++held_count_;
-  stats_.held_peak = std::max<uint64_t>(stats_.held_peak, held_count_ - held_head_);
-}
-
-void Monitor::apply_held(size_t n) {
-  for (; n > 0 && held_head_ < held_count_; --n)
-    apply(held_[held_head_++]);
-  if (held_head_ == held_count_) {
-    held_head_ = held_count_ = 0;
-    constexpr size_t kKeepSlots = 4096; // about 1.5 MiB of Events and their strings
-    if (held_.size() > kKeepSlots) {
-      held_.resize(kKeepSlots);
-      held_.shrink_to_fit();
-    }
-  }
 }
 
 void Monitor::note_stall(std::chrono::steady_clock::time_point since) {
@@ -247,7 +208,7 @@ void Monitor::note_stall(std::chrono::steady_clock::time_point since) {
 
 int Monitor::poll(int timeout_ms) {
   // Only this thread changes what busy reads: no lock needed to wait.
-  const bool busy = gather_.valid() || has_held();
+  const bool busy = gather_.valid() || !held_.empty();
   if (const int w = session_.wait(busy ? std::min(timeout_ms, kGatherPollMs) : timeout_ms); w < 0)
     return w;
   std::lock_guard lock(mu_);
@@ -259,63 +220,56 @@ int Monitor::poll(int timeout_ms) {
   const auto now = std::chrono::steady_clock::now();
   if (gather_.valid() && gather_done_.load(std::memory_order_acquire))
     finish_gather();
-  if (!gather_.valid() && has_held()) {
+  if (!gather_.valid() && !held_.empty()) {
     // The ring buffer is empty now: catch up for a while, then read again.
     constexpr auto kBudget = std::chrono::milliseconds(10);
     do
       apply_held(256);
-    while (has_held() && std::chrono::steady_clock::now() - now < kBudget);
+    while (!held_.empty() && std::chrono::steady_clock::now() - now < kBudget);
   }
-  if (gather_.valid() || has_held()) {
+  if (gather_.valid() || !held_.empty()) {
     note_stall(now);
     return static_cast<int>(stats_.events - before);
   }
-  if (!new_cgroups_.empty() && now - last_resolve_ >= std::chrono::milliseconds(100)) {
+  if (cgroups_.pending() && schedule_.resolve_new_cgroups(now)) {
     // Resolve these soon, not at the next sample; only these: asking the
     // engine for every unknown cgroup walks all segments. Finding them
     // walks the cgroup2 tree, thousands of directories on a busy node: on
     // the worker, like the other reads.
-    last_resolve_ = now;
     Gather g;
-    g.cgroup_ids = cgroups_to_resolve(std::exchange(new_cgroups_, {}));
+    g.cgroup_ids = cgroups_.worth_resolving(cgroups_.take());
     if (!g.cgroup_ids.empty()) {
       start_gather(std::move(g));
       note_stall(now);
       return static_cast<int>(stats_.events - before);
     }
   }
-  const uint64_t lost = session_.lost();
-  const auto loss_gap = rescan_gap(opts_.loss_reconcile_gap, last_rescan_cost_, kLossRescanShare);
-  const bool loss_due = lost != lost_seen_ && now - last_reconcile_ >= loss_gap;
-  const auto every = session_.probe().hook_set() == HookSet::light
-                         ? std::min(opts_.reconcile_every, opts_.light_reconcile_every)
-                         : opts_.reconcile_every;
-  const auto period = rescan_gap(every, last_rescan_cpu_, kIdleRescanShare);
-  if (loss_due || now - last_reconcile_ >= period) {
-    // Lost records mean the tables may be wrong in any way: rescan now, but
-    // not on every poll of a storm, or rescans would feed the loss. What is
-    // pending goes in first, as the scan will see it.
-    if (loss_due) {
-      lost_seen_ = lost;
-      stats_.loss_reconciles++;
-    }
+  switch (schedule_.next(now, session_.lost(), unlinked_held_ >= kUnlinkedBatch)) {
+  case RescanSchedule::Next::loss_rescan:
+    stats_.loss_reconciles++;
+    [[fallthrough]];
+  case RescanSchedule::Next::rescan: {
+    // What is pending goes in first, as the scan will see it.
     session_.drain(cb);
     Gather g;
     g.rescan = true;
     start_gather(std::move(g));
-  } else if (unlinked_held_ >= kUnlinkedBatch) {
-    // Whoever holds many unlinked files may have closed them unseen.
+    break;
+  }
+  case RescanSchedule::Next::unlinked:
     start_gather(unlinked_request());
-  } else if (now - last_sample_ >= opts_.sample_every) {
-    last_sample_ = now;
+    break;
+  case RescanSchedule::Next::sample: {
     Gather g = sample_request();
     // Ids new in events are resolved as they come (above); this catches the
     // rest (ids from scans, retries), and walks every segment to find them.
-    if (now - last_full_resolve_ >= std::chrono::seconds(10)) {
-      last_full_resolve_ = now;
-      g.cgroup_ids = cgroups_to_resolve(engine_.unknown_cgroups());
-    }
+    if (schedule_.resolve_all_cgroups(now))
+      g.cgroup_ids = cgroups_.worth_resolving(engine_.unknown_cgroups());
     start_gather(std::move(g));
+    break;
+  }
+  case RescanSchedule::Next::nothing:
+    break;
   }
   note_stall(now);
   return static_cast<int>(stats_.events - before);
@@ -330,13 +284,13 @@ void Monitor::drain_locked() {
   const auto cb = [this](Event &e) { on_event(e); };
   // Keep reading while the gather runs; on_event applies its result.
   while (gather_.valid() && !gather_done_.load(std::memory_order_acquire) &&
-         held_count_ - held_head_ < kMaxHeld)
+         held_.size() < kMaxHeld)
     session_.poll(kGatherPollMs, cb);
   if (gather_.valid())
     finish_gather();
-  apply_held(held_count_);
+  apply_held(held_.size());
   session_.drain(cb);
-  apply_held(held_count_);
+  apply_held(held_.size());
 }
 
 void Monitor::reconcile() {
@@ -444,16 +398,9 @@ void Monitor::finish_gather() {
 }
 
 void Monitor::keep_namespaces(Gather &g) {
-  if (g.walk_namespaces) {
-    walk_namespaces_ = false;
-    last_namespace_walk_ = g.started;
-  }
   // A rescan's seeding still reads the scan's own.
-  namespaces_ = g.rescan ? g.scan.namespaces : std::move(g.namespaces);
-  known_mntns_.clear();
-  for (const MountNamespace &m : namespaces_)
-    known_mntns_.insert(m.mntns);
-  last_mntns_ = 0;
+  namespaces_.replace(g.rescan ? g.scan.namespaces : std::move(g.namespaces), g.walk_namespaces,
+                      g.started);
 }
 
 void Monitor::apply_rescan(Gather &g) {
@@ -477,9 +424,8 @@ void Monitor::apply_rescan(Gather &g) {
   last_scan_start_s_ = g.scan_start_s;
   shmbpf::reconcile(engine_, scan, now_ns());
   stats_.reconciles++;
-  last_reconcile_ = std::chrono::steady_clock::now();
-  last_rescan_cost_ = last_reconcile_ - g.started;
-  last_rescan_cpu_ = g.cpu + (thread_cpu() - apply_cpu0);
+  schedule_.rescanned(g.started, std::chrono::steady_clock::now(),
+                      g.cpu + (thread_cpu() - apply_cpu0));
   // The scan's copy of every file is garbage now, freed partly in the
   // worker's arena, which may not allocate again for minutes.
   g.scan = SystemScan{};
@@ -507,7 +453,7 @@ Monitor::Gather Monitor::sample_request() {
     touched_.shrink_to_fit();
   // A process of each mount namespace the last walk found.
   std::unordered_map<uint32_t, uint32_t> ns_pid;
-  for (const MountNamespace &ns : namespaces_)
+  for (const MountNamespace &ns : namespaces_.list())
     ns_pid.emplace(ns.mntns, static_cast<uint32_t>(ns.pid));
   for (auto it = watched_.begin(); it != watched_.end();) {
     auto fs = engine_.file_state(it->first);
@@ -536,10 +482,8 @@ Monitor::Gather Monitor::sample_request() {
   add_holder_jobs(g, std::move(pids));
   g.mounts = true;
   g.file_devs = engine_.file_devs();
-  g.namespaces = namespaces_;
-  g.walk_namespaces =
-      walk_namespaces_ || namespaces_.empty() ||
-      std::chrono::steady_clock::now() - last_namespace_walk_ >= kNamespaceWalkEvery;
+  g.namespaces = namespaces_.list();
+  g.walk_namespaces = namespaces_.walk_due(std::chrono::steady_clock::now());
   return g;
 }
 
@@ -646,20 +590,11 @@ void Monitor::watch(const Event &e) {
     touched_.push_back({key, e.pid, e.mntns, e.ts_ns});
 }
 
-std::vector<uint64_t> Monitor::cgroups_to_resolve(const std::vector<uint64_t> &candidates) {
-  // Events carry cgroup ids; a container started after us has an id no
-  // scan described yet. Each id gets a few tries: a cgroup may be gone.
-  std::vector<uint64_t> ids;
-  for (uint64_t id : candidates)
-    if (cgroup_tries_[id]++ < 3)
-      ids.push_back(id);
-  return ids;
-}
-
 MonitorStats Monitor::stats() const {
   MonitorStats s = stats_;
   s.lost = session_.lost();
   s.decode_errors = session_.stats().decode_errors;
+  s.held_peak = held_.peak();
   return s;
 }
 

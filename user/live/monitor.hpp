@@ -5,6 +5,10 @@
 #pragma once
 
 #include "decode/event.hpp"
+#include "live/held_events.hpp"
+#include "live/known_namespaces.hpp"
+#include "live/new_cgroups.hpp"
+#include "live/rescan_schedule.hpp"
 #include "live/session.hpp"
 #include "model/engine.hpp"
 #include "sources/runtime_names.hpp"
@@ -51,11 +55,6 @@ struct MonitorOptions {
   // Called on the worker thread before each gather reads anything (tests).
   std::function<void()> before_gather;
 };
-
-// The time from one rescan to the next: at least `least`, and long enough
-// that rescans costing `cost` each take at most 1/share of the time.
-std::chrono::steady_clock::duration rescan_gap(std::chrono::steady_clock::duration least,
-                                               std::chrono::steady_clock::duration cost, int share);
 
 struct MonitorStats {
   uint64_t events = 0; // events applied to the engine
@@ -184,10 +183,10 @@ private:
   // while a gather runs and until the ones held before it are applied.
   void on_event(Event &e);
   void apply(Event &e);
-  void hold_back(const Event &e);
-  bool has_held() const { return held_head_ < held_count_; }
   // Applies up to n held events, oldest first.
-  void apply_held(size_t n);
+  void apply_held(size_t n) {
+    held_.take(n, [this](Event &e) { apply(e); });
+  }
   void start_gather(Gather g);
   // Applies the gather's result; the events held back meanwhile follow.
   void finish_gather();
@@ -198,9 +197,6 @@ private:
   Gather unlinked_request();
   void add_holder_jobs(Gather &g, std::vector<uint32_t> pids);
   void note_stall(std::chrono::steady_clock::time_point since);
-  // The ids worth looking up (each gets a few tries: a cgroup may be gone);
-  // a gather finds their paths.
-  std::vector<uint64_t> cgroups_to_resolve(const std::vector<uint64_t> &candidates);
   void watch(const Event &e);
   void recheck_holders_of(SegmentKey key);
 
@@ -212,29 +208,12 @@ private:
   EventFn observer_;
   MonitorOptions opts_;
   MonitorStats stats_;
-  uint64_t lost_seen_ = 0;
   // CLOCK_REALTIME seconds when the last scan began: files modified since
   // may have had their creation lost and are seeded by the next rescan.
   int64_t last_scan_start_s_ = 0;
-  // Wall time the last rescan took; spaces out loss rescans.
-  std::chrono::steady_clock::duration last_rescan_cost_{};
-  // CPU time it took (the worker's reads, then applying them); spaces out
-  // the periodic rescans. Wall time on a busy machine would overstate it.
-  std::chrono::steady_clock::duration last_rescan_cpu_{};
-  // cgroup ids events carried; a new one gets resolved within 100 ms.
-  std::unordered_set<uint64_t> seen_cgroups_;
-  std::vector<uint64_t> new_cgroups_;
-  uint64_t last_cgroup_ = 0;
-  std::unordered_map<uint64_t, int> cgroup_tries_;
-  // Mount namespaces the samples read usage through. A walk of every
-  // process finds them (every 10 s, at each rescan, and soon after an event
-  // from a namespace not among them); the samples between read the mount
-  // tables of the same representatives only.
-  std::vector<MountNamespace> namespaces_;
-  std::unordered_set<uint32_t> known_mntns_;
-  uint32_t last_mntns_ = 0;
-  bool walk_namespaces_ = true;
-  std::chrono::steady_clock::time_point last_namespace_walk_{};
+  RescanSchedule schedule_;
+  NewCgroups cgroups_;
+  KnownNamespaces namespaces_;
   // Linked files touched by recent events, re-stat'ed every sample (at
   // their path in the engine): no event reports the pages that writes and
   // faults add. File events are only logged (touched_), and go into
@@ -270,18 +249,11 @@ private:
   uint32_t last_pid_id_ = 0;
   size_t stat_cursor_ = 0;
   // A gather under way, and the events read since it began and not yet
-  // applied: held_[held_head_, held_count_). Slots are reused (assigning an
-  // Event reuses its strings' buffers).
+  // applied.
   std::future<Gather> gather_;
   std::atomic<bool> gather_done_{false}; // set by the worker as it ends
-  std::vector<Event> held_;
-  size_t held_head_ = 0;
-  size_t held_count_ = 0;
+  HeldEvents held_;
   size_t holder_cursor_ = 0;
-  std::chrono::steady_clock::time_point last_reconcile_{};
-  std::chrono::steady_clock::time_point last_sample_{};
-  std::chrono::steady_clock::time_point last_resolve_{};
-  std::chrono::steady_clock::time_point last_full_resolve_{};
 };
 
 } // namespace shmbpf
