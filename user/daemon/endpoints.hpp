@@ -78,7 +78,10 @@ private:
   HttpReply metrics() const;
 
   std::string version_;
-  mutable std::mutex mu_; // guards mon_ and counters_
+  // Guards mon_ and counters_. Lock order (docs/ARCHITECTURE.md, Locks):
+  // this one first, then Monitor's (read() holds it around Monitor::read),
+  // never the other way.
+  mutable std::mutex mu_;
   const Monitor *mon_ = nullptr;
   const Exporter *exporter_ = nullptr;
   const ServeReaper *reaper_ = nullptr;

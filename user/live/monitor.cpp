@@ -31,32 +31,10 @@ constexpr int kGatherPollMs = 5;
 // Events held back during one gather, at most (a few hundred bytes each).
 // Past it the ring buffer keeps the rest, and counts what does not fit.
 constexpr size_t kMaxHeld = size_t{1} << 19;
-// Files re-stat'ed and processes rescanned per sample, at most; the next
-// samples take the others in turn, the full reconcile covers everything.
-constexpr size_t kMaxStats = 8192;
-constexpr size_t kMaxPids = 256;
-// Unlinked files whose holders are rescanned before the next sample: a
-// rescan destroys those closed meanwhile, which takes the consumer about a
-// microsecond each (a process may create and unlink 40,000 a second).
-constexpr size_t kUnlinkedBatch = 4096;
-// A file is re-stat'ed while held and for a minute after its last event (a
-// writer that closed it may have filled it just before); a process is
-// rescanned while it holds tmpfs files and for a minute after its last event.
-constexpr uint64_t kLinger = 60'000'000'000;
-
 int64_t realtime_s() {
   timespec ts{};
   clock_gettime(CLOCK_REALTIME, &ts);
   return ts.tv_sec;
-}
-
-// Puts the first n of v (or all) at the front, starting at cursor, in turn.
-template <class T> void take_in_turn(std::vector<T> &v, size_t n, size_t &cursor) {
-  if (v.size() <= n)
-    return;
-  std::rotate(v.begin(), v.begin() + static_cast<long>(cursor % v.size()), v.end());
-  v.resize(n);
-  cursor += n;
 }
 
 // The light hook set sees no open of an existing file, no close and no
@@ -167,7 +145,7 @@ bool Monitor::catch_up(SystemScan &scan, const std::vector<SeedKey> &listed) {
 
 void Monitor::apply(Event &e) {
   engine_.apply(e);
-  watch(e);
+  watch_.saw(e, engine_);
   // A new container's cgroup is resolved soon; a new mount namespace may
   // have new tmpfs mounts: walked at the next sample.
   cgroups_.saw(e.cgroup_id);
@@ -244,7 +222,7 @@ int Monitor::poll(int timeout_ms) {
       return static_cast<int>(stats_.events - before);
     }
   }
-  switch (schedule_.next(now, session_.lost(), unlinked_held_ >= kUnlinkedBatch)) {
+  switch (schedule_.next(now, session_.lost(), watch_.unlinked_due())) {
   case RescanSchedule::Next::loss_rescan:
     stats_.loss_reconciles++;
     [[fallthrough]];
@@ -256,9 +234,12 @@ int Monitor::poll(int timeout_ms) {
     start_gather(std::move(g));
     break;
   }
-  case RescanSchedule::Next::unlinked:
-    start_gather(unlinked_request());
+  case RescanSchedule::Next::unlinked: {
+    Gather g;
+    g.holders = watch_.unlinked_holder_jobs();
+    start_gather(std::move(g));
     break;
+  }
   case RescanSchedule::Next::sample: {
     Gather g = sample_request();
     // Ids new in events are resolved as they come (above); this catches the
@@ -434,52 +415,10 @@ void Monitor::apply_rescan(Gather &g) {
 
 Monitor::Gather Monitor::sample_request() {
   Gather g;
-  const uint64_t now = now_ns();
-  constexpr size_t kMaxWatched = 65536;
-  for (const Touched &t : touched_) {
-    auto it = watched_.find(t.key);
-    if (it == watched_.end()) {
-      auto fs = engine_.file_state(t.key);
-      if (!fs || fs->path.empty() || watched_.size() >= kMaxWatched)
-        continue;
-      it = watched_.try_emplace(t.key).first;
-    }
-    it->second.pid = t.pid;
-    it->second.mntns = t.mntns;
-    it->second.last_event_ns = std::max(it->second.last_event_ns, t.ts_ns);
-  }
-  touched_.clear();
-  if (touched_.capacity() > 65536)
-    touched_.shrink_to_fit();
-  // A process of each mount namespace the last walk found.
-  std::unordered_map<uint32_t, uint32_t> ns_pid;
-  for (const MountNamespace &ns : namespaces_.list())
-    ns_pid.emplace(ns.mntns, static_cast<uint32_t>(ns.pid));
-  for (auto it = watched_.begin(); it != watched_.end();) {
-    auto fs = engine_.file_state(it->first);
-    // Gone, or gone from its path (its holders were noted at the unlink);
-    // kept while held (it may still grow), and for a minute after the last
-    // event (a writer that closed it may have filled it just before).
-    if (!fs || fs->path.empty() ||
-        (!fs->held && now - std::min(now, it->second.last_event_ns) >= kLinger)) {
-      it = watched_.erase(it);
-      continue;
-    }
-    const auto other = ns_pid.find(it->second.mntns);
-    g.stats.push_back({it->first, std::string(fs->path), it->second.pid,
-                       other == ns_pid.end() ? 0 : other->second});
-    ++it;
-  }
-  take_in_turn(g.stats, kMaxStats, stat_cursor_);
-  // close(2) and munmap(2) are not traced (hooking every close would tax
-  // unrelated work): the processes that touched files lately are rescanned.
-  std::vector<uint32_t> pids;
-  pids.reserve(recent_pids_.size());
-  for (const auto &[pid, r] : recent_pids_)
-    pids.push_back(pid);
-  std::sort(pids.begin(), pids.end());
-  take_in_turn(pids, kMaxPids, holder_cursor_);
-  add_holder_jobs(g, std::move(pids));
+  g.stats = watch_.stat_jobs(engine_, now_ns(), namespaces_.list());
+  // close(2) and munmap(2) are not traced: the processes that touched
+  // files lately are rescanned.
+  g.holders = watch_.sample_holder_jobs();
   g.mounts = true;
   g.file_devs = engine_.file_devs();
   g.namespaces = namespaces_.list();
@@ -487,59 +426,19 @@ Monitor::Gather Monitor::sample_request() {
   return g;
 }
 
-Monitor::Gather Monitor::unlinked_request() {
-  Gather g;
-  std::vector<uint32_t> pids;
-  for (const auto &[pid, r] : recent_pids_)
-    if (r.unlinked != 0)
-      pids.push_back(pid);
-  std::sort(pids.begin(), pids.end());
-  take_in_turn(pids, kMaxPids, holder_cursor_);
-  add_holder_jobs(g, std::move(pids));
-  return g;
-}
-
-void Monitor::add_holder_jobs(Gather &g, std::vector<uint32_t> pids) {
-  for (uint32_t pid : pids) {
-    g.holders.push_back({pid, true, {}});
-    // The rescan settles what it held when the reads began.
-    auto &r = recent_pids_[pid];
-    unlinked_held_ -= std::min<size_t>(unlinked_held_, r.unlinked);
-    r.unlinked = 0;
-  }
-}
-
 void Monitor::apply_sample(Gather &g) {
   for (const StatJob &j : g.stats) {
-    if (j.found) {
+    if (j.found)
       engine_.set_file_usage(j.key, j.size, j.bytes, g.now_ns);
-    } else if (auto it = watched_.find(j.key); it != watched_.end()) {
-      // Unlinked or renamed unseen: stop failing stats; whoever holds it
-      // may close it unseen too.
-      watched_.erase(it);
-      recheck_holders_of(j.key);
-    }
+    else
+      watch_.missed(j.key, engine_);
   }
   for (HolderJob &j : g.holders) {
-    auto r = recent_pids_.find(j.pid);
-    if (!j.alive) {
-      if (r != recent_pids_.end()) {
-        unlinked_held_ -= std::min<size_t>(unlinked_held_, r->second.unlinked);
-        recent_pids_.erase(r);
-      }
-      continue;
-    }
-    if (r != recent_pids_.end())
-      r->second.holds = !j.files.empty();
-    engine_.reconcile_process_files(j.pid, std::move(j.files));
+    watch_.rescanned(j);
+    if (j.alive)
+      engine_.reconcile_process_files(j.pid, std::move(j.files));
   }
-  for (auto it = recent_pids_.begin(); it != recent_pids_.end();)
-    if (!it->second.holds && it->second.unlinked == 0 &&
-        g.now_ns - std::min(g.now_ns, it->second.last_event_ns) >= kLinger)
-      it = recent_pids_.erase(it);
-    else
-      ++it;
-  last_pid_ = nullptr; // entries may be gone
+  watch_.expire(g.now_ns);
   if (g.mounts) {
     for (uint32_t dev : g.ended_devs)
       stats_.ended_files += engine_.forget_filesystem(dev, g.now_ns);
@@ -547,47 +446,6 @@ void Monitor::apply_sample(Gather &g) {
     engine_.sample_mounts(now_ns());
     stats_.samples++;
   }
-}
-
-void Monitor::recheck_holders_of(SegmentKey key) {
-  engine_.for_each_holder(key, [&](uint32_t pid) {
-    RecentPid &r = recent_pids_[pid];
-    r.holds = true;
-    ++r.unlinked;
-    ++unlinked_held_;
-  });
-}
-
-void Monitor::watch(const Event &e) {
-  if ((e.type == EventType::unlink || e.type == EventType::rename) && e.ino != 0) {
-    // Whoever still holds the file may close it unseen. (A watched file's
-    // new path, or that it has none, the engine knows.)
-    if (e.ret != 0)
-      return;
-    const SegmentKey key = SegmentKey::file(e.dev, e.ino);
-    recheck_holders_of(key);
-    // Made, sized and unlinked since the last sample: nothing to re-stat.
-    while (e.type == EventType::unlink && !touched_.empty() && touched_.back().key == key)
-      touched_.pop_back();
-    return;
-  }
-  const bool file_event =
-      e.type == EventType::create || e.type == EventType::open || e.type == EventType::resize;
-  if (!file_event || e.kind == Kind::sysv || e.ret < 0 || e.ino == 0)
-    return;
-  // Its process may close the file unseen: rescan it for a while.
-  if (last_pid_ == nullptr || last_pid_id_ != e.pid) {
-    last_pid_ = &recent_pids_[e.pid];
-    last_pid_id_ = e.pid;
-  }
-  last_pid_->last_event_ns = std::max(last_pid_->last_event_ns, e.ts_ns);
-  constexpr size_t kMaxTouched = 262144;
-  const SegmentKey key = SegmentKey::file(e.dev, e.ino);
-  if (!touched_.empty() && touched_.back().key == key)
-    touched_.back() = {key, e.pid, e.mntns,
-                       std::max(touched_.back().ts_ns, e.ts_ns)}; // a create, then its resize
-  else if (!e.full_path.empty() && touched_.size() < kMaxTouched)
-    touched_.push_back({key, e.pid, e.mntns, e.ts_ns});
 }
 
 MonitorStats Monitor::stats() const {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "decode/event.hpp"
+#include "live/file_watch.hpp"
 #include "live/held_events.hpp"
 #include "live/known_namespaces.hpp"
 #include "live/new_cgroups.hpp"
@@ -133,22 +134,6 @@ private:
   bool catch_up(SystemScan &scan, const std::vector<SeedKey> &listed);
   // What a worker thread reads for the consumer, and what it found. The
   // worker never touches the engine: the consumer applies the result.
-  struct StatJob {
-    SegmentKey key;
-    std::string path; // as process pid saw it
-    uint32_t pid = 0;
-    // Another process of pid's mount namespace, for when pid has exited (a
-    // short-lived writer in a container's own /dev/shm); 0 if none known.
-    uint32_t other_pid = 0;
-    bool found = false;
-    uint64_t size = 0;
-    uint64_t bytes = 0;
-  };
-  struct HolderJob {
-    uint32_t pid = 0;
-    bool alive = true;
-    std::vector<SegmentKey> files; // its tmpfs files, by fd or mapping
-  };
   struct Gather {
     bool rescan = false;
     SystemScan scan;
@@ -194,14 +179,11 @@ private:
   void apply_rescan(Gather &g);
   void apply_sample(Gather &g);
   Gather sample_request();
-  Gather unlinked_request();
-  void add_holder_jobs(Gather &g, std::vector<uint32_t> pids);
   void note_stall(std::chrono::steady_clock::time_point since);
-  void watch(const Event &e);
-  void recheck_holders_of(SegmentKey key);
 
   // Held by the consumer while it reads records and changes the engine,
-  // and by read().
+  // and by read(). Lock order (docs/ARCHITECTURE.md, Locks): taken inside
+  // Endpoints' lock, never around it.
   mutable std::mutex mu_;
   Session session_;
   Engine engine_;
@@ -214,46 +196,12 @@ private:
   RescanSchedule schedule_;
   NewCgroups cgroups_;
   KnownNamespaces namespaces_;
-  // Linked files touched by recent events, re-stat'ed every sample (at
-  // their path in the engine): no event reports the pages that writes and
-  // faults add. File events are only logged (touched_), and go into
-  // watched_ at the next sample if the file is still linked then: most
-  // files a fast producer makes are unlinked by then. Both bounded; when
-  // full, new files wait for the periodic reconcile.
-  struct Touched {
-    SegmentKey key;
-    uint32_t pid = 0;
-    uint32_t mntns = 0;
-    uint64_t ts_ns = 0;
-  };
-  std::vector<Touched> touched_;
-  struct Watched {
-    uint32_t pid = 0;   // whose root the path is under
-    uint32_t mntns = 0; // its mount namespace
-    uint64_t last_event_ns = 0;
-  };
-  std::unordered_map<SegmentKey, Watched, SegmentKeyHash> watched_;
-  // Processes whose fds and mappings are rescanned every sample, to see
-  // closes and munmaps (not traced): those that touched files, and the
-  // holders of a file when it was unlinked. Value: the last event time.
-  struct RecentPid {
-    uint64_t last_event_ns = 0;
-    bool holds = true;     // tmpfs files, at its last rescan
-    uint32_t unlinked = 0; // files it held when they were unlinked, since
-  };
-  // Sum of RecentPid::unlinked: files that a rescan of their holders may
-  // destroy. Rescanned in batches, so that no apply destroys too many at once.
-  size_t unlinked_held_ = 0;
-  std::unordered_map<uint32_t, RecentPid> recent_pids_;
-  RecentPid *last_pid_ = nullptr; // events come in runs from one process
-  uint32_t last_pid_id_ = 0;
-  size_t stat_cursor_ = 0;
+  FileWatch watch_;
   // A gather under way, and the events read since it began and not yet
   // applied.
   std::future<Gather> gather_;
   std::atomic<bool> gather_done_{false}; // set by the worker as it ends
   HeldEvents held_;
-  size_t holder_cursor_ = 0;
 };
 
 } // namespace shmbpf
