@@ -39,6 +39,12 @@ step() {
   case " $ok " in
   *" $rc "*) echo "=== $name: PASS (status $rc, $(($(date +%s) - start)) s)" ;;
   *)
+    # A failed test's message is in the part left out: shown, with what
+    # came just before it.
+    if [ "$lines" -gt "$cut_at" ] && grep -q -E ': Failure$|^Failure$' "$log"; then
+      echo "=== $name: the failures"
+      grep -n -B 2 -A 14 -E ': Failure$|^Failure$' "$log" | head -n 150
+    fi
     echo "=== $name: FAIL (status $rc, $(($(date +%s) - start)) s)"
     failed=$((failed + 1))
     ;;
