@@ -63,7 +63,7 @@ int run_cli(int argc, char **argv) {
     if (!found) {
       std::fprintf(stderr, "shmbpf: unknown command '%s' (commands: %s; see shmbpf --help)\n",
                    escape_text(argv[1]).c_str(), known.c_str());
-      return 2;
+      return status(Exit::refused);
     }
   }
   // One rule for a reader that goes away (`| head`) in every command: no
@@ -75,13 +75,15 @@ int run_cli(int argc, char **argv) {
   } catch (const CLI::ParseError &e) {
     // --help and --version succeed; usage errors exit 2, as most tools do.
     int code = app->exit(e);
-    return code == 0 ? 0 : 2;
+    return status(code == 0 ? Exit::ok : Exit::refused);
   }
-  // leaks and doctor promise 2 for every error: 1 means "leaks found".
-  const int error_status = app->got_subcommand("leaks") || app->got_subcommand("doctor") ||
-                                   app->got_subcommand("audit") || app->got_subcommand("reap")
-                               ? 2
-                               : 1;
+  // leaks, doctor, audit and reap promise 2 for every error: 1 means
+  // something was found.
+  const int error_status =
+      status(app->got_subcommand("leaks") || app->got_subcommand("doctor") ||
+                     app->got_subcommand("audit") || app->got_subcommand("reap")
+                 ? Exit::refused
+                 : Exit::failed);
   try {
     if (app->got_subcommand("trace"))
       return run_trace(opts.trace);

@@ -94,11 +94,11 @@ int run_audit(const AuditOptions &opts) {
 
   const std::optional<Severity> fail_on = parse_severity(opts.fail_on);
   if (!fail_on)
-    return 0; // "none"
+    return status(Exit::ok); // "none"
   for (const Finding &f : findings)
     if (f.severity >= *fail_on)
-      return 1;
-  return 0;
+      return status(Exit::found);
+  return status(Exit::ok);
 }
 
 } // namespace shmbpf

@@ -30,7 +30,7 @@ int run_leaks_remote(const LeaksQuery &query, const std::string &socket) {
   Output output;
   output.write(reply.body);
   output.check();
-  return reply.leaking ? 1 : 0;
+  return status(reply.leaking ? Exit::found : Exit::ok);
 }
 
 } // namespace
@@ -91,7 +91,7 @@ int run_leaks(const LeaksOptions &opts) {
   Output output;
   output.write(out);
   output.check(); // a report that did not get out is an error, not "no leak"
-  return report.leaking() ? 1 : 0;
+  return status(report.leaking() ? Exit::found : Exit::ok);
 }
 
 } // namespace shmbpf

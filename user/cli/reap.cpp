@@ -90,7 +90,7 @@ int run_reap(const ReapOptions &opts) {
   if (geteuid() != 0) {
     std::fprintf(stderr, "shmbpf: reap needs root: without it, other users' processes cannot be "
                          "inspected, so files they hold would look orphaned (use sudo)\n");
-    return 2;
+    return status(Exit::refused);
   }
   const EngineConfig cfg = engine_config_now();
   const uint64_t now = cfg.start_ns;
@@ -115,7 +115,7 @@ int run_reap(const ReapOptions &opts) {
   output.write(opts.json ? reap_json(outcomes, plan, opts.yes, now)
                          : reap_text(outcomes, plan, opts.yes, now));
   output.check();
-  return reap_totals(outcomes).skipped == 0 ? 0 : 1;
+  return status(reap_totals(outcomes).skipped == 0 ? Exit::ok : Exit::found);
 }
 
 } // namespace shmbpf

@@ -52,7 +52,7 @@ public:
     auto reply = parse_top_frame_reply(get(st, "frame").body);
     if (!reply)
       throw FatalError("shmbpf serve at " + escape_text(socket_),
-                       "a frame not understood: " + reply.error(), 2);
+                       "a frame not understood: " + reply.error(), Exit::refused);
     // The daemon kept the selection and scroll in range; what the user is
     // typing stays this side's.
     const bool editing = st.editing_filter;
@@ -112,7 +112,7 @@ int run_top(const TopOptions &opts) {
     throw FatalError("top",
                      "standard output is not a terminal; use -b for batch mode "
                      "(plain-text frames) or -b --json (one JSON object per frame)",
-                     2);
+                     Exit::refused);
   if (opts.server) {
     // Asked before the screen starts: no daemon there (or none ready) is an
     // error on a terminal left as it was.

@@ -28,19 +28,20 @@ constexpr time_t kWriteTimeoutS = 5;
 ApiReply api_get(const std::string &socket, const std::string &path, const QueryFields &query) {
   const std::string where = escape_text(socket);
   if (const std::string why = SocketSetting::problem(socket); !why.empty())
-    throw FatalError("--server " + where, "the path " + why, 2);
+    throw FatalError("--server " + where, "the path " + why, Exit::refused);
   // The library says only that it could not connect: ask the kernel why.
   if (const int err = probe_socket(socket); err != 0) {
     if (err == ECONNREFUSED || err == ENOENT)
       throw FatalError("no shmbpf serve at " + where,
-                       std::string(std::strerror(err)) + "; start it with sudo shmbpf serve", 2);
+                       std::string(std::strerror(err)) + "; start it with sudo shmbpf serve",
+                       Exit::refused);
     if (err == EACCES || err == EPERM)
       throw FatalError("cannot connect to " + where,
                        std::string(std::strerror(err)) +
                            " (the socket admits its owner and its group: see shmbpf serve "
                            "--socket-group)",
-                       2);
-    throw FatalError("cannot connect to " + where, std::strerror(err), 2);
+                       Exit::refused);
+    throw FatalError("cannot connect to " + where, std::strerror(err), Exit::refused);
   }
   httplib::Client client(socket);
   client.set_address_family(AF_UNIX);
@@ -52,18 +53,21 @@ ApiReply api_get(const std::string &socket, const std::string &path, const Query
   if (!res)
     throw FatalError("shmbpf serve at " + where,
                      "no answer to " + escape_text(target) + ": " + httplib::to_string(res.error()),
-                     2);
+                     Exit::refused);
   std::string body = res->body;
   while (!body.empty() && body.back() == '\n')
     body.pop_back();
   if (res->status == 503)
     throw FatalError("shmbpf serve at " + where,
-                     "not ready yet (" + escape_text(body) + "); try again in a moment", 2);
+                     "not ready yet (" + escape_text(body) + "); try again in a moment",
+                     Exit::refused);
   if (res->status == 400) // a parameter it cannot take: its body says which and why
-    throw FatalError("shmbpf serve at " + where, "refused the request: " + escape_text(body), 2);
+    throw FatalError("shmbpf serve at " + where, "refused the request: " + escape_text(body),
+                     Exit::refused);
   if (res->status != 200)
     throw FatalError("shmbpf serve at " + where,
-                     "HTTP " + std::to_string(res->status) + ": " + escape_text(body), 2);
+                     "HTTP " + std::to_string(res->status) + ": " + escape_text(body),
+                     Exit::refused);
   ApiReply r;
   r.body = res->body;
   r.content_type = res->get_header_value("Content-Type");

@@ -60,14 +60,14 @@ void Daemon::open_files() {
   if (!config_.export_file.empty()) {
     auto file = RotatingFile::open(config_.export_file, config_.export_limits);
     if (!file)
-      throw FatalError("--export-file", file.error(), 2);
+      throw FatalError("--export-file", file.error(), Exit::refused);
     exporter_ =
         std::make_unique<Exporter>(std::move(*file), TraceClock{boot_to_realtime_ns()}, log_);
   }
   if (!config_.state_dir.empty()) {
     auto file = StateFile::open(config_.state_dir);
     if (!file)
-      throw FatalError("--state-dir", file.error(), 2);
+      throw FatalError("--state-dir", file.error(), Exit::refused);
     state_ = std::make_unique<StateFile>(std::move(*file));
     saved_ = state_->load(&state_note_);
   }
@@ -83,7 +83,7 @@ void Daemon::bind_socket() {
   if (exporter_) {
     auto made = new_socket_token();
     if (!made)
-      throw FatalError(where, made.error(), 2);
+      throw FatalError(where, made.error(), Exit::refused);
     token = *made;
     api_.take_reap_records(exporter_.get(), token);
   }
@@ -95,7 +95,7 @@ void Daemon::bind_socket() {
       });
   if (!token.empty()) {
     if (auto written = write_socket_token(config_.socket, token); !written)
-      throw FatalError(where, written.error(), 2);
+      throw FatalError(where, written.error(), Exit::refused);
     token_ = token;
   }
 }

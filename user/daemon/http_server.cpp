@@ -124,7 +124,7 @@ socklen_t socket_address(const ListenAddress &addr, sockaddr_storage &ss) {
 }
 
 [[noreturn]] void cannot_listen(const std::string &where, int err) {
-  throw FatalError(where, std::string("cannot listen: ") + std::strerror(err), 2);
+  throw FatalError(where, std::string("cannot listen: ") + std::strerror(err), Exit::refused);
 }
 
 } // namespace
@@ -332,7 +332,7 @@ HttpServer::HttpServer(const ListenAddress &addr, GetFn get) : HttpServer(std::m
   sockaddr_storage ss{};
   const socklen_t len = socket_address(addr, ss);
   if (len == 0)
-    throw FatalError(where, "cannot listen on " + addr.text() + ": not an address", 2);
+    throw FatalError(where, "cannot listen on " + addr.text() + ": not an address", Exit::refused);
   impl_->listen_fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   // SO_REUSEADDR only: a restart may bind while the old connections linger,
   // but a second daemon on the same port fails (SO_REUSEPORT would let both
@@ -343,7 +343,8 @@ HttpServer::HttpServer(const ListenAddress &addr, GetFn get) : HttpServer(std::m
       bind(impl_->listen_fd, reinterpret_cast<sockaddr *>(&ss), len) != 0 ||
       listen(impl_->listen_fd, SOMAXCONN) != 0) {
     const int err = errno;
-    throw FatalError(where, "cannot listen on " + addr.text() + ": " + std::strerror(err), 2);
+    throw FatalError(where, "cannot listen on " + addr.text() + ": " + std::strerror(err),
+                     Exit::refused);
   }
   start(HttpLimits::kPerAddress);
 }
@@ -379,7 +380,7 @@ HttpServer::HttpServer(const UnixSocketAddress &addr, GetFn get, PostFn post)
       listen(impl_->listen_fd, SOMAXCONN) != 0) {
     const int e = errno;
     remove_socket();
-    throw FatalError(where, std::strerror(e), 2);
+    throw FatalError(where, std::strerror(e), Exit::refused);
   }
   start(0); // a throw from here on runs the destructor, which removes the socket
 }
@@ -388,7 +389,8 @@ void HttpServer::start(unsigned per_address) {
   Impl &m = *impl_;
   m.wake_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
   if (m.wake_fd < 0)
-    throw FatalError("serve", std::string("cannot start HTTP: ") + std::strerror(errno), 2);
+    throw FatalError("serve", std::string("cannot start HTTP: ") + std::strerror(errno),
+                     Exit::refused);
   const unsigned flags =
       MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC;
   // An option and its value a line, each value of the type the library
@@ -407,7 +409,8 @@ void HttpServer::start(unsigned per_address) {
       MHD_OPTION_END);
   // clang-format on
   if (!m.daemon)
-    throw FatalError("serve", "cannot start HTTP (libmicrohttpd refused its options)", 2);
+    throw FatalError("serve", "cannot start HTTP (libmicrohttpd refused its options)",
+                     Exit::refused);
   m.acceptor = std::thread([&m] { m.accept_loop(); });
 }
 

@@ -33,7 +33,7 @@ void save_state(const Monitor &mon, const ServeLoopOptions &opts, Log &log, std:
   std::string text = format_state(st);
   if (text == last && !final)
     return;
-  Result<bool> saved = opts.state->save(text);
+  Result<void> saved = opts.state->save(text);
   if (!saved) {
     log.line("could not save the state: " + saved.error());
     return;

@@ -47,7 +47,7 @@ Result<StateFile> StateFile::open(const std::string &dir) {
   // Root passes permission checks: only a real write proves the directory
   // takes files (a read-only mount, a full disk).
   StateFile f(dir);
-  Result<bool> probe = f.save_probe();
+  Result<void> probe = f.save_probe();
   if (!probe)
     return Error{probe.error()};
   return f;
@@ -60,14 +60,14 @@ Result<int> StateFile::create(const std::string &path) {
   return open_own_file(path, O_EXCL);
 }
 
-Result<bool> StateFile::save_probe() const {
+Result<void> StateFile::save_probe() const {
   const std::string probe = dir_ + "/.probe." + std::to_string(::getpid());
   Result<int> fd = create(probe);
   if (!fd)
     return Error{escape_text(dir_) + ": cannot write in it: " + fd.error()};
   ::close(*fd);
   ::unlink(probe.c_str());
-  return true;
+  return {};
 }
 
 std::optional<SavedState> StateFile::load(std::string *why) const {
@@ -90,7 +90,7 @@ std::optional<SavedState> StateFile::load(std::string *why) const {
   return std::move(*st);
 }
 
-Result<bool> StateFile::save(const std::string &text) const {
+Result<void> StateFile::save(const std::string &text) const {
   // Named after the process: two daemons given one directory never write
   // into the same temporary file.
   const std::string tmp = path_ + ".tmp." + std::to_string(::getpid());
@@ -116,7 +116,7 @@ Result<bool> StateFile::save(const std::string &text) const {
     ::fsync(dfd);
     ::close(dfd);
   }
-  return true;
+  return {};
 }
 
 std::string current_boot_id() {

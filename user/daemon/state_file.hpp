@@ -32,11 +32,11 @@ public:
   // read or parsed gives nullopt and a reason in *why.
   std::optional<SavedState> load(std::string *why) const;
   // Replaces the file with text; a reason on failure (the old file stays).
-  Result<bool> save(const std::string &text) const;
+  Result<void> save(const std::string &text) const;
 
 private:
   explicit StateFile(std::string dir);
-  Result<bool> save_probe() const;
+  Result<void> save_probe() const;
   // A new file of root's at path, in place of whatever had the name.
   static Result<int> create(const std::string &path);
   std::string dir_;

@@ -23,7 +23,7 @@ namespace shmbpf {
 namespace {
 
 [[noreturn]] void refuse(const std::string &path, const std::string &why) {
-  throw FatalError("socket " + escape_text(path), why, 2);
+  throw FatalError("socket " + escape_text(path), why, Exit::refused);
 }
 
 } // namespace
@@ -125,7 +125,7 @@ Result<std::string> new_socket_token() {
   return token;
 }
 
-Result<bool> write_socket_token(const std::string &socket, const std::string &token) {
+Result<void> write_socket_token(const std::string &socket, const std::string &token) {
   const std::string path = socket_token_path(socket);
   const std::string tmp = path + ".new";
   ::unlink(tmp.c_str());
@@ -140,7 +140,7 @@ Result<bool> write_socket_token(const std::string &socket, const std::string &to
     ::unlink(tmp.c_str());
     return Error{escape_text(path) + ": " + std::strerror(written ? errno : err)};
   }
-  return true;
+  return {};
 }
 
 void remove_socket_token(const std::string &socket, const std::string &token) {

@@ -46,7 +46,7 @@ void prepare_socket_path(const std::string &path);
 // the end.
 std::string socket_token_path(const std::string &socket);
 Result<std::string> new_socket_token();
-Result<bool> write_socket_token(const std::string &socket, const std::string &token);
+Result<void> write_socket_token(const std::string &socket, const std::string &token);
 void remove_socket_token(const std::string &socket, const std::string &token);
 // The token, "" when it cannot be read (not root, no daemon).
 std::string read_socket_token(const std::string &socket);

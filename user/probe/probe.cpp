@@ -105,7 +105,7 @@ Privileges read_privileges() {
   __user_cap_header_struct hdr{_LINUX_CAPABILITY_VERSION_3, 0};
   __user_cap_data_struct data[2]{};
   if (syscall(SYS_capget, &hdr, data) != 0)
-    throw FatalError("capabilities", errno_text(errno), 2);
+    throw FatalError("capabilities", errno_text(errno), Exit::refused);
   Privileges p;
   p.root = geteuid() == 0;
   p.sys_admin = has_cap(data, CAP_SYS_ADMIN);
@@ -123,7 +123,7 @@ void require_bpf_privileges(const std::string &command) {
                      "loading BPF programs needs root (or CAP_BPF and CAP_PERFMON); run: sudo "
                      "shmbpf " +
                          command,
-                     2);
+                     Exit::refused);
 }
 
 void ensure_fd_room() {
@@ -146,7 +146,7 @@ void ensure_fd_room() {
                      "the limit is " + std::to_string(lim.rlim_cur) +
                          " (ulimit -n) and shmbpf needs " + std::to_string(kNeeded) +
                          "; raise it, e.g. ulimit -n 1024",
-                     2);
+                     Exit::refused);
 }
 
 std::string RingBufferSetting::problem(size_t bytes) {
@@ -258,7 +258,8 @@ void Probe::choose_hooks(const ProbeOptions &opts, const std::string &tracefs) {
   if (const char *b = std::getenv("SHMBPF_BUILD"); b && *b) {
     if (!lower_features(features_, b))
       throw FatalError("SHMBPF_BUILD",
-                       std::string(b) + " is not a build (fast, compat or compat_noatomic)", 2);
+                       std::string(b) + " is not a build (fast, compat or compat_noatomic)",
+                       Exit::refused);
     // What is told about this kernel then says why it lacks so much.
     features_.release += std::string(" as SHMBPF_BUILD=") + b;
   }
@@ -295,7 +296,8 @@ void Probe::choose_hooks(const ProbeOptions &opts, const std::string &tracefs) {
   if (const char *h = std::getenv("SHMBPF_HOOKS"); h && *h) {
     const std::optional<HookSet> set = hook_set_named(h);
     if (!set)
-      throw FatalError("SHMBPF_HOOKS", std::string(h) + " is not a hook set (full or light)", 2);
+      throw FatalError("SHMBPF_HOOKS", std::string(h) + " is not a hook set (full or light)",
+                       Exit::refused);
     chosen_.set = *set;
     light_or_full = false;
   }
@@ -306,7 +308,7 @@ void Probe::choose_hooks(const ProbeOptions &opts, const std::string &tracefs) {
   if (chosen_.set == HookSet::light && !chosen_.light_missing.empty()) {
     if (!light_or_full)
       throw FatalError(std::string(HookSetting::kFlag) + " light",
-                       chosen_.light_missing + "; use --hooks full", 2);
+                       chosen_.light_missing + "; use --hooks full", Exit::refused);
     chosen_.set_note =
         "light hooks cannot load (" + chosen_.light_missing + "): the full set instead";
     chosen_.set = HookSet::full;
@@ -338,7 +340,7 @@ void Probe::choose_hooks(const ProbeOptions &opts, const std::string &tracefs) {
     throw FatalError("no hook of shmbpf's exists on this kernel",
                      chosen_.missing.empty() ? std::string("none to load")
                                              : chosen_.missing.front() + ", ...",
-                     2);
+                     Exit::refused);
 }
 
 void Probe::load() {
@@ -368,12 +370,12 @@ Probe::Probe(const ProbeOptions &opts, bool attach_now) {
   require_bpf_privileges(opts.command);
   ensure_fd_room();
   if (auto why = RingBufferSetting::problem(opts.ring_buffer_bytes); !why.empty())
-    throw FatalError(RingBufferSetting::kFlag, why, 2);
+    throw FatalError(RingBufferSetting::kFlag, why, Exit::refused);
   if (!exists("/sys/kernel/btf/vmlinux"))
     throw FatalError("kernel BTF",
                      "/sys/kernel/btf/vmlinux is missing; shmbpf needs a kernel built with "
                      "CONFIG_DEBUG_INFO_BTF=y",
-                     2);
+                     Exit::refused);
   tracefs_ = std::make_unique<Tracefs>();
   const std::string &tracefs = tracefs_->dir();
   ncpus_ = libbpf_num_possible_cpus();

@@ -34,7 +34,7 @@ FatalError mount_failure(const std::string &step, int err) {
   return FatalError("tracefs",
                     std::string("not mounted, and ") + step + " failed: " + std::strerror(err) +
                         " (mount it for shmbpf: mount -t tracefs nodev " + kTracing + ")",
-                    2);
+                    Exit::refused);
 }
 
 } // namespace
@@ -63,7 +63,7 @@ TracefsState find_tracefs() {
 Tracefs::Tracefs() {
   const TracefsState found = find_tracefs();
   if (!found.problem.empty())
-    throw FatalError("tracefs", found.problem, 2);
+    throw FatalError("tracefs", found.problem, Exit::refused);
   if (!found.dir.empty()) {
     dir_ = found.dir;
     return;
@@ -102,7 +102,8 @@ void Tracefs::serve() {
     if (mount("nodev", kTracing, "tracefs", 0, nullptr) != 0)
       throw mount_failure(std::string("mounting it at ") + kTracing, errno);
     if (!exists(std::string(kTracing) + "/events") || !is_tracefs(kTracing))
-      throw FatalError("tracefs", std::string(kTracing) + " has no events/ after mounting it", 2);
+      throw FatalError("tracefs", std::string(kTracing) + " has no events/ after mounting it",
+                       Exit::refused);
   } catch (...) {
     err = std::current_exception();
   }

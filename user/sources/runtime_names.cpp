@@ -14,7 +14,7 @@
 
 namespace shmbpf {
 
-Result<bool> set_runtime_root(RuntimeRoots &roots, std::string_view spec) {
+Result<void> set_runtime_root(RuntimeRoots &roots, std::string_view spec) {
   const size_t eq = spec.find('=');
   if (eq == std::string_view::npos)
     return Error{"expected RUNTIME=DIR, got '" + std::string(spec) + "'"};
@@ -32,7 +32,7 @@ Result<bool> set_runtime_root(RuntimeRoots &roots, std::string_view spec) {
     return Error{"unknown runtime '" + std::string(runtime) + "' (one of " +
                  std::string(kRuntimeRootNames) + ")"};
   *slot = dir;
-  return true;
+  return {};
 }
 
 namespace {

@@ -36,7 +36,7 @@ struct RuntimeRoots {
 constexpr std::string_view kRuntimeRootNames = "docker, containerd, cri-o, podman, pod-logs";
 
 // Applies one "RUNTIME=DIR" to roots; an error names what is wrong.
-Result<bool> set_runtime_root(RuntimeRoots &roots, std::string_view spec);
+Result<void> set_runtime_root(RuntimeRoots &roots, std::string_view spec);
 
 // Docker's containers/<id>/config.v2.json: "Name" without its leading '/',
 // and the io.kubernetes.* labels dockershim set.

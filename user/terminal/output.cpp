@@ -27,7 +27,7 @@ bool Output::reader_gone() const { return err_ == EPIPE; }
 
 void Output::check() const {
   if (err_ != 0 && !reader_gone())
-    throw FatalError("writing the output", std::strerror(err_), 2);
+    throw FatalError("writing the output", std::strerror(err_), Exit::refused);
 }
 
 } // namespace shmbpf

@@ -51,7 +51,7 @@ Screen::Screen() {
     throw FatalError("top",
                      std::string("cannot drive the terminal (TERM=") + (term ? term : "") +
                          "); use -b for batch mode",
-                     2);
+                     Exit::refused);
   }
   set_term(screen_);
   cbreak(); // Ctrl-C still raises SIGINT, handled like q
