@@ -23,39 +23,26 @@
 #define SHMBPF_INODE_HOOKS_BPF_H
 
 #include "paths.bpf.h"
+#include "syscall_nr.bpf.h"
 
-/* x86-64's numbers of the calls the light hooks report. */
-#if defined(__TARGET_ARCH_x86)
-#define NR_open		2
-#define NR_truncate	76
-#define NR_ftruncate	77
-#define NR_rename	82
-#define NR_creat	85
-#define NR_link		86
-#define NR_unlink	87
-#define NR_openat	257
-#define NR_unlinkat	263
-#define NR_renameat	264
-#define NR_linkat	265
-#define NR_fallocate	285
-#define NR_renameat2	316
-#define NR_memfd_create 319
-#define NR_openat2	437
-#endif
-
-/* The origin of a call by its number; SHMBPF_ORIG_NONE for any other. */
+/* The origin of a call by its number; SHMBPF_ORIG_NONE for any other, and
+ * for every call on an architecture syscall_nr.bpf.h has no table for. */
 static __always_inline __u16 origin_of(long nr)
 {
 	switch (nr) {
-#if defined(__TARGET_ARCH_x86)
+#ifdef NR_openat
+#ifdef NR_open
 	case NR_open:
 		return SHMBPF_ORIG_OPEN;
+#endif
 	case NR_openat:
 		return SHMBPF_ORIG_OPENAT;
 	case NR_openat2:
 		return SHMBPF_ORIG_OPENAT2;
+#ifdef NR_creat
 	case NR_creat:
 		return SHMBPF_ORIG_CREAT;
+#endif
 	case NR_memfd_create:
 		return SHMBPF_ORIG_MEMFD_CREATE;
 	case NR_ftruncate:
@@ -64,18 +51,24 @@ static __always_inline __u16 origin_of(long nr)
 		return SHMBPF_ORIG_FALLOCATE;
 	case NR_truncate:
 		return SHMBPF_ORIG_TRUNCATE;
+#ifdef NR_unlink
 	case NR_unlink:
 		return SHMBPF_ORIG_UNLINK;
+#endif
 	case NR_unlinkat:
 		return SHMBPF_ORIG_UNLINKAT;
+#ifdef NR_rename
 	case NR_rename:
 		return SHMBPF_ORIG_RENAME;
+#endif
 	case NR_renameat:
 		return SHMBPF_ORIG_RENAMEAT;
 	case NR_renameat2:
 		return SHMBPF_ORIG_RENAMEAT2;
+#ifdef NR_link
 	case NR_link:
 		return SHMBPF_ORIG_LINK;
+#endif
 	case NR_linkat:
 		return SHMBPF_ORIG_LINKAT;
 #endif
