@@ -12,59 +12,28 @@ using Clock = std::chrono::steady_clock;
 } // namespace
 
 Exporter::Exporter(RotatingFile file, const TraceClock &clock, Log &log)
-    : path_(file.path()), clock_(clock), log_(log), fmt_(clock), file_(std::move(file)),
-      writer_fmt_(clock) {
-  pending_.reserve(kHandOverAt + 4096);
+    : path_(file.path()), clock_(clock), log_(log),
+      pending_(clock, kHandOverAt + 4096), out_{std::move(file), ExportFormatter(clock)} {
   writer_ = std::thread([this] { write_loop(); });
 }
 
 Exporter::~Exporter() { close(); }
 
 void Exporter::event(const Event &e, const Engine &engine) {
-  fmt_.append_event(pending_, e, engine.cgroup_container(e.cgroup_id));
-  ++pending_records_;
-  if (pending_.size() >= kHandOverAt)
+  pending_.event(e, engine);
+  if (pending_.text().size() >= kHandOverAt)
     hand_over();
 }
 
 void Exporter::reaped(const std::vector<ReapOutcome> &outcomes, std::string_view by,
                       uint32_t by_pid) {
-  const uint64_t now_ns = Monitor::now_ns();
-  for (const ReapOutcome &o : outcomes) {
-    fmt_.append_reap(pending_, now_ns, o, by, by_pid);
-    ++pending_records_;
-  }
+  pending_.reaped(outcomes, by, by_pid);
   hand_over();
 }
 
 void Exporter::after_poll(const Monitor &mon, bool last) {
-  const auto now = Clock::now();
-  // The kernel's loss counter is a map read (a syscall): not on every turn.
-  if (now >= next_lost_ || last) {
-    next_lost_ = now + kLostEvery;
-    const uint64_t lost = mon.stats().lost;
-    if (lost > lost_seen_) {
-      fmt_.append_lost(pending_, Monitor::now_ns(), lost - lost_seen_, lost);
-      ++pending_records_;
-      lost_seen_ = lost;
-    }
-  }
-  if (now >= next_orphans_) {
-    check_orphans(mon.engine(), Monitor::now_ns());
-    const auto cost = Clock::now() - now;
-    next_orphans_ = now + std::max<Clock::duration>(kOrphanEvery, cost * 20);
-  }
+  pending_.after_poll(mon, last);
   hand_over();
-}
-
-void Exporter::check_orphans(const Engine &engine, uint64_t now_ns) {
-  // As /metrics counts them: an orphan as soon as it is one.
-  const OrphanWatch::Changes c = orphans_.update(engine.orphans(now_ns, 0));
-  for (const SegmentInfo &s : c.appeared)
-    fmt_.append_orphan(pending_, now_ns, s);
-  for (const SegmentInfo &s : c.gone)
-    fmt_.append_orphan_gone(pending_, now_ns, s, engine.contains(s.key));
-  pending_records_ += c.appeared.size() + c.gone.size();
 }
 
 bool Exporter::submit(std::string_view lines) {
@@ -79,22 +48,19 @@ bool Exporter::submit(std::string_view lines) {
 }
 
 void Exporter::hand_over() {
-  if (pending_.empty())
+  if (pending_.text().empty())
     return;
   {
     std::lock_guard lock(mu_);
-    if (queue_.size() + pending_.size() > kMaxQueued) {
-      dropped_.fetch_add(pending_records_, std::memory_order_relaxed);
-      unreported_drops_ += pending_records_;
-    } else if (queue_.empty()) {
-      queue_.swap(pending_);
+    if (queue_.size() + pending_.text().size() > kMaxQueued) {
+      counters_.dropped.fetch_add(pending_.count(), std::memory_order_relaxed);
+      unreported_drops_ += pending_.count();
     } else {
-      queue_ += pending_;
+      pending_.move_to(queue_);
     }
   }
   wake_.notify_one();
   pending_.clear();
-  pending_records_ = 0;
 }
 
 void Exporter::request_reopen() {
@@ -132,8 +98,10 @@ bool Exporter::close_within(std::chrono::milliseconds limit) {
 }
 
 ExportCounters Exporter::counters() const {
-  return {records_.load(std::memory_order_relaxed), dropped_.load(std::memory_order_relaxed),
-          errors_.load(std::memory_order_relaxed), rotations_.load(std::memory_order_relaxed)};
+  return {counters_.records.load(std::memory_order_relaxed),
+          counters_.dropped.load(std::memory_order_relaxed),
+          counters_.errors.load(std::memory_order_relaxed),
+          counters_.rotations.load(std::memory_order_relaxed)};
 }
 
 void Exporter::write_loop() {
@@ -145,7 +113,7 @@ void Exporter::write_loop() {
     const uint64_t drops = unreported_drops_;
     batch.clear();
     if (drops > 0)
-      writer_fmt_.append_dropped(batch, Monitor::now_ns(), drops);
+      out_.fmt.append_dropped(batch, Monitor::now_ns(), drops);
     if (batch.empty())
       batch.swap(queue_);
     else
@@ -155,23 +123,23 @@ void Exporter::write_loop() {
     lock.unlock();
 
     if (reopen) {
-      if (std::string why = file_.reopen(); !why.empty()) {
-        errors_.fetch_add(1, std::memory_order_relaxed);
+      if (std::string why = out_.file.reopen(); !why.empty()) {
+        counters_.errors.fetch_add(1, std::memory_order_relaxed);
         note_problem(why + " (writing on to the file open until now)", 1);
       } else {
         log_.line("export file " + path_ + " reopened");
       }
     }
-    const RotatingFile::Outcome out = file_.append(batch);
-    records_.fetch_add(out.written, std::memory_order_relaxed);
-    rotations_.store(file_.rotations(), std::memory_order_relaxed);
+    const RotatingFile::Outcome out = out_.file.append(batch);
+    counters_.records.fetch_add(out.written, std::memory_order_relaxed);
+    counters_.rotations.store(out_.file.rotations(), std::memory_order_relaxed);
     // The export_dropped record comes first: written, those drops are told;
     // failed, it is not a record of the stream and is not counted.
     const bool told = drops > 0 && out.written > 0;
     const size_t failed = out.failed - (drops > 0 && !told ? 1 : 0);
     if (out.problems > 0) {
-      errors_.fetch_add(out.problems, std::memory_order_relaxed);
-      dropped_.fetch_add(failed, std::memory_order_relaxed);
+      counters_.errors.fetch_add(out.problems, std::memory_order_relaxed);
+      counters_.dropped.fetch_add(failed, std::memory_order_relaxed);
       note_problem(out.error, out.problems);
     }
 
@@ -183,9 +151,9 @@ void Exporter::write_loop() {
       break;
   }
   lock.unlock();
-  file_.close();
-  if (unlogged_problems_ > 0)
-    log_.line("export file " + path_ + ": " + std::to_string(unlogged_problems_) +
+  out_.file.close();
+  if (out_.unlogged_problems > 0)
+    log_.line("export file " + path_ + ": " + std::to_string(out_.unlogged_problems) +
               " more errors since the last report");
   lock.lock();
   finished_ = true;
@@ -193,15 +161,15 @@ void Exporter::write_loop() {
 }
 
 void Exporter::note_problem(const std::string &what, size_t problems) {
-  unlogged_problems_ += problems;
+  out_.unlogged_problems += problems;
   const auto now = Clock::now();
-  if (last_log_ != Clock::time_point{} && now - last_log_ < kLogEvery)
+  if (out_.last_log != Clock::time_point{} && now - out_.last_log < kLogEvery)
     return;
-  last_log_ = now;
-  log_.line("export file: " + what + " (" + std::to_string(unlogged_problems_) + " errors, " +
-            std::to_string(dropped_.load(std::memory_order_relaxed)) +
+  out_.last_log = now;
+  log_.line("export file: " + what + " (" + std::to_string(out_.unlogged_problems) + " errors, " +
+            std::to_string(counters_.dropped.load(std::memory_order_relaxed)) +
             " records dropped since start); retrying with the next records");
-  unlogged_problems_ = 0;
+  out_.unlogged_problems = 0;
 }
 
 } // namespace shmbpf

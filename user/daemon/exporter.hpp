@@ -8,6 +8,7 @@
 #pragma once
 
 #include "daemon/export_file.hpp"
+#include "daemon/export_records.hpp"
 #include "daemon/log.hpp"
 #include "live/monitor.hpp"
 #include "views/export_view.hpp"
@@ -32,11 +33,6 @@ public:
   static constexpr size_t kMaxQueued = size_t{32} << 20;
   // The consumer hands over early when it has this much formatted.
   static constexpr size_t kHandOverAt = size_t{256} << 10;
-  // Orphans are compared at most this often (a walk over every segment);
-  // the gap grows with what the walk costs, as the monitor's loss rescans do.
-  static constexpr std::chrono::seconds kOrphanEvery{1};
-  // The kernel's losses are looked at this often.
-  static constexpr std::chrono::milliseconds kLostEvery{100};
   // Write errors are logged at most this often, summed.
   static constexpr std::chrono::seconds kLogEvery{10};
 
@@ -81,21 +77,13 @@ public:
 
 private:
   void write_loop();
-  void check_orphans(const Engine &engine, uint64_t now_ns);
   // A line in the log, at most once per kLogEvery (the writer thread).
   void note_problem(const std::string &what, size_t problems);
 
   const std::string path_;
   const TraceClock clock_;
   Log &log_;
-  // Consumer thread only.
-  ExportFormatter fmt_;
-  OrphanWatch orphans_;
-  std::string pending_;
-  size_t pending_records_ = 0;
-  uint64_t lost_seen_ = 0;
-  std::chrono::steady_clock::time_point next_orphans_{};
-  std::chrono::steady_clock::time_point next_lost_{};
+  ExportRecords pending_; // consumer thread only
 
   // Shared with the writer, under mu_.
   mutable std::mutex mu_;
@@ -108,12 +96,17 @@ private:
   std::condition_variable done_;
 
   // Writer thread only.
-  RotatingFile file_;
-  ExportFormatter writer_fmt_;
-  std::chrono::steady_clock::time_point last_log_{};
-  size_t unlogged_problems_ = 0;
+  struct WriterState {
+    RotatingFile file;
+    ExportFormatter fmt;
+    std::chrono::steady_clock::time_point last_log{};
+    size_t unlogged_problems = 0;
+  } out_;
 
-  std::atomic<uint64_t> records_{0}, dropped_{0}, errors_{0}, rotations_{0};
+  // Read by counters() from any thread.
+  struct Counters {
+    std::atomic<uint64_t> records{0}, dropped{0}, errors{0}, rotations{0};
+  } counters_;
   std::thread writer_;
 };
 
