@@ -1,16 +1,19 @@
 // What one `shmbpf serve` request costs with N live segments, without BPF or
 // HTTP: the copy made under the live loop's lock (what stalls the consumer)
 // apart from the formatting done after it, for a /metrics scrape (as
-// Endpoints::metrics: take_metrics_snapshot, then metrics_text) and for the
-// local API's /v1/segments (as LocalApi::segments: Engine::segments, then
-// segments_json). Segments spread over 50 containers, the host and 4 tmpfs
-// mounts; half the creators exit, leaving half the segments orphaned.
-// Prints the median of several requests of each.
+// Endpoints::metrics: take_metrics_snapshot, then metrics_text), for each
+// of the local API's lists, as JSON and as text (as LocalApi::list:
+// take_listing, then listing_output) and for /v1/leaks (as LocalApi::leaks:
+// Engine::orphans, then summarize_orphans and leaks_json). Segments spread over 50 containers, the
+// host and 4 tmpfs mounts; half the creators exit, leaving half the segments orphaned. Prints the
+// median of several requests of each.
 //
 //   serve_render 100000
 #include "engine/synthetic.hpp"
 #include "model/engine.hpp"
 #include "model/leaks.hpp"
+#include "views/leaks_view.hpp"
+#include "views/listing.hpp"
 #include "views/ls_view.hpp"
 #include "views/metrics.hpp"
 
@@ -133,21 +136,51 @@ int main(int argc, char **argv) {
               median(lock_ms), median(format_ms), median(lock_ms) + median(format_ms), bytes,
               groups);
 
+  // Each list, as /v1/segments, /v1/processes, /v1/containers and
+  // /v1/mounts answer it, as JSON and as text (which also copies what the
+  // table's columns relate rows to).
+  for (const char *path : {"/v1/segments", "/v1/processes", "/v1/containers", "/v1/mounts"}) {
+    for (const bool json : {true, false}) {
+      const LsQuery q =
+          *LsQuery::from_request(path, json ? QueryFields{} : QueryFields{{"format", "text"}});
+      lock_ms.clear();
+      format_ms.clear();
+      size_t rows = 0;
+      for (int r = 0; r < requests; r++) {
+        auto t0 = Clock::now();
+        const Listing l = take_listing(engine, q, now, 1);
+        lock_ms.push_back(ms_since(t0));
+        t0 = Clock::now();
+        bytes = listing_output(l, q, {}).size();
+        format_ms.push_back(ms_since(t0));
+        rows = l.segments.size() + l.containers.size() +
+               (q.by == ListBy::processes ? l.processes.size() : 0) +
+               (q.by == ListBy::mounts ? l.mounts.size() : 0);
+      }
+      const std::string name = std::string("v1_") + (path + 4) + (json ? "" : "_text");
+      std::printf("request=%s lock_ms=%.3f format_ms=%.3f total_ms=%.3f bytes=%zu rows=%zu\n",
+                  name.c_str(), median(lock_ms), median(format_ms),
+                  median(lock_ms) + median(format_ms), bytes, rows);
+    }
+  }
+
   lock_ms.clear();
   format_ms.clear();
-  size_t rows = 0;
+  size_t orphans = 0;
   for (int r = 0; r < requests; r++) {
+    LeaksQuery q;
+    q.min_age_s = 0; // every orphan: the most a leaks request copies
     auto t0 = Clock::now();
-    // ls' orphan verdict, as the API uses it.
-    std::vector<SegmentInfo> segs =
-        engine.segments({}, now, static_cast<uint64_t>(kLeakMinAgeS * 1e9));
+    const std::vector<Orphan> copy = engine.orphans(now, q.min_age_ns(), q.scope());
     lock_ms.push_back(ms_since(t0));
     t0 = Clock::now();
-    bytes = segments_json(segs, now).size();
+    const LeakReport report = summarize_orphans(copy, "");
+    bytes = leaks_json(report, now).size();
     format_ms.push_back(ms_since(t0));
-    rows = segs.size();
+    orphans = copy.size();
   }
-  std::printf("request=v1_segments lock_ms=%.3f format_ms=%.3f total_ms=%.3f bytes=%zu rows=%zu\n",
-              median(lock_ms), median(format_ms), median(lock_ms) + median(format_ms), bytes, rows);
+  std::printf("request=v1_leaks lock_ms=%.3f format_ms=%.3f total_ms=%.3f bytes=%zu rows=%zu\n",
+              median(lock_ms), median(format_ms), median(lock_ms) + median(format_ms), bytes,
+              orphans);
   return engine.segment_count() == n ? 0 : 1;
 }
