@@ -1,0 +1,380 @@
+// The engine's summaries: processes, containers, mounts, orphans, totals
+// and segment groups, and what the live loop asks to resolve. The queries
+// of segments themselves are in engine_queries.cpp.
+#include "model/engine.hpp"
+
+#include <algorithm>
+#include <map>
+#include <optional>
+#include <tuple>
+#include <unordered_set>
+
+namespace shmbpf {
+
+ProcessInfo Engine::process_info(uint32_t pid, const Process &p, uint64_t now_ns,
+                                 bool count_held) const {
+  ProcessInfo i;
+  i.pid = pid;
+  i.ppid = p.ppid;
+  i.uid = p.uid;
+  i.mntns = p.mntns;
+  i.comm = p.comm;
+  i.cgroup_id = p.cgroup_id;
+  if (const ContainerRef *c = container_of(p.cgroup_id)) {
+    i.container_id = c->id;
+    i.runtime = c->runtime;
+    i.pod_uid = c->pod_uid;
+    i.container_name = c->name;
+    i.pod = c->pod;
+    i.pod_namespace = c->pod_namespace;
+  }
+  for (const Held &h : p.held) {
+    if (!count_held)
+      break;
+    if (auto it = segs_.find(h.key); it != segs_.end()) {
+      ++i.segments_held;
+      i.bytes_held += it->second.bytes;
+    }
+  }
+  i.sysv_attachments = p.attachments.size();
+  i.creates = p.creates.count;
+  i.unlinks = p.unlinks.count;
+  i.create_rate = p.creates.rate(now_ns);
+  i.unlink_rate = p.unlinks.rate(now_ns);
+  i.last_create_ns = p.creates.last_ns;
+  i.last_unlink_ns = p.unlinks.last_ns;
+  i.sigbus = p.sigbus;
+  return i;
+}
+
+std::vector<ProcessInfo> Engine::processes(uint64_t now_ns) const {
+  now_ns = now_or_last(now_ns);
+  std::vector<ProcessInfo> out;
+  out.reserve(procs_.size());
+  for (const auto &[pid, p] : procs_)
+    out.push_back(process_info(pid, p, now_ns, false));
+  std::sort(out.begin(), out.end(),
+            [](const ProcessInfo &a, const ProcessInfo &b) { return a.pid < b.pid; });
+  // One pass over the segments fills what each process created and holds:
+  // pid -> row through a small open-addressing table of this query's own
+  // (a lookup per segment and per holder, in cache), not a find per hold.
+  size_t cells = 16;
+  while (cells < out.size() * 2)
+    cells *= 2;
+  std::vector<uint32_t> row_of(cells, 0); // row + 1
+  std::vector<uint32_t> serial(out.size());
+  auto home = [&](uint32_t pid) { return (pid * 0x9e3779b1u) & (cells - 1); };
+  for (size_t r = 0; r < out.size(); ++r) {
+    serial[r] = procs_.find(out[r].pid)->second.serial;
+    size_t c = home(out[r].pid);
+    while (row_of[c])
+      c = (c + 1) & (cells - 1);
+    row_of[c] = static_cast<uint32_t>(r + 1);
+  }
+  auto row = [&](uint32_t pid) -> ProcessInfo * {
+    for (size_t c = home(pid); row_of[c]; c = (c + 1) & (cells - 1))
+      if (out[row_of[c] - 1].pid == pid)
+        return &out[row_of[c] - 1];
+    return nullptr;
+  };
+  for (const auto &[key, s] : segs_) {
+    if (s.creator_pid) {
+      // creator_alive(), through the table.
+      ProcessInfo *c = row(s.creator_pid);
+      if (c && (s.creator_serial == 0 ||
+                serial[static_cast<size_t>(c - out.data())] == s.creator_serial)) {
+        ++c->segments_created;
+        c->bytes_created += s.bytes;
+        c->segments_unheld += s.holders.empty() && s.nattch == 0;
+      }
+    }
+    for (uint32_t pid : s.holders) {
+      if (ProcessInfo *h = row(pid)) {
+        ++h->segments_held;
+        h->bytes_held += s.bytes;
+      }
+    }
+  }
+  return out;
+}
+
+std::optional<ProcessInfo> Engine::process(uint32_t pid, uint64_t now_ns) const {
+  auto pit = procs_.find(pid);
+  if (pit == procs_.end())
+    return std::nullopt;
+  ProcessInfo i = process_info(pid, pit->second, now_or_last(now_ns));
+  for (const auto &[key, s] : segs_) {
+    if (s.creator_pid == pid && creator_alive(s)) {
+      ++i.segments_created;
+      i.bytes_created += s.bytes;
+      i.segments_unheld += s.holders.empty() && s.nattch == 0;
+    }
+  }
+  return i;
+}
+
+std::vector<ContainerInfo> Engine::containers(uint64_t now_ns) const {
+  now_ns = now_or_last(now_ns);
+  std::map<std::string, ContainerInfo> rows;
+  auto row = [&](const ContainerRef *c) -> ContainerInfo & {
+    ContainerInfo &r = rows[c ? c->id : std::string()];
+    if (r.runtime.empty()) {
+      r.id = c ? c->id : std::string();
+      r.runtime = c ? c->runtime : "host";
+      r.pod_uid = c ? c->pod_uid : std::string();
+      if (c) {
+        r.name = c->name;
+        r.pod = c->pod;
+        r.pod_namespace = c->pod_namespace;
+      }
+    }
+    return r;
+  };
+  row(nullptr); // the host is always a row
+  for (const auto &[pid, p] : procs_) {
+    ContainerInfo &r = row(container_of(p.cgroup_id));
+    ++r.processes;
+    r.creates += p.creates.count;
+    r.unlinks += p.unlinks.count;
+    r.create_rate += p.creates.rate(now_ns);
+  }
+  // Faults by the container their process was in (exited ones included).
+  for (const auto &[cgroup, b] : bus_errors_.by_cgroup()) {
+    ContainerInfo &r = row(container_of(cgroup));
+    r.sigbus += b.count;
+    if (!r.last_sigbus || r.last_sigbus->ts_ns < b.last.ts_ns)
+      r.last_sigbus = with_container(b.last);
+  }
+  const NsContainers ns = ns_containers();
+  // Neighbouring segments mostly share a container: skip the map then.
+  const ContainerRef *last = nullptr;
+  ContainerInfo *last_row = &row(nullptr);
+  for (const auto &[key, s] : segs_) {
+    const ContainerRef *c = segment_container(key, s, ns);
+    if (c != last) {
+      last = c;
+      last_row = &row(c);
+    }
+    ++last_row->segments;
+    last_row->bytes += s.bytes;
+  }
+  std::vector<ContainerInfo> out;
+  out.reserve(rows.size());
+  for (auto &[id, r] : rows)
+    out.push_back(std::move(r));
+  return out;
+}
+
+// A pod as the owner of its emptyDir volumes: its uid, and its name and
+// namespace if one of its containers has been named.
+ContainerRef Engine::pod_of(const std::string &uid) const {
+  ContainerRef pod{uid, "kubernetes", uid};
+  for (const auto &[cg, entry] : cgroups_)
+    if (entry.container && entry.container->pod_uid == uid && !entry.container->pod.empty()) {
+      pod.pod = entry.container->pod;
+      pod.pod_namespace = entry.container->pod_namespace;
+      break;
+    }
+  return pod;
+}
+
+std::vector<MountUsage> Engine::mounts() const {
+  std::vector<MountUsage> out;
+  const NsContainers ns = ns_containers();
+  for (const auto &[id, m] : mounts_) {
+    MountUsage u;
+    u.mount = m.state;
+    u.mount.used_bytes = used_now(m);
+    if (auto c = ns.mnt.find(m.state.mntns); c != ns.mnt.end() && c->second)
+      u.container = *c->second;
+    else if (auto uid = pod_uid_of_volume(m.state.mountpoint))
+      u.container = pod_of(*uid);
+    if (auto d = devs_.find(m.state.dev); d != devs_.end()) {
+      u.tracked_bytes = d->second.bytes;
+      u.segments = d->second.segments;
+      u.enospc = d->second.enospc;
+    }
+    if (auto b = bus_errors_.by_dev().find(m.state.dev); b != bus_errors_.by_dev().end()) {
+      u.sigbus = b->second.count;
+      u.last_sigbus = with_container(b->second.last);
+    }
+    const double limit = static_cast<double>(m.state.size_limit);
+    const double used = static_cast<double>(u.mount.used_bytes);
+    if (m.state.size_limit)
+      u.percent = 100.0 * used / limit;
+    // Least-squares slope, times relative to the first sample.
+    if (m.samples.size() >= 2) {
+      double n = 0, st = 0, sy = 0, stt = 0, sty = 0;
+      const auto [t0, y0] = m.samples.front();
+      for (const auto &[t, y] : m.samples) {
+        double x = static_cast<double>(t - t0) / 1e9;
+        double v = static_cast<double>(y) - static_cast<double>(y0);
+        n += 1;
+        st += x;
+        sy += v;
+        stt += x * x;
+        sty += x * v;
+      }
+      double denom = n * stt - st * st;
+      if (denom > 0)
+        u.growth_bytes_per_s = (n * sty - st * sy) / denom;
+    }
+    if (m.state.size_limit && u.growth_bytes_per_s > 0)
+      u.seconds_to_full = std::max(0.0, limit - used) / u.growth_bytes_per_s;
+    out.push_back(std::move(u));
+  }
+  std::sort(out.begin(), out.end(), [](const MountUsage &a, const MountUsage &b) {
+    if (a.mount.mountpoint != b.mount.mountpoint)
+      return a.mount.mountpoint < b.mount.mountpoint;
+    if (a.mount.mntns != b.mount.mntns)
+      return a.mount.mntns < b.mount.mntns;
+    return a.mount.mnt_id < b.mount.mnt_id;
+  });
+  return out;
+}
+
+std::vector<Orphan> Engine::orphans(uint64_t now_ns, uint64_t min_age_ns, OrphanScope scope) const {
+  std::vector<Orphan> out;
+  const NsContainers ns = ns_containers();
+  for (const auto &[key, s] : segs_) {
+    if (!is_orphan(key, s, now_ns, min_age_ns, scope))
+      continue;
+    uint64_t age = age_ns(s, now_ns);
+    out.push_back({info(key, s, &ns), age});
+    out.back().segment.age_ns = age;
+    out.back().segment.orphan = true;
+  }
+  std::sort(out.begin(), out.end(), [](const Orphan &a, const Orphan &b) {
+    if (a.segment.bytes != b.segment.bytes)
+      return a.segment.bytes > b.segment.bytes;
+    if (a.segment.path != b.segment.path)
+      return a.segment.path < b.segment.path;
+    return a.segment.key < b.segment.key;
+  });
+  return out;
+}
+
+EngineTotals Engine::totals(uint64_t now_ns, uint64_t orphan_min_age_ns) const {
+  now_ns = now_or_last(now_ns);
+  EngineTotals t;
+  for (const auto &[key, s] : segs_) {
+    KindTotals &k = s.kind == Kind::sysv ? t.sysv : s.kind == Kind::memfd ? t.memfd : t.tmpfs;
+    ++k.segments;
+    k.bytes += s.bytes;
+    if (is_orphan(key, s, now_ns, orphan_min_age_ns)) {
+      ++t.orphans;
+      t.orphan_bytes += s.bytes;
+    }
+  }
+  t.creates = creates_.count;
+  t.unlinks = unlinks_.count;
+  t.create_rate = creates_.rate(now_ns);
+  t.unlink_rate = unlinks_.rate(now_ns);
+  t.sigbus = bus_errors_.total();
+  if (!bus_errors_.recent().empty())
+    t.last_sigbus = with_container(bus_errors_.recent().back());
+  return t;
+}
+
+std::vector<SegmentGroup> Engine::segment_groups(uint64_t now_ns,
+                                                 uint64_t orphan_min_age_ns) const {
+  now_ns = now_or_last(now_ns);
+  // Grouped first by what is cheap to compare (the container's entry, the
+  // mount id, the device), then by the labels those resolve to: two
+  // cgroups of one container, or two mounts of one mountpoint, are one group.
+  struct Key {
+    const ContainerRef *container;
+    Kind kind;
+    SegmentState state;
+    uint32_t mnt_id;
+    uint32_t dev;
+    bool orphan;
+    auto tie() const { return std::tie(container, kind, state, mnt_id, dev, orphan); }
+    bool operator<(const Key &o) const { return tie() < o.tie(); }
+    bool operator==(const Key &o) const { return tie() == o.tie(); }
+  };
+  struct Sum {
+    uint64_t segments = 0;
+    uint64_t bytes = 0;
+  };
+  std::map<Key, Sum> sums;
+  const NsContainers ns = ns_containers();
+  // Neighbouring segments mostly fall in one group: skip the map then.
+  std::optional<Key> last;
+  Sum *last_sum = nullptr;
+  for (const auto &[key, s] : segs_) {
+    const bool sysv = key.is_sysv();
+    const Key k{segment_container(key, s, ns),
+                s.kind,
+                s.state,
+                sysv ? 0 : s.mnt_id,
+                sysv ? 0 : key.dev_or_ipcns,
+                is_orphan(key, s, now_ns, orphan_min_age_ns)};
+    if (!last || !(*last == k)) {
+      last = k;
+      last_sum = &sums[k];
+    }
+    ++last_sum->segments;
+    last_sum->bytes += s.bytes;
+  }
+  std::vector<SegmentGroup> out;
+  out.reserve(sums.size());
+  for (const auto &[k, sum] : sums) {
+    SegmentGroup g;
+    if (k.container)
+      g.container = *k.container;
+    g.kind = k.kind;
+    g.state = k.state;
+    g.mountpoint = mountpoint_of(k.kind == Kind::sysv, k.mnt_id, k.dev);
+    g.orphan = k.orphan;
+    g.segments = sum.segments;
+    g.bytes = sum.bytes;
+    out.push_back(std::move(g));
+  }
+  auto labels = [](const SegmentGroup &g) {
+    return std::tie(g.container.id, g.mountpoint, g.kind, g.state, g.orphan);
+  };
+  std::sort(out.begin(), out.end(),
+            [&](const SegmentGroup &a, const SegmentGroup &b) { return labels(a) < labels(b); });
+  // Merge the groups that resolved to the same labels.
+  std::vector<SegmentGroup> merged;
+  for (SegmentGroup &g : out) {
+    if (!merged.empty() && labels(merged.back()) == labels(g)) {
+      merged.back().segments += g.segments;
+      merged.back().bytes += g.bytes;
+    } else {
+      merged.push_back(std::move(g));
+    }
+  }
+  return merged;
+}
+
+std::vector<ContainerRef> Engine::unnamed_containers() const {
+  std::vector<ContainerRef> out;
+  out.reserve(unnamed_.size());
+  for (const auto &[id, c] : unnamed_)
+    out.push_back(c);
+  return out;
+}
+
+std::vector<uint64_t> Engine::unknown_cgroups() const {
+  std::unordered_set<uint64_t> ids;
+  for (const auto &[pid, p] : procs_)
+    if (p.cgroup_id && !cgroups_.count(p.cgroup_id))
+      ids.insert(p.cgroup_id);
+  for (const auto &[key, s] : segs_)
+    if (s.creator_cgroup && !cgroups_.count(s.creator_cgroup))
+      ids.insert(s.creator_cgroup);
+  std::vector<uint64_t> out(ids.begin(), ids.end());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+EngineStats Engine::stats() const {
+  EngineStats s = stats_;
+  s.segments = segs_.size();
+  s.processes = procs_.size();
+  return s;
+}
+
+} // namespace shmbpf
