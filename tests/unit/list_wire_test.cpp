@@ -59,6 +59,8 @@ TEST(LsQuery, EachListHasItsPathAndOnlyTheFormat) {
   }
   EXPECT_EQ(LsQuery{}.path(), "/v1/segments");
   EXPECT_FALSE(LsQuery::from_request("/v1/leaks", {}));
+  EXPECT_TRUE(LsQuery::is_list_path("/v1/mounts"));
+  EXPECT_FALSE(LsQuery::is_list_path("/v1/leaks"));
 }
 
 TEST(LsQuery, BadParametersAreNamed) {

@@ -3,6 +3,7 @@
 #include "daemon/unix_socket.hpp"
 #include "model/glob.hpp"
 #include "probe/probe.hpp"
+#include "views/format.hpp"
 
 #include <charconv>
 #include <cmath>
@@ -42,13 +43,6 @@ bool is_decimal(std::string_view text, bool is_signed, bool is_float) {
   return whole && i == text.size();
 }
 
-// The shortest decimal form of v ("0.1", "86400").
-std::string shortest(double v) {
-  char buf[32];
-  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
-  return ec == std::errc{} ? std::string(buf, end) : std::to_string(v);
-}
-
 } // namespace
 
 // Every numeric option of every command takes decimal numbers only.
@@ -76,9 +70,10 @@ void require_decimal(CLI::App &app) {
 // numbers, every CLI11 range lets nan through, and its messages print the
 // largest double in full.
 CLI::Validator number_in(double lo, double hi, bool above_lo) {
-  std::string range = std::isinf(hi)
-                          ? (above_lo ? "above " + shortest(lo) : shortest(lo) + " or more")
-                          : "from " + shortest(lo) + " to " + shortest(hi);
+  std::string range =
+      std::isinf(hi)
+          ? (above_lo ? "above " + shortest_decimal(lo) : shortest_decimal(lo) + " or more")
+          : "from " + shortest_decimal(lo) + " to " + shortest_decimal(hi);
   return CLI::Validator(
       [=](std::string &text) -> std::string {
         char *end = nullptr;

@@ -55,12 +55,12 @@ void Exporter::hand_over() {
     if (queue_.size() + pending_.text().size() > kMaxQueued) {
       counters_.dropped.fetch_add(pending_.count(), std::memory_order_relaxed);
       unreported_drops_ += pending_.count();
+      pending_.clear();
     } else {
       pending_.move_to(queue_);
     }
   }
   wake_.notify_one();
-  pending_.clear();
 }
 
 void Exporter::request_reopen() {

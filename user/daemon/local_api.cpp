@@ -58,8 +58,7 @@ HttpReply LocalApi::get(std::string_view path, const HttpQuery &query) const {
   if (!path.starts_with("/v1/"))
     return endpoints_.get(path);
   try {
-    if (path == "/v1/segments" || path == "/v1/processes" || path == "/v1/containers" ||
-        path == "/v1/mounts")
+    if (LsQuery::is_list_path(path))
       return list(path, query);
     if (path == "/v1/leaks")
       return leaks(query);

@@ -4,6 +4,7 @@
 #include "views/escape.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 
@@ -47,6 +48,12 @@ std::string human_age(std::optional<uint64_t> seconds) {
   if (s < 86400)
     return std::to_string(s / 3600) + "h";
   return std::to_string(s / 86400) + "d";
+}
+
+std::string shortest_decimal(double v) {
+  char buf[32];
+  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, v);
+  return ec == std::errc{} ? std::string(buf, end) : std::to_string(v);
 }
 
 std::string fixed(double v, int decimals) {

@@ -21,6 +21,8 @@ std::string human_bytes(uint64_t bytes);
 std::string human_age(std::optional<uint64_t> seconds);
 // v with a fixed number of decimals; "-" when not finite.
 std::string fixed(double v, int decimals);
+// The shortest decimal text that reads back as v ("0.1", "86400").
+std::string shortest_decimal(double v);
 // A percentage with one decimal, "12.5%"; "-" when unknown or not finite.
 std::string percent_text(std::optional<double> percent);
 // Events per second: one decimal below 10, "0" below 0.05.

@@ -2,6 +2,7 @@
 
 #include "model/glob.hpp"
 #include "views/escape.hpp"
+#include "views/format.hpp"
 
 #include <charconv>
 #include <cmath>
@@ -93,13 +94,6 @@ private:
   const QueryFields &q_;
 };
 
-// Seconds as the API takes them: the shortest text that reads back the same.
-std::string seconds_text(double s) {
-  char buf[32];
-  auto [end, ec] = std::to_chars(buf, buf + sizeof buf, s);
-  return ec == std::errc{} ? std::string(buf, end) : std::to_string(s);
-}
-
 constexpr std::pair<ListBy, std::string_view> kListPaths[] = {
     {ListBy::segments, "/v1/segments"},
     {ListBy::processes, "/v1/processes"},
@@ -133,6 +127,13 @@ QueryFields LsQuery::fields() const {
   if (match)
     q.emplace("match", *match);
   return q;
+}
+
+bool LsQuery::is_list_path(std::string_view path) {
+  for (const auto &[b, p] : kListPaths)
+    if (p == path)
+      return true;
+  return false;
 }
 
 Result<LsQuery> LsQuery::from_request(std::string_view path, const QueryFields &fields) {
@@ -182,9 +183,9 @@ QueryFields LeaksQuery::fields() const {
   QueryFields q;
   if (!json)
     q.emplace("format", "text");
-  q.emplace("min_age", seconds_text(min_age_s));
+  q.emplace("min_age", shortest_decimal(min_age_s));
   if (window_s > 0)
-    q.emplace("window", seconds_text(window_s));
+    q.emplace("window", shortest_decimal(window_s));
   if (match)
     q.emplace("match", *match);
   if (all_mounts)

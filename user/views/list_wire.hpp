@@ -32,6 +32,8 @@ struct LsQuery {
 
   // "/v1/segments" and so on.
   std::string path() const;
+  // Whether path is one of those.
+  static bool is_list_path(std::string_view path);
   QueryFields fields() const;
   // The query a request for path asked; an error (a 400's text) names the
   // parameter that is unknown, repeated or bad. by follows the path.
