@@ -47,7 +47,8 @@ neighbour_wanted=true
 # The VM layer after the rest, not beside it: two emulated guests (two
 # vCPUs each) next to the host's tests starved a guest into soft lockups
 # once. Both runs go to the end; either failing fails the layer. A guest
-# kernel that locked up and was booted again is shown at the end.
+# kernel that locked up and was booted again is shown at the end, and last
+# of all, when anything failed, what failed in short.
 (
   rc=0
   if $neighbour_wanted; then
@@ -56,14 +57,20 @@ neighbour_wanted=true
   fi
   cd build
   rm -f vm-lockups.log
-  ctest --no-tests=error --output-on-failure --timeout 300 -j2 -LE vm || rc=1
+  ctest --no-tests=error --output-on-failure --timeout 300 -j2 -LE vm 2>&1 |
+    tee host-layers.log || rc=1
   cd ..
   if $neighbour_wanted; then stop_neighbour || rc=1; fi
   cd build
-  ctest --no-tests=error --output-on-failure --timeout 300 -j2 -L vm || rc=1
+  ctest --no-tests=error --output-on-failure --timeout 300 -j2 -L vm 2>&1 |
+    tee vm-layer.log || rc=1
   if [ -s vm-lockups.log ]; then
     echo "=== guest kernels that locked up or died booting, and were booted once more (tests/vm/vm.sh):"
     cat vm-lockups.log
+  fi
+  if [ $rc -ne 0 ]; then
+    echo "=== what failed, in short (the whole output is above):"
+    bash ../scripts/failure-digest.sh host-layers.log vm-layer.log
   fi
   exit $rc
 )

@@ -43,6 +43,9 @@ lockups=$(mktemp)
 log=$(SHMBPF_VM_LOCKUPS=$lockups bash "$vm" --append rdinit=/no-such-init --timeout 60 "$release" true 2>&1)
 expect "a guest whose kernel dies while booting ends with 123" 123 "$?"
 expect "and was booted once more" 1 "$(echo "$log" | grep -c 'died while booting.*once more')"
+if [ "$(echo "$log" | grep -c 'booting .*(tcg,')" = 1 ]; then
+  expect "its vCPUs on one host thread (TCG)" 1 "$(echo "$log" | grep -c 'once more, its vCPUs on one host thread')"
+fi
 expect "its console went to SHMBPF_VM_LOCKUPS" 1 "$(grep -c -m 1 'Kernel panic' "$lockups")"
 rm -f "$lockups"
 exit "$failed"

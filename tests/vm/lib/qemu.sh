@@ -12,9 +12,14 @@ vm_quote() { printf "'%s'" "${1//\'/\'\\\'\'}"; }
 # without an entropy source would otherwise stall on getrandom().
 VM_APPEND="console=ttyS0 panic=-1 quiet loglevel=5 softlockup_panic=1 random.trust_cpu=on"
 
+# TCG runs each vCPU on a host thread of its own (multi), or all of them in
+# turns on one (single: slower, but a vCPU never runs code another one is
+# rewriting; vm.sh boots a guest that died while booting that way).
+VM_TCG_THREAD=multi
+
 # Sets VM_QEMU to the command line of a guest.
 vm_qemu() { # ACCEL INITRD MEM CPUS CONSOLE OUT
-  local how=(-accel "tcg,thread=multi" -cpu max)
+  local how=(-accel "tcg,thread=$VM_TCG_THREAD" -cpu max)
   [ "$1" = kvm ] && how=(-accel kvm -cpu host)
   VM_QEMU=(qemu-system-x86_64 -nodefaults -display none -no-reboot "${how[@]}"
     -m "$3" -smp "$4" -kernel "$VM_KERNEL" -initrd "$2" -append "$VM_APPEND"
