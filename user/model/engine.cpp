@@ -14,7 +14,8 @@ constexpr double kRateTauS = 10.0; // decay time constant of the rates
 
 } // namespace
 
-Engine::Engine(EngineConfig config) : config_(std::move(config)) {
+Engine::Engine(EngineConfig config)
+    : config_(std::move(config)), mounts_(config_.growth_window_ns, config_.max_samples) {
   last_ts_ = config_.start_ns;
   if (config_.expected_segments) {
     segs_.reserve(config_.expected_segments);
@@ -83,7 +84,7 @@ Engine::SegIt Engine::insert_segment(const SegmentKey &key, Kind kind) {
   auto it = segs_.try_emplace(key).first;
   it->second.kind = kind;
   if (!key.is_sysv())
-    ++devs_[key.dev_or_ipcns].segments;
+    mounts_.add_segment(key.dev_or_ipcns);
   return it;
 }
 
@@ -92,11 +93,8 @@ void Engine::erase_segment(SegIt it) {
   Segment &s = it->second;
   unindex_path(it);
   births_.erase(key);
-  if (!key.is_sysv()) {
-    DevStats &d = devs_[key.dev_or_ipcns];
-    d.bytes = sat_sub(d.bytes, s.bytes);
-    d.segments = sat_sub(d.segments, 1);
-  }
+  if (!key.is_sysv())
+    mounts_.remove_segment(key.dev_or_ipcns, s.bytes);
   for (uint32_t pid : s.holders) {
     auto pit = procs_.find(pid);
     if (pit == procs_.end())
@@ -177,10 +175,8 @@ void Engine::set_state(SegIt it, SegmentState state) {
 
 void Engine::set_bytes(SegIt it, uint64_t bytes) {
   Segment &s = it->second;
-  if (!it->first.is_sysv()) {
-    DevStats &d = devs_[it->first.dev_or_ipcns];
-    d.bytes = sat_sub(d.bytes, s.bytes) + bytes;
-  }
+  if (!it->first.is_sysv())
+    mounts_.change_bytes(it->first.dev_or_ipcns, s.bytes, bytes);
   s.bytes = bytes;
 }
 

@@ -10,7 +10,10 @@
 #include "facts/mounts.hpp"
 #include "facts/scan.hpp"
 #include "model/bus_errors.hpp"
+#include "model/container_table.hpp"
 #include "model/containers.hpp"
+#include "model/failure_log.hpp"
+#include "model/mount_table.hpp"
 #include "model/seg_table.hpp"
 #include "model/types.hpp"
 
@@ -19,7 +22,6 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
-#include <map>
 #include <optional>
 #include <span>
 #include <string>
@@ -190,10 +192,7 @@ public:
   // described it (a new cgroup is resolved soon after its first event),
   // else its container, nullptr for the host. One lookup.
   std::optional<const ContainerRef *> cgroup_container(uint64_t cgroup_id) const {
-    auto it = cgroups_.find(cgroup_id);
-    if (it == cgroups_.end())
-      return std::nullopt;
-    return it->second.container ? &*it->second.container : nullptr;
+    return containers_.cgroup_container(cgroup_id);
   }
   // Containers that set_cgroup_path found and set_container_name has not
   // named yet, by id.
@@ -208,12 +207,12 @@ public:
   EngineTotals totals(uint64_t now_ns, uint64_t orphan_min_age_ns) const;
   // What the last full scan could not cover (apply_scan sets it): files
   // there are missing from every table until a scan reaches them.
-  void set_scan_gaps(std::vector<ScanGap> gaps) { scan_gaps_ = std::move(gaps); }
-  const std::vector<ScanGap> &scan_gaps() const { return scan_gaps_; }
+  void set_scan_gaps(std::vector<ScanGap> gaps) { mounts_.set_scan_gaps(std::move(gaps)); }
+  const std::vector<ScanGap> &scan_gaps() const { return mounts_.scan_gaps(); }
   // totals().sigbus without a walk over the segments.
-  uint64_t sigbus() const { return bus_errors_.total(); }
+  uint64_t sigbus() const { return failures_.bus_errors().total(); }
   // SIGBUS faults: the recent ones, and by mount (device) and cgroup.
-  const BusErrorLog &bus_errors() const { return bus_errors_; }
+  const BusErrorLog &bus_errors() const { return failures_.bus_errors(); }
   // The remembered faults at or after since_ns, oldest first, each with
   // its container.
   std::vector<BusError> sigbus_since(uint64_t since_ns) const;
@@ -304,23 +303,6 @@ private:
     uint64_t sigbus = 0;
   };
 
-  struct CgroupEntry {
-    std::string path;
-    std::optional<ContainerRef> container;
-  };
-
-  struct DevStats {
-    uint64_t bytes = 0;
-    uint64_t segments = 0;
-    uint64_t enospc = 0;
-  };
-
-  struct MountEntry {
-    MountState state;
-    int64_t baseline = 0; // tracked bytes of the dev when used_bytes was measured
-    std::deque<std::pair<uint64_t, uint64_t>> samples; // (now_ns, used bytes)
-  };
-
   // Events, one handler each.
   void on_open(const Event &e); // create and open
   void on_memfd_create(const Event &e);
@@ -377,7 +359,6 @@ private:
   void upsert_sysv(uint32_t ipcns, const SysvEntry &t, uint64_t now_ns);
   // One scanned inode of reconcile_tmpfs and every name the scan found it under.
   void reconcile_inode(std::span<const TmpfsFile *const> names, uint64_t now_ns);
-  uint64_t used_now(const MountEntry &m) const;
 
   void index_path(SegIt it);
   void unindex_path(SegIt it);
@@ -397,9 +378,10 @@ private:
   const ContainerRef *segment_container(const SegmentKey &key, const Segment &s,
                                         const NsContainers &ns) const;
   uint64_t age_ns(const Segment &s, uint64_t now_ns) const;
-  const ContainerRef *container_of(uint64_t cgroup_id) const;
+  const ContainerRef *container_of(uint64_t cgroup_id) const {
+    return containers_.container_of(cgroup_id);
+  }
   BusError with_container(BusError b) const;
-  ContainerRef pod_of(const std::string &uid) const;
   std::string mountpoint_of(const SegmentKey &key, const Segment &s) const;
   std::string mountpoint_of(bool sysv, uint32_t mnt_id, uint32_t dev) const;
   std::string_view mountpoint_view(bool sysv, uint32_t mnt_id, uint32_t dev) const;
@@ -424,19 +406,11 @@ private:
   std::unordered_map<SegmentKey, std::vector<std::string>> other_names_;
   std::unordered_map<uint32_t, Process> procs_;
   std::unordered_map<SegmentKey, Birth> births_; // note_birth
-  std::unordered_map<uint64_t, CgroupEntry> cgroups_;
-  std::unordered_map<std::string, ContainerName> names_; // by container id
-  std::map<std::string, ContainerRef> unnamed_;          // by container id
-  std::unordered_map<uint32_t, DevStats> devs_;
-  std::unordered_map<uint32_t, uint64_t> dev_fsid_; // the filesystem a device is, where known
-  std::map<uint32_t, MountEntry> mounts_;           // by mnt_id
-  std::vector<ScanGap> scan_gaps_;
-  std::unordered_map<uint32_t, std::string> mnt_names_; // mnt_id -> mountpoint
-  std::unordered_map<uint32_t, std::string> dev_names_; // dev -> a mountpoint
-  RateCounter creates_;                                 // host-wide, outlives the processes
+  ContainerTable containers_;
+  MountTable mounts_;
+  RateCounter creates_; // host-wide, outlives the processes
   RateCounter unlinks_;
-  BusErrorLog bus_errors_;
-  FailureCounts nospace_counts_;
+  FailureLog failures_;
   uint32_t next_serial_ = 0;
   uint64_t last_ts_ = 0;
   EngineStats stats_;

@@ -409,7 +409,7 @@ void Engine::on_sigbus(const Event &e) {
         b.path = b.mountpoint.empty() || b.mountpoint == "/" ? e.name : b.mountpoint + e.name;
     }
   }
-  bus_errors_.record(std::move(b));
+  failures_.record_sigbus(std::move(b));
 }
 
 } // namespace shmbpf

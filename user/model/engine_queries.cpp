@@ -99,8 +99,8 @@ const ContainerRef *Engine::segment_container(const SegmentKey &key, const Segme
     if (auto c = in(ns.ipc, key.dev_or_ipcns))
       return *c;
   } else if (s.mnt_id) {
-    if (auto m = mounts_.find(s.mnt_id); m != mounts_.end())
-      if (auto c = in(ns.mnt, m->second.state.mntns))
+    if (const MountState *m = mounts_.mount(s.mnt_id))
+      if (auto c = in(ns.mnt, m->mntns))
         return *c;
   }
   // Otherwise the holders, when they agree.
@@ -130,13 +130,6 @@ uint64_t Engine::age_ns(const Segment &s, uint64_t now_ns) const {
   return sat_sub(now_ns, config_.start_ns);
 }
 
-const ContainerRef *Engine::container_of(uint64_t cgroup_id) const {
-  auto it = cgroups_.find(cgroup_id);
-  if (it == cgroups_.end() || !it->second.container)
-    return nullptr;
-  return &*it->second.container;
-}
-
 std::string Engine::mountpoint_of(const SegmentKey &key, const Segment &s) const {
   return mountpoint_of(key.is_sysv(), s.mnt_id, key.dev_or_ipcns);
 }
@@ -146,14 +139,7 @@ std::string Engine::mountpoint_of(bool sysv, uint32_t mnt_id, uint32_t dev) cons
 }
 
 std::string_view Engine::mountpoint_view(bool sysv, uint32_t mnt_id, uint32_t dev) const {
-  if (sysv)
-    return {};
-  if (mnt_id)
-    if (auto it = mnt_names_.find(mnt_id); it != mnt_names_.end())
-      return it->second;
-  if (auto it = dev_names_.find(dev); it != dev_names_.end())
-    return it->second;
-  return {};
+  return sysv ? std::string_view() : mounts_.mountpoint(mnt_id, dev);
 }
 
 SegmentInfo Engine::info(const SegmentKey &key, const Segment &s, const NsContainers *ns) const {

@@ -20,11 +20,7 @@ bool Engine::set_file_usage(SegmentKey key, uint64_t size, uint64_t bytes, uint6
 }
 
 void Engine::add_existing_file(const TmpfsFile &f, uint32_t mnt_id_or_0, std::string mountpoint) {
-  if (!mountpoint.empty()) {
-    if (mnt_id_or_0)
-      mnt_names_.try_emplace(mnt_id_or_0, mountpoint);
-    dev_names_.try_emplace(f.dev, std::move(mountpoint));
-  }
+  mounts_.name(mnt_id_or_0, f.dev, std::move(mountpoint));
   const SegmentKey key = SegmentKey::file(f.dev, f.ino);
   auto it = segs_.find(key);
   if (it == segs_.end()) {
@@ -136,97 +132,33 @@ void Engine::upsert_sysv(uint32_t ipcns, const SysvEntry &t, uint64_t now_ns) {
   collect_if_unused(it);
 }
 
-namespace {
-
-void attach_name(ContainerRef &c, const ContainerName &n) {
-  c.name = n.name;
-  c.pod = n.pod;
-  c.pod_namespace = n.pod_namespace;
-  if (c.pod_uid.empty())
-    c.pod_uid = n.pod_uid;
-}
-
-} // namespace
-
 void Engine::set_cgroup_path(uint64_t cgroup_id, std::string path) {
-  auto container = container_from_cgroup_path(path);
-  if (container) {
-    if (auto n = names_.find(container->id); n != names_.end())
-      attach_name(*container, n->second);
-    else
-      unnamed_.try_emplace(container->id, *container);
-  }
-  cgroups_[cgroup_id] = CgroupEntry{std::move(path), std::move(container)};
+  containers_.set_cgroup_path(cgroup_id, std::move(path));
 }
 
 void Engine::set_container_name(const std::string &id, const ContainerName &name) {
-  names_[id] = name;
-  unnamed_.erase(id);
-  for (auto &[cg, entry] : cgroups_)
-    if (entry.container && entry.container->id == id)
-      attach_name(*entry.container, name);
+  containers_.set_container_name(id, name);
 }
 
-void Engine::set_mount(MountState m) {
-  mnt_names_[m.mnt_id] = m.mountpoint;
-  dev_names_.try_emplace(m.dev, m.mountpoint);
-  if (m.fsid != 0)
-    dev_fsid_.try_emplace(m.dev, m.fsid); // reconcile_mounts tells a change
-  auto it = mounts_.find(m.mnt_id);
-  if (!m.used_known) {
-    // The last measurement, moved by the events since, stays the estimate;
-    // a mount never measured waits for its first measurement.
-    if (it != mounts_.end()) {
-      m.used_bytes = it->second.state.used_bytes;
-      m.used_known = true;
-      it->second.state = std::move(m);
-    }
-    return;
-  }
-  MountEntry &entry = mounts_[m.mnt_id];
-  auto d = devs_.find(m.dev);
-  entry.baseline = d == devs_.end() ? 0 : static_cast<int64_t>(d->second.bytes);
-  entry.state = std::move(m);
-}
+void Engine::set_mount(MountState m) { mounts_.set(std::move(m)); }
 
 size_t Engine::reconcile_mounts(std::vector<MountState> mounts, uint64_t seen_ns) {
   size_t ended = 0;
   for (const MountState &m : mounts) {
-    if (m.fsid == 0)
+    if (!mounts_.changed_filesystem(m))
       continue;
-    auto [it, fresh] = dev_fsid_.try_emplace(m.dev, m.fsid);
-    if (fresh || it->second == m.fsid)
-      continue;
-    // Another filesystem now: the last one's name and files are not its.
-    dev_names_.erase(m.dev);
+    // Another filesystem now: the last one's files are not its.
     if (seen_ns)
       ended += forget_filesystem(m.dev, seen_ns);
-    dev_fsid_[m.dev] = m.fsid;
+    mounts_.refile(m.dev, m.fsid);
   }
-  std::unordered_set<uint32_t> present;
-  for (const MountState &m : mounts)
-    present.insert(m.mnt_id);
-  for (auto it = mounts_.begin(); it != mounts_.end();) {
-    if (present.count(it->first)) {
-      ++it;
-      continue;
-    }
-    mnt_names_.erase(it->first);
-    it = mounts_.erase(it);
-  }
+  mounts_.keep_only(mounts);
   for (MountState &m : mounts)
-    set_mount(std::move(m));
+    mounts_.set(std::move(m));
   return ended;
 }
 
-std::vector<uint32_t> Engine::file_devs() const {
-  std::vector<uint32_t> out;
-  for (const auto &[dev, d] : devs_)
-    if (d.segments > 0)
-      out.push_back(dev);
-  std::sort(out.begin(), out.end());
-  return out;
-}
+std::vector<uint32_t> Engine::file_devs() const { return mounts_.file_devs(); }
 
 size_t Engine::forget_filesystem(uint32_t dev, uint64_t since_ns) {
   std::vector<SegmentKey> ended;
@@ -236,30 +168,11 @@ size_t Engine::forget_filesystem(uint32_t dev, uint64_t since_ns) {
       ended.push_back(key);
   for (const SegmentKey &key : ended)
     erase_segment(segs_.find(key));
-  // A later filesystem given the same number must not inherit its name.
-  if (auto d = devs_.find(dev); d != devs_.end() && d->second.segments == 0) {
-    dev_names_.erase(dev);
-    dev_fsid_.erase(dev);
-  }
+  mounts_.forget_if_empty(dev);
   return ended.size();
 }
 
-uint64_t Engine::used_now(const MountEntry &m) const {
-  auto d = devs_.find(m.state.dev);
-  int64_t tracked = d == devs_.end() ? 0 : static_cast<int64_t>(d->second.bytes);
-  int64_t used = static_cast<int64_t>(m.state.used_bytes) + (tracked - m.baseline);
-  return used > 0 ? static_cast<uint64_t>(used) : 0;
-}
-
-void Engine::sample_mounts(uint64_t now_ns) {
-  for (auto &[id, m] : mounts_) {
-    m.samples.emplace_back(now_ns, used_now(m));
-    while (m.samples.size() > std::max<size_t>(config_.max_samples, 2) ||
-           (m.samples.size() > 1 &&
-            sat_sub(now_ns, m.samples.front().first) > config_.growth_window_ns))
-      m.samples.pop_front();
-  }
-}
+void Engine::sample_mounts(uint64_t now_ns) { mounts_.sample(now_ns); }
 
 void Engine::reconcile_inode(std::span<const TmpfsFile *const> names, uint64_t now_ns) {
   const TmpfsFile &f = *names.front();

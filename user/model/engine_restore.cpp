@@ -44,15 +44,14 @@ bool Engine::restore_creation(const SegmentKey &key, const Creation &c, Birth bi
       ++next_serial_;
     s.creator_serial = next_serial_;
   }
-  if (c.cgroup_id != 0 && !c.cgroup_path.empty() && !cgroups_.contains(c.cgroup_id))
+  if (c.cgroup_id != 0 && !c.cgroup_path.empty() && !containers_.knows(c.cgroup_id))
     set_cgroup_path(c.cgroup_id, c.cgroup_path);
   births_[key] = birth;
   return true;
 }
 
 std::string Engine::cgroup_path(uint64_t cgroup_id) const {
-  auto it = cgroups_.find(cgroup_id);
-  return it == cgroups_.end() ? std::string() : it->second.path;
+  return containers_.cgroup_path(cgroup_id);
 }
 
 } // namespace shmbpf

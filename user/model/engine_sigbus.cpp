@@ -17,15 +17,19 @@ BusError Engine::with_container(BusError b) const {
 
 std::vector<BusError> Engine::sigbus_since(uint64_t since_ns) const {
   std::vector<BusError> out;
-  for (const BusError &b : bus_errors_.recent())
+  for (const BusError &b : failures_.bus_errors().recent())
     if (b.ts_ns >= since_ns)
       out.push_back(with_container(b));
   return out;
 }
 
-std::vector<FailureGroup> Engine::sigbus_groups() const { return groups_of(bus_errors_.counts()); }
+std::vector<FailureGroup> Engine::sigbus_groups() const {
+  return groups_of(failures_.bus_errors().counts());
+}
 
-std::vector<FailureGroup> Engine::nospace_groups() const { return groups_of(nospace_counts_); }
+std::vector<FailureGroup> Engine::nospace_groups() const {
+  return groups_of(failures_.nospace_counts());
+}
 
 std::vector<FailureGroup> Engine::groups_of(const FailureCounts &counts) const {
   std::map<std::pair<std::string, std::string>, FailureGroup> groups;
@@ -61,8 +65,8 @@ std::string Engine::failure_mountpoint(const Event &e) const {
 }
 
 void Engine::count_nospace(const Event &e) {
-  ++devs_[e.dev].enospc;
-  ++nospace_counts_[{e.kind == Kind::tmpfs ? failure_mountpoint(e) : std::string(), e.cgroup_id}];
+  failures_.record_nospace(e.dev, e.kind == Kind::tmpfs ? failure_mountpoint(e) : std::string(),
+                           e.cgroup_id);
 }
 
 void Engine::on_nospace(const Event &e) {

@@ -139,7 +139,7 @@ std::vector<ContainerInfo> Engine::containers(uint64_t now_ns) const {
     r.create_rate += p.creates.rate(now_ns);
   }
   // Faults by the container their process was in (exited ones included).
-  for (const auto &[cgroup, b] : bus_errors_.by_cgroup()) {
+  for (const auto &[cgroup, b] : failures_.bus_errors().by_cgroup()) {
     ContainerInfo &r = row(container_of(cgroup));
     r.sigbus += b.count;
     if (!r.last_sigbus || r.last_sigbus->ts_ns < b.last.ts_ns)
@@ -165,63 +165,21 @@ std::vector<ContainerInfo> Engine::containers(uint64_t now_ns) const {
   return out;
 }
 
-// A pod as the owner of its emptyDir volumes: its uid, and its name and
-// namespace if one of its containers has been named.
-ContainerRef Engine::pod_of(const std::string &uid) const {
-  ContainerRef pod{uid, "kubernetes", uid};
-  for (const auto &[cg, entry] : cgroups_)
-    if (entry.container && entry.container->pod_uid == uid && !entry.container->pod.empty()) {
-      pod.pod = entry.container->pod;
-      pod.pod_namespace = entry.container->pod_namespace;
-      break;
-    }
-  return pod;
-}
-
 std::vector<MountUsage> Engine::mounts() const {
-  std::vector<MountUsage> out;
+  std::vector<MountUsage> out = mounts_.usage();
   const NsContainers ns = ns_containers();
-  for (const auto &[id, m] : mounts_) {
-    MountUsage u;
-    u.mount = m.state;
-    u.mount.used_bytes = used_now(m);
-    if (auto c = ns.mnt.find(m.state.mntns); c != ns.mnt.end() && c->second)
+  const BusErrorLog &bus = failures_.bus_errors();
+  for (MountUsage &u : out) {
+    const MountState &m = u.mount;
+    if (auto c = ns.mnt.find(m.mntns); c != ns.mnt.end() && c->second)
       u.container = *c->second;
-    else if (auto uid = pod_uid_of_volume(m.state.mountpoint))
-      u.container = pod_of(*uid);
-    if (auto d = devs_.find(m.state.dev); d != devs_.end()) {
-      u.tracked_bytes = d->second.bytes;
-      u.segments = d->second.segments;
-      u.enospc = d->second.enospc;
-    }
-    if (auto b = bus_errors_.by_dev().find(m.state.dev); b != bus_errors_.by_dev().end()) {
+    else if (auto uid = pod_uid_of_volume(m.mountpoint))
+      u.container = containers_.pod_of(*uid);
+    u.enospc = failures_.nospace_on(m.dev);
+    if (auto b = bus.by_dev().find(m.dev); b != bus.by_dev().end()) {
       u.sigbus = b->second.count;
       u.last_sigbus = with_container(b->second.last);
     }
-    const double limit = static_cast<double>(m.state.size_limit);
-    const double used = static_cast<double>(u.mount.used_bytes);
-    if (m.state.size_limit)
-      u.percent = 100.0 * used / limit;
-    // Least-squares slope, times relative to the first sample.
-    if (m.samples.size() >= 2) {
-      double n = 0, st = 0, sy = 0, stt = 0, sty = 0;
-      const auto [t0, y0] = m.samples.front();
-      for (const auto &[t, y] : m.samples) {
-        double x = static_cast<double>(t - t0) / 1e9;
-        double v = static_cast<double>(y) - static_cast<double>(y0);
-        n += 1;
-        st += x;
-        sy += v;
-        stt += x * x;
-        sty += x * v;
-      }
-      double denom = n * stt - st * st;
-      if (denom > 0)
-        u.growth_bytes_per_s = (n * sty - st * sy) / denom;
-    }
-    if (m.state.size_limit && u.growth_bytes_per_s > 0)
-      u.seconds_to_full = std::max(0.0, limit - used) / u.growth_bytes_per_s;
-    out.push_back(std::move(u));
   }
   std::sort(out.begin(), out.end(), [](const MountUsage &a, const MountUsage &b) {
     if (a.mount.mountpoint != b.mount.mountpoint)
@@ -270,9 +228,10 @@ EngineTotals Engine::totals(uint64_t now_ns, uint64_t orphan_min_age_ns) const {
   t.unlinks = unlinks_.count;
   t.create_rate = creates_.rate(now_ns);
   t.unlink_rate = unlinks_.rate(now_ns);
-  t.sigbus = bus_errors_.total();
-  if (!bus_errors_.recent().empty())
-    t.last_sigbus = with_container(bus_errors_.recent().back());
+  const BusErrorLog &bus = failures_.bus_errors();
+  t.sigbus = bus.total();
+  if (!bus.recent().empty())
+    t.last_sigbus = with_container(bus.recent().back());
   return t;
 }
 
@@ -349,21 +308,15 @@ std::vector<SegmentGroup> Engine::segment_groups(uint64_t now_ns,
   return merged;
 }
 
-std::vector<ContainerRef> Engine::unnamed_containers() const {
-  std::vector<ContainerRef> out;
-  out.reserve(unnamed_.size());
-  for (const auto &[id, c] : unnamed_)
-    out.push_back(c);
-  return out;
-}
+std::vector<ContainerRef> Engine::unnamed_containers() const { return containers_.unnamed(); }
 
 std::vector<uint64_t> Engine::unknown_cgroups() const {
   std::unordered_set<uint64_t> ids;
   for (const auto &[pid, p] : procs_)
-    if (p.cgroup_id && !cgroups_.count(p.cgroup_id))
+    if (p.cgroup_id && !containers_.knows(p.cgroup_id))
       ids.insert(p.cgroup_id);
   for (const auto &[key, s] : segs_)
-    if (s.creator_cgroup && !cgroups_.count(s.creator_cgroup))
+    if (s.creator_cgroup && !containers_.knows(s.creator_cgroup))
       ids.insert(s.creator_cgroup);
   std::vector<uint64_t> out(ids.begin(), ids.end());
   std::sort(out.begin(), out.end());

@@ -1,0 +1,69 @@
+#include "model/container_table.hpp"
+
+#include <utility>
+
+namespace shmbpf {
+
+namespace {
+
+void attach_name(ContainerRef &c, const ContainerName &n) {
+  c.name = n.name;
+  c.pod = n.pod;
+  c.pod_namespace = n.pod_namespace;
+  if (c.pod_uid.empty())
+    c.pod_uid = n.pod_uid;
+}
+
+} // namespace
+
+void ContainerTable::set_cgroup_path(uint64_t cgroup_id, std::string path) {
+  auto container = container_from_cgroup_path(path);
+  if (container) {
+    if (auto n = names_.find(container->id); n != names_.end())
+      attach_name(*container, n->second);
+    else
+      unnamed_.try_emplace(container->id, *container);
+  }
+  cgroups_[cgroup_id] = Cgroup{std::move(path), std::move(container)};
+}
+
+void ContainerTable::set_container_name(const std::string &id, const ContainerName &name) {
+  names_[id] = name;
+  unnamed_.erase(id);
+  for (auto &[cg, entry] : cgroups_)
+    if (entry.container && entry.container->id == id)
+      attach_name(*entry.container, name);
+}
+
+std::string ContainerTable::cgroup_path(uint64_t cgroup_id) const {
+  auto it = cgroups_.find(cgroup_id);
+  return it == cgroups_.end() ? std::string() : it->second.path;
+}
+
+const ContainerRef *ContainerTable::container_of(uint64_t cgroup_id) const {
+  auto it = cgroups_.find(cgroup_id);
+  if (it == cgroups_.end() || !it->second.container)
+    return nullptr;
+  return &*it->second.container;
+}
+
+ContainerRef ContainerTable::pod_of(const std::string &uid) const {
+  ContainerRef pod{uid, "kubernetes", uid};
+  for (const auto &[cg, entry] : cgroups_)
+    if (entry.container && entry.container->pod_uid == uid && !entry.container->pod.empty()) {
+      pod.pod = entry.container->pod;
+      pod.pod_namespace = entry.container->pod_namespace;
+      break;
+    }
+  return pod;
+}
+
+std::vector<ContainerRef> ContainerTable::unnamed() const {
+  std::vector<ContainerRef> out;
+  out.reserve(unnamed_.size());
+  for (const auto &[id, c] : unnamed_)
+    out.push_back(c);
+  return out;
+}
+
+} // namespace shmbpf

@@ -1,0 +1,33 @@
+// What failed for lack of shared memory: SIGBUS faults (BusErrorLog) and
+// writes, resizes and creates that found no space (ENOSPC, EDQUOT), by
+// filesystem and by what an exporter labels them with. Pure: the Engine
+// records them from events and resolves their containers when read.
+#pragma once
+
+#include "model/bus_errors.hpp"
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+
+namespace shmbpf {
+
+class FailureLog {
+public:
+  void record_sigbus(BusError b) { bus_errors_.record(std::move(b)); }
+  // A failure for lack of space on filesystem dev, of a file shown under
+  // mountpoint ("" for memfds and unknown mounts), by a process of cgroup.
+  void record_nospace(uint32_t dev, std::string mountpoint, uint64_t cgroup_id);
+
+  const BusErrorLog &bus_errors() const { return bus_errors_; }
+  // No-space failures by (mountpoint, cgroup id), and on one filesystem.
+  const FailureCounts &nospace_counts() const { return nospace_counts_; }
+  uint64_t nospace_on(uint32_t dev) const;
+
+private:
+  BusErrorLog bus_errors_;
+  FailureCounts nospace_counts_;
+  std::unordered_map<uint32_t, uint64_t> nospace_by_dev_;
+};
+
+} // namespace shmbpf
