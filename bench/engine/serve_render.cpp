@@ -1,16 +1,19 @@
 // What one `shmbpf serve` request costs with N live segments, without BPF or
-// HTTP: the copy made under the live loop's lock (what stalls the consumer)
-// apart from the formatting done after it, for a /metrics scrape (as
-// Endpoints::metrics: take_metrics_snapshot, then metrics_text), for each
-// of the local API's lists, as JSON and as text (as LocalApi::list:
-// take_listing, then listing_output) and for /v1/leaks (as LocalApi::leaks:
-// Engine::orphans, then summarize_orphans and leaks_json). Segments spread over 50 containers, the
-// host and 4 tmpfs mounts; half the creators exit, leaving half the segments orphaned. Prints the
-// median of several requests of each.
+// HTTP: the longest hold of the live loop's lock (what stalls the consumer;
+// a query in parts takes it once per part), the whole copy (every part and
+// the sort after), and the formatting done after it, for a /metrics scrape
+// (as Endpoints::metrics: take_metrics_snapshot, then metrics_text), for
+// each of the local API's lists, as JSON and as text (as LocalApi::list:
+// take_listing through the lock, then listing_output) and for /v1/leaks (as
+// LocalApi::leaks: take_orphans, then summarize_orphans and leaks_json).
+// Segments spread over 50 containers, the host and 4 tmpfs mounts; half the
+// creators exit, leaving half the segments orphaned. Prints the median of
+// several requests of each.
 //
 //   serve_render 100000
 #include "engine/synthetic.hpp"
 #include "model/engine.hpp"
+#include "model/engine_parts.hpp"
 #include "model/leaks.hpp"
 #include "views/leaks_view.hpp"
 #include "views/listing.hpp"
@@ -21,6 +24,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -53,6 +57,21 @@ double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
 }
+
+// The engine read as the daemon reads it, each call timed as a hold of
+// the lock: longest_ms is the longest since the last reset.
+struct TimedVisit {
+  const Engine &engine;
+  double longest_ms = 0;
+  EngineVisit visit() {
+    return [this](const std::function<void(const Engine &)> &read) {
+      const auto t0 = Clock::now();
+      read(engine);
+      longest_ms = std::max(longest_ms, ms_since(t0));
+      return true;
+    };
+  }
+};
 
 // One process in seven runs on the host (no container); the others go
 // round the 50 containers.
@@ -118,7 +137,7 @@ int main(int argc, char **argv) {
   std::printf("segments=%zu containers=%zu mounts=%zu requests=%d\n", engine.segment_count(),
               engine.containers(now).size(), engine.mounts().size(), requests);
 
-  std::vector<double> lock_ms, format_ms;
+  std::vector<double> lock_ms, copy_ms, format_ms;
   size_t bytes = 0, groups = 0;
   for (int r = 0; r < requests; r++) {
     MetricsCounters c;
@@ -132,9 +151,10 @@ int main(int argc, char **argv) {
     format_ms.push_back(ms_since(t0));
     groups = snap.segments.size();
   }
-  std::printf("request=metrics lock_ms=%.3f format_ms=%.3f total_ms=%.3f bytes=%zu groups=%zu\n",
-              median(lock_ms), median(format_ms), median(lock_ms) + median(format_ms), bytes,
-              groups);
+  std::printf("request=metrics lock_ms=%.3f copy_ms=%.3f format_ms=%.3f total_ms=%.3f bytes=%zu "
+              "groups=%zu\n",
+              median(lock_ms), median(lock_ms), median(format_ms),
+              median(lock_ms) + median(format_ms), bytes, groups);
 
   // Each list, as /v1/segments, /v1/processes, /v1/containers and
   // /v1/mounts answer it, as JSON and as text (which also copies what the
@@ -144,12 +164,15 @@ int main(int argc, char **argv) {
       const LsQuery q =
           *LsQuery::from_request(path, json ? QueryFields{} : QueryFields{{"format", "text"}});
       lock_ms.clear();
+      copy_ms.clear();
       format_ms.clear();
       size_t rows = 0;
       for (int r = 0; r < requests; r++) {
+        TimedVisit timed{engine};
         auto t0 = Clock::now();
-        const Listing l = take_listing(engine, q, now, 1);
-        lock_ms.push_back(ms_since(t0));
+        const Listing l = *take_listing(timed.visit(), q, now, 1);
+        copy_ms.push_back(ms_since(t0));
+        lock_ms.push_back(timed.longest_ms);
         t0 = Clock::now();
         bytes = listing_output(l, q, {}).size();
         format_ms.push_back(ms_since(t0));
@@ -158,29 +181,34 @@ int main(int argc, char **argv) {
                (q.by == ListBy::mounts ? l.mounts.size() : 0);
       }
       const std::string name = std::string("v1_") + (path + 4) + (json ? "" : "_text");
-      std::printf("request=%s lock_ms=%.3f format_ms=%.3f total_ms=%.3f bytes=%zu rows=%zu\n",
-                  name.c_str(), median(lock_ms), median(format_ms),
-                  median(lock_ms) + median(format_ms), bytes, rows);
+      std::printf(
+          "request=%s lock_ms=%.3f copy_ms=%.3f format_ms=%.3f total_ms=%.3f bytes=%zu rows=%zu\n",
+          name.c_str(), median(lock_ms), median(copy_ms), median(format_ms),
+          median(copy_ms) + median(format_ms), bytes, rows);
     }
   }
 
   lock_ms.clear();
+  copy_ms.clear();
   format_ms.clear();
   size_t orphans = 0;
   for (int r = 0; r < requests; r++) {
     LeaksQuery q;
     q.min_age_s = 0; // every orphan: the most a leaks request copies
+    TimedVisit timed{engine};
     auto t0 = Clock::now();
-    const std::vector<Orphan> copy = engine.orphans(now, q.min_age_ns(), q.scope());
-    lock_ms.push_back(ms_since(t0));
+    const std::vector<Orphan> copy = *take_orphans(timed.visit(), now, q.min_age_ns(), q.scope());
+    copy_ms.push_back(ms_since(t0));
+    lock_ms.push_back(timed.longest_ms);
     t0 = Clock::now();
     const LeakReport report = summarize_orphans(copy, "");
     bytes = leaks_json(report, now).size();
     format_ms.push_back(ms_since(t0));
     orphans = copy.size();
   }
-  std::printf("request=v1_leaks lock_ms=%.3f format_ms=%.3f total_ms=%.3f bytes=%zu rows=%zu\n",
-              median(lock_ms), median(format_ms), median(lock_ms) + median(format_ms), bytes,
-              orphans);
+  std::printf("request=v1_leaks lock_ms=%.3f copy_ms=%.3f format_ms=%.3f total_ms=%.3f bytes=%zu "
+              "rows=%zu\n",
+              median(lock_ms), median(copy_ms), median(format_ms),
+              median(copy_ms) + median(format_ms), bytes, orphans);
   return engine.segment_count() == n ? 0 : 1;
 }

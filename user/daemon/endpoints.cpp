@@ -74,6 +74,16 @@ HttpReply Endpoints::health() const {
   return {200, std::string(kText), "ok\n", {}};
 }
 
+EngineVisit Endpoints::visit() const {
+  return [this](const std::function<void(const Engine &)> &fn) {
+    return read([&](const Engine &engine, const MonitorStats &, const MetricsCounters &) {
+             fn(engine);
+             return true;
+           })
+        .has_value();
+  };
+}
+
 HttpReply Endpoints::not_ready() {
   return {503, std::string(kText), "not ready: loading BPF and scanning\n", {}};
 }

@@ -6,6 +6,7 @@
 #include "daemon/exporter.hpp"
 #include "daemon/serve_reaper.hpp"
 #include "live/monitor.hpp"
+#include "model/engine_parts.hpp"
 #include "views/metrics.hpp"
 
 #include <atomic>
@@ -68,6 +69,9 @@ public:
       return fn(engine, stats, counters_);
     });
   }
+  // read() as an EngineVisit: each call locks the monitor for one part of a
+  // query in parts (model/engine_parts.hpp) and lets it go after.
+  EngineVisit visit() const;
   // The reply to a request that came before ready.
   static HttpReply not_ready();
 

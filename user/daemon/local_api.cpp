@@ -78,10 +78,12 @@ HttpReply LocalApi::list(std::string_view path, const HttpQuery &q) const {
   auto query = LsQuery::from_request(path, q);
   if (!query)
     throw BadRequest{query.error()};
-  auto listing =
-      endpoints_.read([&](const Engine &engine, const MonitorStats &, const MetricsCounters &c) {
-        return take_listing(engine, *query, Monitor::now_ns(), c.host_mntns);
-      });
+  // Segments are copied a part at a time, the lock let go between parts.
+  const auto host_mntns = endpoints_.read(
+      [](const Engine &, const MonitorStats &, const MetricsCounters &c) { return c.host_mntns; });
+  if (!host_mntns)
+    return Endpoints::not_ready();
+  auto listing = take_listing(endpoints_.visit(), *query, Monitor::now_ns(), *host_mntns);
   if (!listing)
     return Endpoints::not_ready();
   const bool text = !query->json;
@@ -105,32 +107,27 @@ HttpReply LocalApi::leaks(const HttpQuery &q) const {
                      escape_text(q.find("window")->second)};
   }
   const bool text = !query.json;
-  struct Copy {
-    uint64_t now_ns;
-    std::vector<Orphan> orphans;
-    std::vector<BusError> faults; // of the window
-  };
   const uint64_t window_ns = query.window_ns();
-  auto copy =
+  const uint64_t now = Monitor::now_ns();
+  // The orphans a part at a time, the lock let go between parts.
+  auto orphans = take_orphans(endpoints_.visit(), now, query.min_age_ns(), query.scope());
+  auto faults =
       endpoints_.read([&](const Engine &engine, const MonitorStats &, const MetricsCounters &) {
-        const uint64_t now = Monitor::now_ns();
-        return Copy{now, engine.orphans(now, query.min_age_ns(), query.scope()),
-                    query.window_s > 0 ? engine.sigbus_since(now > window_ns ? now - window_ns : 0)
-                                       : std::vector<BusError>{}};
+        return query.window_s > 0 ? engine.sigbus_since(now > window_ns ? now - window_ns : 0)
+                                  : std::vector<BusError>{};
       });
-  if (!copy)
+  if (!orphans || !faults)
     return Endpoints::not_ready();
-  LeakReport report = summarize_orphans(copy->orphans, query.match.value_or(""));
-  report.bus_errors = bus_error_mounts(copy->faults);
+  LeakReport report = summarize_orphans(*orphans, query.match.value_or(""));
+  report.bus_errors = bus_error_mounts(*faults);
   if (query.window_s > 0) {
     // Growth from the samples kept, judged after their lock is let go.
     const UsageWindow w = usage_->window(window_ns);
     report.growth = find_growth(w);
     report.window = w.span;
   }
-  HttpReply r =
-      ok(text, text ? leaks_text(report, copy->now_ns, static_cast<uint64_t>(query.min_age_s))
-                    : leaks_json(report, copy->now_ns));
+  HttpReply r = ok(text, text ? leaks_text(report, now, static_cast<uint64_t>(query.min_age_s))
+                              : leaks_json(report, now));
   r.headers.emplace_back(kLeakingHeader, report.leaking() ? "yes" : "no");
   return r;
 }

@@ -178,6 +178,20 @@ public:
   // as they go (ls --json).
   void for_each_segment(const SegmentFilter &filter, uint64_t now_ns, uint64_t orphan_min_age_ns,
                         const std::function<void(SegmentInfo &&)> &fn) const;
+  // The slots of the table one part of a query in parts takes
+  // (model/engine_parts.hpp).
+  static constexpr size_t kPartSlots = 4096;
+  // segments(filter, now_ns, orphan_min_age_ns)'s segments in the table's
+  // slots [from, from + slots), unsorted (sort_segments), appended to out;
+  // returns where the next part begins, nullopt after the last.
+  std::optional<size_t> segments_part(const SegmentFilter &filter, uint64_t now_ns,
+                                      uint64_t orphan_min_age_ns, size_t from,
+                                      std::vector<SegmentInfo> &out,
+                                      size_t slots = kPartSlots) const;
+  // The same for orphans(now_ns, min_age_ns, scope), unsorted (sort_orphans).
+  std::optional<size_t> orphans_part(uint64_t now_ns, uint64_t min_age_ns, OrphanScope scope,
+                                     size_t from, std::vector<Orphan> &out,
+                                     size_t slots = kPartSlots) const;
   std::vector<ProcessInfo> processes(uint64_t now_ns = 0) const; // by pid
   std::optional<ProcessInfo> process(uint32_t pid, uint64_t now_ns = 0) const;
   std::vector<ContainerInfo> containers(uint64_t now_ns = 0) const; // by id, host ("") first
@@ -392,6 +406,10 @@ private:
   ProcessInfo process_info(uint32_t pid, const Process &p, uint64_t now_ns,
                            bool count_held = true) const;
   uint64_t now_or_last(uint64_t now_ns) const { return now_ns ? now_ns : last_ts_; }
+  // Where a part of a query that begins at slot from and takes slots ends,
+  // and where the next one begins (nullopt: none, the table ends there).
+  size_t part_end(size_t from, size_t slots) const;
+  std::optional<size_t> next_part(size_t end) const;
   // Counts and byte totals stop at zero: a lost event must not wrap them.
   static uint64_t sat_sub(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
 
@@ -415,6 +433,11 @@ private:
   uint64_t last_ts_ = 0;
   EngineStats stats_;
 };
+
+// In the order of Engine::segments(): by path, then key.
+void sort_segments(std::vector<SegmentInfo> &segments);
+// In the order of Engine::orphans(): largest first, then by path and key.
+void sort_orphans(std::vector<Orphan> &orphans);
 
 // Every live segment read in place, for views that filter and sort many
 // segments but show a few (top's segments view): no SegmentInfo, no

@@ -2,7 +2,9 @@
 // the orphan verdict, and SegmentScan's reads in place. The summaries by
 // process, container and mount are in engine_summaries.cpp.
 #include "model/engine.hpp"
+
 #include "model/glob.hpp"
+#include <numeric>
 
 #include <algorithm>
 #include <cstdio>
@@ -272,6 +274,51 @@ void Engine::for_each_segment(const SegmentFilter &filter, uint64_t now_ns,
     }
     fn(std::move(i));
   }
+}
+
+std::optional<size_t> Engine::segments_part(const SegmentFilter &filter, uint64_t now_ns,
+                                            uint64_t orphan_min_age_ns, size_t from,
+                                            std::vector<SegmentInfo> &out, size_t slots) const {
+  const NsContainers ns = ns_containers();
+  const size_t end = part_end(from, slots);
+  for (auto it = segs_.from(from); it != segs_.end() && it.index() < end; ++it) {
+    const auto &[key, s] = *it;
+    if (!matches(key, s, filter, ns))
+      continue;
+    SegmentInfo &i = out.emplace_back(info(key, s, &ns));
+    if (now_ns) {
+      i.age_ns = age_ns(s, now_ns);
+      i.orphan = is_orphan(key, s, now_ns, orphan_min_age_ns);
+    }
+  }
+  return next_part(end);
+}
+
+size_t Engine::part_end(size_t from, size_t slots) const {
+  const size_t last = segs_.slot_end();
+  return from >= last || last - from <= slots ? last : from + slots;
+}
+
+std::optional<size_t> Engine::next_part(size_t end) const {
+  return end < segs_.slot_end() ? std::optional<size_t>(end) : std::nullopt;
+}
+
+void sort_segments(std::vector<SegmentInfo> &segments) {
+  // Sort indexes, then move each row once: moving SegmentInfo objects
+  // around in the sort costs more than the rest.
+  std::vector<uint32_t> order(segments.size());
+  std::iota(order.begin(), order.end(), 0u);
+  std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
+    const SegmentInfo &x = segments[a], &y = segments[b];
+    if (x.path != y.path)
+      return x.path < y.path;
+    return x.key < y.key;
+  });
+  std::vector<SegmentInfo> sorted;
+  sorted.reserve(segments.size());
+  for (uint32_t i : order)
+    sorted.push_back(std::move(segments[i]));
+  segments = std::move(sorted);
 }
 
 SegmentScan::SegmentScan(const Engine &engine, uint64_t now_ns, uint64_t orphan_min_age_ns)

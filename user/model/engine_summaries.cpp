@@ -193,23 +193,36 @@ std::vector<MountUsage> Engine::mounts() const {
 
 std::vector<Orphan> Engine::orphans(uint64_t now_ns, uint64_t min_age_ns, OrphanScope scope) const {
   std::vector<Orphan> out;
+  orphans_part(now_ns, min_age_ns, scope, 0, out, segs_.slot_end());
+  sort_orphans(out);
+  return out;
+}
+
+std::optional<size_t> Engine::orphans_part(uint64_t now_ns, uint64_t min_age_ns, OrphanScope scope,
+                                           size_t from, std::vector<Orphan> &out,
+                                           size_t slots) const {
   const NsContainers ns = ns_containers();
-  for (const auto &[key, s] : segs_) {
+  const size_t end = part_end(from, slots);
+  for (auto it = segs_.from(from); it != segs_.end() && it.index() < end; ++it) {
+    const auto &[key, s] = *it;
     if (!is_orphan(key, s, now_ns, min_age_ns, scope))
       continue;
-    uint64_t age = age_ns(s, now_ns);
-    out.push_back({info(key, s, &ns), age});
-    out.back().segment.age_ns = age;
-    out.back().segment.orphan = true;
+    const uint64_t age = age_ns(s, now_ns);
+    Orphan &o = out.emplace_back(Orphan{info(key, s, &ns), age});
+    o.segment.age_ns = age;
+    o.segment.orphan = true;
   }
-  std::sort(out.begin(), out.end(), [](const Orphan &a, const Orphan &b) {
+  return next_part(end);
+}
+
+void sort_orphans(std::vector<Orphan> &orphans) {
+  std::sort(orphans.begin(), orphans.end(), [](const Orphan &a, const Orphan &b) {
     if (a.segment.bytes != b.segment.bytes)
       return a.segment.bytes > b.segment.bytes;
     if (a.segment.path != b.segment.path)
       return a.segment.path < b.segment.path;
     return a.segment.key < b.segment.key;
   });
-  return out;
 }
 
 EngineTotals Engine::totals(uint64_t now_ns, uint64_t orphan_min_age_ns) const {

@@ -177,6 +177,12 @@ public:
 
   iterator begin() const { return {this, next_live(0)}; }
   iterator end() const { return {this, kNoSlot}; }
+  // The first live slot at or after slot i.
+  iterator from(size_t i) const {
+    return {this, i < used_ ? next_live(static_cast<uint32_t>(i)) : kNoSlot};
+  }
+  // One past the last slot ever used: every live slot is below it.
+  size_t slot_end() const { return used_; }
   iterator find(const SegmentKey &key) const {
     const uint32_t i =
         index_.find(table_hash(key), [&](uint32_t slot_no) { return slot(slot_no).first == key; });

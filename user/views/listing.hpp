@@ -1,15 +1,18 @@
 // One `ls` list, as ls prints it and the daemon's /v1/ lists answer it: the
-// rows copied out of the engine (under the daemon's lock, or from ls's own
-// engine), then rendered with the lock let go. Pure.
+// rows copied out of the engine (under the daemon's lock, a part at a time
+// for segments, or from ls's own engine), then rendered with the lock let
+// go. Pure.
 #pragma once
 
 #include "model/engine.hpp"
+#include "model/engine_parts.hpp"
 #include "model/leaks.hpp"
 #include "views/columns.hpp"
 #include "views/list_wire.hpp"
 #include "views/relations.hpp"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,8 +32,13 @@ struct Listing {
   Relations relations() const { return Relations(processes, mounts, host_mntns); }
 };
 
-// The rows query lists, at now; a text table of containers or mounts also
-// takes what its columns relate them to (every process, the mounts).
+// The rows query lists, at now, read through visit: segments in parts
+// (model/engine_parts.hpp), the rest at once. A text table of containers or
+// mounts also takes what its columns relate them to (every process, the
+// mounts). nullopt when visit has no engine.
+std::optional<Listing> take_listing(const EngineVisit &visit, const LsQuery &query, uint64_t now,
+                                    uint32_t host_mntns);
+// The same from an engine nothing else changes.
 Listing take_listing(const Engine &engine, const LsQuery &query, uint64_t now, uint32_t host_mntns);
 
 // The table or the JSON document; users names the processes' uids (only
