@@ -14,7 +14,10 @@
 #include "model/containers.hpp"
 #include "model/failure_log.hpp"
 #include "model/mount_table.hpp"
+#include "model/process_table.hpp"
+#include "model/rate_counter.hpp"
 #include "model/seg_table.hpp"
+#include "model/segment_table.hpp"
 #include "model/types.hpp"
 
 #include <array>
@@ -111,27 +114,16 @@ public:
   }
 
   // --- what a restart keeps (model/state) -----------------------------------
-  // What tells a segment from a later one that reuses its key, as the
-  // kernel stamps it when the segment is made:
-  //   time    a tmpfs file's btime (ns since the epoch, statx), a SysV
-  //           segment's ctime (s; an IPC_SET moves it, and the segment
-  //           is then taken for another);
-  //   handle  for a file whose kernel gives no btime (tmpfs before 5.18),
-  //           TmpfsFile::handle_id: its file handle, which holds the inode's
-  //           generation.
-  struct Birth {
-    enum class Kind : uint8_t { time, handle };
-    Kind kind = Kind::time;
-    uint64_t value = 0; // 0: unknown
-    friend bool operator==(const Birth &, const Birth &) = default;
-  };
+  // What tells a segment from a later one that reuses its key
+  // (model/segment_table.hpp).
+  using Birth = SegmentBirth;
   // Kept only for segments whose creation was observed or restored; ignored
   // for others, unknown keys and unknown births.
-  void note_birth(const SegmentKey &key, Birth birth);
-  std::optional<Birth> birth(const SegmentKey &key) const;
+  void note_birth(const SegmentKey &key, Birth birth) { segs_.note_birth(key, birth); }
+  std::optional<Birth> birth(const SegmentKey &key) const { return segs_.birth(key); }
   // fn(key, birth) for every segment note_birth kept.
   template <class Fn> void for_each_birth(Fn &&fn) const {
-    for (const auto &[key, b] : births_)
+    for (const auto &[key, b] : segs_.births())
       fn(key, b);
   }
   // What a previous run observed of a segment's creation.
@@ -153,7 +145,7 @@ public:
 
   // --- queries (sorted, deterministic) -------------------------------------
   std::optional<SegmentInfo> segment(const SegmentKey &key) const;
-  bool contains(const SegmentKey &key) const { return segs_.count(key) != 0; }
+  bool contains(const SegmentKey &key) const { return segs_.contains(key); }
   // A file's holders and, while it is linked under a resolved path, that
   // path (else empty; valid until the engine next changes). Cheap, unlike
   // segment(); nullopt when the file is unknown.
@@ -242,80 +234,17 @@ public:
 private:
   friend class SegmentScan;
 
-  // Memory per segment (x86-64, libstdc++): this struct is 120 bytes and
-  // lives with its 16-byte key in a slot of a chunked pool (SegTable: no
-  // malloc header, no node link); the key index and the path index are open
-  // addressing tables of 4-byte slot numbers (~8-10 bytes per segment each
-  // at their load factors). A path adds one exact-size heap block (48 bytes
-  // with malloc's header for a 38-byte /dev/shm name), each holder a
-  // 24-byte Held entry in its process. The pool keeps its peak number of
-  // slots. bench/engine/engine_memory measures the whole per segment
-  // (docs/BENCHMARKS.md).
-  struct Segment {
-    PathStr path;
-    PidList holders;
-    uint64_t size = 0;
-    uint64_t bytes = 0;
-    // Observed creation time (ns), or with kExistedBefore the mtime (s)
-    // from the scan: a segment has one or the other.
-    int64_t born = 0;
-    uint64_t changed_ns = 0;
-    uint64_t creator_cgroup = 0;
-    std::array<char, 16> creator_comm{};
-    uint32_t creator_pid = 0;
-    uint32_t creator_uid = 0;
-    uint32_t creator_serial = 0; // process incarnation; 0 = any process with that pid
-    uint32_t mnt_id = 0;
-    uint32_t sysv_key = 0;
-    uint32_t nattch = 0;
-    uint32_t nlink = 0; // a file's names: at least 1 while linked, 0 once not
-    Kind kind = Kind::tmpfs;
-    SegmentState state = SegmentState::linked; // gone: a free slot of the pool
-    NamePattern pattern = NamePattern::none;
-    uint8_t flags = 0; // kPathFull, kExistedBefore
-  };
-  static_assert(sizeof(Segment) <= 120, "keep Segment compact: see the estimate above it");
-  static constexpr uint8_t kPathFull = 1;      // path is an absolute, resolved path
-  static constexpr uint8_t kExistedBefore = 2; // creation not observed
-
-  using Slot = SegSlot<Segment>;
-  using SegIt = SegTable<Segment>::iterator;
-
-  // A rate that decays exponentially, so `top` shows recent activity.
-  struct RateCounter {
-    uint64_t count = 0;
-    uint64_t last_ns = 0;
-    double ewma = 0; // events per second at last_ns
-    void hit(uint64_t ts_ns);
-    double rate(uint64_t now_ns) const;
-  };
+  using Segment = SegmentTable::Segment;
+  using Slot = SegmentTable::Slot;
+  using SegIt = SegmentTable::iterator;
+  static constexpr uint8_t kPathFull = SegmentTable::kPathFull;
+  static constexpr uint8_t kExistedBefore = SegmentTable::kExistedBefore;
+  using Process = ProcessTable::Process;
+  using Held = ProcessTable::Held;
+  using Attachment = ProcessTable::Attachment;
 
   // What an event tells about an fd's fate at exec.
   enum class ExecHint : uint8_t { cloexec, survives, unknown };
-
-  struct Held {
-    SegmentKey key;
-    bool keep_on_exec = true; // an fd without O_CLOEXEC may survive exec
-  };
-  struct Attachment {
-    uint64_t addr = 0;
-    SegmentKey key;
-  };
-
-  struct Process {
-    uint32_t serial = 0;
-    uint32_t ppid = 0;
-    uint32_t uid = 0;
-    uint32_t mntns = 0;
-    uint32_t ipcns = 0;
-    uint64_t cgroup_id = 0;
-    std::string comm;
-    std::vector<Held> held; // each key at most once, kept exact
-    std::vector<Attachment> attachments;
-    RateCounter creates;
-    RateCounter unlinks;
-    uint64_t sigbus = 0;
-  };
 
   // Events, one handler each.
   void on_open(const Event &e); // create and open
@@ -339,23 +268,14 @@ private:
   std::string failure_mountpoint(const Event &e) const;
   std::vector<FailureGroup> groups_of(const FailureCounts &counts) const;
 
-  Process &touch_process(const Event &e);
-  Process &process_entry(uint32_t pid);
+  Process &touch_process(const Event &e) { return procs_.touch(e); }
+  Process &process_entry(uint32_t pid) { return procs_.entry(pid); }
   SegIt insert_segment(const SegmentKey &key, Kind kind);
   SegIt created_or_known(const SegmentKey &key, Kind kind, bool created, const Event &e,
                          Process &p);
   void erase_segment(SegIt it);
-  void set_path(SegIt it, std::string_view path, bool full);
-  // linked: nlink at least 1; else nlink 0 and no other names.
-  void set_state(SegIt it, SegmentState state);
-  // A linked file's names besides the one shown (other_names_).
-  bool has_name(SegIt it, std::string_view path) const;
-  void add_other_name(SegIt it, std::string_view path);
-  void set_other_names(SegIt it, std::vector<std::string> names);
   // One of a file's names is gone: it shows another, or it is unlinked.
   void drop_name(SegIt it, std::string_view path);
-  // One of a file's names is now `to`.
-  void rename_name(SegIt it, std::string_view from, std::string_view to);
   void set_bytes(SegIt it, uint64_t bytes);
   void set_creator(Segment &s, uint32_t pid, const Process &p);
   // A creator's comm, cut to the segment's 15 characters.
@@ -366,20 +286,10 @@ private:
   void release(uint32_t pid, Process &p, bool exec_only, uint64_t ts);
   // Destroys the segment when nothing keeps it any more.
   bool collect_if_unused(SegIt it);
-  SegIt find_by_path(std::string_view path, uint32_t dev_or_0);
-  // find_by_path, else the file that has the path as another name.
-  SegIt find_by_name(std::string_view path, uint32_t dev_or_0);
   SegIt find_linked_by_name(const Event &e);
   void upsert_sysv(uint32_t ipcns, const SysvEntry &t, uint64_t now_ns);
   // One scanned inode of reconcile_tmpfs and every name the scan found it under.
   void reconcile_inode(std::span<const TmpfsFile *const> names, uint64_t now_ns);
-
-  void index_path(SegIt it);
-  void unindex_path(SegIt it);
-  static bool path_indexed(const Slot &slot);
-  template <class File> void for_each_indexed_path(File &&file) const;
-  // The path index's hash: a path's 32-bit hash spread over 64 bits.
-  static size_t path_key(uint32_t h) { return h * 0x9e3779b97f4a7c15ull; }
 
   bool creator_alive(const Segment &s) const;
   bool is_orphan(const SegmentKey &key, const Segment &s, uint64_t now_ns, uint64_t min_age_ns,
@@ -414,22 +324,13 @@ private:
   static uint64_t sat_sub(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
 
   EngineConfig config_;
-  SegTable<Segment> segs_;
-  // Linked files with a resolved path by the hash of it, to find unlink and
-  // rename targets whose (dev, ino) hint is missing or wrong.
-  SlotIndex by_path_;
-  // The names of a linked file with hard links, besides the one its segment
-  // shows (and by_path_ files): kept only while it has more than one
-  // (nlink > 1), so that a segment without links costs nothing more.
-  std::unordered_map<SegmentKey, std::vector<std::string>> other_names_;
-  std::unordered_map<uint32_t, Process> procs_;
-  std::unordered_map<SegmentKey, Birth> births_; // note_birth
+  SegmentTable segs_;
+  ProcessTable procs_;
   ContainerTable containers_;
   MountTable mounts_;
   RateCounter creates_; // host-wide, outlives the processes
   RateCounter unlinks_;
   FailureLog failures_;
-  uint32_t next_serial_ = 0;
   uint64_t last_ts_ = 0;
   EngineStats stats_;
 };

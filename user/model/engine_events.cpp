@@ -116,14 +116,14 @@ void Engine::on_open(const Event &e) {
   if (fresh || !(s.flags & kPathFull)) {
     auto [path, full] = event_path(e);
     if (!path.empty())
-      set_path(it, path, full);
+      segs_.set_path(it, path, full);
   }
   if (e.mnt_id)
     s.mnt_id = e.mnt_id;
   s.size = e.size;
   set_bytes(it, e.bytes);
-  set_state(it,
-            s.kind == Kind::memfd || e.unlinked ? SegmentState::unlinked : SegmentState::linked);
+  segs_.set_state(it, s.kind == Kind::memfd || e.unlinked ? SegmentState::unlinked
+                                                          : SegmentState::linked);
   hold(it, e.pid, p, (e.flags & O_CLOEXEC) ? ExecHint::cloexec : ExecHint::survives);
   s.changed_ns = e.ts_ns;
 }
@@ -143,12 +143,12 @@ void Engine::on_memfd_create(const Event &e) {
   s.born = static_cast<int64_t>(e.ts_ns);
   p.creates.hit(e.ts_ns);
   creates_.hit(e.ts_ns);
-  set_path(it, !e.name.empty() ? e.name : "memfd:" + e.path, false);
+  segs_.set_path(it, !e.name.empty() ? e.name : "memfd:" + e.path, false);
   if (e.mnt_id)
     s.mnt_id = e.mnt_id;
   s.size = e.size;
   set_bytes(it, e.bytes);
-  set_state(it, SegmentState::unlinked); // a memfd never has a name
+  segs_.set_state(it, SegmentState::unlinked); // a memfd never has a name
   hold(it, e.pid, p, (e.flags & kMfdCloexec) ? ExecHint::cloexec : ExecHint::survives);
   s.changed_ns = e.ts_ns;
 }
@@ -172,7 +172,7 @@ void Engine::on_resize(const Event &e) {
     it = insert_segment(key, e.kind == Kind::memfd ? Kind::memfd : Kind::tmpfs);
     it->second.flags |= kExistedBefore;
     auto [path, full] = event_path(e);
-    set_path(it, path, full);
+    segs_.set_path(it, path, full);
   }
   Segment &s = it->second;
   if (e.mnt_id)
@@ -180,8 +180,8 @@ void Engine::on_resize(const Event &e) {
   // size and bytes are observed after the call, failed or not.
   s.size = e.size;
   set_bytes(it, e.bytes);
-  set_state(it,
-            s.kind == Kind::memfd || e.unlinked ? SegmentState::unlinked : SegmentState::linked);
+  segs_.set_state(it, s.kind == Kind::memfd || e.unlinked ? SegmentState::unlinked
+                                                          : SegmentState::linked);
   hold(it, e.pid, p, ExecHint::unknown);
   s.changed_ns = e.ts_ns;
 }
@@ -218,17 +218,17 @@ void Engine::on_rename(const Event &e) {
   const std::string from = e.full_path.empty() ? std::string(it->second.path.view()) : e.full_path;
   if (to.empty()) {
     // Unknown target directory: show the name as passed until a reconcile.
-    set_path(it, e.newpath, false);
-  } else if (!has_name(it, to)) { // two names of one file: rename(2) does nothing
-    auto target = find_by_name(to, it->first.dev_or_ipcns);
+    segs_.set_path(it, e.newpath, false);
+  } else if (!segs_.has_name(it, to)) { // two names of one file: rename(2) does nothing
+    auto target = segs_.find_by_name(to, it->first.dev_or_ipcns);
     if (target != segs_.end() && target != it) {
       target->second.changed_ns = e.ts_ns;
       if (e.flags & kRenameExchange)
-        rename_name(target, to, from);
+        segs_.rename_name(target, to, from);
       else
         drop_name(target, to); // replaced: the old target lost this name
     }
-    rename_name(it, from, to);
+    segs_.rename_name(it, from, to);
   }
   it->second.changed_ns = e.ts_ns;
 }
@@ -252,15 +252,15 @@ void Engine::on_link(const Event &e) {
   if (named)
     ++s.nlink;
   else
-    set_state(it, SegmentState::linked); // its first name
+    segs_.set_state(it, SegmentState::linked); // its first name
   const std::string &to = e.full_newpath;
   if (to.empty()) {
     if (!named) // a name in a directory the event does not say: as passed
-      set_path(it, e.newpath, false);
+      segs_.set_path(it, e.newpath, false);
   } else if (!named || !(s.flags & kPathFull)) {
-    set_path(it, to, true);
+    segs_.set_path(it, to, true);
   } else {
-    add_other_name(it, to);
+    segs_.add_other_name(it, to);
   }
   s.changed_ns = e.ts_ns;
 }
@@ -276,7 +276,7 @@ void Engine::on_free(const Event &e) {
   set_bytes(it, sat_sub(it->second.bytes, e.bytes));
   it->second.changed_ns = e.ts_ns;
   if (e.unlinked) {
-    set_state(it, SegmentState::unlinked);
+    segs_.set_state(it, SegmentState::unlinked);
     if (it->second.holders.empty())
       erase_segment(it); // eviction: the last reference is gone
   }
@@ -355,7 +355,7 @@ void Engine::on_shm_rmid(const Event &e) {
     ++stats_.ignored;
     return;
   }
-  set_state(it, SegmentState::unlinked); // destroyed at the last detach
+  segs_.set_state(it, SegmentState::unlinked); // destroyed at the last detach
   it->second.changed_ns = e.ts_ns;
   collect_if_unused(it);
 }

@@ -33,10 +33,7 @@ bool container_matches(const ContainerRef *c, const std::string &want) {
 } // namespace
 
 bool Engine::creator_alive(const Segment &s) const {
-  if (s.creator_pid == 0)
-    return false;
-  auto pit = procs_.find(s.creator_pid);
-  return pit != procs_.end() && (s.creator_serial == 0 || pit->second.serial == s.creator_serial);
+  return s.creator_pid != 0 && procs_.alive(s.creator_pid, s.creator_serial);
 }
 
 bool Engine::is_orphan(const SegmentKey &key, const Segment &s, uint64_t now_ns,
@@ -50,7 +47,7 @@ bool Engine::is_orphan(const SegmentKey &key, const Segment &s, uint64_t now_ns,
   if (creator_alive(s))
     return false;
   if (s.creator_pid == 0 && s.pattern == NamePattern::torch &&
-      procs_.count(classify_shm_name(s.path).pid))
+      procs_.contains(classify_shm_name(s.path).pid))
     return false; // the pid in the torch name is alive: assume it is the creator
   if (age_ns(s, now_ns) < min_age_ns)
     return false;
@@ -170,9 +167,8 @@ SegmentInfo Engine::info(const SegmentKey &key, const Segment &s, const NsContai
   std::sort(i.holders.begin(), i.holders.end());
   i.nattch = s.nattch;
   i.nlink = s.nlink;
-  if (!other_names_.empty())
-    if (auto n = other_names_.find(key); n != other_names_.end())
-      i.other_paths = n->second;
+  if (const std::vector<std::string> *others = segs_.other_names(key))
+    i.other_paths = *others;
   i.sysv_key = s.sysv_key;
   i.changed_ns = s.changed_ns;
   i.pattern = s.pattern;

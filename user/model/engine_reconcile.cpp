@@ -30,16 +30,16 @@ void Engine::add_existing_file(const TmpfsFile &f, uint32_t mnt_id_or_0, std::st
     s.creator_uid = f.uid; // the owner: the best guess at who created it
     s.born = f.mtime_s;
     s.changed_ns = last_ts_;
-    set_path(it, f.path, f.path.starts_with('/'));
-    set_state(it, f.nlink == 0 ? SegmentState::unlinked : SegmentState::linked);
+    segs_.set_path(it, f.path, f.path.starts_with('/'));
+    segs_.set_state(it, f.nlink == 0 ? SegmentState::unlinked : SegmentState::linked);
     if (f.nlink > 0)
       s.nlink = f.nlink;
   } else if (!(it->second.flags & kPathFull) && !f.path.empty()) {
-    set_path(it, f.path, f.path.starts_with('/'));
+    segs_.set_path(it, f.path, f.path.starts_with('/'));
   } else if (f.path.starts_with('/') && it->second.state == SegmentState::linked && f.nlink > 0) {
     // The same inode under another path: a hard link, one segment.
     it->second.nlink = f.nlink;
-    add_other_name(it, f.path);
+    segs_.add_other_name(it, f.path);
   }
   Segment &s = it->second;
   if (!s.mnt_id)
@@ -128,7 +128,7 @@ void Engine::upsert_sysv(uint32_t ipcns, const SysvEntry &t, uint64_t now_ns) {
       unhold(it, pid);
   }
   if (t.removed)
-    set_state(it, SegmentState::unlinked);
+    segs_.set_state(it, SegmentState::unlinked);
   collect_if_unused(it);
 }
 
@@ -192,11 +192,11 @@ void Engine::reconcile_inode(std::span<const TmpfsFile *const> names, uint64_t n
         shown = name;
   bool changed = false;
   if (!(s.path == shown->path) || !(s.flags & kPathFull)) {
-    set_path(it, shown->path, shown->path.starts_with('/')); // a rename we missed
+    segs_.set_path(it, shown->path, shown->path.starts_with('/')); // a rename we missed
     changed = true;
   }
   if (s.state != SegmentState::linked) {
-    set_state(it, SegmentState::linked);
+    segs_.set_state(it, SegmentState::linked);
     changed = true;
   }
   const uint32_t nlink = std::max<uint32_t>(f.nlink, static_cast<uint32_t>(names.size()));
@@ -208,7 +208,7 @@ void Engine::reconcile_inode(std::span<const TmpfsFile *const> names, uint64_t n
   for (const TmpfsFile *name : names)
     if (name != shown && name->path.starts_with('/'))
       others.push_back(name->path);
-  set_other_names(it, std::move(others));
+  segs_.set_other_names(it, std::move(others));
   if (s.size != f.size || s.bytes != f.bytes) {
     s.size = f.size;
     set_bytes(it, f.bytes);
@@ -258,7 +258,7 @@ void Engine::reconcile_tmpfs(uint32_t dev, const std::vector<TmpfsFile> &truth, 
     if (it->second.holders.empty()) {
       erase_segment(it); // an unlinked file nobody holds cannot exist either
     } else if (it->second.state == SegmentState::linked) {
-      set_state(it, SegmentState::unlinked);
+      segs_.set_state(it, SegmentState::unlinked);
       it->second.changed_ns = now_ns;
     }
   }

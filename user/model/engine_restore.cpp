@@ -7,21 +7,6 @@
 
 namespace shmbpf {
 
-void Engine::note_birth(const SegmentKey &key, Birth birth) {
-  auto it = segs_.find(key);
-  if (it == segs_.end() || (it->second.flags & kExistedBefore) || it->second.creator_pid == 0 ||
-      birth.value == 0)
-    return;
-  births_[key] = birth;
-}
-
-std::optional<Engine::Birth> Engine::birth(const SegmentKey &key) const {
-  auto it = births_.find(key);
-  if (it == births_.end())
-    return std::nullopt;
-  return it->second;
-}
-
 bool Engine::restore_creation(const SegmentKey &key, const Creation &c, Birth birth) {
   auto it = segs_.find(key);
   if (it == segs_.end() || !(it->second.flags & kExistedBefore) || c.pid == 0 || birth.value == 0)
@@ -40,13 +25,11 @@ bool Engine::restore_creation(const SegmentKey &key, const Creation &c, Birth bi
   if (pit != procs_.end() && pit->second.comm == c.comm && pit->second.cgroup_id == c.cgroup_id) {
     s.creator_serial = pit->second.serial;
   } else {
-    if (++next_serial_ == 0)
-      ++next_serial_;
-    s.creator_serial = next_serial_;
+    s.creator_serial = procs_.fresh_serial();
   }
   if (c.cgroup_id != 0 && !c.cgroup_path.empty() && !containers_.knows(c.cgroup_id))
     set_cgroup_path(c.cgroup_id, c.cgroup_path);
-  births_[key] = birth;
+  segs_.set_birth(key, birth);
   return true;
 }
 
