@@ -31,11 +31,6 @@ constexpr int kGatherPollMs = 5;
 // Events held back during one gather, at most (a few hundred bytes each).
 // Past it the ring buffer keeps the rest, and counts what does not fit.
 constexpr size_t kMaxHeld = size_t{1} << 19;
-int64_t realtime_s() {
-  timespec ts{};
-  clock_gettime(CLOCK_REALTIME, &ts);
-  return ts.tv_sec;
-}
 
 // The light hook set sees no open of an existing file, no close and no
 // System V call: only rescans find them, so they come more often.
@@ -215,8 +210,8 @@ int Monitor::poll(int timeout_ms) {
     // walks the cgroup2 tree, thousands of directories on a busy node: on
     // the worker, like the other reads.
     Gather g;
-    g.cgroup_ids = cgroups_.worth_resolving(cgroups_.take());
-    if (!g.cgroup_ids.empty()) {
+    g.cgroups.ids = cgroups_.worth_resolving(cgroups_.take());
+    if (!g.cgroups.ids.empty()) {
       start_gather(std::move(g));
       note_stall(now);
       return static_cast<int>(stats_.events - before);
@@ -230,22 +225,23 @@ int Monitor::poll(int timeout_ms) {
     // What is pending goes in first, as the scan will see it.
     session_.drain(cb);
     Gather g;
-    g.rescan = true;
+    g.request = RescanGather{};
     start_gather(std::move(g));
     break;
   }
   case RescanSchedule::Next::unlinked: {
     Gather g;
-    g.holders = watch_.unlinked_holder_jobs();
+    g.request = HoldersGather{watch_.unlinked_holder_jobs()};
     start_gather(std::move(g));
     break;
   }
   case RescanSchedule::Next::sample: {
-    Gather g = sample_request();
+    Gather g;
+    g.request = sample_request();
     // Ids new in events are resolved as they come (above); this catches the
     // rest (ids from scans, retries), and walks every segment to find them.
     if (schedule_.resolve_all_cgroups(now))
-      g.cgroup_ids = cgroups_.worth_resolving(engine_.unknown_cgroups());
+      g.cgroups.ids = cgroups_.worth_resolving(engine_.unknown_cgroups());
     start_gather(std::move(g));
     break;
   }
@@ -278,115 +274,43 @@ void Monitor::reconcile() {
   std::lock_guard lock(mu_);
   drain_locked();
   Gather g;
-  g.rescan = true;
+  g.request = RescanGather{};
   g.started = std::chrono::steady_clock::now();
   g.now_ns = now_ns();
-  g = run_gather(std::move(g));
-  apply_rescan(g);
+  run_gather(g);
+  apply_result(std::get<RescanGather>(g.request), g);
 }
 
 void Monitor::start_gather(Gather g) {
   g.started = std::chrono::steady_clock::now();
   g.now_ns = now_ns();
   g.before = opts_.before_gather;
-  g.roots = opts_.runtime_roots;
-  g.to_name = engine_.unnamed_containers();
+  g.cgroups.roots = opts_.runtime_roots;
+  g.cgroups.to_name = engine_.unnamed_containers();
   gather_done_.store(false, std::memory_order_relaxed);
   gather_ = std::async(std::launch::async, [done = &gather_done_, g = std::move(g)]() mutable {
-    Gather r = run_gather(std::move(g));
+    run_gather(g);
     done->store(true, std::memory_order_release);
-    return r;
+    return std::move(g);
   });
-}
-
-// On the worker thread: reads only, into g.
-Monitor::Gather Monitor::run_gather(Gather g) {
-  const auto cpu0 = thread_cpu() + scan_helper_cpu();
-  if (g.before)
-    g.before();
-  if (g.rescan) {
-    g.scan_start_s = realtime_s();
-    g.scan = scan_system();
-  }
-  for (StatJob &j : g.stats) {
-    // The path is the one its process saw: a container's /dev/shm is
-    // reached through that process's root while it lives.
-    struct stat st {};
-    auto same = [&](const std::string &p) {
-      return ::stat(p.c_str(), &st) == 0 && st.st_ino == j.key.ino_or_shmid &&
-             kernel_dev(st.st_dev) == j.key.dev_or_ipcns;
-    };
-    if (same(j.path) || same("/proc/" + std::to_string(j.pid) + "/root" + j.path) ||
-        (j.other_pid != 0 && j.other_pid != j.pid &&
-         same("/proc/" + std::to_string(j.other_pid) + "/root" + j.path))) {
-      j.found = true;
-      j.size = static_cast<uint64_t>(st.st_size);
-      j.bytes = static_cast<uint64_t>(st.st_blocks) * 512;
-    }
-  }
-  for (HolderJob &j : g.holders) {
-    if (::kill(static_cast<pid_t>(j.pid), 0) != 0 && errno == ESRCH) {
-      j.alive = false; // its exit event is on the way
-      continue;
-    }
-    for (const HeldFile &h : scan_holdings(j.pid))
-      if (h.kind != HeldKind::sysv)
-        j.files.push_back(SegmentKey::file(h.dev, h.ino));
-  }
-  if (g.rescan) {
-    g.walk_namespaces = true; // the scan's walk; kept from g.scan
-  } else if (g.mounts) {
-    if (!g.walk_namespaces) {
-      auto again = refresh_mount_namespaces(std::move(g.namespaces));
-      g.walk_namespaces = !again;
-      if (again)
-        g.namespaces = std::move(*again);
-    }
-    if (g.walk_namespaces)
-      g.namespaces = scan_mount_namespaces();
-    g.mount_usage = scan_mount_usage(g.namespaces);
-    std::vector<uint32_t> mounted;
-    for (const MountNamespace &ns : g.namespaces)
-      for (const MountInfo &m : ns.mounts)
-        if (m.is_tmpfs())
-          mounted.push_back(m.dev);
-    g.ended_devs = ended_filesystems(g.file_devs, mounted, g.walk_namespaces);
-  }
-  if (!g.cgroup_ids.empty())
-    g.cgroup_paths = find_cgroup_paths(g.cgroup_ids);
-  for (const auto &[id, path] : g.cgroup_paths)
-    if (auto c = container_from_cgroup_path(path))
-      g.to_name.push_back(std::move(*c));
-  g.names = read_container_names(g.roots, g.to_name);
-  g.cpu = thread_cpu() + scan_helper_cpu() - cpu0;
-  return g;
 }
 
 void Monitor::finish_gather() {
   Gather g = gather_.get(); // waits when called before the worker is done
   const auto started = std::chrono::steady_clock::now();
-  if (g.rescan || g.mounts)
-    keep_namespaces(g);
-  if (g.rescan)
-    apply_rescan(g);
-  else
-    apply_sample(g);
-  for (auto &[id, path] : g.cgroup_paths)
+  std::visit([&](auto &request) { apply_result(request, g); }, g.request);
+  for (auto &[id, path] : g.cgroups.paths)
     engine_.set_cgroup_path(id, std::move(path));
-  for (const auto &[id, name] : g.names)
+  for (const auto &[id, name] : g.cgroups.names)
     engine_.set_container_name(id, name);
   note_stall(started);
 }
 
-void Monitor::keep_namespaces(Gather &g) {
-  // A rescan's seeding still reads the scan's own.
-  namespaces_.replace(g.rescan ? g.scan.namespaces : std::move(g.namespaces), g.walk_namespaces,
-                      g.started);
-}
-
-void Monitor::apply_rescan(Gather &g) {
+void Monitor::apply_result(RescanGather &r, const Gather &g) {
   const auto apply_cpu0 = thread_cpu();
-  SystemScan &scan = g.scan;
+  SystemScan &scan = r.scan;
+  // The scan walked every mount namespace; seeding still reads them.
+  namespaces_.replace(scan.namespaces, true, g.started);
   // Files whose name the kernel does not know must be seeded, or their
   // unlinks would go unseen: made without an open (mknod, link), created
   // while the name map was full, or named like another file since (a
@@ -402,50 +326,53 @@ void Monitor::apply_rescan(Gather &g) {
       if (f.mtime_s >= since || !engine_.contains(SegmentKey::file(f.dev, f.ino)))
         unseeded.push_back(seed_key(f));
   session_.seed(scan.namespaces, std::move(unseeded));
-  last_scan_start_s_ = g.scan_start_s;
+  last_scan_start_s_ = r.scan_start_s;
   shmbpf::reconcile(engine_, scan, now_ns());
   stats_.reconciles++;
   schedule_.rescanned(g.started, std::chrono::steady_clock::now(),
                       g.cpu + (thread_cpu() - apply_cpu0));
   // The scan's copy of every file is garbage now, freed partly in the
   // worker's arena, which may not allocate again for minutes.
-  g.scan = SystemScan{};
+  r.scan = SystemScan{};
   release_free_memory();
 }
 
-Monitor::Gather Monitor::sample_request() {
-  Gather g;
-  g.stats = watch_.stat_jobs(engine_, now_ns(), namespaces_.list());
+SampleGather Monitor::sample_request() {
+  SampleGather s;
+  s.stats = watch_.stat_jobs(engine_, now_ns(), namespaces_.list());
   // close(2) and munmap(2) are not traced: the processes that touched
   // files lately are rescanned.
-  g.holders = watch_.sample_holder_jobs();
-  g.mounts = true;
-  g.file_devs = engine_.file_devs();
-  g.namespaces = namespaces_.list();
-  g.walk_namespaces = namespaces_.walk_due(std::chrono::steady_clock::now());
-  return g;
+  s.holders = watch_.sample_holder_jobs();
+  s.file_devs = engine_.file_devs();
+  s.namespaces = namespaces_.list();
+  s.walk_namespaces = namespaces_.walk_due(std::chrono::steady_clock::now());
+  return s;
 }
 
-void Monitor::apply_sample(Gather &g) {
-  for (const StatJob &j : g.stats) {
-    if (j.found)
-      engine_.set_file_usage(j.key, j.size, j.bytes, g.now_ns);
-    else
-      watch_.missed(j.key, engine_);
-  }
-  for (HolderJob &j : g.holders) {
+void Monitor::apply_result(HoldersGather &h, const Gather &g) {
+  for (HolderJob &j : h.holders) {
     watch_.rescanned(j);
     if (j.alive)
       engine_.reconcile_process_files(j.pid, std::move(j.files));
   }
   watch_.expire(g.now_ns);
-  if (g.mounts) {
-    for (uint32_t dev : g.ended_devs)
-      stats_.ended_files += engine_.forget_filesystem(dev, g.now_ns);
-    stats_.ended_files += engine_.reconcile_mounts(std::move(g.mount_usage), g.now_ns);
-    engine_.sample_mounts(now_ns());
-    stats_.samples++;
+}
+
+void Monitor::apply_result(SampleGather &s, const Gather &g) {
+  namespaces_.replace(std::move(s.namespaces), s.walk_namespaces, g.started);
+  for (const StatJob &j : s.stats) {
+    if (j.found)
+      engine_.set_file_usage(j.key, j.size, j.bytes, g.now_ns);
+    else
+      watch_.missed(j.key, engine_);
   }
+  HoldersGather holders{std::move(s.holders)};
+  apply_result(holders, g);
+  for (uint32_t dev : s.ended_devs)
+    stats_.ended_files += engine_.forget_filesystem(dev, g.now_ns);
+  stats_.ended_files += engine_.reconcile_mounts(std::move(s.mount_usage), g.now_ns);
+  engine_.sample_mounts(now_ns());
+  stats_.samples++;
 }
 
 MonitorStats Monitor::stats() const {

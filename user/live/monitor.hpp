@@ -6,6 +6,7 @@
 
 #include "decode/event.hpp"
 #include "live/file_watch.hpp"
+#include "live/gather.hpp"
 #include "live/held_events.hpp"
 #include "live/known_namespaces.hpp"
 #include "live/new_cgroups.hpp"
@@ -132,36 +133,6 @@ private:
   // each filesystem whose files differ is scanned again. False when the
   // listing has a filesystem the scan lacks.
   bool catch_up(SystemScan &scan, const std::vector<SeedKey> &listed);
-  // What a worker thread reads for the consumer, and what it found. The
-  // worker never touches the engine: the consumer applies the result.
-  struct Gather {
-    bool rescan = false;
-    SystemScan scan;
-    int64_t scan_start_s = 0;
-    std::vector<StatJob> stats;
-    std::vector<HolderJob> holders;
-    bool mounts = false;
-    // The mount namespaces to sample through: the last ones known, read
-    // again through their representatives, or found by a walk of /proc.
-    std::vector<MountNamespace> namespaces;
-    bool walk_namespaces = false;
-    std::vector<MountState> mount_usage;
-    // The filesystems the engine has files on, and those of them that
-    // ended (no mount left, no superblock: ended_filesystems).
-    std::vector<uint32_t> file_devs, ended_devs;
-    std::vector<uint64_t> cgroup_ids; // to find in the cgroup2 tree
-    std::vector<std::pair<uint64_t, std::string>> cgroup_paths;
-    // Containers to name (the engine's unnamed ones and those of the
-    // cgroup paths just found) and what their runtimes' files say.
-    RuntimeRoots roots;
-    std::vector<ContainerRef> to_name;
-    std::vector<std::pair<std::string, ContainerName>> names;
-    std::function<void()> before;
-    uint64_t now_ns = 0; // when the reads began
-    std::chrono::steady_clock::time_point started;
-    std::chrono::nanoseconds cpu{}; // the worker's CPU time for the reads
-  };
-  static Gather run_gather(Gather g);
   void drain_locked();
 
   // Every event read goes through here: applied, or held back in order
@@ -172,13 +143,18 @@ private:
   void apply_held(size_t n) {
     held_.take(n, [this](Event &e) { apply(e); });
   }
+  // Runs g's reads on a worker thread (live/gather.hpp), which never
+  // touches the engine.
   void start_gather(Gather g);
   // Applies the gather's result; the events held back meanwhile follow.
   void finish_gather();
-  void keep_namespaces(Gather &g);
-  void apply_rescan(Gather &g);
-  void apply_sample(Gather &g);
-  Gather sample_request();
+  // A gather's result applied, one per request type; g carries when it
+  // began and what its reads cost.
+  void apply_result(CgroupGather &, const Gather &) {}
+  void apply_result(RescanGather &r, const Gather &g);
+  void apply_result(HoldersGather &h, const Gather &g);
+  void apply_result(SampleGather &s, const Gather &g);
+  SampleGather sample_request();
   void note_stall(std::chrono::steady_clock::time_point since);
 
   // Held by the consumer while it reads records and changes the engine,

@@ -25,6 +25,12 @@ int64_t boot_to_realtime_ns() {
   return r - (b1 + (b2 - b1) / 2);
 }
 
+int64_t realtime_s() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return ts.tv_sec;
+}
+
 std::chrono::nanoseconds thread_cpu() {
   return std::chrono::nanoseconds(clock_ns(CLOCK_THREAD_CPUTIME_ID));
 }

@@ -10,6 +10,9 @@ namespace shmbpf {
 
 uint64_t boottime_ns();
 
+// CLOCK_REALTIME now, in whole seconds (to compare with file times).
+int64_t realtime_s();
+
 // CLOCK_REALTIME - CLOCK_BOOTTIME now, in nanoseconds.
 int64_t boot_to_realtime_ns();
 
