@@ -12,17 +12,6 @@ uint64_t sat_sub(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
 
 } // namespace
 
-void MountTable::remove_segment(uint32_t dev, uint64_t bytes) {
-  Device &d = devs_[dev];
-  d.bytes = sat_sub(d.bytes, bytes);
-  d.segments = sat_sub(d.segments, 1);
-}
-
-void MountTable::change_bytes(uint32_t dev, uint64_t old_bytes, uint64_t new_bytes) {
-  Device &d = devs_[dev];
-  d.bytes = sat_sub(d.bytes, old_bytes) + new_bytes;
-}
-
 uint64_t MountTable::tracked_bytes(uint32_t dev) const {
   auto it = devs_.find(dev);
   return it == devs_.end() ? 0 : it->second.bytes;

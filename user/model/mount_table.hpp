@@ -30,10 +30,19 @@ public:
 
   // --- a filesystem's segments (the Engine calls these as they change) ----
   void add_segment(uint32_t dev) { ++devs_[dev].segments; }
-  // A segment of dev with bytes resident is gone.
-  void remove_segment(uint32_t dev, uint64_t bytes);
-  // A segment of dev went from old_bytes to new_bytes resident.
-  void change_bytes(uint32_t dev, uint64_t old_bytes, uint64_t new_bytes);
+  // A segment of dev with bytes resident is gone. Counts stop at zero: a
+  // lost event must not wrap them.
+  void remove_segment(uint32_t dev, uint64_t bytes) {
+    Device &d = devs_[dev];
+    d.bytes = d.bytes > bytes ? d.bytes - bytes : 0;
+    d.segments = d.segments > 0 ? d.segments - 1 : 0;
+  }
+  // A segment of dev went from old_bytes to new_bytes resident (inline:
+  // every resize, free and write sample comes through here).
+  void change_bytes(uint32_t dev, uint64_t old_bytes, uint64_t new_bytes) {
+    Device &d = devs_[dev];
+    d.bytes = (d.bytes > old_bytes ? d.bytes - old_bytes : 0) + new_bytes;
+  }
   // Resident bytes and segments shmbpf knows on dev.
   uint64_t tracked_bytes(uint32_t dev) const;
   uint64_t segments(uint32_t dev) const;

@@ -6,19 +6,6 @@
 
 namespace shmbpf {
 
-uint32_t ProcessTable::fresh_serial() {
-  if (++next_serial_ == 0)
-    ++next_serial_; // 0 means "any incarnation"
-  return next_serial_;
-}
-
-ProcessTable::Process &ProcessTable::entry(uint32_t pid) {
-  auto [it, inserted] = procs_.try_emplace(pid);
-  if (inserted)
-    it->second.serial = fresh_serial();
-  return it->second;
-}
-
 ProcessTable::Process &ProcessTable::touch(const Event &e) {
   const bool seen = procs_.contains(e.pid);
   Process &p = entry(e.pid);
@@ -38,11 +25,6 @@ ProcessTable::Process &ProcessTable::touch(const Event &e) {
   if (e.ipcns)
     p.ipcns = e.ipcns;
   return p;
-}
-
-bool ProcessTable::alive(uint32_t pid, uint32_t serial) const {
-  auto it = procs_.find(pid);
-  return it != procs_.end() && (serial == 0 || it->second.serial == serial);
 }
 
 void ProcessTable::forget_hold(uint32_t pid, const SegmentKey &key) {

@@ -42,7 +42,12 @@ public:
   using Map = std::unordered_map<uint32_t, Process>;
 
   // The process with pid; a new one (a serial of its own) when unknown.
-  Process &entry(uint32_t pid);
+  Process &entry(uint32_t pid) {
+    auto [it, inserted] = procs_.try_emplace(pid);
+    if (inserted)
+      it->second.serial = fresh_serial();
+    return it->second;
+  }
   // The process an event's header describes, made or updated from it: its
   // comm, uid, parent, namespaces and cgroup. On a cgroup v1-only host a
   // scan's path-made cgroup id tells the container where the kernel's v2 id
@@ -53,9 +58,16 @@ public:
   Process &touch(const Event &e);
   // A serial no process has had: for a creator known only by its pid,
   // comm and cgroup, so that no later process passes for it.
-  uint32_t fresh_serial();
+  uint32_t fresh_serial() {
+    if (++next_serial_ == 0)
+      ++next_serial_; // 0 means "any incarnation"
+    return next_serial_;
+  }
   // Whether pid is known, as incarnation serial (0: any).
-  bool alive(uint32_t pid, uint32_t serial) const;
+  bool alive(uint32_t pid, uint32_t serial) const {
+    auto it = procs_.find(pid);
+    return it != procs_.end() && (serial == 0 || it->second.serial == serial);
+  }
   // key is no longer among pid's holds and attachments.
   void forget_hold(uint32_t pid, const SegmentKey &key);
 
