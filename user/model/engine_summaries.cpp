@@ -203,6 +203,8 @@ std::optional<size_t> Engine::orphans_part(uint64_t now_ns, uint64_t min_age_ns,
                                            size_t slots) const {
   const NsContainers ns = ns_containers();
   const size_t end = part_end(from, slots);
+  if (from == 0) // as segments_part
+    out.reserve(out.size() + segs_.size());
   for (auto it = segs_.from(from); it != segs_.end() && it.index() < end; ++it) {
     const auto &[key, s] = *it;
     if (!is_orphan(key, s, now_ns, min_age_ns, scope))
