@@ -16,8 +16,10 @@ bool TraceFilter::matches(const Event &e) const {
   if (!names(pids, e.pid) && !(e.type == EventType::sigbus &&
                                std::find(pids.begin(), pids.end(), e.target_pid) != pids.end()))
     return false;
-  return names(comms, e.comm) && names(kinds, std::string(to_string(e.kind))) &&
-         names(events, std::string(to_string(e.type)));
+  // Compared as views: no string is made per event (trace calls this for
+  // every record, filters or not).
+  return names(comms, e.comm) && names(kinds, to_string(e.kind)) &&
+         names(events, to_string(e.type));
 }
 
 } // namespace shmbpf
