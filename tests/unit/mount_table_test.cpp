@@ -3,6 +3,8 @@
 // growth, and a device number reused by another filesystem.
 #include "model/mount_table.hpp"
 
+#include "engine_fixture.hpp"
+
 #include <gtest/gtest.h>
 
 #include <string>
@@ -11,18 +13,13 @@
 namespace shmbpf {
 namespace {
 
-constexpr uint64_t kSec = 1'000'000'000;
-constexpr uint64_t kMiB = 1 << 20;
+using test::kMiB;
+using test::kSec;
 
+// A tmpfs mount as the engine's tests make them, of filesystem fsid.
 MountState mount(uint32_t mnt_id, std::string mountpoint, uint32_t dev, uint64_t limit = 0,
                  uint64_t used = 0, uint64_t fsid = 0) {
-  MountState m;
-  m.mnt_id = mnt_id;
-  m.mntns = 1;
-  m.mountpoint = std::move(mountpoint);
-  m.dev = dev;
-  m.size_limit = limit;
-  m.used_bytes = used;
+  MountState m = test::tmpfs_mount(mnt_id, std::move(mountpoint), dev, limit, used);
   m.fsid = fsid;
   return m;
 }
