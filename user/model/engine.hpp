@@ -310,18 +310,27 @@ private:
   std::string mountpoint_of(bool sysv, uint32_t mnt_id, uint32_t dev) const;
   std::string_view mountpoint_view(bool sysv, uint32_t mnt_id, uint32_t dev) const;
   SegmentInfo info(const SegmentKey &key, const Segment &s, const NsContainers *ns = nullptr) const;
+  // info() as a list shows it: with its age and orphan verdict at now_ns
+  // (none when now_ns is 0).
+  SegmentInfo listed(const SegmentKey &key, const Segment &s, const NsContainers &ns,
+                     uint64_t now_ns, uint64_t orphan_min_age_ns) const;
   bool matches(const SegmentKey &key, const Segment &s, const SegmentFilter &f,
                const NsContainers &ns) const;
   // count_held: walk p.held for segments_held/bytes_held (else left 0).
   ProcessInfo process_info(uint32_t pid, const Process &p, uint64_t now_ns,
                            bool count_held = true) const;
   uint64_t now_or_last(uint64_t now_ns) const { return now_ns ? now_ns : last_ts_; }
-  // Where a part of a query that begins at slot from and takes slots ends,
-  // and where the next one begins (nullopt: none, the table ends there).
-  size_t part_end(size_t from, size_t slots) const;
-  std::optional<size_t> next_part(size_t end) const;
-  // Counts and byte totals stop at zero: a lost event must not wrap them.
-  static uint64_t sat_sub(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
+  // fn(key, segment) for each live segment in the table's slots
+  // [from, from + slots); where the next part begins, nullopt after the
+  // last (segments_part, orphans_part).
+  template <class Fn>
+  std::optional<size_t> for_each_in_part(size_t from, size_t slots, Fn &&fn) const {
+    const size_t last = segs_.slot_end();
+    const size_t end = from >= last || last - from <= slots ? last : from + slots;
+    for (auto it = segs_.from(from); it != segs_.end() && it.index() < end; ++it)
+      fn(it->first, it->second);
+    return end < last ? std::optional<size_t>(end) : std::nullopt;
+  }
 
   EngineConfig config_;
   SegmentTable segs_;

@@ -24,6 +24,14 @@ std::string sysv_name(uint32_t key) {
   return buf;
 }
 
+// The order of every list of segments: by path, then key.
+bool listed_before(std::string_view path_a, const SegmentKey &a, std::string_view path_b,
+                   const SegmentKey &b) {
+  if (path_a != path_b)
+    return path_a < path_b;
+  return a < b;
+}
+
 bool container_matches(const ContainerRef *c, const std::string &want) {
   if (want.empty())
     return c == nullptr;
@@ -258,49 +266,34 @@ void Engine::for_each_segment(const SegmentFilter &filter, uint64_t now_ns,
     refs.push_back({path, &key, &s});
   }
   std::sort(refs.begin(), refs.end(), [](const Ref &a, const Ref &b) {
-    if (a.path != b.path)
-      return a.path < b.path;
-    return *a.key < *b.key;
+    return listed_before(a.path, *a.key, b.path, *b.key);
   });
-  for (const Ref &r : refs) {
-    SegmentInfo i = info(*r.key, *r.seg, &ns);
-    if (now_ns) {
-      i.age_ns = age_ns(*r.seg, now_ns);
-      i.orphan = is_orphan(*r.key, *r.seg, now_ns, orphan_min_age_ns);
-    }
-    fn(std::move(i));
+  for (const Ref &r : refs)
+    fn(listed(*r.key, *r.seg, ns, now_ns, orphan_min_age_ns));
+}
+
+SegmentInfo Engine::listed(const SegmentKey &key, const Segment &s, const NsContainers &ns,
+                           uint64_t now_ns, uint64_t orphan_min_age_ns) const {
+  SegmentInfo i = info(key, s, &ns);
+  if (now_ns) {
+    i.age_ns = age_ns(s, now_ns);
+    i.orphan = is_orphan(key, s, now_ns, orphan_min_age_ns);
   }
+  return i;
 }
 
 std::optional<size_t> Engine::segments_part(const SegmentFilter &filter, uint64_t now_ns,
                                             uint64_t orphan_min_age_ns, size_t from,
                                             std::vector<SegmentInfo> &out, size_t slots) const {
   const NsContainers ns = ns_containers();
-  const size_t end = part_end(from, slots);
   // Room for every row at once: a SegmentInfo moved at each growth of the
   // vector cost a third of the copy. Pages never written are never mapped.
   if (from == 0)
     out.reserve(out.size() + segs_.size());
-  for (auto it = segs_.from(from); it != segs_.end() && it.index() < end; ++it) {
-    const auto &[key, s] = *it;
-    if (!matches(key, s, filter, ns))
-      continue;
-    SegmentInfo &i = out.emplace_back(info(key, s, &ns));
-    if (now_ns) {
-      i.age_ns = age_ns(s, now_ns);
-      i.orphan = is_orphan(key, s, now_ns, orphan_min_age_ns);
-    }
-  }
-  return next_part(end);
-}
-
-size_t Engine::part_end(size_t from, size_t slots) const {
-  const size_t last = segs_.slot_end();
-  return from >= last || last - from <= slots ? last : from + slots;
-}
-
-std::optional<size_t> Engine::next_part(size_t end) const {
-  return end < segs_.slot_end() ? std::optional<size_t>(end) : std::nullopt;
+  return for_each_in_part(from, slots, [&](const SegmentKey &key, const Segment &s) {
+    if (matches(key, s, filter, ns))
+      out.push_back(listed(key, s, ns, now_ns, orphan_min_age_ns));
+  });
 }
 
 void sort_segments(std::vector<SegmentInfo> &segments) {
@@ -310,9 +303,7 @@ void sort_segments(std::vector<SegmentInfo> &segments) {
   std::iota(order.begin(), order.end(), 0u);
   std::sort(order.begin(), order.end(), [&](uint32_t a, uint32_t b) {
     const SegmentInfo &x = segments[a], &y = segments[b];
-    if (x.path != y.path)
-      return x.path < y.path;
-    return x.key < y.key;
+    return listed_before(x.path, x.key, y.path, y.key);
   });
   std::vector<SegmentInfo> sorted;
   sorted.reserve(segments.size());

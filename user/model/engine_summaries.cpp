@@ -202,19 +202,16 @@ std::optional<size_t> Engine::orphans_part(uint64_t now_ns, uint64_t min_age_ns,
                                            size_t from, std::vector<Orphan> &out,
                                            size_t slots) const {
   const NsContainers ns = ns_containers();
-  const size_t end = part_end(from, slots);
   if (from == 0) // as segments_part
     out.reserve(out.size() + segs_.size());
-  for (auto it = segs_.from(from); it != segs_.end() && it.index() < end; ++it) {
-    const auto &[key, s] = *it;
+  return for_each_in_part(from, slots, [&](const SegmentKey &key, const Segment &s) {
     if (!is_orphan(key, s, now_ns, min_age_ns, scope))
-      continue;
+      return;
     const uint64_t age = age_ns(s, now_ns);
     Orphan &o = out.emplace_back(Orphan{info(key, s, &ns), age});
     o.segment.age_ns = age;
     o.segment.orphan = true;
-  }
-  return next_part(end);
+  });
 }
 
 void sort_orphans(std::vector<Orphan> &orphans) {

@@ -5,13 +5,6 @@
 
 namespace shmbpf {
 
-namespace {
-
-// Counts and byte totals stop at zero: a lost event must not wrap them.
-uint64_t sat_sub(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
-
-} // namespace
-
 uint64_t MountTable::tracked_bytes(uint32_t dev) const {
   auto it = devs_.find(dev);
   return it == devs_.end() ? 0 : it->second.bytes;

@@ -30,18 +30,17 @@ public:
 
   // --- a filesystem's segments (the Engine calls these as they change) ----
   void add_segment(uint32_t dev) { ++devs_[dev].segments; }
-  // A segment of dev with bytes resident is gone. Counts stop at zero: a
-  // lost event must not wrap them.
+  // A segment of dev with bytes resident is gone.
   void remove_segment(uint32_t dev, uint64_t bytes) {
     Device &d = devs_[dev];
-    d.bytes = d.bytes > bytes ? d.bytes - bytes : 0;
-    d.segments = d.segments > 0 ? d.segments - 1 : 0;
+    d.bytes = sat_sub(d.bytes, bytes);
+    d.segments = sat_sub(d.segments, 1);
   }
   // A segment of dev went from old_bytes to new_bytes resident (inline:
   // every resize, free and write sample comes through here).
   void change_bytes(uint32_t dev, uint64_t old_bytes, uint64_t new_bytes) {
     Device &d = devs_[dev];
-    d.bytes = (d.bytes > old_bytes ? d.bytes - old_bytes : 0) + new_bytes;
+    d.bytes = sat_sub(d.bytes, old_bytes) + new_bytes;
   }
   // Resident bytes and segments shmbpf knows on dev.
   uint64_t tracked_bytes(uint32_t dev) const;

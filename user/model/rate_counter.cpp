@@ -1,5 +1,7 @@
 #include "model/rate_counter.hpp"
 
+#include "model/types.hpp"
+
 #include <algorithm>
 #include <cmath>
 
@@ -22,8 +24,7 @@ void RateCounter::hit(uint64_t ts_ns) {
 double RateCounter::rate(uint64_t now_ns) const {
   if (count == 0)
     return 0;
-  const uint64_t dt = now_ns > last_ns ? now_ns - last_ns : 0;
-  return ewma * std::exp(-static_cast<double>(dt) / 1e9 / kRateTauS);
+  return ewma * std::exp(-static_cast<double>(sat_sub(now_ns, last_ns)) / 1e9 / kRateTauS);
 }
 
 } // namespace shmbpf

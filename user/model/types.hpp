@@ -18,6 +18,10 @@
 
 namespace shmbpf {
 
+// a - b, stopping at zero: counts and byte totals must not wrap when an
+// event was lost.
+inline uint64_t sat_sub(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
+
 // linked: the segment has a name (a tmpfs path, a SysV key not yet
 // IPC_RMID'ed). unlinked: nameless but alive while held (unlinked files,
 // every memfd, SysV segments marked for destruction). gone: destroyed; gone
