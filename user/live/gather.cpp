@@ -23,10 +23,10 @@ void run(RescanGather &g) {
   g.scan = scan_system();
 }
 
-// The files a process holds now, by fd or mapping; not alive when it has
-// exited (its exit event is on the way).
-void run(std::vector<HolderJob> &jobs) {
-  for (HolderJob &j : jobs) {
+// The files each process holds now, by fd or mapping; not alive when it
+// has exited (its exit event is on the way).
+void run(HoldersGather &g) {
+  for (HolderJob &j : g.holders) {
     if (::kill(static_cast<pid_t>(j.pid), 0) != 0 && errno == ESRCH) {
       j.alive = false;
       continue;
@@ -36,8 +36,6 @@ void run(std::vector<HolderJob> &jobs) {
         j.files.push_back(SegmentKey::file(h.dev, h.ino));
   }
 }
-
-void run(HoldersGather &g) { run(g.holders); }
 
 void run(StatJob &j) {
   // The path is the one its process saw: a container's /dev/shm is

@@ -41,7 +41,7 @@ struct HoldersGather {
 // mount's usage.
 struct SampleGather {
   std::vector<StatJob> stats;
-  std::vector<HolderJob> holders;
+  HoldersGather holders;
   // The mount namespaces to sample through: the last ones known, read
   // again through their representatives, or found by a walk of /proc.
   std::vector<MountNamespace> namespaces;

@@ -1,23 +1,15 @@
 #include "live/monitor.hpp"
 
-#include "facts/dev.hpp"
 #include "live/clock.hpp"
 #include "live/container_names.hpp"
 #include "live/memory.hpp"
 #include "model/apply_scan.hpp"
 #include "sources/clock.hpp"
 #include "sources/namespaces.hpp"
-#include "sources/proc_scan.hpp"
-#include "sources/superblocks.hpp"
 #include "sources/system_scan.hpp"
 #include "sources/tmpfs_scan.hpp"
 
-#include <signal.h>
-#include <sys/stat.h>
-#include <time.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <map>
 #include <memory>
 
@@ -342,7 +334,7 @@ SampleGather Monitor::sample_request() {
   s.stats = watch_.stat_jobs(engine_, now_ns(), namespaces_.list());
   // close(2) and munmap(2) are not traced: the processes that touched
   // files lately are rescanned.
-  s.holders = watch_.sample_holder_jobs();
+  s.holders.holders = watch_.sample_holder_jobs();
   s.file_devs = engine_.file_devs();
   s.namespaces = namespaces_.list();
   s.walk_namespaces = namespaces_.walk_due(std::chrono::steady_clock::now());
@@ -366,8 +358,7 @@ void Monitor::apply_result(SampleGather &s, const Gather &g) {
     else
       watch_.missed(j.key, engine_);
   }
-  HoldersGather holders{std::move(s.holders)};
-  apply_result(holders, g);
+  apply_result(s.holders, g);
   for (uint32_t dev : s.ended_devs)
     stats_.ended_files += engine_.forget_filesystem(dev, g.now_ns);
   stats_.ended_files += engine_.reconcile_mounts(std::move(s.mount_usage), g.now_ns);
