@@ -123,6 +123,28 @@ TEST(EscapeText, EveryByteIsSafe) {
   }
 }
 
+// Plain runs are scanned a word at a time: a byte that needs escaping is
+// found wherever it sits in a word, in the last, partial one, and in a
+// string shorter than a word.
+TEST(EscapeText, EveryByteAtEveryPlaceInAWord) {
+  for (int b = 0; b < 256; ++b) {
+    const std::string one(1, static_cast<char>(b));
+    for (std::size_t len = 1; len <= 19; ++len)
+      for (std::size_t at = 0; at < len; ++at) {
+        const std::string before(at, 'a');
+        const std::string after(len - 1 - at, 'z');
+        EXPECT_EQ(escape_text(before + one + after), before + escape_text(one) + after)
+            << "byte " << b << " at " << at << " of " << len;
+        std::string json;
+        append_json_text(json, before + one + after);
+        std::string alone;
+        append_json_text(alone, one);
+        EXPECT_EQ(json, '"' + before + alone.substr(1, alone.size() - 2) + after + '"')
+            << "byte " << b << " at " << at << " of " << len;
+      }
+  }
+}
+
 // The JSON string of text: what every JSON writer of shmbpf emits.
 std::string json_text(std::string_view s) {
   std::string out;

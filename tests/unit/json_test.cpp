@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <limits>
+#include <random>
 #include <string>
 
 namespace shmbpf {
@@ -85,6 +86,56 @@ TEST(JsonWriter, ExtremeNumbers) {
   EXPECT_EQ(doc[1].get<int64_t>(), std::numeric_limits<int32_t>::min());
   EXPECT_TRUE(doc[2].is_null());
   EXPECT_DOUBLE_EQ(doc[3].get<double>(), 1e300);
+}
+
+// Values are staged in the writer and reach the output in blocks: strings
+// of every length, up to well past what is staged, with the bytes that
+// grow most when escaped, come out as append_json_text writes them, in
+// order, and the output holds the document once it is closed.
+TEST(JsonWriter, StagedOutputIsTheSameAsWrittenAtOnce) {
+  std::mt19937 rng(7);
+  const std::string growing = "\x01\\\"\xff\xc2\x85";
+  for (std::size_t len : {0u, 1u, 7u, 8u, 9u, 63u, 64u, 200u, 203u, 204u, 205u, 1000u, 5000u}) {
+    for (int variant = 0; variant < 3; ++variant) {
+      std::string v;
+      for (std::size_t i = 0; i < len; ++i) {
+        if (variant == 0)
+          v += static_cast<char>('a' + i % 26);
+        else if (variant == 1)
+          v += growing[i % growing.size()];
+        else
+          v += static_cast<char>(rng());
+      }
+      std::string out = "x";
+      std::string want = "x{";
+      {
+        JsonWriter w(out, true);
+        w.begin_object();
+        for (int f = 0; f < 12; ++f) {
+          const std::string k = "k" + std::to_string(f);
+          w.num(k, f).str("s", v);
+          want += (f ? ",\"" : "\"") + k + "\":" + std::to_string(f) + ",\"s\":";
+          append_json_text(want, v);
+        }
+        w.end_object();
+        want += '}';
+        EXPECT_EQ(out, want) << "length " << len << ", variant " << variant;
+      }
+      EXPECT_EQ(out, want);
+    }
+  }
+}
+
+// A value written by hand between staged ones lands where it was asked.
+TEST(JsonWriter, StagedFieldsAroundRawValues) {
+  std::string out;
+  JsonWriter w(out);
+  w.begin_array().num(1);
+  w.raw_value() += "true";
+  w.str("two").begin_object().num("n", 3).end_object();
+  w.raw_value() += "4";
+  w.end_array();
+  EXPECT_EQ(out, R"([1, true, "two", {"n": 3}, 4])");
 }
 
 TEST(JsonWriter, NestingBeyondItsDepthIsAnError) {

@@ -2,8 +2,10 @@
 
 #include "facts/utf8.hpp"
 
+#include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 namespace shmbpf {
 namespace {
@@ -73,82 +75,147 @@ bool is_dangerous(char32_t cp) {
          cp == 0x2029 || cp == 0xfeff;
 }
 
-void append_hex_byte(std::string &out, uint8_t b) {
-  out += hex_digits[b >> 4];
-  out += hex_digits[b & 0xf];
+bool is_plain_ascii(char c) { return c >= 0x20 && c < 0x7f && c != '\\' && c != '"'; }
+
+// Some byte of the word is zero (exact as a yes/no, not as to which byte).
+constexpr uint64_t kOnes = 0x0101010101010101ULL;
+constexpr uint64_t kHighs = 0x8080808080808080ULL;
+constexpr uint64_t has_zero_byte(uint64_t w) { return (w - kOnes) & ~w & kHighs; }
+constexpr uint64_t has_byte(uint64_t w, uint8_t b) { return has_zero_byte(w ^ (kOnes * b)); }
+
+// The bytes of the word that do not pass (a control below 0x20, DEL, a
+// non-ASCII byte, a backslash, or in JSON a quote) as their high bits. The
+// lowest bit set is exact; those above it may not be.
+template <bool Json> uint64_t stops(uint64_t w) {
+  uint64_t stop =
+      (w & kHighs) | ((w - kOnes * 0x20) & ~w & kHighs) | has_byte(w, 0x7f) | has_byte(w, '\\');
+  if constexpr (Json)
+    stop |= has_byte(w, '"');
+  return stop;
+}
+
+// How many bytes from i on pass through: file names are mostly such runs,
+// so they are scanned eight bytes at a time (in byte order, as a
+// little-endian word: the lowest stop is the first).
+// A byte that passes through as it is.
+template <bool Json> bool passes(char c) {
+  return c >= 0x20 && c < 0x7f && c != '\\' && (!Json || c != '"');
+}
+
+template <bool Json> std::size_t plain_run(std::string_view s, std::size_t i) {
+  static_assert(std::endian::native == std::endian::little);
+  const std::size_t n = s.size();
+  std::size_t j = i;
+  if (n < 8) { // shorter than a word: byte by byte
+    while (j < n && passes<Json>(s[j]))
+      ++j;
+    return j - i;
+  }
+  uint64_t w;
+  for (; n - j >= 8; j += 8) {
+    std::memcpy(&w, s.data() + j, 8);
+    if (const uint64_t stop = stops<Json>(w))
+      return j + static_cast<std::size_t>(std::countr_zero(stop) / 8) - i;
+  }
+  if (j == n)
+    return n - i;
+  // The string's last word, shifted down past the bytes before j and
+  // padded on top with bytes that pass.
+  const int skip = static_cast<int>(j - (n - 8)) * 8; // 8 to 56
+  std::memcpy(&w, s.data() + n - 8, 8);
+  w = (w >> skip) | (kOnes * 'a' << (64 - skip));
+  if (const uint64_t stop = stops<Json>(w))
+    return j + static_cast<std::size_t>(std::countr_zero(stop) / 8) - i;
+  return n - i;
+}
+
+// Where escaped text goes: a string, or a buffer the caller made room in.
+struct ToString {
+  std::string &out;
+  void put(char c) { out += c; }
+  void put(std::string_view v) { out += v; }
+};
+
+struct ToBuffer {
+  char *p;
+  void put(char c) { *p++ = c; }
+  void put(std::string_view v) {
+    std::memcpy(p, v.data(), v.size());
+    p += v.size();
+  }
+};
+
+template <class Out> void put_hex_byte(Out &out, uint8_t b) {
+  out.put(hex_digits[b >> 4]);
+  out.put(hex_digits[b & 0xf]);
 }
 
 // Lowercase hex, at least four digits (all dangerous code points are < 0x10000).
-void append_hex_cp(std::string &out, char32_t cp) {
+template <class Out> void put_hex_cp(Out &out, char32_t cp) {
   int shift = 12;
   while (shift < 28 && (cp >> (shift + 4)) != 0)
     shift += 4;
   for (; shift >= 0; shift -= 4)
-    out += hex_digits[(cp >> shift) & 0xf];
+    out.put(hex_digits[(cp >> shift) & 0xf]);
 }
-
-bool is_plain_ascii(char c) { return c >= 0x20 && c < 0x7f && c != '\\' && c != '"'; }
 
 // escape_text's mapping. With Json, its output is also JSON-escaped on the
 // way: every backslash it writes is doubled and '"' becomes \", which is
 // all that JSON needs of text escape_text produced (it holds no control
-// character and is valid UTF-8).
-template <bool Json> void escape_text_into(std::string &out, std::string_view s) {
+// character and is valid UTF-8). With Json, at most kJsonEscapeGrowth
+// bytes per byte of s.
+template <bool Json, class Out> void escape_text_into(Out &out, std::string_view s) {
   constexpr std::string_view bs = Json ? "\\\\" : "\\";
   std::size_t i = 0;
   while (i < s.size()) {
-    const char c = s[i];
-    if (is_plain_ascii(c) || (!Json && c == '"')) {
-      // Copy the whole run of plain characters at once: names are mostly that.
-      std::size_t j = i + 1;
-      while (j < s.size() && (is_plain_ascii(s[j]) || (!Json && s[j] == '"')))
-        ++j;
-      out.append(s.data() + i, j - i);
-      i = j;
+    if (const std::size_t run = plain_run<Json>(s, i)) {
+      out.put(s.substr(i, run));
+      i += run;
       continue;
     }
+    const char c = s[i];
     const Utf8Step step = decode_utf8(s, i);
     if (step.len == 0) {
-      out += bs;
-      out += 'x';
-      append_hex_byte(out, static_cast<uint8_t>(c));
+      out.put(bs);
+      out.put('x');
+      put_hex_byte(out, static_cast<uint8_t>(c));
       ++i;
       continue;
     }
     if (step.len == 1) {
       switch (c) {
       case '"': // only reached with Json
-        out += "\\\"";
+        out.put("\\\"");
         break;
       case '\\':
-        out += bs;
-        out += bs;
+        out.put(bs);
+        out.put(bs);
         break;
       case '\n':
-        out += bs;
-        out += 'n';
+        out.put(bs);
+        out.put('n');
         break;
       case '\t':
-        out += bs;
-        out += 't';
+        out.put(bs);
+        out.put('t');
         break;
       case '\r':
-        out += bs;
-        out += 'r';
+        out.put(bs);
+        out.put('r');
         break;
       default: // remaining C0 controls and DEL
-        out += bs;
-        out += 'x';
-        append_hex_byte(out, static_cast<uint8_t>(c));
+        out.put(bs);
+        out.put('x');
+        put_hex_byte(out, static_cast<uint8_t>(c));
         break;
       }
     } else if (is_dangerous(step.cp)) {
-      out += bs;
-      out += "u{";
-      append_hex_cp(out, step.cp);
-      out += '}';
+      out.put(bs);
+      out.put("u{");
+      put_hex_cp(out, step.cp);
+      out.put('}');
     } else {
-      out.append(s, i, step.len);
+      out.put(s.substr(i, step.len));
     }
     i += step.len;
   }
@@ -159,16 +226,28 @@ template <bool Json> void escape_text_into(std::string &out, std::string_view s)
 std::string escape_text(std::string_view s) {
   std::string out;
   out.reserve(s.size());
-  escape_text_into<false>(out, s);
+  append_escaped_text(out, s);
   return out;
 }
 
-void append_escaped_text(std::string &out, std::string_view s) { escape_text_into<false>(out, s); }
+void append_escaped_text(std::string &out, std::string_view s) {
+  ToString to{out};
+  escape_text_into<false>(to, s);
+}
 
 void append_json_text(std::string &out, std::string_view s) {
-  out += '"';
-  escape_text_into<true>(out, s);
-  out += '"';
+  ToString to{out};
+  to.put('"');
+  escape_text_into<true>(to, s);
+  to.put('"');
+}
+
+char *write_json_text(char *p, std::string_view s) {
+  ToBuffer to{p};
+  to.put('"');
+  escape_text_into<true>(to, s);
+  to.put('"');
+  return to.p;
 }
 
 namespace {

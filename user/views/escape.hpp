@@ -4,6 +4,7 @@
 // command. docs/EVENTS.md states the rule for users.
 #pragma once
 
+#include <cstddef>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -31,6 +32,13 @@ void append_escaped_text(std::string &out, std::string_view s);
 // is exactly the text a terminal shows (so "\x1b" in a name reads "\\x1b"
 // in JSON source), a single line of valid UTF-8.
 void append_json_text(std::string &out, std::string_view s);
+
+// The most bytes append_json_text writes per byte of s (a control byte,
+// "\\x1b"), besides the two quotes.
+inline constexpr std::size_t kJsonEscapeGrowth = 5;
+// append_json_text's bytes written at p, which has room for
+// kJsonEscapeGrowth * s.size() + 2 of them; returns the end.
+char *write_json_text(char *p, std::string_view s);
 
 // The bytes escape_text(original) came from; nullopt when s is not
 // something escape_text produces (a lone backslash, an unknown escape, a

@@ -45,7 +45,7 @@ void ExportFormatter::append_event(std::string &out, const Event &e,
                                    std::optional<const ContainerRef *> container) {
   JsonWriter j(out, /*compact=*/true);
   j.begin_object();
-  trace_.write_json_fields(j, out, e);
+  trace_.write_json_fields(j, e);
   j.boolean("container_known", container.has_value());
   container_fields(j, container.value_or(nullptr));
   j.end_object();
@@ -56,7 +56,7 @@ void ExportFormatter::append_lost(std::string &out, uint64_t ts_ns, uint64_t cou
                                   uint64_t total) {
   JsonWriter j(out, /*compact=*/true);
   j.begin_object().str("event", "lost");
-  trace_.write_time_fields(j, out, ts_ns);
+  trace_.write_time_fields(j, ts_ns);
   j.num("count", count).num("total", total).end_object();
   out += '\n';
 }
@@ -64,7 +64,7 @@ void ExportFormatter::append_lost(std::string &out, uint64_t ts_ns, uint64_t cou
 void ExportFormatter::append_dropped(std::string &out, uint64_t ts_ns, uint64_t count) {
   JsonWriter j(out, /*compact=*/true);
   j.begin_object().str("event", "export_dropped");
-  trace_.write_time_fields(j, out, ts_ns);
+  trace_.write_time_fields(j, ts_ns);
   j.num("count", count).end_object();
   out += '\n';
 }
@@ -72,7 +72,7 @@ void ExportFormatter::append_dropped(std::string &out, uint64_t ts_ns, uint64_t 
 void ExportFormatter::append_orphan(std::string &out, uint64_t ts_ns, const SegmentInfo &s) {
   JsonWriter j(out, /*compact=*/true);
   j.begin_object().str("event", "orphan");
-  trace_.write_time_fields(j, out, ts_ns);
+  trace_.write_time_fields(j, ts_ns);
   segment_fields(j, s);
   j.str("state", to_string(s.state)).num("size", s.size).num("bytes", s.bytes);
   if (s.age_ns)
@@ -91,7 +91,7 @@ void ExportFormatter::append_orphan_gone(std::string &out, uint64_t ts_ns, const
                                          bool exists) {
   JsonWriter j(out, /*compact=*/true);
   j.begin_object().str("event", "orphan_gone");
-  trace_.write_time_fields(j, out, ts_ns);
+  trace_.write_time_fields(j, ts_ns);
   segment_fields(j, s);
   j.num("bytes", s.bytes).boolean("exists", exists);
   container_fields(j, &s.container);
@@ -104,7 +104,7 @@ void ExportFormatter::append_reap(std::string &out, uint64_t ts_ns, const ReapOu
   const SegmentInfo &s = o.target.segment;
   JsonWriter j(out, /*compact=*/true);
   j.begin_object().str("event", "reap");
-  trace_.write_time_fields(j, out, ts_ns);
+  trace_.write_time_fields(j, ts_ns);
   j.str("status", to_string(o.status));
   if (o.reason == ReapSkip::none)
     j.null("reason").null("detail");

@@ -9,13 +9,21 @@
 
 namespace shmbpf {
 
+void JsonWriter::flush() {
+  if (staged_ != 0) {
+    out_.append(stage_, staged_);
+    staged_ = 0;
+  }
+}
+
 JsonWriter &JsonWriter::open(char c) {
   before_value();
   if (depth_ == kMaxDepth)
     throw std::length_error("JSON nested too deeply");
   ++depth_;
   has_value_ = false;
-  out_ += c;
+  *room(1) = c;
+  ++staged_;
   return *this;
 }
 
@@ -23,35 +31,39 @@ JsonWriter &JsonWriter::close(char c) {
   if (depth_ > 0)
     --depth_;
   has_value_ = true; // the enclosing container holds this one
-  out_ += c;
-  return *this;
+  *room(1) = c;
+  ++staged_;
+  return value_done();
 }
 
 void JsonWriter::key_slow(std::string_view k) {
   before_value();
-  append_json_text(out_, k);
-  out_ += compact_ ? ":" : ": ";
+  str_value(k);
+  literal_bytes(compact_ ? ":" : ": ");
   after_key_ = true;
 }
 
 JsonWriter &JsonWriter::key(JsonKey k) {
-  Field f(*this, k);
-  if (f.fits()) {
-    out_.append(f.buf, f.n);
+  if (char *p = field(k, 0)) {
+    set_end(p);
     after_key_ = true;
   }
   return *this;
 }
 
 JsonWriter &JsonWriter::str_value(std::string_view v) {
-  append_json_text(out_, v);
-  return *this;
+  if (v.size() <= kMaxStagedString) {
+    set_end(write_json_text(room(kJsonEscapeGrowth * v.size() + 2), v));
+  } else {
+    flush();
+    append_json_text(out_, v);
+  }
+  return value_done();
 }
 
 JsonWriter &JsonWriter::str(std::string_view v) {
   before_value();
-  append_json_text(out_, v);
-  return *this;
+  return str_value(v);
 }
 
 JsonWriter &JsonWriter::real(double v) {
@@ -59,14 +71,20 @@ JsonWriter &JsonWriter::real(double v) {
     return null();
   before_value();
   char buf[64];
-  out_.append(buf, std::to_chars(buf, buf + sizeof buf, v).ptr);
-  return *this;
+  literal_bytes({buf, static_cast<std::size_t>(std::to_chars(buf, buf + sizeof buf, v).ptr - buf)});
+  return value_done();
 }
 
 JsonWriter &JsonWriter::literal(std::string_view v) {
   before_value();
-  out_ += v;
-  return *this;
+  literal_bytes(v);
+  return value_done();
+}
+
+void JsonWriter::literal_bytes(std::string_view v) {
+  char *p = room(v.size());
+  std::memcpy(p, v.data(), v.size());
+  set_end(p + v.size());
 }
 
 } // namespace shmbpf

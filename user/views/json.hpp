@@ -1,9 +1,9 @@
 // The one JSON writer, behind every command's JSON (trace's NDJSON lines,
 // ls, leaks, top): commas and nesting are tracked for the caller, every
 // string goes through the one escaping rule (views/escape.hpp), and
-// non-finite numbers become null. A field is composed on the stack and
-// appended at once, so a steady stream of trace events costs no more than
-// hand-written output would.
+// non-finite numbers become null. Fields are composed in a stage inside
+// the writer and appended a block at a time, so a steady stream of trace
+// events costs no more than hand-written output would.
 #pragma once
 
 #include <concepts>
@@ -12,6 +12,9 @@
 #include <cstring>
 #include <string>
 #include <string_view>
+#include <type_traits>
+
+#include "views/escape.hpp"
 
 namespace shmbpf {
 
@@ -94,10 +97,17 @@ private:
   bool fast_;
 };
 
+// Output is staged in the writer and appended to the string a block at a
+// time: whenever a value at the top level is complete (so `out` holds the
+// whole document after the last end_object()), at raw_value(), and when
+// the writer goes. Between those, write to `out` only through raw_value().
 class JsonWriter {
 public:
   // compact: "a":1,"b":2 (NDJSON lines); otherwise "a": 1, "b": 2.
   explicit JsonWriter(std::string &out, bool compact = false) : out_(out), compact_(compact) {}
+  ~JsonWriter() { flush(); }
+  JsonWriter(const JsonWriter &) = delete;
+  JsonWriter &operator=(const JsonWriter &) = delete;
 
   JsonWriter &begin_object() { return open('{'); }
   JsonWriter &end_object() { return close('}'); }
@@ -111,8 +121,9 @@ public:
   template <std::integral T>
   requires(!std::same_as<T, bool>) JsonWriter &num(T v) {
     before_value();
-    append_int(out_, v);
-    return *this;
+    char *p = room(kNumberRoom);
+    set_end(write_number(p, v));
+    return value_done();
   }
   JsonWriter &real(double v);
   JsonWriter &boolean(bool v) { return literal(v ? "true" : "false"); }
@@ -123,105 +134,126 @@ public:
   // quoted timestamp, say) without a copy.
   std::string &raw_value() {
     before_value();
+    flush();
     return out_;
   }
 
-  // key + value in one call.
+  // key + value in one call. The keyed writers are forced inline: at a
+  // literal key the compiler then knows the key's length, and a field
+  // costs a few stores into the stage (trace formats hundreds of
+  // thousands of events a second with these).
   [[gnu::always_inline]] JsonWriter &str(JsonKey k, std::string_view v) {
-    Field f(*this, k);
-    if (!f.fits())
+    char *p = field(k, 0);
+    if (!p)
       return str(v);
-    out_.append(f.buf, f.n);
+    set_end(p);
     return str_value(v);
   }
-  // The keyed writers are forced inline: at a literal key the compiler then
-  // knows the key's length, and a field costs a few stores and one append
-  // (trace formats hundreds of thousands of events a second with these).
   template <std::integral T>
   requires(!std::same_as<T, bool>) [[gnu::always_inline]] JsonWriter &num(JsonKey k, T v) {
-    Field f(*this, k);
-    if (!f.fits())
+    char *p = field(k, kNumberRoom);
+    if (!p)
       return num(v);
-    char *end;
-    if constexpr (std::is_signed_v<T>)
-      end = write_decimal(f.buf + f.n, static_cast<int64_t>(v));
-    else
-      end = write_decimal(f.buf + f.n, static_cast<uint64_t>(v));
-    out_.append(f.buf, end);
-    return *this;
+    set_end(write_number(p, v));
+    return value_done();
   }
   JsonWriter &real(JsonKey k, double v) { return key(k).real(v); }
   [[gnu::always_inline]] JsonWriter &boolean(JsonKey k, bool v) {
-    return field(k, v ? "true" : "false");
+    return v ? field_literal(k, "true") : field_literal(k, "false");
   }
-  [[gnu::always_inline]] JsonWriter &null(JsonKey k) { return field(k, "null"); }
+  [[gnu::always_inline]] JsonWriter &null(JsonKey k) { return field_literal(k, "null"); }
 
 private:
   static constexpr std::size_t kMaxDepth = 64;
+  static constexpr std::size_t kStage = 1024;
+  // A sign and 20 digits, or a literal (true, false, null).
+  static constexpr std::size_t kNumberRoom = 24;
+  // A separator, a short plain key, its quotes and the colon.
+  static constexpr std::size_t kFieldRoom = JsonKey::kShort + 6;
+  // Longer strings are escaped straight into the output.
+  static constexpr std::size_t kMaxStagedString = (kStage - 2) / kJsonEscapeGrowth;
 
-  template <std::integral T> static void append_int(std::string &out, T v) {
-    char buf[24]; // a sign and 20 digits
+  template <std::integral T> [[gnu::always_inline]] static char *write_number(char *p, T v) {
     if constexpr (std::is_signed_v<T>)
-      out.append(buf, write_decimal(buf, static_cast<int64_t>(v)));
+      return write_decimal(p, static_cast<int64_t>(v));
     else
-      out.append(buf, write_decimal(buf, static_cast<uint64_t>(v)));
+      return write_decimal(p, static_cast<uint64_t>(v));
   }
 
-  // A separator and a short, plain key composed on the stack; for any
-  // other key, written out at once (fits() false) and the value follows.
-  struct Field {
-    [[gnu::always_inline]] Field(JsonWriter &w, JsonKey key) {
-      if (w.after_key_ || !key.fast()) {
-        w.key_slow(key.text());
-        return;
-      }
-      const std::string_view k = key.text();
-      if (w.has_value_) {
-        buf[n++] = ',';
-        if (!w.compact_)
-          buf[n++] = ' ';
-      }
-      w.has_value_ = true;
-      buf[n++] = '"';
-      std::memcpy(buf + n, k.data(), k.size());
-      n += k.size();
-      buf[n++] = '"';
-      buf[n++] = ':';
-      if (!w.compact_)
-        buf[n++] = ' ';
-    }
-    bool fits() const { return n != 0; }
-    char buf[JsonKey::kShort + 8 + 24];
-    std::size_t n = 0;
-  };
+  // Room for n more bytes at the end of the stage (n <= kStage).
+  [[gnu::always_inline]] char *room(std::size_t n) {
+    if (kStage - staged_ < n)
+      flush();
+    return stage_ + staged_;
+  }
+  [[gnu::always_inline]] void set_end(char *p) { staged_ = static_cast<std::size_t>(p - stage_); }
+  void flush(); // the stage appended to the output
+  // A value at the top level is the whole document: the output holds it.
+  [[gnu::always_inline]] JsonWriter &value_done() {
+    if (depth_ == 0)
+      flush();
+    return *this;
+  }
 
-  void before_value() {
+  // A separator and a short, plain key written into the stage, with room
+  // for `value` bytes after it; the end. For any other key, the key is
+  // written at once and nullptr returned: the caller writes the value as
+  // an unkeyed one.
+  [[gnu::always_inline]] char *field(JsonKey key, std::size_t value) {
+    if (after_key_ || !key.fast()) {
+      key_slow(key.text());
+      return nullptr;
+    }
+    const std::string_view k = key.text();
+    char *p = room(kFieldRoom + value);
+    if (has_value_) {
+      *p++ = ',';
+      if (!compact_)
+        *p++ = ' ';
+    }
+    has_value_ = true;
+    *p++ = '"';
+    std::memcpy(p, k.data(), k.size());
+    p += k.size();
+    *p++ = '"';
+    *p++ = ':';
+    if (!compact_)
+      *p++ = ' ';
+    return p;
+  }
+  [[gnu::always_inline]] JsonWriter &field_literal(JsonKey k, std::string_view v) {
+    char *p = field(k, kNumberRoom);
+    if (!p)
+      return literal(v);
+    std::memcpy(p, v.data(), v.size());
+    set_end(p + v.size());
+    return value_done();
+  }
+
+  [[gnu::always_inline]] void before_value() {
     if (after_key_) {
       after_key_ = false;
       return;
     }
-    separate();
-  }
-  void separate() {
-    if (has_value_)
-      out_ += compact_ ? "," : ", ";
+    if (has_value_) {
+      char *p = room(2);
+      *p++ = ',';
+      if (!compact_)
+        *p++ = ' ';
+      set_end(p);
+    }
     has_value_ = true;
   }
   JsonWriter &open(char c);
   JsonWriter &close(char c);
   JsonWriter &literal(std::string_view v);
-  [[gnu::always_inline]] JsonWriter &field(JsonKey k, std::string_view literal_value) {
-    Field f(*this, k);
-    if (!f.fits())
-      return literal(literal_value);
-    std::memcpy(f.buf + f.n, literal_value.data(), literal_value.size());
-    out_.append(f.buf, f.n + literal_value.size());
-    return *this;
-  }
+  void literal_bytes(std::string_view v); // no separator, at most kStage bytes
   void key_slow(std::string_view k);
   JsonWriter &str_value(std::string_view v); // the string, no separator
 
   std::string &out_;
+  char stage_[kStage];
+  std::size_t staged_ = 0;
   // The innermost open container holds a value already. Only it needs
   // knowing: an enclosing one always does, the container itself.
   bool has_value_ = false;

@@ -311,13 +311,23 @@ void details_column(Details &d, const Event &e) {
     d.word("truncated");
 }
 
-// "maj:min" as a JSON string.
-void append_json_dev(std::string &out, uint32_t kdev) {
-  out += '"';
-  append_dec(out, dev_major(kdev));
-  out += ':';
-  append_dec(out, dev_minor(kdev));
-  out += '"';
+// "maj:min" for a JSON string, written into buf.
+struct DevText {
+  explicit DevText(uint32_t kdev) {
+    char *p = write_decimal(buf, uint64_t{dev_major(kdev)});
+    *p++ = ':';
+    len = static_cast<std::size_t>(write_decimal(p, uint64_t{dev_minor(kdev)}) - buf);
+  }
+  std::string_view text() const { return {buf, len}; }
+  char buf[24];
+  std::size_t len;
+};
+
+// v in decimal, zero-padded on the left to `digits` (v < 10^digits).
+char *write_fixed(char *p, uint64_t v, int digits) {
+  for (int i = digits - 1; i >= 0; --i, v /= 10)
+    p[i] = static_cast<char>('0' + v % 10);
+  return p + digits;
 }
 
 } // namespace
@@ -357,7 +367,7 @@ void TraceFormatter::append_local_time(std::string &out, int64_t sec, long nsec)
   append_padded(out, static_cast<uint64_t>(nsec / 1'000'000), 3);
 }
 
-void TraceFormatter::append_utc_time(std::string &out, int64_t sec, long nsec) {
+char *TraceFormatter::write_utc_time(char *p, int64_t sec, long nsec) {
   if (!utc_.valid || utc_.sec != sec) {
     const time_t t_sec = static_cast<time_t>(sec);
     tm t{};
@@ -370,9 +380,10 @@ void TraceFormatter::append_utc_time(std::string &out, int64_t sec, long nsec) {
     utc_.sec = sec;
     utc_.valid = true;
   }
-  out.append(utc_.text, utc_.len);
-  append_padded(out, static_cast<uint64_t>(nsec), 9);
-  out += 'Z';
+  p = std::copy_n(utc_.text, utc_.len, p);
+  p = write_fixed(p, static_cast<uint64_t>(nsec), 9);
+  *p++ = 'Z';
+  return p;
 }
 
 void TraceFormatter::append_line(std::string &out, const Event &e) {
@@ -417,25 +428,25 @@ void TraceFormatter::append_line(std::string &out, const Event &e) {
 void TraceFormatter::append_json(std::string &out, const Event &e) {
   JsonWriter j(out, /*compact=*/true);
   j.begin_object();
-  write_json_fields(j, out, e);
+  write_json_fields(j, e);
   j.end_object();
 }
 
-void TraceFormatter::write_time_fields(JsonWriter &j, std::string &out, uint64_t ts_ns) {
+void TraceFormatter::write_time_fields(JsonWriter &j, uint64_t ts_ns) {
   j.num("ts_ns", ts_ns);
   const WallTime w = wall_time(ts_ns, clock_);
-  j.key("time").raw_value() += '"';
-  append_utc_time(out, w.sec, w.nsec);
-  out += '"';
+  char text[sizeof utc_.text + 16];
+  const char *end = write_utc_time(text, w.sec, w.nsec);
+  j.str("time", std::string_view(text, static_cast<std::size_t>(end - text)));
 }
 
-void TraceFormatter::write_json_fields(JsonWriter &j, std::string &out, const Event &e) {
+void TraceFormatter::write_json_fields(JsonWriter &j, const Event &e) {
   j.str("event", to_string(e.type));
   if (e.kind == Kind::none)
     j.null("kind");
   else
     j.str("kind", to_string(e.kind));
-  write_time_fields(j, out, e.ts_ns);
+  write_time_fields(j, e.ts_ns);
   j.num("pid", e.pid)
       .num("tid", e.tid)
       .num("ppid", e.ppid)
@@ -448,7 +459,7 @@ void TraceFormatter::write_json_fields(JsonWriter &j, std::string &out, const Ev
       .num("ret", e.ret);
 
   if (is_file_event(e)) {
-    append_json_dev(j.key("dev").raw_value(), e.dev);
+    j.str("dev", DevText(e.dev).text());
     j.num("ino", e.ino).num("size", e.size).num("bytes", e.bytes).str("path", best_path(e));
     if (!asks_size(e.type))
       j.str("path_arg", e.path);
@@ -461,7 +472,7 @@ void TraceFormatter::write_json_fields(JsonWriter &j, std::string &out, const Ev
       j.num("arg_size", e.arg_size);
     j.str("origin", to_string(e.origin)).boolean("truncated", e.truncated);
   } else if (e.type == EventType::free) {
-    append_json_dev(j.key("dev").raw_value(), e.dev);
+    j.str("dev", DevText(e.dev).text());
     j.num("ino", e.ino)
         .str("path", best_path(e))
         .str("name", e.name)
@@ -476,7 +487,7 @@ void TraceFormatter::write_json_fields(JsonWriter &j, std::string &out, const Ev
     if (has_newpath(e.type))
       j.str("newpath", new_path(e)).str("newpath_arg", e.newpath).num("newdirfd", e.newdirfd);
     if (e.ino != 0 || (e.type == EventType::nospace && e.dev != 0))
-      append_json_dev(j.key("dev").raw_value(), e.dev);
+      j.str("dev", DevText(e.dev).text());
     if (e.ino != 0)
       j.num("ino", e.ino);
     j.num("flags", e.flags).str("origin", to_string(e.origin)).boolean("truncated", e.truncated);
@@ -507,7 +518,7 @@ void TraceFormatter::write_json_fields(JsonWriter &j, std::string &out, const Ev
     j.num("addr", e.addr);
     if (e.fault != FaultLookup::file)
       return;
-    append_json_dev(j.key("dev").raw_value(), e.dev);
+    j.str("dev", DevText(e.dev).text());
     j.num("ino", e.ino)
         .str("path", best_path(e))
         .str("name", e.name)
@@ -531,7 +542,7 @@ void TraceFormatter::write_json_fields(JsonWriter &j, std::string &out, const Ev
     j.str("filename", e.filename).num("old_pid", e.old_pid);
     // The program it loaded: on tmpfs or hugetlbfs, or a memfd ("memfd:...").
     j.key("exe").begin_object();
-    append_json_dev(j.key("dev").raw_value(), e.dev);
+    j.str("dev", DevText(e.dev).text());
     j.num("ino", e.ino).str("name", e.name).boolean("on_shm", e.fs != 0).end_object();
   }
 }

@@ -61,12 +61,11 @@ public:
   // One line or JSON object, without the trailing newline.
   void append_line(std::string &out, const Event &e);
   void append_json(std::string &out, const Event &e);
-  // append_json()'s fields, into an object that j (writing to out) has
-  // open: for writers that add fields of their own to the same schema
-  // (serve's export file).
-  void write_json_fields(JsonWriter &j, std::string &out, const Event &e);
+  // append_json()'s fields, into an object that j has open: for writers
+  // that add fields of their own to the same schema (serve's export file).
+  void write_json_fields(JsonWriter &j, const Event &e);
   // "ts_ns" and "time" as an event's, for records that are not events.
-  void write_time_fields(JsonWriter &j, std::string &out, uint64_t ts_ns);
+  void write_time_fields(JsonWriter &j, uint64_t ts_ns);
 
 private:
   // Formatted wall-clock seconds; valid while sec equals the event's.
@@ -78,7 +77,8 @@ private:
   };
 
   void append_local_time(std::string &out, int64_t sec, long nsec);
-  void append_utc_time(std::string &out, int64_t sec, long nsec);
+  // "YYYY-MM-DDTHH:MM:SS.nnnnnnnnnZ" at p; the end.
+  char *write_utc_time(char *p, int64_t sec, long nsec);
 
   TraceClock clock_;
   SecondText local_;
