@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 
 namespace shmbpf {
@@ -203,8 +204,10 @@ void decode_free(const shmbpf_free_event &r, Event &e) {
 // The record's first size bytes (all of T but for a record that ends
 // early: the rest reads as zeros, empty arrays).
 template <class T> T copy_record(const void *data, size_t size = sizeof(T)) {
-  T r{};
+  static_assert(std::is_trivially_copyable_v<T>);
+  T r;                         // written whole below: a path record is mostly its unused tail
   std::memcpy(&r, data, size); // the ring buffer gives no alignment promise to C++
+  std::memset(reinterpret_cast<unsigned char *>(&r) + size, 0, sizeof(T) - size);
   return r;
 }
 
