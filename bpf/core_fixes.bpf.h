@@ -83,8 +83,10 @@ SHMBPF_EXTERN const volatile __u8 have_find_vma;
 #if defined(SHMBPF_KFUNCS) && !defined(SHMBPF_COMPAT)
 /* Casts a kernel pointer read as a number to a BTF-typed one whose fields
  * are then read with plain (fault-safe) loads instead of a helper call each.
- * Only tmpfs.bpf.c declares it: libbpf 1.1's linker (bpftool gen object)
- * fails on a kfunc extern declared in more than one of the linked objects.
+ * Declared by the sources that define SHMBPF_KFUNCS (tmpfs.bpf.c,
+ * inode_hooks.bpf.c), which the build joins into one object before
+ * `bpftool gen object` links the builds: libbpf 1.1's linker fails on a
+ * kfunc extern declared in more than one object (cmake/BpfObject.cmake).
  * Weak, so that the object opens on kernels before v6.2 (where userspace
  * loads the compat programs, which never call it). */
 extern void *bpf_rdonly_cast(const void *obj, __u32 btf_id) __ksym __weak;

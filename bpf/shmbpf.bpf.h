@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
 /*
  * Shared by every BPF source in bpf/: maps, runtime settings and small helpers.
- * The objects are linked into one by `bpftool gen object`; maps and
- * settings are defined once (in process.bpf.c, which defines
+ * A build's sources are joined into one object, and the builds' objects
+ * into one by `bpftool gen object` (cmake/BpfObject.cmake); maps and
+ * settings are defined once (in process.bpf.c's fast build, which defines
  * SHMBPF_DEFINE_MAPS) and declared extern everywhere else.
  */
 #ifndef SHMBPF_BPF_H
@@ -118,7 +119,7 @@ SHMBPF_EXTERN struct {
 } record_buf SEC(".maps");
 
 /*
- * The last resize each CPU sent from a light hook (inode_hooks.bpf.h). shmem_setattr changes a
+ * The last resize each CPU sent from a light hook (inode_hooks.bpf.c). shmem_setattr changes a
  * ctime twice (setattr_copy, then its own update), both after the new size is set: the second
  * record would say the same again.
  */
@@ -130,7 +131,7 @@ struct last_resize {
 	__u16 origin;
 	/* The file this CPU last sent the create of, and the thread that made
 	 * it, until its resize: its path is then in the ring already
-	 * (inode_hooks.bpf.h). */
+	 * (inode_hooks.bpf.c). */
 	__u32 created_dev;
 	__u64 created_ino;
 	__u64 created_by;

@@ -531,9 +531,6 @@ int flush_free(void *ctx)
 }
 #endif
 
-/* The light hook set (the inode timestamp tracepoints). */
-#include "inode_hooks.bpf.h"
-
 #endif /* !SHMBPF_NO_ATOMICS */
 
 /*

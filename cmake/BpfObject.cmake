@@ -1,9 +1,18 @@
 # bpf_skeleton(<target> NAME <name> SOURCES <a.bpf.c> ...
 #              [COMPAT_SOURCES <a.bpf.c> ...] [NOATOMIC_SOURCES <a.bpf.c> ...])
 #
-# Compiles each BPF C source with clang against vmlinux/<arch>/vmlinux.h,
-# links the objects into one with `bpftool gen object`, and generates
-# <name>.skel.h with `bpftool gen skeleton`. <target> is an INTERFACE library
+# Compiles each BPF C source with clang against vmlinux/<arch>/vmlinux.h to
+# LLVM IR (the front end only), joins a build's sources into one object
+# (llvm-link; then opt -O2 over the joined module, which is where the BPF
+# target's CO-RE passes run: run per source before the join, as clang -O2
+# does, the joined object's field relocations came out wrong, and the
+# verifier saw the light programs read past the end of struct file; then
+# llc), links the builds' objects into one with
+# `bpftool gen object`, and
+# generates <name>.skel.h with `bpftool gen skeleton`. One object per build,
+# not per source, because libbpf 1.1's linker fails on a kfunc extern
+# (the fast build's bpf_rdonly_cast) declared in more than one object:
+# within a build, every source may call it. <target> is an INTERFACE library
 # that puts the skeleton's directory on the include path. The skeleton embeds
 # the object, so the installed binary needs no .o files at run time.
 #
@@ -13,6 +22,9 @@
 # leaves out; the sources name their programs apart).
 
 find_program(BPF_CLANG NAMES clang clang-14 REQUIRED)
+find_program(BPF_LLVM_LINK NAMES llvm-link llvm-link-14 REQUIRED)
+find_program(BPF_OPT NAMES opt opt-14 REQUIRED)
+find_program(BPF_LLC NAMES llc llc-14 REQUIRED)
 find_program(BPFTOOL NAMES bpftool PATHS /usr/sbin /sbin REQUIRED)
 
 if(CMAKE_SYSTEM_PROCESSOR MATCHES "x86_64|amd64")
@@ -33,35 +45,46 @@ function(bpf_skeleton target)
   file(MAKE_DIRECTORY ${outdir})
   set(objs)
   file(GLOB headers ${CMAKE_SOURCE_DIR}/bpf/*.h)
-  # build: "" (the fast one), compat or compat_noatomic
-  foreach(build "" compat compat_noatomic)
-    if(build STREQUAL "")
+  # build: fast, compat or compat_noatomic
+  foreach(build fast compat compat_noatomic)
+    if(build STREQUAL "fast")
       set(sources ${ARG_SOURCES})
       set(defines)
-      set(ext .bpf.o)
     elseif(build STREQUAL "compat")
       set(sources ${ARG_COMPAT_SOURCES})
       set(defines -DSHMBPF_COMPAT)
-      set(ext .${build}.bpf.o)
     else()
       set(sources ${ARG_NOATOMIC_SOURCES})
       set(defines -DSHMBPF_COMPAT -DSHMBPF_NO_ATOMICS)
-      set(ext .${build}.bpf.o)
     endif()
+    if(NOT sources)
+      continue()
+    endif()
+    set(irs)
     foreach(src ${sources})
       get_filename_component(stem ${src} NAME_WE)
-      set(obj ${outdir}/${stem}${ext})
+      set(ir ${outdir}/${stem}.${build}.bc)
       add_custom_command(
-        OUTPUT ${obj}
+        OUTPUT ${ir}
         COMMAND ${BPF_CLANG} -g -O2 -target bpf -mcpu=v3 -D__TARGET_ARCH_${BPF_ARCH} ${defines}
                 -Wall -Wno-unused-function
                 -I${BPF_VMLINUX_DIR} -I${CMAKE_SOURCE_DIR}/bpf
-                -c ${src} -o ${obj}
+                -Xclang -disable-llvm-passes -emit-llvm -c ${src} -o ${ir}
         DEPENDS ${src} ${headers} ${BPF_VMLINUX_DIR}/vmlinux.h
         COMMENT "BPF ${stem}.bpf.c ${build}"
         VERBATIM)
-      list(APPEND objs ${obj})
+      list(APPEND irs ${ir})
     endforeach()
+    set(obj ${outdir}/${ARG_NAME}.${build}.bpf.o)
+    add_custom_command(
+      OUTPUT ${obj}
+      COMMAND ${BPF_LLVM_LINK} ${irs} -o ${obj}.linked.bc
+      COMMAND ${BPF_OPT} -O2 -mtriple=bpf -mcpu=v3 ${obj}.linked.bc -o ${obj}.bc
+      COMMAND ${BPF_LLC} -march=bpf -mcpu=v3 -filetype=obj ${obj}.bc -o ${obj}
+      DEPENDS ${irs}
+      COMMENT "BPF ${ARG_NAME} ${build} build"
+      VERBATIM)
+    list(APPEND objs ${obj})
   endforeach()
   set(linked ${outdir}/${ARG_NAME}.bpf.o)
   set(skel ${outdir}/${ARG_NAME}.skel.h)

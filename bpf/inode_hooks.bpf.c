@@ -1,4 +1,4 @@
-/* SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause) */
+// SPDX-License-Identifier: (LGPL-2.1 OR BSD-2-Clause)
 /*
  * The light hook set: tmpfs and hugetlbfs files and memfds seen from inside
  * the filesystem, with no syscall tracepoint, so that unrelated syscalls
@@ -16,12 +16,13 @@
  * resolved in userspace. Before v6.13, programs on the calls that make the
  * same changes pass the inode instead (the end of this file).
  *
- * Part of tmpfs.bpf.c's object, not one of its own: libbpf 1.1's linker
- * cannot link the fast build's kfunc (bpf_rdonly_cast) declared in two.
+ * Compiled in the fast and compat builds only (CMakeLists.txt): a kernel
+ * before v5.12 loads these programs from the compat build, as it does the
+ * tmpfs.bpf.c programs that are not in its _compat_noatomic one
+ * (user/probe/program_choice.cpp).
  */
-#ifndef SHMBPF_INODE_HOOKS_BPF_H
-#define SHMBPF_INODE_HOOKS_BPF_H
-
+#define SHMBPF_KFUNCS /* the file helpers; the fast build's bpf_rdonly_cast (core_fixes.bpf.h) */
+#include "shmbpf.bpf.h"
 #include "paths.bpf.h"
 #include "syscall_nr.bpf.h"
 
@@ -548,5 +549,3 @@ int SHMBPF_BPF_PROG(SHMBPF_PROG(fexit__shmem_fallocate), struct file *file, int 
 {
 	return ret ? 0 : on_ctime(KREAD(file, f_inode), ON_RESIZE, 1, 0);
 }
-
-#endif /* SHMBPF_INODE_HOOKS_BPF_H */
