@@ -46,15 +46,6 @@ WallTime wall_time(uint64_t ts_ns, const TraceClock &clock) {
   return {static_cast<time_t>(sec), static_cast<long>(rem)};
 }
 
-// Decimal digits of v, zero-padded on the left to width (no truncation).
-void append_padded(std::string &out, uint64_t v, int width) {
-  char buf[24];
-  const auto end = std::to_chars(buf, buf + sizeof buf, v).ptr;
-  for (auto n = end - buf; n < width; ++n)
-    out += '0';
-  out.append(buf, end);
-}
-
 template <std::integral T> void append_base(std::string &out, T v, int base) {
   char buf[32];
   out.append(buf, std::to_chars(buf, buf + sizeof buf, v, base).ptr);
@@ -351,20 +342,19 @@ void TraceFormatter::append_local_time(std::string &out, int64_t sec, long nsec)
     const time_t t_sec = static_cast<time_t>(sec);
     tm t{};
     localtime_r(&t_sec, &t);
-    std::string s;
-    append_padded(s, static_cast<uint64_t>(t.tm_hour), 2);
-    s += ':';
-    append_padded(s, static_cast<uint64_t>(t.tm_min), 2);
-    s += ':';
-    append_padded(s, static_cast<uint64_t>(t.tm_sec), 2);
-    s += '.';
-    local_.len = std::min(s.size(), sizeof local_.text);
-    std::copy_n(s.data(), local_.len, local_.text);
+    char *p = write_fixed(local_.text, static_cast<uint64_t>(t.tm_hour), 2);
+    *p++ = ':';
+    p = write_fixed(p, static_cast<uint64_t>(t.tm_min), 2);
+    *p++ = ':';
+    p = write_fixed(p, static_cast<uint64_t>(t.tm_sec), 2);
+    *p++ = '.';
+    local_.len = static_cast<std::size_t>(p - local_.text);
     local_.sec = sec;
     local_.valid = true;
   }
+  char ms[3];
   out.append(local_.text, local_.len);
-  append_padded(out, static_cast<uint64_t>(nsec / 1'000'000), 3);
+  out.append(ms, write_fixed(ms, static_cast<uint64_t>(nsec / 1'000'000), 3));
 }
 
 char *TraceFormatter::write_utc_time(char *p, int64_t sec, long nsec) {
