@@ -474,8 +474,9 @@ def bench_vm(cfg, release, workloads):
 # --- throughput and loss ----------------------------------------------------
 
 
-def start_producers(cfg, prog, args):
-    return [subprocess.Popen([cfg.bin(prog)] + args, stdout=subprocess.PIPE, text=True) for _ in range(2)]
+def start_producers(cfg, prog, args, cpus=None):
+    pin = ["taskset", "-c", cpus] if cpus else []
+    return [subprocess.Popen(pin + [cfg.bin(prog)] + args, stdout=subprocess.PIPE, text=True) for _ in range(2)]
 
 
 def finish_producers(procs):
@@ -515,6 +516,43 @@ def bench_throughput(cfg, conds, seconds):
             + (f"  events={rec.get('events')} lost={rec.get('lost')}"
                f" consumer={rec.get('consumer_cpu_ns_per_event') or 0:.0f} ns/event" if tracer else ""))
     return results
+
+
+def bench_consumer(cfg, rounds, seconds):
+    """trace's consumer against base's, side by side: both attached at once, sharing one CPU, with the
+    two producers on the other. Both handle the same events at the same speed of the CPU (this VM's
+    vCPUs change speed by half for seconds at a time), so their ratio holds from round to round where
+    the throughput section's runs, one tracer after the other, spread by a third (finding 42)."""
+    if not cfg.base_shmbpf:
+        raise RuntimeError("the consumer section needs a base: --base-shmbpf, or bench/run --base-commit")
+    two = (os.cpu_count() or 1) >= 2
+    per_round = []
+    for r in range(rounds):
+        order = ["trace", "base"] if r % 2 == 0 else ["base", "trace"]
+        tracers = {}
+        try:
+            for c in order:  # started in turns: the first attached is the first run per event
+                tracers[c] = Tracer(c, cfg, cpus="1" if two else None)
+                tracers[c].wait_ready()
+            cpu0 = {c: t.cpu_s() for c, t in tracers.items()}
+            outs = finish_producers(start_producers(cfg, "shm_cycle", ["-t", str(seconds), "-w", "0"],
+                                                    cpus="0" if two else None))
+            time.sleep(1.0)  # let both consumers drain
+            cpu1 = {c: t.cpu_s() for c, t in tracers.items()}
+        finally:
+            stopped = {c: t.stop() for c, t in tracers.items()}
+        produced = 3 * sum(o["ops"] for o in outs)
+        ns = {c: (cpu1[c] - cpu0[c]) * 1e9 / produced if produced else None for c in tracers}
+        lost = sum(x.get("lost") or 0 for x in stopped.values())
+        ratio = ns["trace"] / ns["base"] if ns["trace"] and ns["base"] else None
+        per_round.append({"first": order[0], "events": produced, "trace_ns": ns["trace"],
+                          "base_ns": ns["base"], "ratio": ratio, "lost": lost})
+        log(f"  round {r + 1}/{rounds} ({order[0]} attached first): {produced} events, trace "
+            f"{fmt(ns['trace'], '.0f')} ns/event, base {fmt(ns['base'], '.0f')}, ratio {fmt(ratio, '.3f')}, "
+            f"lost {lost}")
+    return {"rounds": per_round, "trace_ns": median([x["trace_ns"] for x in per_round]),
+            "base_ns": median([x["base_ns"] for x in per_round]),
+            "ratio": median([x["ratio"] for x in per_round]), "lost": sum(x["lost"] for x in per_round)}
 
 
 def bench_loss(cfg, per_producer):
@@ -1098,6 +1136,13 @@ def report(res):
         lines += md_table(["throughput (2 producers)", "cycles/s", "events/s", "lost", "consumer ns/event"], "lrrrr",
                           [[c, f"{r['cycles_per_s']:.0f}", fmt(r.get("events_per_s"), ".0f"), fmt(r.get("lost"), "d"),
                             fmt(r.get("consumer_cpu_ns_per_event"), ".0f")] for c, r in tp.items()])
+    co = res.get("consumer")
+    if co:
+        lines += ["", f"consumer side by side (both attached at once), {len(co['rounds'])} rounds, trace over "
+                  "base, CPU per event: "
+                  f"median ratio {fmt(co['ratio'], '.3f')}, trace {fmt(co['trace_ns'], '.0f')} ns, "
+                  f"base {fmt(co['base_ns'], '.0f')} ns; rounds "
+                  + ", ".join(fmt(x["ratio"], ".2f") for x in co["rounds"]) + f"; lost {co['lost']}"]
     ls = res.get("loss")
     if ls:
         t = ls.get("trace_4k_ring")
@@ -1217,7 +1262,7 @@ def selfcheck():
 
 
 SECTIONS = ["overhead", "floor", "paired", "throughput", "loss", "bpf_cost", "memory", "engine_cpu", "startup", "top",
-            "serve", "audit", "vm"]
+            "serve", "audit", "vm", "consumer"]
 
 
 def main():
@@ -1280,6 +1325,9 @@ def main():
     if "throughput" in sections:
         log("throughput (two producers, default ring buffer):")
         res["throughput"] = bench_throughput(cfg, [c for c in conds], args.seconds)
+    if "consumer" in (args.only or []):
+        log("consumer, side by side with base (both attached at once on one CPU, two producers on the other):")
+        res["consumer"] = bench_consumer(cfg, cfg.rounds, args.seconds)
     if "loss" in sections:
         log("loss (4 KiB ring buffer):")
         res["loss"] = bench_loss(cfg, int(20000 * cfg.scale) or 100)
