@@ -335,17 +335,49 @@ TEST(Audit, AnExecFromAShmMountMadeAfterTheSnapshot) {
   ExecJudge judge(b.scan());
   const uint32_t fresh = (0u << 20) | 99;
   const ExecSeen exec{{9, "x", std::nullopt}, {9, fresh, 5, "/dev/shm/x", false, true}};
-  EXPECT_FALSE(judge.knows_dev(fresh));
+  EXPECT_FALSE(judge.knows_mount(5009, fresh));
   EXPECT_FALSE(judge.judge(exec));
   MountNamespace ns;
   ns.mntns = 5009;
   ns.mounts.push_back(tmpfs_mount(1, fresh, "/dev/shm", "rw"));
   judge.learn_mounts({ns});
-  EXPECT_TRUE(judge.knows_dev(fresh));
+  EXPECT_TRUE(judge.knows_mount(5009, fresh));
+  EXPECT_FALSE(judge.knows_mount(kHostMnt, fresh));
   const auto f = judge.judge(exec);
   ASSERT_TRUE(f);
   EXPECT_EQ(f->rule, "exec-from-shm");
   EXPECT_EQ(f->evidence.mountpoint, "/dev/shm");
+}
+
+// A device number the snapshot showed on a plain tmpfs goes, once that
+// mount ends, to a /dev/shm mounted in a new namespace: an exec there is
+// not known by its device alone, and the fresh tables replace the old.
+TEST(Audit, AnExecFromAShmMountThatReusesAnEndedMountsDevice) {
+  AuditScanBuilder b;
+  const uint32_t reused = (0u << 20) | 77;
+  b.ns(kHostMnt).mounts.push_back(tmpfs_mount(31, reused, "/tmp/scratch", "rw"));
+  ExecJudge judge(b.scan());
+  EXPECT_TRUE(judge.knows_mount(kHostMnt, reused));
+  EXPECT_FALSE(judge.knows_mount(5010, reused));
+  const ExecSeen exec{{9, "x", std::nullopt}, {9, reused, 5, "/dev/shm/x", false, true}};
+  EXPECT_FALSE(judge.judge(exec)); // a plain tmpfs, as far as the snapshot knew
+
+  MountNamespace host = b.ns(kHostMnt);
+  host.mounts.pop_back(); // /tmp/scratch ended
+  MountNamespace fresh;
+  fresh.mntns = 5010;
+  fresh.mounts.push_back(tmpfs_mount(2, reused, "/dev/shm", "rw"));
+  judge.learn_mounts({host, fresh});
+  EXPECT_TRUE(judge.knows_mount(5010, reused));
+  const auto f = judge.judge(exec);
+  ASSERT_TRUE(f);
+  EXPECT_EQ(f->rule, "exec-from-shm");
+  EXPECT_EQ(f->evidence.mountpoint, "/dev/shm");
+
+  // And back: the tables show the device on a plain tmpfs again.
+  fresh.mounts.back().mountpoint = "/tmp/other";
+  judge.learn_mounts({host, fresh});
+  EXPECT_FALSE(judge.judge(exec));
 }
 
 TEST(Audit, WorldWritableFilesAndSegmentsCappedEvidence) {

@@ -91,16 +91,18 @@ void watch_execs(const ExecWatchOptions &opts, const AuditScan &scan,
   std::fprintf(stderr, "shmbpf: watching execs for %g s\n", opts.seconds);
 
   ContainerLookup containers(scan, opts.runtime_roots);
-  std::unordered_map<std::string, size_t> seen; // FindingKey as text -> index
-  std::set<uint32_t> looked_up;                 // devices mount tables were read again for
+  std::unordered_map<std::string, size_t> seen;      // FindingKey as text -> index
+  std::set<std::pair<uint32_t, uint32_t>> looked_up; // (mntns, dev) tables were read again for
   ExecJudge judge(scan);
   auto on_event = [&](Event &e) {
     if (e.type != EventType::exec)
       return;
-    // A program on a tmpfs no table showed: one mounted since the snapshot
-    // (a new container's /dev/shm). The tables are read again once per
-    // such device.
-    if (e.fs != 0 && !judge.knows_dev(e.dev) && looked_up.insert(e.dev).second)
+    // A program on a tmpfs no table of its namespace showed: one mounted
+    // since the snapshot (a new container's /dev/shm), perhaps under the
+    // device number of one that ended. The tables are read again once per
+    // such namespace and device.
+    if (e.fs != 0 && !judge.knows_mount(e.mntns, e.dev) &&
+        looked_up.insert({e.mntns, e.dev}).second)
       judge.learn_mounts(scan_mount_namespaces());
     const ExecSeen exec{AuditProcess{e.pid, e.comm, containers.of(e)},
                         judge.exe_of(e, read_exe(e.pid))};

@@ -562,7 +562,9 @@ ExeFile ExecJudge::exe_of(const Event &exec, const std::optional<ExeFile> &live)
   return exe;
 }
 
-bool ExecJudge::knows_dev(uint32_t dev) const { return ctx_->is_mounted(dev); }
+bool ExecJudge::knows_mount(uint32_t mntns, uint32_t dev) const {
+  return ctx_->is_mounted_in(mntns, dev);
+}
 
 void ExecJudge::learn_mounts(const std::vector<MountNamespace> &namespaces) {
   ctx_->learn_mounts(namespaces);

@@ -100,10 +100,11 @@ public:
   ExeFile exe_of(const Event &exec, const std::optional<ExeFile> &live) const;
   std::optional<Finding> judge(const ExecSeen &exec) const;
 
-  // Whether the snapshot's mount tables (or those learnt since) have a
-  // mount of this superblock; a program on one that is not known may be on
-  // a mount made since (a container started during the watch).
-  bool knows_dev(uint32_t dev) const;
+  // Whether the snapshot's mount tables (or those learnt since) show this
+  // superblock in that mount namespace; a program on one that is not known
+  // may be on a mount made since (a container started during the watch),
+  // perhaps under the number of one that ended.
+  bool knows_mount(uint32_t mntns, uint32_t dev) const;
   void learn_mounts(const std::vector<MountNamespace> &namespaces);
 
 private:

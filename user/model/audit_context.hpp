@@ -75,13 +75,24 @@ public:
     learn_mounts(scan.system.namespaces);
   }
 
+  // Tables read now: what they show of a device replaces what was known of
+  // it, since a device number goes to the next mount once one ends.
   void learn_mounts(const std::vector<MountNamespace> &namespaces) {
+    std::unordered_map<uint32_t, std::string> shm; // shown now, by device
+    std::set<uint32_t> shown;
     for (const MountNamespace &ns : namespaces)
       for (const MountInfo &m : ns.mounts) {
+        shown.insert(m.dev);
         mounted_devs_.insert(m.dev);
+        mounted_.insert({ns.mntns, m.dev});
         if (is_shm_mount(m) && !is_overmounted(ns.mounts, m))
-          shm_mounts_.try_emplace(m.dev, m.mountpoint);
+          shm.try_emplace(m.dev, m.mountpoint);
       }
+    for (uint32_t dev : shown)
+      if (auto it = shm.find(dev); it != shm.end())
+        shm_mounts_.insert_or_assign(dev, std::move(it->second));
+      else
+        shm_mounts_.erase(dev);
   }
 
   struct Proc {
@@ -123,6 +134,8 @@ public:
     return it == limits_.end() ? std::nullopt : std::optional<MemoryLimit>(it->second);
   }
   bool is_mounted(uint32_t dev) const { return mounted_devs_.contains(dev); }
+  // A table of that mount namespace showed the device.
+  bool is_mounted_in(uint32_t mntns, uint32_t dev) const { return mounted_.contains({mntns, dev}); }
   const ExeFile *exe(uint32_t pid) const {
     auto it = exes_.find(pid);
     return it == exes_.end() ? nullptr : it->second;
@@ -141,6 +154,7 @@ private:
   std::set<uint32_t> emptydir_devs_;
   std::unordered_map<uint32_t, std::string> shm_mounts_;
   std::set<uint32_t> mounted_devs_;
+  std::set<std::pair<uint32_t, uint32_t>> mounted_; // (mount namespace, device)
 };
 
 } // namespace shmbpf
