@@ -133,7 +133,15 @@ TEST(ServeExport, EventsOrphansReopenAndSigtermInTheFile) {
     }
     _exit(0);
   }
-  std::this_thread::sleep_for(500ms);
+  // Moved once the first of them is in the file (not after a fixed time:
+  // on a loaded machine the child may not have begun by then).
+  ASSERT_TRUE(wait_record(
+      file,
+      [&](const json &j) {
+        return j.value("pid", 0) == worker && j.value("path", "").starts_with(busy);
+      },
+      20s))
+      << serve.err();
   const std::string moved = file + ".old";
   ASSERT_EQ(rename(file.c_str(), moved.c_str()), 0);
   std::this_thread::sleep_for(200ms);
