@@ -3,7 +3,7 @@
 # come back, it has the mounts check.sh relies on (and no tracefs: shmbpf
 # mounts that itself), a guest that hangs ends at --timeout with 124, and
 # one whose kernel dies while booting is booted once more, then ends with
-# 123.
+# 123; and a guest's death is told apart by its console.
 set -uo pipefail
 vm="$(dirname "$0")/vm.sh"
 release=${1:-bookworm}
@@ -48,4 +48,23 @@ if [ "$(echo "$log" | grep -c 'booting .*(tcg,')" = 1 ]; then
 fi
 expect "its console went to SHMBPF_VM_LOCKUPS" 1 "$(grep -c -m 1 'Kernel panic' "$lockups")"
 rm -f "$lockups"
+
+# How a guest that ended without a status is told apart, from consoles as
+# the kernels wrote them.
+# shellcheck source=lib/qemu.sh
+. "$(dirname "$0")/lib/qemu.sh"
+console=$(mktemp)
+death() { # CONSOLE-TEXT BEGUN
+  printf '%s\n' "$1" >"$console"
+  vm_death_status "$console" "$2"
+  echo $?
+}
+expect "an int3 oops while tests ran is told apart" 122 \
+  "$(death $'[  285.438038] Oops: int3: 0000 [#1] PREEMPT SMP NOPTI\n[  285.446287] Kernel panic - not syncing: Fatal exception in interrupt' 1)"
+expect "a panic before init began is a death while booting" 123 \
+  "$(death $'[    1.8] Oops: int3: 0000 [#1]\n[    1.9] Kernel panic - not syncing: Attempted to kill init!' 0)"
+expect "a soft lockup is one" 126 "$(death '[ 300.1] watchdog: BUG: soft lockup - CPU#1 stuck for 22s!' 1)"
+expect "another death is none of them" 125 \
+  "$(death $'[ 10.0] Oops: general protection fault\n[ 10.1] Kernel panic - not syncing: Fatal exception' 1)"
+rm -f "$console"
 exit "$failed"

@@ -14,7 +14,8 @@ VM_APPEND="console=ttyS0 panic=-1 quiet loglevel=5 softlockup_panic=1 random.tru
 
 # TCG runs each vCPU on a host thread of its own (multi), or all of them in
 # turns on one (single: slower, but a vCPU never runs code another one is
-# rewriting; vm.sh boots a guest that died while booting that way).
+# rewriting; vm.sh boots a guest that died while booting, or on such an
+# oops, once more that way).
 VM_TCG_THREAD=multi
 
 # Sets VM_QEMU to the command line of a guest.
@@ -87,11 +88,22 @@ vm_console() { # CONSOLE
   tail -n 20 "$1" >&2
 }
 
+# Why a guest ended without a status, from its console and whether its
+# init began: 126 when its kernel reported a soft lockup (and panicked), 123
+# when its kernel died before the guest's init began (nothing of ours had
+# run), 122 when its kernel hit an int3 breakpoint it had not set, inside
+# code it was patching (a static key flipped, as attaching a program does;
+# TCG lets another vCPU run the half-patched code), 125 otherwise.
+vm_death_status() { # CONSOLE BEGUN(0|1)
+  grep -a -q 'soft lockup' "$1" && return 126
+  [ "$2" = 0 ] && grep -a -q 'Kernel panic' "$1" && return 123
+  grep -a -q 'Oops: int3' "$1" && return 122
+  return 125
+}
+
 # Boots the guest, streams its command's output to stdout and returns the
-# status it reported; 124 when it timed out, 126 when its kernel reported a
-# soft lockup (and panicked), 123 when its kernel died before the guest's
-# init began (nothing of ours had run), 125 when it ended otherwise without a
-# status.
+# status it reported; 124 when it timed out; when it ended without a
+# status, vm_death_status's.
 vm_run() { # ACCEL INITRD TIMEOUT MEM CPUS WORK
   local accel=$1 initrd=$2 limit=$3 mem=$4 cpus=$5 work=$6
   local console="$work/console" out="$work/out" t0=$SECONDS qrc=0
@@ -115,9 +127,9 @@ vm_run() { # ACCEL INITRD TIMEOUT MEM CPUS WORK
   if [ -z "$status" ]; then
     vm_log "error: the guest ended without reporting a status (QEMU status $qrc)"
     vm_console "$console"
-    grep -a -q 'soft lockup' "$console" && return 126
-    [ -z "$begin" ] && grep -a -q 'Kernel panic' "$console" && return 123
-    return 125
+    local rc=0
+    vm_death_status "$console" "$([ -n "$begin" ] && echo 1 || echo 0)" || rc=$?
+    return "$rc"
   fi
   return "$status"
 }
