@@ -94,14 +94,12 @@ template <bool Json> uint64_t stops(uint64_t w) {
   return stop;
 }
 
+// A byte that passes through as it is: plain ASCII, and '"' outside JSON.
+template <bool Json> bool passes(char c) { return is_plain_ascii(c) || (!Json && c == '"'); }
+
 // How many bytes from i on pass through: file names are mostly such runs,
 // so they are scanned eight bytes at a time (in byte order, as a
 // little-endian word: the lowest stop is the first).
-// A byte that passes through as it is.
-template <bool Json> bool passes(char c) {
-  return c >= 0x20 && c < 0x7f && c != '\\' && (!Json || c != '"');
-}
-
 template <bool Json> std::size_t plain_run(std::string_view s, std::size_t i) {
   static_assert(std::endian::native == std::endian::little);
   const std::size_t n = s.size();
@@ -270,8 +268,7 @@ std::optional<std::string> unescape_text(std::string_view s) {
     if (s[i] != '\\') {
       // Only what escape_text lets through: valid, harmless UTF-8.
       const Utf8Step step = decode_utf8(s, i);
-      if (step.len == 0 || (step.len == 1 && !is_plain_ascii(s[i]) && s[i] != '"') ||
-          is_dangerous(step.cp))
+      if (step.len == 0 || (step.len == 1 && !passes<false>(s[i])) || is_dangerous(step.cp))
         return std::nullopt;
       out.append(s, i, step.len);
       i += step.len;

@@ -22,8 +22,7 @@ JsonWriter &JsonWriter::open(char c) {
     throw std::length_error("JSON nested too deeply");
   ++depth_;
   has_value_ = false;
-  *room(1) = c;
-  ++staged_;
+  literal_bytes({&c, 1});
   return *this;
 }
 
@@ -31,8 +30,7 @@ JsonWriter &JsonWriter::close(char c) {
   if (depth_ > 0)
     --depth_;
   has_value_ = true; // the enclosing container holds this one
-  *room(1) = c;
-  ++staged_;
+  literal_bytes({&c, 1});
   return value_done();
 }
 

@@ -58,12 +58,18 @@ template <std::integral T> void append_hex(std::string &out, T v) {
   append_base(out, v, 16);
 }
 
-// "maj:min", as dev_string().
-void append_dev(std::string &out, uint32_t kdev) {
-  append_dec(out, dev_major(kdev));
-  out += ':';
-  append_dec(out, dev_minor(kdev));
-}
+// "maj:min", as dev_string(), composed on the stack: for a line's details
+// and a JSON string alike.
+struct DevText {
+  explicit DevText(uint32_t kdev) {
+    char *p = write_decimal(buf, uint64_t{dev_major(kdev)});
+    *p++ = ':';
+    len = static_cast<std::size_t>(write_decimal(p, uint64_t{dev_minor(kdev)}) - buf);
+  }
+  std::string_view text() const { return {buf, len}; }
+  char buf[24];
+  std::size_t len;
+};
 
 // Events with a file's fields: a write without space has them too.
 bool is_file_event(const Event &e) {
@@ -193,7 +199,7 @@ void path_column(std::string &out, const Event &e) {
 void inode_details(Details &d, const Event &e) {
   if (e.ino == 0)
     return;
-  append_dev(d.key("dev"), e.dev);
+  d.key("dev") += DevText(e.dev).text();
   d.dec("ino", e.ino);
 }
 
@@ -301,18 +307,6 @@ void details_column(Details &d, const Event &e) {
   if (e.truncated)
     d.word("truncated");
 }
-
-// "maj:min" for a JSON string, written into buf.
-struct DevText {
-  explicit DevText(uint32_t kdev) {
-    char *p = write_decimal(buf, uint64_t{dev_major(kdev)});
-    *p++ = ':';
-    len = static_cast<std::size_t>(write_decimal(p, uint64_t{dev_minor(kdev)}) - buf);
-  }
-  std::string_view text() const { return {buf, len}; }
-  char buf[24];
-  std::size_t len;
-};
 
 // v in decimal, zero-padded on the left to `digits` (v < 10^digits).
 char *write_fixed(char *p, uint64_t v, int digits) {
