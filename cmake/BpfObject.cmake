@@ -7,8 +7,7 @@
 # target's CO-RE passes run: run per source before the join, as clang -O2
 # does, the joined object's field relocations came out wrong, and the
 # verifier saw the light programs read past the end of struct file; then
-# llc), links the builds' objects into one with
-# `bpftool gen object`, and
+# llc), links the builds' objects into one with `bpftool gen object`, and
 # generates <name>.skel.h with `bpftool gen skeleton`. One object per build,
 # not per source, because libbpf 1.1's linker fails on a kfunc extern
 # (the fast build's bpf_rdonly_cast) declared in more than one object:
