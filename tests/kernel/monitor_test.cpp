@@ -4,6 +4,7 @@
 #include "container_sim.hpp"
 #include "docker_cgroup.hpp"
 #include "harness.hpp"
+#include "monitor_harness.hpp"
 
 #include "facts/dev.hpp"
 #include "live/monitor.hpp"
@@ -30,21 +31,6 @@ namespace shmbpf::test {
 namespace {
 
 using namespace std::chrono_literals;
-
-#define SHMBPF_MONITOR(var, ...) SHMBPF_LOADED(var, ::shmbpf::Monitor, __VA_ARGS__)
-
-// Polls the monitor until pred holds on its engine or the timeout passes.
-bool pump_until(Monitor &m, const std::function<bool(const Engine &)> &pred,
-                std::chrono::milliseconds timeout = 5s) {
-  auto end = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < end) {
-    m.poll(20);
-    m.drain();
-    if (pred(m.engine()))
-      return true;
-  }
-  return pred(m.engine());
-}
 
 // In a child named comm: n files dir.file(0).. of 4 KiB, each with one
 // byte written when `write` (so it has a page). Returns the child, exited.
