@@ -15,7 +15,7 @@
 #ifndef SHMBPF_EVENTS_H
 #define SHMBPF_EVENTS_H
 
-#define SHMBPF_ABI_VERSION 10
+#define SHMBPF_ABI_VERSION 11
 
 #define SHMBPF_COMM_LEN 16
 /* Paths as passed by the caller and in-mount paths: longer ones are
@@ -48,7 +48,9 @@ enum shmbpf_event_type {
 	/* The light hooks' create: a tmpfs or hugetlbfs inode made by an open
 	 * (shmbpf_path_event: the path as passed, hint_* the new inode). */
 	SHMBPF_EV_CREATE_BY_PATH = 18,
-	SHMBPF_EV_MAX = 19,
+	/* The OOM killer chose a victim (shmbpf_oom_event). */
+	SHMBPF_EV_OOM = 19,
+	SHMBPF_EV_MAX = 20,
 };
 
 /* The syscall (or hook) an event came from, for display and tests. */
@@ -99,6 +101,8 @@ enum shmbpf_fs {
 	0x200 /* resize: no mount or path, as the file's create, just sent, has them */
 #define SHMBPF_F_CTIME_TS                                                                          \
 	0x400 /* light record: hdr.ts_ns is the file's new ctime, a tick-coarse time */
+#define SHMBPF_F_OOM_VICTIM_MEM 0x800  /* oom: the kernel gave the victim's name, uid and memory */
+#define SHMBPF_F_OOM_SCORE_ADJ	0x1000 /* oom: the kernel gave the victim's oom_score_adj */
 
 /* Common header: every record starts with it. 64 bytes. */
 struct shmbpf_hdr {
@@ -277,6 +281,29 @@ struct shmbpf_exec_event {
 	__u64 exe_ino;
 	char filename[SHMBPF_PATH_LEN];
 	char exe_name[SHMBPF_EXE_NAME_LEN]; /* its dentry's name: "memfd:<name>" for a memfd */
+};
+
+/* The OOM killer chose a victim (tracepoint oom/mark_victim), in a memory
+ * cgroup over its limit or on a host out of memory. hdr is the task whose
+ * charge found no memory: in a cgroup's OOM, a task charged to that cgroup,
+ * often the victim itself. Every kernel gives the victim's pid; newer ones
+ * its name, uid and memory too (SHMBPF_F_OOM_VICTIM_MEM), and their
+ * oom_score_adj (SHMBPF_F_OOM_SCORE_ADJ). */
+struct shmbpf_oom_event {
+	struct shmbpf_hdr hdr;
+	__u32 victim_pid;
+	__u32 victim_uid;
+	__u32 flags_ev; /* SHMBPF_F_OOM_* */
+	__s16 oom_score_adj;
+	__u16 pad;
+	__u64 total_vm_kb; /* the victim's address space */
+	__u64 anon_rss_kb; /* its resident pages: anonymous, file, shared memory */
+	__u64 file_rss_kb;
+	__u64 shmem_rss_kb;
+	char victim_comm[SHMBPF_COMM_LEN];
+	/* hdr's task's memory cgroup: its kernfs id, which is the inode number
+	 * of its directory (cgroup v1 or v2); 0 without the memory controller. */
+	__u64 memcg_id;
 };
 
 /* Per-CPU delivery counters, indexed by enum shmbpf_counter. */

@@ -278,13 +278,14 @@ TEST(TopCli, ContainersViewListsASimulatedContainer) {
 
   Top top({"top", "-b", "-d", "0.3", "--by", "container"});
   SHMBPF_TOP_STARTED(top, "SHM MOUNT %");
-  // ID NAME RUNTIME PROCS SEGS BYTES SHM MOUNT % (no pod: no POD, NAMESPACE)
+  // ID NAME RUNTIME PROCS SEGS BYTES SHMEM LIMIT SHM MOUNT % (no pod: no POD,
+  // NAMESPACE)
   const std::string short_id = ctr.id().substr(0, 12);
   std::vector<std::string> row;
   auto want = [&](const std::string &out) {
     for (const auto &line : lines_of(out)) {
       auto f = fields_of(line);
-      if (f.size() == 7 && f[0] == short_id && f[4] != "0") {
+      if (f.size() == 9 && f[0] == short_id && f[4] != "0") {
         row = f;
         return true;
       }
@@ -292,7 +293,7 @@ TEST(TopCli, ContainersViewListsASimulatedContainer) {
     return false;
   };
   EXPECT_TRUE(top.wait_output(want, 10s)) << top.out() << top.err();
-  ASSERT_EQ(row.size(), 7u);
+  ASSERT_EQ(row.size(), 9u);
   EXPECT_EQ(row[1], "-"); // no docker files name the simulated container
   EXPECT_EQ(row[2], "docker");
   EXPECT_EQ(row[3], "2");    // PROCS: init and the process holding the file
@@ -304,7 +305,7 @@ TEST(TopCli, ContainersViewListsASimulatedContainer) {
   const double used = static_cast<double>(vfs.f_blocks - vfs.f_bfree) * vfs.f_frsize;
   char pct[32];
   std::snprintf(pct, sizeof pct, "%.1f%%", 100.0 * used / (64.0 * 1024 * 1024));
-  EXPECT_EQ(row[6], pct) << top.out();
+  EXPECT_EQ(row[8], pct) << top.out();
   // The header has a line for the container's own /dev/shm.
   EXPECT_NE(top.out().find("/dev/shm (" + short_id + ")"), std::string::npos) << top.out();
   top.signal(SIGTERM);

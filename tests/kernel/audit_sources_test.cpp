@@ -3,6 +3,7 @@
 // (read_exe), the memory limit of a cgroup it makes (read_memory_limit),
 // and the whole gather around a child in a container's cgroup.
 #include "docker_cgroup.hpp"
+#include "memory_cgroup.hpp"
 #include "support.hpp"
 
 #include "facts/dev.hpp"
@@ -228,93 +229,13 @@ TEST(AuditExe, ProgramOnDisk) {
   }
 }
 
-bool write_text(const std::string &path, const std::string &text) {
-  std::ofstream out(path);
-  out << text;
-  out.flush();
-  return static_cast<bool>(out);
-}
-
-// A cgroup with a memory limit, made under the hierarchy that has the
-// memory controller (v1 where a v1 line of ours names it, else v2 where
-// the root hands the controller down), and a child inside it.
-class LimitedCgroup {
-public:
-  static constexpr uint64_t kOuter = 64ull << 20;
-  static constexpr uint64_t kInner = 32ull << 20;
-
-  // "" on success, else what failed.
-  std::string create() {
-    const auto mounts = read_mountinfo(0);
-    std::ifstream in("/proc/self/cgroup");
-    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    bool v1 = false;
-    for (const CgroupLine &l : parse_cgroup_lines(text))
-      v1 = v1 || (!l.v2() && l.has("memory"));
-    std::string base;
-    for (const MountInfo &m : mounts) {
-      const bool fits = v1 ? m.fstype == "cgroup" && m.root == "/" &&
-                                 ("," + m.super_options + ",").find(",memory,") != std::string::npos
-                           : m.fstype == "cgroup2" && m.root == "/";
-      if (fits) {
-        base = m.mountpoint;
-        break;
-      }
-    }
-    if (base.empty())
-      return "no mount of the hierarchy with the memory controller";
-    file_ = v1 ? "memory.limit_in_bytes" : "memory.max";
-    if (!v1) {
-      std::ifstream sub(base + "/cgroup.subtree_control");
-      std::string controllers;
-      std::getline(sub, controllers);
-      if ((" " + controllers + " ").find(" memory ") == std::string::npos)
-        return "cgroup v2 without the memory controller at its root";
-    }
-    outer_ = base + "/shmbpf-audit-test-" + std::to_string(::getpid());
-    if (::mkdir(outer_.c_str(), 0755) != 0) {
-      outer_.clear();
-      return "mkdir under " + base + ": " + std::strerror(errno);
-    }
-    if (!v1 && !write_text(outer_ + "/cgroup.subtree_control", "+memory"))
-      return "cannot enable memory below " + outer_;
-    inner_ = outer_ + "/inner";
-    if (::mkdir(inner_.c_str(), 0755) != 0) {
-      inner_.clear();
-      return "mkdir " + outer_ + "/inner: " + std::strerror(errno);
-    }
-    if (!write_text(outer_ + "/" + file_, std::to_string(kOuter)))
-      return "cannot set " + outer_ + "/" + file_;
-    return "";
-  }
-
-  bool set_inner(uint64_t bytes) const {
-    return write_text(inner_ + "/" + file_, std::to_string(bytes));
-  }
-  bool add(pid_t pid) const { return write_text(inner_ + "/cgroup.procs", std::to_string(pid)); }
-
-  LimitedCgroup() = default;
-  LimitedCgroup(const LimitedCgroup &) = delete;
-  LimitedCgroup &operator=(const LimitedCgroup &) = delete;
-  // The child is reaped before: an empty cgroup goes at once, or after a
-  // moment while the kernel lets go of the exited task.
-  ~LimitedCgroup() {
-    for (const std::string &dir : {inner_, outer_}) {
-      if (dir.empty())
-        continue;
-      for (int i = 0; i < 200 && ::rmdir(dir.c_str()) != 0 && errno == EBUSY; ++i)
-        std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-  }
-
-private:
-  std::string file_, outer_, inner_;
-};
+constexpr uint64_t kOuterLimit = 64ull << 20;
+constexpr uint64_t kInnerLimit = 32ull << 20;
 
 TEST(AuditMemoryLimit, SmallestUpToTheRoot) {
   AUDIT_REQUIRE_ROOT();
-  LimitedCgroup cg;
-  const std::string failed = cg.create();
+  test::MemoryCgroup cg;
+  const std::string failed = cg.create("audit-test", kOuterLimit);
   AUDIT_REQUIRE(failed.empty(), failed);
 
   int gate[2];
@@ -333,12 +254,12 @@ TEST(AuditMemoryLimit, SmallestUpToTheRoot) {
     // The inner cgroup has no limit of its own: the outer one's holds.
     auto limit = read_memory_limit(static_cast<uint32_t>(child.pid), mounts);
     ASSERT_TRUE(limit);
-    EXPECT_EQ(limit->bytes, LimitedCgroup::kOuter);
+    EXPECT_EQ(limit->bytes, kOuterLimit);
     // A tighter one inside wins.
-    ASSERT_TRUE(cg.set_inner(LimitedCgroup::kInner));
+    ASSERT_TRUE(cg.set_inner_limit(kInnerLimit));
     limit = read_memory_limit(static_cast<uint32_t>(child.pid), mounts);
     ASSERT_TRUE(limit);
-    EXPECT_EQ(limit->bytes, LimitedCgroup::kInner);
+    EXPECT_EQ(limit->bytes, kInnerLimit);
     ::close(gate[1]);
   } // the child is reaped here, before the cgroup goes
   EXPECT_FALSE(read_memory_limit(999'999'999, read_mountinfo(0)));

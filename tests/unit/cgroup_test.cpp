@@ -1,5 +1,6 @@
 // /proc/<pid>/cgroup on cgroup v2, hybrid and v1-only hosts: the lines, the
 // path that tells a process's container, and where its memory limit is.
+#include "facts/scan.hpp"
 #include "model/containers.hpp"
 #include "sources/cgroup.hpp"
 #include "sources/mountinfo.hpp"
@@ -189,6 +190,53 @@ TEST(MemoryLimitFiles, V2ReadsMemoryMax) {
   // No cgroup2 mount, no lines.
   EXPECT_TRUE(memory_limit_files(parse_cgroup_lines("0::/a\n"), {}).empty());
   EXPECT_TRUE(memory_limit_files({}, mounts).empty());
+}
+
+TEST(MemoryCgroupDirs, SaysWhichVersionAndEndsInASlash) {
+  const auto hybrid =
+      memory_cgroup_dirs(parse_cgroup_lines(hybrid_container()), parse_mountinfo(kHybridMounts));
+  EXPECT_TRUE(hybrid.v1);
+  EXPECT_EQ(hybrid.dirs,
+            (std::vector<std::string>{"/sys/fs/cgroup/memory/docker/" + kId + "/",
+                                      "/sys/fs/cgroup/memory/docker/", "/sys/fs/cgroup/memory/"}));
+  const auto v2 =
+      memory_cgroup_dirs(parse_cgroup_lines("0::/a\n"),
+                         parse_mountinfo("30 23 0:27 / /sys/fs/cgroup rw - cgroup2 cgroup2 rw\n"));
+  EXPECT_FALSE(v2.v1);
+  EXPECT_EQ(v2.dirs, (std::vector<std::string>{"/sys/fs/cgroup/a/", "/sys/fs/cgroup/"}));
+}
+
+// memory.stat as v1 (this machine's) and v2 kernels write it.
+TEST(MemoryStat, ShmemOfTheCgroupAndItsDescendants) {
+  // v1: the cgroup's own, then total_ (with its descendants), which wins.
+  EXPECT_EQ(parse_memory_stat_shmem("cache 1\nrss 2\nshmem 4096\nmapped_file 0\n"
+                                    "total_cache 1\ntotal_shmem 8192\n"),
+            8192u);
+  // v2: one hierarchical count.
+  EXPECT_EQ(parse_memory_stat_shmem("anon 12288\nfile 26238976\nkernel 0\nshmem 26189824\n"
+                                    "file_mapped 0\n"),
+            26189824u);
+  // Without a trailing newline; shmem_thp and the like are other lines.
+  EXPECT_EQ(parse_memory_stat_shmem("shmem_thp 5\nshmem 7"), 7u);
+  EXPECT_FALSE(parse_memory_stat_shmem(""));
+  EXPECT_FALSE(parse_memory_stat_shmem("anon 1\nshmem_thp 5\n"));
+  EXPECT_FALSE(parse_memory_stat_shmem("shmem x\nshmem -1\nshmem 1 2\nshmem\n"));
+}
+
+// The host's row: /proc/meminfo as the kernel writes it.
+TEST(Meminfo, TheHostsShmemUsageAndMemory) {
+  const auto m = parse_meminfo("MemTotal:        8000000 kB\nMemFree:         1000000 kB\n"
+                               "MemAvailable:    6000000 kB\nBuffers:           12345 kB\n"
+                               "Shmem:             25600 kB\nShmemHugePages:        0 kB\n");
+  ASSERT_TRUE(m);
+  EXPECT_EQ(m->shmem, uint64_t{25600} * 1024);
+  EXPECT_EQ(m->usage, uint64_t{2000000} * 1024);
+  EXPECT_EQ(m->limit.bytes, uint64_t{8000000} * 1024);
+  EXPECT_FALSE(parse_meminfo("MemTotal: 1 kB\nShmem: 1 kB\n")); // no MemAvailable
+  EXPECT_FALSE(parse_meminfo("MemTotal: 1 kB\nMemAvailable: 1 kB\nShmem: x kB\n"));
+  EXPECT_FALSE(parse_meminfo("MemTotal: 1 MB\nMemAvailable: 1 kB\nShmem: 1 kB\n"));
+  EXPECT_FALSE(parse_meminfo("MemTotal: 99999999999999999999 kB\nMemAvailable: 1 kB\n"
+                             "Shmem: 1 kB\n"));
 }
 
 TEST(ScanCgroupId, V2IdElseThePathOnCgroupV1OnlyHosts) {

@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -83,6 +84,30 @@ TEST(Columns, LsAndTopShowTheSameColumns) {
   EXPECT_EQ(titles(process_columns()),
             (std::vector<std::string>{"PID", "USER", "COMM", "CONTAINER", "SEGS", "BYTES", "HELD",
                                       "CREATE/s", "UNHELD"}));
+}
+
+// A container's memory cgroup: the shared memory charged to it and its
+// limit, "-" until read, "none" without a limit.
+TEST(Columns, ContainersShowTheirShmemAndLimit) {
+  const std::vector<ProcessInfo> procs;
+  const std::vector<MountUsage> mounts;
+  const Relations rel(procs, mounts, host_ns);
+  ContainerInfo c;
+  c.id = std::string(64, 'c');
+  ContainerInfo host;
+  host.memory = CgroupMemory{.shmem = 3u << 30, .usage = 5u << 30, .limit = {}};
+  ContainerInfo limited = c;
+  limited.memory = CgroupMemory{.shmem = 20u << 20, .usage = 24u << 20, .limit = {32u << 20}};
+  const std::string text = containers_table({host, c, limited}, rel);
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);)
+    lines.push_back(line);
+  ASSERT_EQ(lines.size(), 4u) << text;
+  EXPECT_NE(lines[0].find("SHMEM  LIMIT"), std::string::npos) << text;
+  EXPECT_NE(lines[1].find("3.0G   none"), std::string::npos) << text;
+  EXPECT_NE(lines[2].find("    -      -"), std::string::npos) << text;
+  EXPECT_NE(lines[3].find("  20M    32M"), std::string::npos) << text;
 }
 
 TEST(Columns, UserNamesWhereKnownElseTheUid) {

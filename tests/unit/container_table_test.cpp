@@ -84,5 +84,26 @@ TEST(ContainerTable, APodIsNamedByAnyOfItsNamedContainers) {
   EXPECT_EQ(t.pod_of("another-uid").pod, "");
 }
 
+TEST(ContainerTable, MemoryIsKeptByContainerAndForgottenWhenUnread) {
+  ContainerTable t;
+  t.set_cgroup_path(11, "/system.slice/docker-" + kDocker + ".scope");
+  const CgroupMemory m{.shmem = 20 << 20, .usage = 24 << 20, .limit = {64 << 20}};
+  t.set_memory(kDocker, m);
+  t.set_memory("", CgroupMemory{.shmem = 1, .usage = 2, .limit = {3}});
+  t.set_memory(kCri, CgroupMemory{}); // a container with no cgroup path known
+  ASSERT_TRUE(t.memory(kDocker));
+  EXPECT_EQ(*t.memory(kDocker), m);
+  const auto rows = t.memory_by_container();
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_EQ(rows[0].first.id, ""); // the host first
+  EXPECT_EQ(rows[1].first.id, kDocker);
+  EXPECT_EQ(rows[1].first.runtime, "docker");
+  EXPECT_EQ(rows[1].second, m);
+  EXPECT_EQ(rows[2].first.id, kCri);
+  t.set_memory(kDocker, std::nullopt);
+  EXPECT_FALSE(t.memory(kDocker));
+  EXPECT_EQ(t.memory_by_container().size(), 2u);
+}
+
 } // namespace
 } // namespace shmbpf

@@ -299,6 +299,7 @@ TEST(Decode, EveryTypeHasItsWholeAndLeastSize) {
   EXPECT_EQ(record_size(SHMBPF_EV_CREATE_BY_PATH), sizeof(shmbpf_path_event));
   EXPECT_EQ(record_min_size(SHMBPF_EV_SIGBUS), sizeof(shmbpf_sigbus_event));
   EXPECT_EQ(record_min_size(SHMBPF_EV_EXEC), sizeof(shmbpf_exec_event));
+  EXPECT_EQ(record_min_size(SHMBPF_EV_OOM), sizeof(shmbpf_oom_event));
   EXPECT_EQ(record_size(0), 0u);
   EXPECT_EQ(record_min_size(0), 0u);
   EXPECT_EQ(record_size(SHMBPF_EV_MAX), 0u);
@@ -345,6 +346,51 @@ TEST(Decode, SysvAndProcessEvents) {
   EXPECT_EQ(xe->type, EventType::exit);
   EXPECT_EQ(xe->kind, Kind::none);
   EXPECT_EQ(xe->exit_code, 9u);
+}
+
+TEST(Decode, AnOomKillWithTheVictimsMemory) {
+  auto r = record<shmbpf_oom_event>(SHMBPF_EV_OOM);
+  r.hdr.pid = 42;
+  put(r.hdr.comm, "python3");
+  r.victim_pid = 43;
+  r.victim_uid = 1000;
+  r.flags_ev = SHMBPF_F_OOM_VICTIM_MEM | SHMBPF_F_OOM_SCORE_ADJ;
+  r.oom_score_adj = -500;
+  r.total_vm_kb = 100;
+  r.anon_rss_kb = 10;
+  r.file_rss_kb = 20;
+  r.shmem_rss_kb = 30;
+  put(r.victim_comm, "worker");
+  auto e = decode_event(&r, sizeof(r));
+  ASSERT_TRUE(e.ok()) << e.error();
+  EXPECT_EQ(e->type, EventType::oom);
+  EXPECT_EQ(e->kind, Kind::none);
+  EXPECT_EQ(e->pid, 42u);
+  EXPECT_EQ(e->target_pid, 43u);
+  EXPECT_TRUE(e->victim_mem);
+  EXPECT_EQ(e->target_comm, "worker");
+  EXPECT_EQ(e->target_uid, 1000u);
+  EXPECT_EQ(e->victim_total_vm, 100u * 1024);
+  EXPECT_EQ(e->victim_anon_rss, 10u * 1024);
+  EXPECT_EQ(e->victim_file_rss, 20u * 1024);
+  EXPECT_EQ(e->victim_shmem_rss, 30u * 1024);
+  EXPECT_EQ(e->oom_score_adj, -500);
+  EXPECT_FALSE(e->memcg); // the session's to read
+}
+
+TEST(Decode, AnOomKillOfAKernelThatGivesThePidAlone) {
+  auto r = record<shmbpf_oom_event>(SHMBPF_EV_OOM);
+  r.victim_pid = 43;
+  // Set but not flagged: nothing the kernel vouched for.
+  r.shmem_rss_kb = 30;
+  put(r.victim_comm, "stale");
+  auto e = decode_event(&r, sizeof(r));
+  ASSERT_TRUE(e.ok()) << e.error();
+  EXPECT_EQ(e->target_pid, 43u);
+  EXPECT_FALSE(e->victim_mem);
+  EXPECT_EQ(e->target_comm, "");
+  EXPECT_EQ(e->victim_shmem_rss, 0u);
+  EXPECT_FALSE(e->oom_score_adj);
 }
 
 TEST(Decode, ExecNamesTheProgramItLoaded) {

@@ -36,6 +36,7 @@ namespace fs = std::filesystem;
 using json = nlohmann::json;
 
 constexpr uint64_t kSec = 1'000'000'000;
+constexpr uint64_t kMiB = 1 << 20;
 constexpr FileAt kShm{26, 25};
 const std::string kDockerId(64, 'd');
 
@@ -136,6 +137,33 @@ TEST(ExportView, EventsAreTracesSchemaPlusTheirContainer) {
          {"container_id", "container_runtime", "container_name", "pod_uid", "pod", "namespace"})
       EXPECT_TRUE(hj.at(k).is_null()) << k;
   }
+}
+
+// An OOM kill's record: the event, and what the model recorded of it (the
+// victim's container and the largest files charged to its cgroup).
+TEST(ExportView, AnOomKillCarriesTheVictimAndTheLargestFiles) {
+  Engine engine = host_and_container();
+  engine.apply(in_cgroup(created_file(kShm, 500, 77, "/dev/shm/a", 8 * kMiB, 5 * kSec), 11));
+  Event e = in_cgroup(process_event(EventType::oom, 500, 6 * kSec), 11);
+  e.target_pid = 500;
+  engine.apply(e);
+  const OomKill kill = engine.oom_kills_since(0).at(0);
+  ExportFormatter fmt(TraceClock{0});
+  std::string out;
+  fmt.append_event(out, e, engine.cgroup_container(11), &kill);
+  const json j = json::parse(out);
+  EXPECT_EQ(j["event"], "oom");
+  EXPECT_EQ(j["victim_pid"], 500);
+  EXPECT_EQ(j["container_id"], kDockerId);
+  EXPECT_EQ(j["victim"]["comm"], "p500");
+  EXPECT_EQ(j["victim"]["container_id"], kDockerId);
+  ASSERT_EQ(j["largest_files"].size(), 1u);
+  EXPECT_EQ(j["largest_files"][0]["path"], "/dev/shm/a");
+  EXPECT_EQ(j["largest_files"][0]["bytes"], 8 * kMiB);
+  // Any other record has neither.
+  std::string plain;
+  fmt.append_event(plain, e, engine.cgroup_container(11));
+  EXPECT_FALSE(json::parse(plain).contains("largest_files"));
 }
 
 TEST(ExportView, LostAndDroppedRecordsCarryCountsAndTime) {

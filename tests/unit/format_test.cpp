@@ -86,6 +86,30 @@ TEST(Format, SegmentCells) {
   EXPECT_EQ(state_cell(s), "unlinked orphan");
 }
 
+// An OOM kill in a line: who, what its cgroup held against its limit, and
+// the file that took most of it.
+TEST(Format, OomKillText) {
+  OomKill k;
+  k.ts_ns = sec;
+  k.pid = 4321;
+  k.comm = "python3";
+  EXPECT_EQ(oom_kill_text(k, 3 * sec), "2s ago, pid 4321 (python3): memory cgroup not read");
+  k.memory = CgroupMemory{.shmem = 26u << 20, .usage = 32u << 20, .limit = {32u << 20}};
+  k.largest = {{"/dev/shm/torch_1_2_3", 25u << 20, 64u << 20}};
+  EXPECT_EQ(oom_kill_text(k, 3 * sec), "2s ago, pid 4321 (python3): shmem 26M of limit 32M (81%), "
+                                       "largest /dev/shm/torch_1_2_3 (25M)");
+  // In a container, unnamed victim; on a host out of memory, of the usage.
+  k.container.id = std::string(64, 'c');
+  k.container.name = "trainer";
+  k.comm.clear();
+  k.memory->limit = {};
+  k.largest.clear();
+  EXPECT_EQ(oom_kill_text(k, 3 * sec),
+            "2s ago, container trainer (host pid 4321) (?): shmem 26M of usage 32M (81%)");
+  k.largest = {{"/dev/shm/\x1b[2J", 1, 1}};
+  EXPECT_EQ(oom_kill_text(k, 3 * sec).find('\x1b'), std::string::npos);
+}
+
 TEST(Format, MountsNearlyFullOrFillingSoonAlert) {
   MountUsage m;
   EXPECT_FALSE(mount_alert(m));

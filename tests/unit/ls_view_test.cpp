@@ -253,6 +253,7 @@ TEST(LsViewTest, ContainersTableAndJson) {
   c.bytes = 3 * 1024;
   ContainerInfo host;
   host.processes = 7;
+  c.memory = CgroupMemory{.shmem = 20u << 20, .usage = 24u << 20, .limit = {32u << 20}};
 
   // The container's processes see a /dev/shm that is a quarter full.
   ProcessInfo in_c;
@@ -272,15 +273,16 @@ TEST(LsViewTest, ContainersTableAndJson) {
   ASSERT_EQ(lines.size(), 3u) << t;
   EXPECT_TRUE(lines[0].starts_with("ID ")) << t;
   std::size_t at = 0;
-  for (const char *col :
-       {"ID", "NAME", "RUNTIME", "POD", "NAMESPACE", "PROCS", "SEGS", "BYTES", "SHM MOUNT %"}) {
+  for (const char *col : {"ID", "NAME", "RUNTIME", "POD", "NAMESPACE", "PROCS", "SEGS", "BYTES",
+                          "SHMEM", "LIMIT", "SHM MOUNT %"}) {
     at = lines[0].find(col, at);
     ASSERT_NE(at, std::string::npos) << col << "\n" << t;
   }
-  EXPECT_EQ(fields_of(lines[1]), (std::vector<std::string>{"abcdef012345", "-", "docker", "pod-1",
-                                                           "-", "2", "5", "3.0K", "25.0%"}));
+  EXPECT_EQ(fields_of(lines[1]),
+            (std::vector<std::string>{"abcdef012345", "-", "docker", "pod-1", "-", "2", "5", "3.0K",
+                                      "20M", "32M", "25.0%"}));
   EXPECT_EQ(fields_of(lines[2]),
-            (std::vector<std::string>{"host", "-", "-", "-", "-", "7", "0", "0B", "-"}));
+            (std::vector<std::string>{"host", "-", "-", "-", "-", "7", "0", "0B", "-", "-", "-"}));
 
   const json doc = json::parse(containers_json({c, host}));
   ASSERT_EQ(doc["containers"].size(), 2u);
@@ -290,9 +292,14 @@ TEST(LsViewTest, ContainersTableAndJson) {
   EXPECT_EQ(doc["containers"][0]["processes"], 2);
   EXPECT_EQ(doc["containers"][0]["segments"], 5);
   EXPECT_EQ(doc["containers"][0]["bytes"], 3 * 1024);
+  EXPECT_EQ(doc["containers"][0]["shmem_bytes"], 20u << 20);
+  EXPECT_EQ(doc["containers"][0]["memory_usage_bytes"], 24u << 20);
+  EXPECT_EQ(doc["containers"][0]["memory_limit_bytes"], 32u << 20);
   EXPECT_EQ(doc["containers"][1]["id"], "");
   EXPECT_EQ(doc["containers"][1]["host"], true);
   EXPECT_TRUE(doc["containers"][1]["runtime"].is_null());
+  for (const char *k : {"shmem_bytes", "memory_usage_bytes", "memory_limit_bytes"})
+    EXPECT_TRUE(doc["containers"][1][k].is_null()) << k;
 }
 
 // A container's owner chooses its name, pod and namespace: escaped by the

@@ -78,9 +78,23 @@ Engine synthetic_engine() {
   // A file on the mount with a hostile name.
   engine.apply(in(created_file({28, 43}, 200, 8, kWeird + "/f", 4096, ts++), 13));
   engine.apply(in(sigbus_fault(200, ts++), 13));
+  // The container's writer is OOM-killed twice, the second time with its
+  // cgroup read: 48 MiB of shared memory in 64 MiB charged, at the limit.
+  for (int i = 0; i < 2; ++i) {
+    Event kill = in(process_event(EventType::oom, 500, ts++), 11);
+    kill.target_pid = 500;
+    if (i == 1)
+      kill.memcg = CgroupMemory{.shmem = 48 * kMiB, .usage = 64 * kMiB, .limit = {64 * kMiB}};
+    engine.apply(kill);
+  }
   // The container's /dev/shm is full for its writer, twice.
   for (int i = 0; i < 2; ++i)
     engine.apply(in(write_without_space(kCtrShm, 500, 5, "/dev/shm/psm_live", ts++), 11));
+  // The memory cgroups as the last sample read them: the container's has a
+  // limit, the host's row is the machine's.
+  engine.set_container_memory(
+      kDockerId, CgroupMemory{.shmem = 20 * kMiB, .usage = 30 * kMiB, .limit = {64 * kMiB}});
+  engine.set_container_memory("", CgroupMemory{.shmem = kMiB, .usage = 900 * kMiB, .limit = {}});
   // The host's /dev/shm grows a MiB a second for a minute.
   for (int i = 0; i <= 60; ++i) {
     engine.reconcile_mounts(
@@ -96,6 +110,7 @@ Engine synthetic_engine() {
 MetricsCounters counters() {
   MetricsCounters c;
   c.now_ns = 200 * kSec;
+  c.boot_to_realtime_ns = 1'700'000'000 * static_cast<int64_t>(kSec);
   c.host_mntns = kHostNs;
   c.events[static_cast<size_t>(EventType::create)] = 9;
   c.events[static_cast<size_t>(EventType::exit)] = 2;
@@ -206,15 +221,29 @@ protected:
 
 TEST_F(Metrics, EveryFamilyOnceWithHelpAndTypeAndItsSamplesTogether) {
   EXPECT_TRUE(x.errors.empty()) << ::testing::PrintToString(x.errors) << text;
-  const std::vector<std::string> families = {
-      "shmbpf_build_info",          "shmbpf_segments",
-      "shmbpf_segment_bytes",       "shmbpf_orphaned_segments",
-      "shmbpf_orphaned_bytes",      "shmbpf_mount_size_bytes",
-      "shmbpf_mount_used_bytes",    "shmbpf_mount_seconds_to_full",
-      "shmbpf_mounts_folded",       "shmbpf_mounts_folded_used_bytes",
-      "shmbpf_events_total",        "shmbpf_events_lost_total",
-      "shmbpf_sigbus_total",        "shmbpf_nospace_total",
-      "shmbpf_bpf_program_attached"};
+  const std::vector<std::string> families = {"shmbpf_build_info",
+                                             "shmbpf_segments",
+                                             "shmbpf_segment_bytes",
+                                             "shmbpf_orphaned_segments",
+                                             "shmbpf_orphaned_bytes",
+                                             "shmbpf_mount_size_bytes",
+                                             "shmbpf_mount_used_bytes",
+                                             "shmbpf_mount_seconds_to_full",
+                                             "shmbpf_mounts_folded",
+                                             "shmbpf_mounts_folded_used_bytes",
+                                             "shmbpf_container_shmem_bytes",
+                                             "shmbpf_container_memory_usage_bytes",
+                                             "shmbpf_container_memory_limit_bytes",
+                                             "shmbpf_events_total",
+                                             "shmbpf_events_lost_total",
+                                             "shmbpf_sigbus_total",
+                                             "shmbpf_nospace_total",
+                                             "shmbpf_oom_kills_total",
+                                             "shmbpf_oom_last_kill_timestamp_seconds",
+                                             "shmbpf_oom_last_kill_shmem_bytes",
+                                             "shmbpf_oom_last_kill_shmem_ratio",
+                                             "shmbpf_oom_last_kill_limit_bytes",
+                                             "shmbpf_bpf_program_attached"};
   EXPECT_EQ(x.order, families);
   for (const auto &f : families) {
     EXPECT_FALSE(x.help[f].empty()) << f;
@@ -348,13 +377,27 @@ TEST_F(Metrics, OneSeriesPerFilesystemWithItsContainer) {
   EXPECT_EQ(x.value("shmbpf_mount_seconds_to_full", {{"device", "0:50"}}), "+Inf");
 }
 
+TEST_F(Metrics, EachContainersMemoryCgroup) {
+  EXPECT_EQ(x.value("shmbpf_container_shmem_bytes", {{"id", kDockerId}}),
+            std::to_string(20 * kMiB));
+  EXPECT_EQ(x.value("shmbpf_container_memory_usage_bytes", {{"id", kDockerId}}),
+            std::to_string(30 * kMiB));
+  EXPECT_EQ(x.value("shmbpf_container_memory_limit_bytes", {{"id", kDockerId}}),
+            std::to_string(64 * kMiB));
+  EXPECT_EQ(x.value("shmbpf_container_shmem_bytes", {{"id", ""}}), std::to_string(kMiB));
+  // Without a limit, no limit series.
+  EXPECT_EQ(x.value("shmbpf_container_memory_limit_bytes", {{"id", ""}}), "(none)");
+  EXPECT_EQ(x.of("shmbpf_container_shmem_bytes").size(), 2u);
+}
+
 TEST_F(Metrics, CountersProgramsAndBuild) {
   EXPECT_EQ(x.value("shmbpf_events_total", {{"event", "create"}}), "9");
   EXPECT_EQ(x.value("shmbpf_events_total", {{"event", "exit"}}), "2");
   EXPECT_EQ(x.value("shmbpf_events_total", {{"event", "shmget"}}), "0");
-  // One series per event type, link and nospace included.
-  EXPECT_EQ(x.of("shmbpf_events_total").size(), 16u);
+  // One series per event type, link, nospace and oom included.
+  EXPECT_EQ(x.of("shmbpf_events_total").size(), 17u);
   EXPECT_EQ(x.value("shmbpf_events_total", {{"event", "nospace"}}), "0");
+  EXPECT_EQ(x.value("shmbpf_events_total", {{"event", "oom"}}), "0");
   EXPECT_EQ(x.value("shmbpf_events_lost_total", {}), "5");
   // The synthetic fault names no file: the host's group without a mountpoint.
   EXPECT_EQ(x.value("shmbpf_sigbus_total", {{"id", ""}, {"mountpoint", ""}}), "1");
@@ -364,6 +407,20 @@ TEST_F(Metrics, CountersProgramsAndBuild) {
   EXPECT_EQ(x.value("shmbpf_nospace_total", {{"id", kDockerId}, {"mountpoint", "/dev/shm"}}), "2");
   EXPECT_EQ(x.value("shmbpf_nospace_total", {{"id", ""}, {"mountpoint", ""}}), "0");
   EXPECT_EQ(x.of("shmbpf_nospace_total").size(), 2u);
+  // The container's OOM kills, and what the latest found.
+  EXPECT_EQ(x.value("shmbpf_oom_kills_total", {{"id", kDockerId}}), "2");
+  // The host's series is there at 0, as for the other failures.
+  EXPECT_EQ(x.value("shmbpf_oom_kills_total", {{"id", ""}}), "0");
+  EXPECT_EQ(x.of("shmbpf_oom_kills_total").size(), 2u);
+  EXPECT_EQ(x.of("shmbpf_oom_last_kill_shmem_bytes").size(), 1u);
+  EXPECT_EQ(x.value("shmbpf_oom_last_kill_shmem_bytes", {{"id", kDockerId}}),
+            std::to_string(48 * kMiB));
+  EXPECT_EQ(x.value("shmbpf_oom_last_kill_shmem_ratio", {{"id", kDockerId}}), "0.75");
+  EXPECT_EQ(x.value("shmbpf_oom_last_kill_limit_bytes", {{"id", kDockerId}}),
+            std::to_string(64 * kMiB));
+  // Boot time 10 s (and a few ns) plus the clock's offset.
+  EXPECT_NEAR(std::stod(x.value("shmbpf_oom_last_kill_timestamp_seconds", {{"id", kDockerId}})),
+              1'700'000'010.0, 0.01);
   EXPECT_EQ(x.value("shmbpf_bpf_program_attached",
                     {{"hook", "syscalls/sys_exit_openat"},
                      {"program", "tracepoint__syscalls__sys_exit_openat"}}),

@@ -1,9 +1,11 @@
-// `trace --stats`' report (program_stats_text).
-#include "views/trace_view.hpp"
+// What trace says of its programs as it stops: `trace --stats`' report
+// (program_stats_text) and the hooks it used (hooks_in_use_text).
+#include "views/program_stats.hpp"
 
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 
 namespace shmbpf {
 namespace {
@@ -30,6 +32,20 @@ TEST(ProgramStatsText, NothingRanOrNoTimeAtAll) {
             "shmbpf: 0.0 ms in BPF programs over 1.5 s (0.00% of one CPU), 0 runs\n");
   EXPECT_EQ(program_stats_text({}, 0),
             "shmbpf: 0.0 ms in BPF programs over 0.0 s (0.00% of one CPU), 0 runs\n");
+}
+
+HookStatus hook(std::string name, std::string program) {
+  HookStatus h;
+  h.hook = std::move(name);
+  h.program = std::move(program);
+  return h;
+}
+
+TEST(HooksInUseText, TheSetAndTheHooksThatHaveAProgram) {
+  EXPECT_EQ(hooks_in_use_text(HookSet::light,
+                              {hook("sched_process_exit", "prog_a"), hook("oom/mark_victim", ""),
+                               hook("signal/signal_generate", "prog_b")}),
+            "shmbpf: light hooks: sched_process_exit, signal/signal_generate\n");
 }
 
 } // namespace

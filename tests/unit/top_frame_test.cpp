@@ -76,6 +76,51 @@ TEST(TopFrame, LostEventsAndFullMountsStandOut) {
   EXPECT_TRUE(contains(host->text, "full in 15m"));
 }
 
+// An OOM kill: counted on the activity line, told on a line of its own
+// (as a SIGBUS is), in the container's details and in top's JSON.
+TEST(TopFrame, TheLastOomKillIsToldInTheHeaderAndTheJson) {
+  auto snap = snapshot();
+  OomKill k;
+  k.ts_ns = now - 12 * sec;
+  k.pid = 4321;
+  k.comm = "python3";
+  k.container.id = ctr_id;
+  k.memory = CgroupMemory{.shmem = 26u << 20, .usage = 32u << 20, .limit = {32u << 20}};
+  k.largest = {{"/dev/shm/torch_1_2_3", 25u << 20, 64u << 20}};
+  snap.totals.oom_kills = 2;
+  snap.totals.last_oom_kill = k;
+  auto st = batch_state();
+  TopFrame f = build_top_frame(snap, st);
+  const TopLine *activity = line_with(f, "OOM kills: 2");
+  ASSERT_TRUE(activity) << top_text(f);
+  EXPECT_EQ(activity->style, TopStyle::alert);
+  const TopLine *last = line_with(f, "Last OOM kill: ");
+  ASSERT_TRUE(last) << top_text(f);
+  EXPECT_EQ(last->style, TopStyle::alert);
+  EXPECT_TRUE(contains(last->text, "12s ago, container 0123456789ab (host pid 4321) (python3): "
+                                   "shmem 26M of limit 32M (81%), largest /dev/shm/torch_1_2_3 "
+                                   "(25M)"))
+      << last->text;
+
+  const json j = json::parse(top_json(snap, st));
+  EXPECT_EQ(j["totals"]["oom_kills"], 2);
+  const json &o = j["totals"]["last_oom_kill"];
+  EXPECT_EQ(o["pid"], 4321);
+  EXPECT_EQ(o["comm"], "python3");
+  EXPECT_EQ(o["container"], ctr_id);
+  EXPECT_EQ(o["cgroup_shmem"], 26u << 20);
+  EXPECT_EQ(o["cgroup_limit"], 32u << 20);
+  EXPECT_DOUBLE_EQ(o["shmem_share"].get<double>(), 26.0 / 32.0);
+  EXPECT_EQ(o["largest_files"][0]["path"], "/dev/shm/torch_1_2_3");
+  EXPECT_EQ(o["largest_files"][0]["bytes"], 25u << 20);
+
+  snap.totals.oom_kills = 0;
+  snap.totals.last_oom_kill.reset();
+  f = build_top_frame(snap, st);
+  EXPECT_EQ(line_with(f, "Last OOM kill"), nullptr);
+  EXPECT_TRUE(json::parse(top_json(snap, st))["totals"]["last_oom_kill"].is_null());
+}
+
 // Files a scan could not reach are in no table: the header says where.
 TEST(TopFrame, ScanGapsAreToldInTheHeader) {
   auto snap = snapshot();

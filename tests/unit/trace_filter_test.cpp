@@ -35,6 +35,11 @@ TEST(TraceFilter, EachListNarrowsTheEvents) {
   b.pid = 99;
   b.target_pid = 20;
   EXPECT_TRUE(s.matches(b));
+  // An OOM kill is its victim's event too.
+  b.type = EventType::oom;
+  EXPECT_TRUE(s.matches(b));
+  b.target_pid = 21;
+  EXPECT_FALSE(s.matches(b));
 }
 
 } // namespace

@@ -64,6 +64,7 @@ Kind kind_of(EventType t) {
   case EventType::sigbus:
   case EventType::exit:
   case EventType::exec:
+  case EventType::oom:
     return Kind::none;
   default:
     return Kind::tmpfs;
@@ -82,7 +83,7 @@ const std::vector<EventType> all_types = {
     EventType::create, EventType::open,     EventType::memfd_create, EventType::resize,
     EventType::unlink, EventType::rename,   EventType::shmget,       EventType::shmat,
     EventType::shmdt,  EventType::shm_rmid, EventType::free,         EventType::sigbus,
-    EventType::exit,   EventType::exec,     EventType::link};
+    EventType::exit,   EventType::exec,     EventType::link,         EventType::oom};
 
 // Every field set, every string hostile.
 Event hostile_event(EventType t) {
@@ -129,40 +130,6 @@ Event hostile_event(EventType t) {
 
 // Column start offsets of the header, so lines can be checked against it.
 std::size_t header_col(std::string_view name) { return trace_header().find(name); }
-
-// ---------------------------------------------------------------- errno_name
-
-TEST(ErrnoName, CommonNames) {
-  EXPECT_EQ(errno_name(EPERM), "EPERM");
-  EXPECT_EQ(errno_name(ENOENT), "ENOENT");
-  EXPECT_EQ(errno_name(EINTR), "EINTR");
-  EXPECT_EQ(errno_name(EIO), "EIO");
-  EXPECT_EQ(errno_name(EBADF), "EBADF");
-  EXPECT_EQ(errno_name(EAGAIN), "EAGAIN");
-  EXPECT_EQ(errno_name(ENOMEM), "ENOMEM");
-  EXPECT_EQ(errno_name(EACCES), "EACCES");
-  EXPECT_EQ(errno_name(EFAULT), "EFAULT");
-  EXPECT_EQ(errno_name(EBUSY), "EBUSY");
-  EXPECT_EQ(errno_name(EEXIST), "EEXIST");
-  EXPECT_EQ(errno_name(ENOTDIR), "ENOTDIR");
-  EXPECT_EQ(errno_name(EISDIR), "EISDIR");
-  EXPECT_EQ(errno_name(EINVAL), "EINVAL");
-  EXPECT_EQ(errno_name(ENFILE), "ENFILE");
-  EXPECT_EQ(errno_name(EMFILE), "EMFILE");
-  EXPECT_EQ(errno_name(EFBIG), "EFBIG");
-  EXPECT_EQ(errno_name(ENOSPC), "ENOSPC");
-  EXPECT_EQ(errno_name(EROFS), "EROFS");
-  EXPECT_EQ(errno_name(ENAMETOOLONG), "ENAMETOOLONG");
-  EXPECT_EQ(errno_name(EOPNOTSUPP), "EOPNOTSUPP");
-  EXPECT_EQ(errno_name(EIDRM), "EIDRM");
-  EXPECT_EQ(errno_name(ENOSYS), "ENOSYS");
-}
-
-TEST(ErrnoName, UnknownIsDecimal) {
-  EXPECT_EQ(errno_name(0), "0");
-  EXPECT_EQ(errno_name(4095), "4095");
-  EXPECT_EQ(errno_name(-5), "-5");
-}
 
 // ---------------------------------------------------------------- TraceClock
 
@@ -294,6 +261,62 @@ TEST(TraceLine, DetailsPerEventType) {
   EXPECT_NE(trace_line(rn, test_clock).find("/dev/shm/a  -> b"), std::string::npos);
   rn.full_newpath = "/dev/shm/b";
   EXPECT_NE(trace_line(rn, test_clock).find("/dev/shm/a  -> /dev/shm/b"), std::string::npos);
+}
+
+TEST(TraceLine, AnOomKillNamesTheVictimAndItsCgroupsMemory) {
+  Event o = event_of(EventType::oom);
+  o.pid = 41;
+  o.target_pid = 42;
+  EXPECT_NE(trace_line(o, test_clock).find("oom          -     -           ok      -  victim=42"),
+            std::string::npos)
+      << trace_line(o, test_clock);
+  o.target_comm = "python3";
+  o.memcg = CgroupMemory{.shmem = 26189824, .usage = 33554432, .limit = {33554432}};
+  o.victim_mem = true;
+  o.victim_anon_rss = 4096;
+  o.victim_file_rss = 8192;
+  o.victim_shmem_rss = 26083328;
+  o.oom_score_adj = -1000;
+  EXPECT_NE(trace_line(o, test_clock)
+                .find("victim=42(python3) cgroup_shmem=26189824 cgroup_usage=33554432 "
+                      "cgroup_limit=33554432 anon_rss=4096 file_rss=8192 shmem_rss=26083328 "
+                      "oom_score_adj=-1000"),
+            std::string::npos)
+      << trace_line(o, test_clock);
+  o.memcg->limit = {};
+  EXPECT_NE(trace_line(o, test_clock).find(" cgroup_limit=max "), std::string::npos);
+}
+
+TEST(TraceJson, OomFields) {
+  Event o = event_of(EventType::oom);
+  o.target_pid = 42;
+  json j = json::parse(trace_json(o, test_clock));
+  EXPECT_EQ(j["victim_pid"], 42);
+  for (const char *k : {"victim_comm", "victim_uid", "victim_total_vm", "victim_anon_rss",
+                        "victim_file_rss", "victim_shmem_rss", "oom_score_adj", "cgroup_memory"})
+    EXPECT_TRUE(j[k].is_null()) << k;
+  o.victim_mem = true;
+  o.target_comm = "python3";
+  o.target_uid = 1000;
+  o.victim_total_vm = 1;
+  o.victim_anon_rss = 2;
+  o.victim_file_rss = 3;
+  o.victim_shmem_rss = 4;
+  o.oom_score_adj = 5;
+  o.memcg = CgroupMemory{.shmem = 6, .usage = 7, .limit = {}};
+  j = json::parse(trace_json(o, test_clock));
+  EXPECT_EQ(j["victim_comm"], "python3");
+  EXPECT_EQ(j["victim_uid"], 1000);
+  EXPECT_EQ(j["victim_total_vm"], 1);
+  EXPECT_EQ(j["victim_anon_rss"], 2);
+  EXPECT_EQ(j["victim_file_rss"], 3);
+  EXPECT_EQ(j["victim_shmem_rss"], 4);
+  EXPECT_EQ(j["oom_score_adj"], 5);
+  EXPECT_EQ(j["cgroup_memory"]["shmem"], 6);
+  EXPECT_EQ(j["cgroup_memory"]["usage"], 7);
+  EXPECT_TRUE(j["cgroup_memory"]["limit"].is_null());
+  o.memcg->limit = {8};
+  EXPECT_EQ(json::parse(trace_json(o, test_clock))["cgroup_memory"]["limit"], 8);
 }
 
 TEST(TraceLine, LinkShowsBothNames) {

@@ -1,5 +1,6 @@
 #include "cli/snapshot.hpp"
 
+#include "live/container_memory.hpp"
 #include "live/container_names.hpp"
 #include "model/apply_scan.hpp"
 #include "sources/system_scan.hpp"
@@ -15,6 +16,7 @@ void fill_from_scan(Engine &engine, const RuntimeRoots &roots) {
     std::fprintf(stderr, "shmbpf: warning: %s\n", line.c_str());
   bootstrap(engine, scan);
   name_containers(engine, roots);
+  measure_containers(engine);
 }
 
 } // namespace shmbpf

@@ -19,9 +19,7 @@ void add_trace_command(CLI::App &app, TraceOptions &t) {
   trace->add_option("--kind", t.filter.kinds, "Only this kind of shared memory")
       ->check(CLI::IsMember(kind_names()));
   trace->add_option("--event", t.filter.events, "Only these events")
-      ->check(CLI::IsMember({"create", "open", "memfd_create", "resize", "unlink", "rename", "link",
-                             "shmget", "shmat", "shmdt", "shm_rmid", "free", "sigbus", "exit",
-                             "exec", "nospace"}));
+      ->check(CLI::IsMember(event_type_names()));
   trace->add_option("--duration", t.duration_s, "Stop after this many seconds")
       ->check(number_in(0, kNoLimit, true));
   add_ring_buffer_option(trace, t.ring_buffer_bytes);

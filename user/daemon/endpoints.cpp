@@ -1,5 +1,6 @@
 #include "daemon/endpoints.hpp"
 
+#include "sources/clock.hpp"
 #include "views/prometheus.hpp"
 
 namespace shmbpf {
@@ -33,6 +34,7 @@ void Endpoints::attach(const Monitor &mon, uint32_t host_mntns) {
   std::lock_guard lock(mu_);
   mon_ = &mon;
   counters_.host_mntns = host_mntns;
+  counters_.boot_to_realtime_ns = boot_to_realtime_ns();
   counters_.hooks = probe.hooks();
   counters_.attached = probe.attached();
   counters_.version = version_;

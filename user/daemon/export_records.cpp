@@ -11,6 +11,14 @@ ExportRecords::ExportRecords(const TraceClock &clock, size_t reserve) : fmt_(clo
 }
 
 void ExportRecords::event(const Event &e, const Engine &engine) {
+  if (e.type == EventType::oom) {
+    // Applied already: the engine's latest kill is this one.
+    const std::vector<OomKill> kills = engine.oom_kills_since(e.ts_ns);
+    fmt_.append_event(text_, e, engine.cgroup_container(e.cgroup_id),
+                      kills.empty() ? nullptr : &kills.back());
+    ++count_;
+    return;
+  }
   fmt_.append_event(text_, e, engine.cgroup_container(e.cgroup_id));
   ++count_;
 }

@@ -21,6 +21,7 @@ static_assert(sizeof(shmbpf_free_event) == 112);
 static_assert(sizeof(shmbpf_sigbus_event) == 432);
 static_assert(sizeof(shmbpf_exit_event) == 72);
 static_assert(sizeof(shmbpf_exec_event) == 408);
+static_assert(sizeof(shmbpf_oom_event) == 136);
 
 namespace {
 
@@ -109,6 +110,24 @@ void decode_file(const shmbpf_file_event &r, Event &e) {
     e.kind = Kind::memfd;
   else
     e.kind = kind_of_name(e.name);
+}
+
+void decode_oom(const shmbpf_oom_event &r, Event &e) {
+  constexpr uint64_t kKiB = 1024;
+  e.target_pid = r.victim_pid;
+  e.memcg_id = r.memcg_id;
+  if (r.flags_ev & SHMBPF_F_OOM_VICTIM_MEM) {
+    e.victim_mem = true;
+    e.target_uid = r.victim_uid;
+    cstr(e.target_comm, r.victim_comm, sizeof(r.victim_comm));
+    // kB counts of pages: far from overflowing when made bytes.
+    e.victim_total_vm = r.total_vm_kb * kKiB;
+    e.victim_anon_rss = r.anon_rss_kb * kKiB;
+    e.victim_file_rss = r.file_rss_kb * kKiB;
+    e.victim_shmem_rss = r.shmem_rss_kb * kKiB;
+  }
+  if (r.flags_ev & SHMBPF_F_OOM_SCORE_ADJ)
+    e.oom_score_adj = r.oom_score_adj;
 }
 
 void decode_sigbus(const shmbpf_sigbus_event &r, Event &e) {
@@ -249,6 +268,8 @@ RecordSizes record_sizes(uint8_t type) {
     return {sizeof(shmbpf_exit_event), sizeof(shmbpf_exit_event)};
   case SHMBPF_EV_EXEC:
     return {sizeof(shmbpf_exec_event), sizeof(shmbpf_exec_event)};
+  case SHMBPF_EV_OOM:
+    return {sizeof(shmbpf_oom_event), sizeof(shmbpf_oom_event)};
   default:
     return {};
   }
@@ -352,6 +373,9 @@ bool decode_event_into(const void *data, size_t len, Event &e, std::string *why)
     break;
   case SHMBPF_EV_EXIT:
     e.exit_code = copy_record<shmbpf_exit_event>(data).exit_code;
+    break;
+  case SHMBPF_EV_OOM:
+    decode_oom(copy_record<shmbpf_oom_event>(data), e);
     break;
   case SHMBPF_EV_EXEC: {
     auto r = copy_record<shmbpf_exec_event>(data);

@@ -6,7 +6,7 @@
 namespace shmbpf {
 
 namespace {
-constexpr std::array<std::pair<EventType, std::string_view>, 16> kEventNames{{
+constexpr std::array<std::pair<EventType, std::string_view>, 17> kEventNames{{
     {EventType::create, "create"},
     {EventType::open, "open"},
     {EventType::memfd_create, "memfd_create"},
@@ -23,6 +23,7 @@ constexpr std::array<std::pair<EventType, std::string_view>, 16> kEventNames{{
     {EventType::exec, "exec"},
     {EventType::link, "link"},
     {EventType::nospace, "nospace"},
+    {EventType::oom, "oom"},
 }};
 constexpr std::array<std::pair<Kind, std::string_view>, 3> kKindNames{{
     {Kind::tmpfs, "tmpfs"},
@@ -66,6 +67,13 @@ std::optional<EventType> parse_event_type(std::string_view s) {
     if (n == s)
       return v;
   return std::nullopt;
+}
+
+std::vector<std::string> event_type_names() {
+  std::vector<std::string> out;
+  for (auto &[v, n] : kEventNames)
+    out.emplace_back(n);
+  return out;
 }
 
 std::optional<Kind> parse_kind(std::string_view s) {

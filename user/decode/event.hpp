@@ -3,12 +3,14 @@
 #pragma once
 
 #include "facts/dev.hpp"
+#include "facts/memory_cgroup.hpp"
 
 #include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace shmbpf {
 
@@ -32,6 +34,9 @@ enum class EventType : uint8_t {
   // hugetlbfs (ENOSPC, EDQUOT). The kernel's two records (a file's, a
   // path's) are one type here; origin says which syscall.
   nospace = 16,
+  // The OOM killer chose a victim (target_pid): in a memory cgroup over its
+  // limit, or on a host out of memory.
+  oom = 19,
 };
 
 // The kind of shared memory an event is about; none for process events.
@@ -76,13 +81,15 @@ enum class FaultLookup : uint8_t {
 inline constexpr uint8_t kFsUnknown = 0, kFsTmpfs = 1, kFsHugetlbfs = 2;
 
 // Arrays indexed by an EventType's value have this many slots.
-inline constexpr size_t kEventTypeSlots = static_cast<size_t>(EventType::nospace) + 1;
+inline constexpr size_t kEventTypeSlots = static_cast<size_t>(EventType::oom) + 1;
 
 std::string_view to_string(EventType t);
 std::string_view to_string(Kind k);
 std::string_view to_string(Origin o);
 std::string_view to_string(FaultLookup f);
 std::optional<EventType> parse_event_type(std::string_view s);
+// Every event type's name, in the order of the types.
+std::vector<std::string> event_type_names();
 std::optional<Kind> parse_kind(std::string_view s);
 
 // One decoded event. A flat struct: fields that do not apply to an event
@@ -177,6 +184,24 @@ struct Event {
   bool beyond_eof = false; // the faulting page starts at or past the file's end
   uint64_t mount_size = 0; // tmpfs: the mount's size at the fault, 0 unlimited or unknown
   uint64_t mount_used = 0; // tmpfs: bytes in use on it then
+
+  // oom. The victim is target_pid, named in target_comm where the kernel
+  // gives its name (victim_mem), or by its exit's record (the model's).
+  // The header's fields are the task whose charge found no memory.
+  bool victim_mem = false; // the kernel gave the victim's uid, name and memory below
+  uint32_t target_uid = 0;
+  uint64_t victim_total_vm = 0; // bytes of its address space
+  uint64_t victim_anon_rss = 0; // its resident bytes, anonymous, of files, of shared memory
+  uint64_t victim_file_rss = 0;
+  uint64_t victim_shmem_rss = 0;
+  std::optional<int16_t> oom_score_adj;
+  // The memory cgroup of the task whose charge failed: the inode number of
+  // its directory (0: unknown).
+  uint64_t memcg_id = 0;
+  // The victim's memory cgroup as the session read it when the record
+  // came (nullopt: not read, or gone): what was charged to it and its
+  // limit. Its shared memory pages stay charged while their files live.
+  std::optional<CgroupMemory> memcg;
 
   // exit / exec.
   uint32_t exit_code = 0;

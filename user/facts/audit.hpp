@@ -5,6 +5,7 @@
 #pragma once
 
 #include "facts/container_name.hpp"
+#include "facts/memory_cgroup.hpp"
 #include "facts/scan.hpp"
 
 #include <cstdint>
@@ -34,13 +35,6 @@ struct HostNamespaces {
   uint32_t pid = 1;
   uint32_t mntns = 0;
   uint32_t ipcns = 0;
-};
-
-// A cgroup's memory limit: cgroup v2 memory.max, or v1
-// memory.limit_in_bytes. bytes nullopt: no limit ("max", or v1's
-// page-counter maximum).
-struct MemoryLimit {
-  std::optional<uint64_t> bytes;
 };
 
 struct AuditScan {

@@ -1,5 +1,7 @@
 #include "live/gather.hpp"
 
+#include "sources/mountinfo.hpp"
+
 #include "facts/dev.hpp"
 #include "live/container_names.hpp"
 #include "sources/clock.hpp"
@@ -37,7 +39,9 @@ void run(HoldersGather &g) {
   }
 }
 
-void run(StatJob &j) {
+} // namespace
+
+void run_stat(StatJob &j) {
   // The path is the one its process saw: a container's /dev/shm is
   // reached through that process's root while it lives.
   struct stat st {};
@@ -54,9 +58,11 @@ void run(StatJob &j) {
   }
 }
 
+namespace {
+
 void run(SampleGather &g) {
   for (StatJob &j : g.stats)
-    run(j);
+    run_stat(j);
   run(g.holders);
   if (!g.walk_namespaces) {
     auto again = refresh_mount_namespaces(std::move(g.namespaces));
@@ -73,6 +79,11 @@ void run(SampleGather &g) {
       if (m.is_tmpfs())
         mounted.push_back(m.dev);
   g.ended_devs = ended_filesystems(g.file_devs, mounted, g.walk_namespaces);
+  if (!g.memory.empty()) {
+    const std::vector<MountInfo> own = read_mountinfo(0);
+    for (MemoryJob &j : g.memory)
+      ContainerMemory::run(j, own);
+  }
 }
 
 void run(CgroupLookup &c) {

@@ -7,6 +7,7 @@
 
 #include "facts/container_name.hpp"
 #include "facts/mounts.hpp"
+#include "live/container_memory.hpp"
 #include "live/file_watch.hpp"
 #include "model/containers.hpp"
 #include "sources/namespaces.hpp"
@@ -50,6 +51,8 @@ struct SampleGather {
   // The filesystems the engine has files on, and those of them that
   // ended (no mount left, no superblock: ended_filesystems).
   std::vector<uint32_t> file_devs, ended_devs;
+  // The host's and each container's memory cgroup.
+  std::vector<MemoryJob> memory;
 };
 
 // Only the cgroups and containers of Gather::cgroups.
@@ -77,5 +80,9 @@ struct Gather {
 
 // Runs g's reads, on the worker thread.
 void run_gather(Gather &g);
+
+// One file's stat at its path, as its process saw it (through that
+// process's root, or the other one's): found, size and bytes.
+void run_stat(StatJob &j);
 
 } // namespace shmbpf

@@ -145,6 +145,9 @@ void Monitor::apply(Event &e) {
 }
 
 void Monitor::on_event(Event &e) {
+  // Now, held back or not: the victim's files may go with its container.
+  if (e.type == EventType::oom)
+    oom_files_.recount(e, engine_);
   if (gather_.valid()) {
     if (!gather_done_.load(std::memory_order_acquire) && held_.size() < kMaxHeld) {
       held_.push(e);
@@ -338,6 +341,7 @@ SampleGather Monitor::sample_request() {
   s.file_devs = engine_.file_devs();
   s.namespaces = namespaces_.list();
   s.walk_namespaces = namespaces_.walk_due(std::chrono::steady_clock::now());
+  s.memory = memory_.jobs(engine_);
   return s;
 }
 
@@ -352,6 +356,7 @@ void Monitor::apply_result(HoldersGather &h, const Gather &g) {
 
 void Monitor::apply_result(SampleGather &s, const Gather &g) {
   namespaces_.replace(std::move(s.namespaces), s.walk_namespaces, g.started);
+  memory_.apply(s.memory, engine_);
   for (const StatJob &j : s.stats) {
     if (j.found)
       engine_.set_file_usage(j.key, j.size, j.bytes, g.now_ns);

@@ -10,6 +10,7 @@
 #include "live/held_events.hpp"
 #include "live/known_namespaces.hpp"
 #include "live/new_cgroups.hpp"
+#include "live/oom_reads.hpp"
 #include "live/rescan_schedule.hpp"
 #include "live/session.hpp"
 #include "model/engine.hpp"
@@ -173,6 +174,8 @@ private:
   NewCgroups cgroups_;
   KnownNamespaces namespaces_;
   FileWatch watch_;
+  OomFiles oom_files_;     // an OOM kill's files counted again before it is applied
+  ContainerMemory memory_; // each container's memory cgroup, read at samples
   // A gather under way, and the events read since it began and not yet
   // applied.
   std::future<Gather> gather_;

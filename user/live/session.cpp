@@ -130,6 +130,12 @@ void Session::handle(const void *data, size_t len, const EventFn &fn) {
     stats_.decode_errors++;
     return;
   }
+  if (e.type == EventType::oom) {
+    oom_memory_.fill(e);
+    stats_.delivered++;
+    fn(e);
+    return;
+  }
   // An unlink/rename reaches us because its leaf name hashed to a tracked
   // file's (the hint), and the kernel has forgotten that name already (a
   // link keeps it).

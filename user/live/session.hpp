@@ -4,6 +4,7 @@
 #pragma once
 
 #include "decode/event.hpp"
+#include "live/oom_reads.hpp"
 #include "model/resolver.hpp"
 #include "probe/probe.hpp"
 #include "sources/system_scan.hpp"
@@ -62,7 +63,8 @@ private:
 
   Probe probe_;
   PathResolver resolver_;
-  Event event_; // decoded into for every record
+  OomMemory oom_memory_; // an OOM kill's memory cgroup, read as its record comes
+  Event event_;          // decoded into for every record
   SessionStats stats_;
   size_t seeded_ = 0;
   // What the listing before attach seeded, until the first seed() after

@@ -66,4 +66,31 @@ std::vector<ContainerRef> ContainerTable::unnamed() const {
   return out;
 }
 
+std::vector<std::pair<ContainerRef, CgroupMemory>> ContainerTable::memory_by_container() const {
+  std::map<std::string, const ContainerRef *> refs;
+  for (const auto &[cgroup, c] : cgroups_)
+    if (c.container)
+      refs.emplace(c.container->id, &*c.container);
+  std::map<std::string, std::pair<ContainerRef, CgroupMemory>> sorted;
+  for (const auto &[id, m] : memory_) {
+    auto it = refs.find(id);
+    ContainerRef ref = it != refs.end() ? *it->second : ContainerRef{id, "", ""};
+    if (id.empty())
+      ref = ContainerRef{};
+    sorted.emplace(id, std::make_pair(std::move(ref), m));
+  }
+  std::vector<std::pair<ContainerRef, CgroupMemory>> out;
+  out.reserve(sorted.size());
+  for (auto &[id, row] : sorted)
+    out.push_back(std::move(row));
+  return out;
+}
+
+void ContainerTable::set_memory(const std::string &id, std::optional<CgroupMemory> memory) {
+  if (memory)
+    memory_[id] = *memory;
+  else
+    memory_.erase(id);
+}
+
 } // namespace shmbpf

@@ -1,10 +1,12 @@
 // The engine's cgroups and containers: what each cgroup id is (its path and
 // the container it belongs to, if any), the names the runtimes' files give
-// containers, and which containers still wait for one. Pure: the Engine
+// containers, which containers still wait for one, and what each one's
+// memory cgroup held when last read. Pure: the Engine
 // fills it from the cgroup resolver and the runtimes' names.
 #pragma once
 
 #include "facts/container_name.hpp"
+#include "facts/memory_cgroup.hpp"
 #include "model/containers.hpp"
 
 #include <cstdint>
@@ -12,6 +14,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 namespace shmbpf {
@@ -44,6 +47,17 @@ public:
   // Containers found and not named yet, by id.
   std::vector<ContainerRef> unnamed() const;
 
+  // A container's memory cgroup as last read (id "": the host, the
+  // machine's memory); nullopt forgets it (its cgroup is gone).
+  void set_memory(const std::string &id, std::optional<CgroupMemory> memory);
+  const CgroupMemory *memory(const std::string &id) const {
+    auto it = memory_.find(id);
+    return it == memory_.end() ? nullptr : &it->second;
+  }
+  // Every container's memory as read, with the container (the host's
+  // first, with an empty id), by id.
+  std::vector<std::pair<ContainerRef, CgroupMemory>> memory_by_container() const;
+
 private:
   struct Cgroup {
     std::string path;
@@ -53,6 +67,7 @@ private:
   std::unordered_map<uint64_t, Cgroup> cgroups_;
   std::unordered_map<std::string, ContainerName> names_; // by container id
   std::map<std::string, ContainerRef> unnamed_;          // by container id
+  std::unordered_map<std::string, CgroupMemory> memory_; // by container id
 };
 
 } // namespace shmbpf

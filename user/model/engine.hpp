@@ -26,6 +26,7 @@
 #include <deque>
 #include <functional>
 #include <optional>
+#include <set>
 #include <span>
 #include <string>
 #include <string_view>
@@ -203,6 +204,17 @@ public:
   // Containers that set_cgroup_path found and set_container_name has not
   // named yet, by id.
   std::vector<ContainerRef> unnamed_containers() const;
+  // Each container's memory cgroup as read (id "": the host's memory);
+  // nullopt forgets it. containers() reports it.
+  void set_container_memory(const std::string &id, std::optional<CgroupMemory> memory) {
+    containers_.set_memory(id, std::move(memory));
+  }
+  std::vector<std::pair<ContainerRef, CgroupMemory>> container_memory() const {
+    return containers_.memory_by_container();
+  }
+  // A live process of each container the engine knows, by container id
+  // (the lowest pid): where its memory cgroup is found.
+  std::vector<std::pair<std::string, uint32_t>> container_pids() const;
   // cgroup ids in use that set_cgroup_path has not described yet.
   std::vector<uint64_t> unknown_cgroups() const;
   EngineStats stats() const;
@@ -228,6 +240,27 @@ public:
   // Writes, resizes and creates that found no space (ENOSPC, EDQUOT) since
   // start, grouped as sigbus_groups().
   std::vector<FailureGroup> nospace_groups() const;
+
+  // OOM kills seen since start (totals without a walk).
+  uint64_t oom_kills() const { return failures_.oom_kills().total(); }
+  // The remembered kills at or after since_ns, oldest first, each with its
+  // container.
+  std::vector<OomKill> oom_kills_since(uint64_t since_ns) const;
+  // How long the kills of a container that ended are still reported (by
+  // oom_groups, last_oom_kills and containers()): long enough for scrapes
+  // and alerts over the last minutes to see them, since an OOM kill often
+  // ends its container.
+  static constexpr uint64_t kOomShownNs = 15ull * 60 * 1'000'000'000;
+  // Every kill since start by container (mountpoint ""), as sigbus_groups(),
+  // but for containers that ended more than kOomShownNs after their last.
+  std::vector<FailureGroup> oom_groups(uint64_t now_ns) const;
+  // Each of those containers' latest remembered kill, by container id.
+  std::vector<OomKill> last_oom_kills(uint64_t now_ns) const;
+  // Before an oom event is applied: the linked files charged to its cgroup
+  // (oom_cgroup), at most n, the victim's then the largest by size first,
+  // whose pages the caller may count again (set_file_usage), since faults
+  // fill files unseen.
+  std::vector<SegmentKey> oom_candidates(const Event &e, size_t n) const;
 
   size_t segment_count() const { return segs_.size(); }
 
@@ -262,6 +295,22 @@ private:
   void on_exec(const Event &e);
   void on_sigbus(const Event &e);
   void on_nospace(const Event &e);
+  void on_oom(const Event &e);
+  // The cgroup an OOM kill is counted in: the victim's where known, else
+  // the charging task's.
+  uint64_t oom_cgroup(const Event &e) const;
+  // fn(key, segment, mine) for each segment charged to a cgroup as far as
+  // shmbpf can tell: created by a process of it, in its container, or
+  // created or held by the victim (mine).
+  template <class Fn> void for_each_charged(uint64_t cgroup_id, uint32_t victim, Fn &&fn) const;
+  // The largest (resident) of them, the victim's first, at most
+  // OomKillLog::kLargest.
+  std::vector<OomFile> largest_charged(uint64_t cgroup_id, uint32_t victim) const;
+  // The containers with a live process; whether a cgroup's kills are still
+  // reported (a live container's, the host's, or recent).
+  std::set<std::string> live_containers() const;
+  bool oom_shown(uint64_t cgroup_id, uint64_t last_ns, uint64_t now_ns,
+                 const std::set<std::string> &live) const;
   // A failure for lack of space on e's filesystem, by mount and cgroup.
   void count_nospace(const Event &e);
   // The mountpoint of the file a sigbus or nospace event names.
@@ -306,6 +355,7 @@ private:
     return containers_.container_of(cgroup_id);
   }
   BusError with_container(BusError b) const;
+  OomKill with_container(OomKill k) const;
   std::string mountpoint_of(const SegmentKey &key, const Segment &s) const;
   std::string mountpoint_of(bool sysv, uint32_t mnt_id, uint32_t dev) const;
   std::string_view mountpoint_view(bool sysv, uint32_t mnt_id, uint32_t dev) const;

@@ -73,6 +73,9 @@ void Engine::apply(const Event &e) {
   case EventType::nospace:
     on_nospace(e);
     break;
+  case EventType::oom:
+    on_oom(e);
+    break;
   }
 }
 
@@ -361,6 +364,7 @@ void Engine::on_shm_rmid(const Event &e) {
 }
 
 void Engine::on_exit(const Event &e) {
+  failures_.saw_exit(e);
   auto pit = procs_.find(e.pid);
   if (pit == procs_.end())
     return; // exit may be reported twice

@@ -18,12 +18,6 @@
 namespace shmbpf {
 namespace {
 
-std::string sysv_name(uint32_t key) {
-  char buf[16];
-  std::snprintf(buf, sizeof buf, "SYSV%08x", key);
-  return buf;
-}
-
 // The order of every list of segments: by path, then key.
 bool listed_before(std::string_view path_a, const SegmentKey &a, std::string_view path_b,
                    const SegmentKey &b) {

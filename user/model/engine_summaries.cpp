@@ -113,6 +113,17 @@ std::optional<ProcessInfo> Engine::process(uint32_t pid, uint64_t now_ns) const 
   return i;
 }
 
+std::vector<std::pair<std::string, uint32_t>> Engine::container_pids() const {
+  std::map<std::string, uint32_t> lowest;
+  for (const auto &[pid, p] : procs_)
+    if (const ContainerRef *c = container_of(p.cgroup_id)) {
+      auto [it, fresh] = lowest.try_emplace(c->id, pid);
+      if (!fresh)
+        it->second = std::min(it->second, pid);
+    }
+  return {lowest.begin(), lowest.end()};
+}
+
 std::vector<ContainerInfo> Engine::containers(uint64_t now_ns) const {
   now_ns = now_or_last(now_ns);
   std::map<std::string, ContainerInfo> rows;
@@ -145,6 +156,12 @@ std::vector<ContainerInfo> Engine::containers(uint64_t now_ns) const {
     if (!r.last_sigbus || r.last_sigbus->ts_ns < b.last.ts_ns)
       r.last_sigbus = with_container(b.last);
   }
+  // Kills of the containers still reported (Engine::kOomShownNs).
+  for (const FailureGroup &g : oom_groups(now_ns))
+    if (g.count != 0)
+      row(g.container.id.empty() ? nullptr : &g.container).oom_kills += g.count;
+  for (const OomKill &k : last_oom_kills(now_ns))
+    row(k.container.id.empty() ? nullptr : &k.container).last_oom_kill = k;
   const NsContainers ns = ns_containers();
   // Neighbouring segments mostly share a container: skip the map then.
   const ContainerRef *last = nullptr;
@@ -160,8 +177,11 @@ std::vector<ContainerInfo> Engine::containers(uint64_t now_ns) const {
   }
   std::vector<ContainerInfo> out;
   out.reserve(rows.size());
-  for (auto &[id, r] : rows)
+  for (auto &[id, r] : rows) {
+    if (const CgroupMemory *m = containers_.memory(id))
+      r.memory = *m;
     out.push_back(std::move(r));
+  }
   return out;
 }
 
@@ -244,6 +264,10 @@ EngineTotals Engine::totals(uint64_t now_ns, uint64_t orphan_min_age_ns) const {
   t.sigbus = bus.total();
   if (!bus.recent().empty())
     t.last_sigbus = with_container(bus.recent().back());
+  const OomKillLog &oom = failures_.oom_kills();
+  t.oom_kills = oom.total();
+  if (!oom.recent().empty())
+    t.last_oom_kill = with_container(oom.recent().back());
   return t;
 }
 

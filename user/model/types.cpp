@@ -1,11 +1,19 @@
 #include "model/types.hpp"
 
+#include <cstdio>
+
 namespace shmbpf {
 namespace {
 
 std::string_view leaf_of(std::string_view path) { return path.substr(path.rfind('/') + 1); }
 
 } // namespace
+
+std::string sysv_name(uint32_t key) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "SYSV%08x", key);
+  return buf;
+}
 
 std::string_view to_string(SegmentState s) {
   switch (s) {

@@ -4,9 +4,11 @@
 #pragma once
 
 #include "decode/event.hpp"
+#include "facts/memory_cgroup.hpp"
 #include "facts/mounts.hpp"
 #include "model/bus_errors.hpp"
 #include "model/containers.hpp"
+#include "model/oom_kills.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -83,6 +85,10 @@ struct SegmentKey {
     return a.ino_or_shmid < b.ino_or_shmid;
   }
 };
+
+// A SysV segment's name as the kernel's shm mount gives it: "SYSV" and its
+// key in eight hex digits.
+std::string sysv_name(uint32_t key);
 
 struct SegmentKeyHash {
   size_t operator()(const SegmentKey &k) const noexcept;
@@ -191,8 +197,13 @@ struct ContainerInfo {
   uint64_t creates = 0; // summed over live processes
   uint64_t unlinks = 0;
   double create_rate = 0;
-  uint64_t sigbus = 0;                 // SIGBUS faults of its processes since start
-  std::optional<BusError> last_sigbus; // the latest of them
+  uint64_t sigbus = 0;                  // SIGBUS faults of its processes since start
+  std::optional<BusError> last_sigbus;  // the latest of them
+  uint64_t oom_kills = 0;               // its processes the OOM killer killed since start
+  std::optional<OomKill> last_oom_kill; // the latest of them still remembered
+  // Its memory cgroup as last read (the host: the machine's memory); none
+  // until read, or when it cannot be.
+  std::optional<CgroupMemory> memory;
 };
 
 struct MountUsage {
@@ -241,6 +252,8 @@ struct EngineTotals {
   double unlink_rate = 0;
   uint64_t sigbus = 0; // kernel-generated SIGBUS since start
   std::optional<BusError> last_sigbus;
+  uint64_t oom_kills = 0; // since start
+  std::optional<OomKill> last_oom_kill;
 };
 
 struct EngineStats {

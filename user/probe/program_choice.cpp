@@ -90,6 +90,7 @@ constexpr std::array kMeanings = {
     HookMeaning{"sched_process_exit", "exit", "exits found by rescans"},
     HookMeaning{"sched_process_exec", "exec", "new programs of a process found by rescans"},
     HookMeaning{"signal_generate", "sigbus", "SIGBUS faults (a full tmpfs) not seen"},
+    HookMeaning{"mark_victim", "oom", "OOM kills not seen"},
     HookMeaning{kFreeHook, "free", "freed bytes of unlinked files come from rescans"},
     HookMeaning{"d_instantiate", "create, memfd_create, link",
                 "files and memfds made, and links, found by rescans"},

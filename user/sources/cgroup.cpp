@@ -1,9 +1,17 @@
 #include "sources/cgroup.hpp"
 
+#include "facts/scan.hpp"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <cerrno>
 #include <charconv>
-#include <fcntl.h>
-#include <unistd.h>
+#include <cstdint>
+#include <deque>
 
 namespace shmbpf {
 
@@ -58,6 +66,13 @@ bool has_option(const std::string &options, std::string_view name) {
 // which the mount (made inside it) cannot reach.
 bool leaves_namespace(std::string_view path) {
   return path.find("/../") != std::string_view::npos || path.ends_with("/..");
+}
+
+// A path below a mount's root as the hierarchy names it.
+std::string join_root(const std::string &root, const std::string &rel) {
+  if (rel.empty())
+    return root.empty() ? "/" : root;
+  return (root == "/" ? std::string() : root) + rel;
 }
 
 std::string parent_of(const std::string &path) {
@@ -164,8 +179,8 @@ MemoryLimit tighter(const MemoryLimit &a, const MemoryLimit &b) {
   return *a.bytes <= *b.bytes ? a : b;
 }
 
-std::vector<std::string> memory_limit_files(const std::vector<CgroupLine> &lines,
-                                            const std::vector<MountInfo> &mounts) {
+MemoryCgroupDirs memory_cgroup_dirs(const std::vector<CgroupLine> &lines,
+                                    const std::vector<MountInfo> &mounts) {
   // A controller lives in one hierarchy: a v1 line that has memory means
   // the v2 hierarchy has none (hybrid hosts).
   const CgroupLine *line = nullptr;
@@ -174,36 +189,66 @@ std::vector<std::string> memory_limit_files(const std::vector<CgroupLine> &lines
       line = &l;
       break;
     }
-  const bool v1 = line != nullptr;
-  if (!v1)
+  MemoryCgroupDirs out;
+  out.v1 = line != nullptr;
+  if (!out.v1)
     for (const CgroupLine &l : lines)
       if (l.v2()) {
         line = &l;
         break;
       }
   if (!line || leaves_namespace(line->path))
-    return {};
-  const char *file = v1 ? "memory.limit_in_bytes" : "memory.max";
+    return out;
 
   // The first mount of that hierarchy that reaches the cgroup (a mount of a
   // subtree may not).
   for (const MountInfo &m : mounts) {
-    const bool fits =
-        v1 ? m.fstype == "cgroup" && has_option(m.super_options, "memory") : m.fstype == "cgroup2";
+    const bool fits = out.v1 ? m.fstype == "cgroup" && has_option(m.super_options, "memory")
+                             : m.fstype == "cgroup2";
     if (!fits || !join_mount_path(m, line->path))
       continue;
-    std::vector<std::string> out;
     for (std::string path = line->path;; path = parent_of(path)) {
       auto dir = join_mount_path(m, path);
       if (!dir)
         break; // above the mount's root
-      out.push_back(*dir + (dir->ends_with('/') ? "" : "/") + file);
+      if (!dir->ends_with('/'))
+        dir->push_back('/');
+      out.dirs.push_back(std::move(*dir));
       if (path == "/")
         break;
     }
     return out;
   }
-  return {};
+  return out;
+}
+
+std::vector<std::string> memory_limit_files(const std::vector<CgroupLine> &lines,
+                                            const std::vector<MountInfo> &mounts) {
+  MemoryCgroupDirs d = memory_cgroup_dirs(lines, mounts);
+  for (std::string &dir : d.dirs)
+    dir += d.v1 ? "memory.limit_in_bytes" : "memory.max";
+  return std::move(d.dirs);
+}
+
+std::optional<uint64_t> parse_memory_stat_shmem(std::string_view text) {
+  std::optional<uint64_t> shmem, total;
+  while (!text.empty()) {
+    const size_t nl = text.find('\n');
+    const std::string_view line = text.substr(0, nl);
+    text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
+    const size_t sp = line.find(' ');
+    if (sp == std::string_view::npos)
+      continue;
+    const std::string_view key = line.substr(0, sp), value = line.substr(sp + 1);
+    if (key != "shmem" && key != "total_shmem")
+      continue;
+    uint64_t n = 0;
+    auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
+    if (value.empty() || ec != std::errc() || end != value.data() + value.size())
+      continue;
+    (key == "shmem" ? shmem : total) = n;
+  }
+  return total ? total : shmem;
 }
 
 std::optional<MemoryLimit> read_memory_limit(uint32_t pid, const std::vector<MountInfo> &mounts) {
@@ -219,6 +264,138 @@ std::optional<MemoryLimit> read_memory_limit(uint32_t pid, const std::vector<Mou
       limit = limit ? tighter(*limit, *one) : *one;
   }
   return limit;
+}
+
+std::optional<CgroupMemory> read_cgroup_memory(const MemoryCgroupDirs &cgroup) {
+  if (cgroup.dirs.empty())
+    return std::nullopt;
+  const std::string &dir = cgroup.dirs.front();
+  const auto stat = read_small_file(dir + "memory.stat");
+  const auto usage =
+      read_small_file(dir + (cgroup.v1 ? "memory.usage_in_bytes" : "memory.current"));
+  if (!stat || !usage)
+    return std::nullopt;
+  const auto shmem = parse_memory_stat_shmem(*stat);
+  const auto used = parse_memory_limit(*usage); // one number, as a limit is
+  if (!shmem || !used || !used->bytes)
+    return std::nullopt;
+  CgroupMemory out{.shmem = *shmem, .usage = *used->bytes, .limit = {}};
+  for (const std::string &d : cgroup.dirs)
+    if (const auto text = read_small_file(d + (cgroup.v1 ? "memory.limit_in_bytes" : "memory.max")))
+      if (const auto one = parse_memory_limit(*text))
+        out.limit = tighter(out.limit, *one);
+  return out;
+}
+
+std::optional<CgroupMemory> parse_meminfo(std::string_view text) {
+  std::optional<uint64_t> total, available, shmem;
+  while (!text.empty()) {
+    const size_t nl = text.find('\n');
+    const std::string_view line = text.substr(0, nl);
+    text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
+    const size_t colon = line.find(':');
+    if (colon == std::string_view::npos)
+      continue;
+    const std::string_view key = line.substr(0, colon);
+    std::optional<uint64_t> *to = key == "MemTotal"       ? &total
+                                  : key == "MemAvailable" ? &available
+                                  : key == "Shmem"        ? &shmem
+                                                          : nullptr;
+    if (!to)
+      continue;
+    std::string_view value = line.substr(colon + 1);
+    while (!value.empty() && value.front() == ' ')
+      value.remove_prefix(1);
+    uint64_t kb = 0;
+    auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), kb);
+    const std::string_view unit(end, static_cast<size_t>(value.data() + value.size() - end));
+    if (ec == std::errc() && end != value.data() && unit == " kB" && kb <= (UINT64_MAX >> 10))
+      *to = kb << 10;
+  }
+  if (!total || !available || !shmem)
+    return std::nullopt;
+  return CgroupMemory{.shmem = *shmem,
+                      .usage = *total - std::min(*total, *available),
+                      .limit = MemoryLimit{*total}};
+}
+
+std::optional<CgroupMemory> read_host_memory() {
+  const auto text = read_small_file("/proc/meminfo");
+  return text ? parse_meminfo(*text) : std::nullopt;
+}
+
+std::optional<MemoryCgroupDirs>
+find_memory_cgroup(uint64_t id, const std::vector<MountInfo> &mounts, size_t max_dirs) {
+  const MountInfo *mount = nullptr;
+  for (const MountInfo &m : mounts)
+    if (m.fstype == "cgroup" && has_option(m.super_options, "memory")) {
+      mount = &m;
+      break;
+    }
+  const bool v1 = mount != nullptr;
+  if (!v1)
+    for (const MountInfo &m : mounts)
+      if (m.fstype == "cgroup2") {
+        mount = &m;
+        break;
+      }
+  if (!mount || id == 0)
+    return std::nullopt;
+  // Breadth first: a container's cgroup is a few levels down. Paths are
+  // relative to the mount's root, as /proc/<pid>/cgroup would give them
+  // (below the mount's own root).
+  std::deque<std::string> todo{""};
+  struct stat root {};
+  if (::stat(mount->mountpoint.c_str(), &root) != 0)
+    return std::nullopt;
+  std::optional<std::string> found;
+  if (root.st_ino == id)
+    found = "";
+  for (size_t seen = 0; !found && !todo.empty() && seen < max_dirs; ++seen) {
+    const std::string rel = std::move(todo.front());
+    todo.pop_front();
+    const std::string dir = mount->mountpoint + rel;
+    const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+      continue;
+    DIR *d = ::fdopendir(fd);
+    if (!d) {
+      ::close(fd);
+      continue;
+    }
+    while (const dirent *ent = ::readdir(d)) {
+      if (ent->d_type != DT_DIR || ent->d_name[0] == '.')
+        continue;
+      std::string child = rel + "/" + ent->d_name;
+      if (ent->d_ino == id) {
+        found = std::move(child);
+        break;
+      }
+      todo.push_back(std::move(child));
+    }
+    ::closedir(d);
+  }
+  if (!found)
+    return std::nullopt;
+  // Back to the root through the mount, as a process's line would lead.
+  const std::string in_hierarchy = join_root(mount->root, *found);
+  const CgroupLine line =
+      v1 ? CgroupLine{1, {"memory"}, in_hierarchy} : CgroupLine{0, {}, in_hierarchy};
+  MemoryCgroupDirs dirs = memory_cgroup_dirs({line}, {*mount});
+  if (dirs.dirs.empty())
+    return std::nullopt;
+  return dirs;
+}
+
+std::optional<MemoryCgroupDirs> read_memory_cgroup_dirs(uint32_t pid,
+                                                        const std::vector<MountInfo> &mounts) {
+  const auto text = read_small_file("/proc/" + std::to_string(pid) + "/cgroup");
+  if (!text)
+    return std::nullopt;
+  MemoryCgroupDirs d = memory_cgroup_dirs(parse_cgroup_lines(*text), mounts);
+  if (d.dirs.empty())
+    return std::nullopt;
+  return d;
 }
 
 uint64_t scan_cgroup_id(uint64_t v2_id, std::string_view container_path) {

@@ -4,7 +4,7 @@
 // reader around them.
 #pragma once
 
-#include "facts/audit.hpp"
+#include "facts/memory_cgroup.hpp"
 #include "facts/mounts.hpp"
 
 #include <cstdint>
@@ -53,6 +53,21 @@ std::optional<MemoryLimit> parse_memory_limit(std::string_view text);
 // The tighter of two limits (no limit is the loosest).
 MemoryLimit tighter(const MemoryLimit &a, const MemoryLimit &b);
 
+// A process's memory cgroup and its ancestors up to the root of the
+// hierarchy the memory controller is on, innermost first, as directories
+// ending in '/' reached through mounts (shmbpf's own mount table): under
+// the cgroup v1 mount whose super options name `memory` when a v1 line has
+// that controller, else under the first cgroup2 mount. No directories when
+// the hierarchy is not mounted there, or the path leads outside the mount
+// (another cgroup namespace).
+struct MemoryCgroupDirs {
+  bool v1 = false;
+  std::vector<std::string> dirs;
+  bool operator==(const MemoryCgroupDirs &) const = default;
+};
+MemoryCgroupDirs memory_cgroup_dirs(const std::vector<CgroupLine> &lines,
+                                    const std::vector<MountInfo> &mounts);
+
 // The files that hold a process's memory limits from its cgroup up to the
 // root of the hierarchy the memory controller is on, innermost first, as
 // reached through mounts (shmbpf's own mount table): memory.limit_in_bytes
@@ -67,5 +82,33 @@ std::vector<std::string> memory_limit_files(const std::vector<CgroupLine> &lines
 // memory_limit_files. nullopt when the process is gone or none of the files
 // could be read (a v2 root cgroup has none).
 std::optional<MemoryLimit> read_memory_limit(uint32_t pid, const std::vector<MountInfo> &mounts);
+
+// The shared memory a memory.stat counts: v1's total_shmem (the cgroup and
+// its descendants) where it is given, else shmem (v2's is hierarchical).
+// nullopt when neither line holds one number.
+std::optional<uint64_t> parse_memory_stat_shmem(std::string_view text);
+
+// The memory cgroup of process pid (nullopt when it is gone or has none
+// that the mounts reach), and what that cgroup holds now: its shmem, its
+// usage, and the tightest limit up the tree (nullopt when its files cannot
+// be read: the cgroup was removed).
+std::optional<MemoryCgroupDirs> read_memory_cgroup_dirs(uint32_t pid,
+                                                        const std::vector<MountInfo> &mounts);
+std::optional<CgroupMemory> read_cgroup_memory(const MemoryCgroupDirs &cgroup);
+
+// The host's memory as a cgroup's is told, from /proc/meminfo: Shmem,
+// MemTotal - MemAvailable as usage, MemTotal as the limit (kB lines, in
+// bytes). nullopt when one of them is missing.
+std::optional<CgroupMemory> parse_meminfo(std::string_view text);
+std::optional<CgroupMemory> read_host_memory();
+
+// The memory cgroup whose directory has inode number id (a memory cgroup's
+// kernfs id, as the kernel names it), with its ancestors as
+// memory_cgroup_dirs gives them: found by walking the hierarchy the memory
+// controller is on (a v1 mount whose options name memory, else cgroup2)
+// from its mount's root, at most max_dirs directories. For a cgroup whose
+// processes are gone.
+std::optional<MemoryCgroupDirs>
+find_memory_cgroup(uint64_t id, const std::vector<MountInfo> &mounts, size_t max_dirs = 65536);
 
 } // namespace shmbpf

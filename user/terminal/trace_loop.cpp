@@ -4,6 +4,7 @@
 #include "live/signals.hpp"
 #include "sources/clock.hpp"
 #include "terminal/output.hpp"
+#include "views/program_stats.hpp"
 #include "views/trace_view.hpp"
 
 #include <cerrno>

@@ -69,6 +69,17 @@ const ColumnSet<ContainerInfo> &container_columns() {
       {{"PROCS", right}, [](const K &k, const C &) { return number(k.processes); }},
       {{"SEGS", right}, [](const K &k, const C &) { return number(k.segments); }},
       {{"BYTES", right}, [](const K &k, const C &) { return human_bytes(k.bytes); }},
+      // Its memory cgroup: the shared memory charged to it, and its limit.
+      {{"SHMEM", right},
+       [](const K &k, const C &) {
+         return k.memory ? human_bytes(k.memory->shmem) : std::string("-");
+       }},
+      {{"LIMIT", right},
+       [](const K &k, const C &) {
+         return !k.memory               ? std::string("-")
+                : k.memory->limit.bytes ? human_bytes(*k.memory->limit.bytes)
+                                        : std::string("none");
+       }},
       {{"SHM MOUNT %", right},
        [](const K &k, const C &c) {
          const MountUsage *shm = c.relations ? c.relations->shm_of(k.id) : nullptr;

@@ -42,12 +42,25 @@ void segment_fields(JsonWriter &j, const SegmentInfo &s) {
 } // namespace
 
 void ExportFormatter::append_event(std::string &out, const Event &e,
-                                   std::optional<const ContainerRef *> container) {
+                                   std::optional<const ContainerRef *> container,
+                                   const OomKill *kill) {
   JsonWriter j(out, /*compact=*/true);
   j.begin_object();
   trace_.write_json_fields(j, e);
   j.boolean("container_known", container.has_value());
   container_fields(j, container.value_or(nullptr));
+  if (kill) {
+    // What the model made of it: the victim's container (the header's is
+    // the charging task's) and the largest files charged to its cgroup.
+    j.key("victim").begin_object();
+    j.key("comm").str_or_null(kill->comm);
+    container_fields(j, &kill->container);
+    j.end_object();
+    j.key("largest_files").begin_array();
+    for (const OomFile &f : kill->largest)
+      j.begin_object().str("path", f.path).num("bytes", f.bytes).num("size", f.size).end_object();
+    j.end_array();
+  }
   j.end_object();
   out += '\n';
 }

@@ -23,9 +23,10 @@ public:
   // Each appends one line, '\n' included.
   // An event as trace --json writes it, plus the container of its cgroup:
   // container is nullopt while the engine has not resolved that cgroup
-  // (container_known false), nullptr on the host.
-  void append_event(std::string &out, const Event &e,
-                    std::optional<const ContainerRef *> container);
+  // (container_known false), nullptr on the host. An oom event's record
+  // also says what the model recorded of the kill (kill, when given).
+  void append_event(std::string &out, const Event &e, std::optional<const ContainerRef *> container,
+                    const OomKill *kill = nullptr);
   // count records the kernel could not deliver since the last such record
   // (total since start); at ts_ns, CLOCK_BOOTTIME.
   void append_lost(std::string &out, uint64_t ts_ns, uint64_t count, uint64_t total);

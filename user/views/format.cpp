@@ -152,18 +152,47 @@ std::optional<uint64_t> seconds_to_full(const MountUsage &m) {
   return static_cast<uint64_t>(*m.seconds_to_full);
 }
 
-std::string bus_error_text(const BusError &b, uint64_t now_ns) {
-  // In a container: the pid its logs print, the container, then the host's.
-  std::string who = "pid " + std::to_string(b.pid);
-  if (!b.container.id.empty()) {
-    const std::string &name =
-        b.container.name.empty() ? short_id(b.container.id) : b.container.name;
-    who = (b.ns_pid != 0 && b.ns_pid != b.pid ? "pid " + std::to_string(b.ns_pid) + " in " : "") +
-          std::string("container ") + escape_text(name) + " (host pid " + std::to_string(b.pid) +
-          ")";
+namespace {
+
+// When and who: "12s ago, pid 2690 (python3)"; in a container, the pid its
+// logs print (ns_pid, when known), the container, then the host's pid.
+std::string when_and_who(uint64_t ts_ns, uint64_t now_ns, uint32_t pid, uint32_t ns_pid,
+                         const ContainerRef &container, const std::string &comm) {
+  std::string who = "pid " + std::to_string(pid);
+  if (!container.id.empty()) {
+    const std::string &name = container.name.empty() ? short_id(container.id) : container.name;
+    who = (ns_pid != 0 && ns_pid != pid ? "pid " + std::to_string(ns_pid) + " in " : "") +
+          std::string("container ") + escape_text(name) + " (host pid " + std::to_string(pid) + ")";
   }
-  std::string t = human_age(now_ns > b.ts_ns ? (now_ns - b.ts_ns) / 1'000'000'000 : 0) + " ago, " +
-                  who + " (" + escape_text(b.comm) + "): ";
+  return human_age(now_ns > ts_ns ? (now_ns - ts_ns) / 1'000'000'000 : 0) + " ago, " + who + " (" +
+         escape_text(comm) + ")";
+}
+
+} // namespace
+
+std::string oom_kill_text(const OomKill &k, uint64_t now_ns) {
+  std::string t =
+      when_and_who(k.ts_ns, now_ns, k.pid, 0, k.container, k.comm.empty() ? "?" : k.comm) + ": ";
+  if (!k.memory) {
+    t += "memory cgroup not read";
+  } else {
+    const CgroupMemory &m = *k.memory;
+    t += "shmem " + human_bytes(m.shmem);
+    // Of the limit that was hit; on a host out of memory, of the charge.
+    const uint64_t whole = m.limit.bytes ? *m.limit.bytes : m.usage;
+    t += m.limit.bytes ? " of limit " : " of usage ";
+    t += human_bytes(whole);
+    if (whole != 0)
+      t += " (" + std::to_string(std::min<uint64_t>(100, m.shmem * 100 / whole)) + "%)";
+  }
+  if (!k.largest.empty())
+    t += ", largest " + escape_text(k.largest.front().path) + " (" +
+         human_bytes(k.largest.front().bytes) + ")";
+  return t;
+}
+
+std::string bus_error_text(const BusError &b, uint64_t now_ns) {
+  std::string t = when_and_who(b.ts_ns, now_ns, b.pid, b.ns_pid, b.container, b.comm) + ": ";
   if (b.fault != FaultLookup::file) {
     t += b.fault == FaultLookup::anon ? "an anonymous mapping" : "mapping unknown";
     return t;

@@ -60,6 +60,11 @@ std::optional<uint64_t> seconds_to_full(const MountUsage &m);
 // pid 2690 (python3): /dev/shm/x at 1.0M of 4.0M, mount-full (64.0M of
 // 64.0M used)". Escaped for a terminal.
 std::string bus_error_text(const BusError &b, uint64_t now_ns);
+// An OOM kill in a line: when, who, what its memory cgroup held and the
+// largest shared memory file charged to it, e.g. "12s ago, pid 2690
+// (python3): shmem 26.0M of limit 32.0M (81%), largest /dev/shm/x
+// (25.0M)". Escaped for a terminal.
+std::string oom_kill_text(const OomKill &k, uint64_t now_ns);
 
 // The mounts worth attention: a SIGBUS on a file of theirs or a write that
 // found no space, over 90% full or full within an hour. One rule for top's header, its rows and its

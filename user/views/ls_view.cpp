@@ -152,6 +152,20 @@ void write_process(JsonWriter &w, const ProcessInfo &p) {
   w.end_object();
 }
 
+// Its memory cgroup: the shared memory charged to it, its usage and limit
+// (null when not read, or no limit).
+void write_container_memory(JsonWriter &w, const ContainerInfo &c) {
+  if (!c.memory) {
+    w.null("shmem_bytes").null("memory_usage_bytes").null("memory_limit_bytes");
+    return;
+  }
+  w.num("shmem_bytes", c.memory->shmem).num("memory_usage_bytes", c.memory->usage);
+  if (c.memory->limit.bytes)
+    w.num("memory_limit_bytes", *c.memory->limit.bytes);
+  else
+    w.null("memory_limit_bytes");
+}
+
 void write_container_row(JsonWriter &w, const ContainerInfo &c) {
   w.begin_object();
   w.str("id", c.id).boolean("host", c.id.empty());
@@ -162,6 +176,7 @@ void write_container_row(JsonWriter &w, const ContainerInfo &c) {
   w.key("pod_uid").str_or_null(c.pod_uid);
   w.num("processes", c.processes).num("segments", c.segments).num("bytes", c.bytes);
   w.num("creates", c.creates).num("unlinks", c.unlinks).real("create_rate", c.create_rate);
+  write_container_memory(w, c);
   w.end_object();
 }
 

@@ -36,6 +36,9 @@ void write_container(JsonWriter &w, const ContainerRef &c);
 // runtime; "host" for the host. Escaped.
 std::string container_text(const ContainerRef &c);
 void write_container_row(JsonWriter &w, const ContainerInfo &c);
+// A container row's memory fields (shmem_bytes, memory_usage_bytes,
+// memory_limit_bytes), which top's rows share.
+void write_container_memory(JsonWriter &w, const ContainerInfo &c);
 void write_mount(JsonWriter &w, const MountUsage &m);
 
 // One JSON document each, ending in '\n': {"segments": [...]} and so on.

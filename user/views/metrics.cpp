@@ -241,11 +241,90 @@ void failure_samples(PrometheusWriter &w, const std::vector<FailureGroup> &group
   }
 }
 
+template <class T> void owner_sample(PrometheusWriter &w, const Owner &o, T value) {
+  w.sample({{"namespace", o.pod_namespace},
+            {"pod", o.pod},
+            {"pod_uid", o.pod_uid},
+            {"container", o.name},
+            {"id", o.id}},
+           value);
+}
+
+// OOM kills by container, and what each container's latest remembered kill
+// found: its memory cgroup's shared memory, limit and the share of the
+// charge that was shared memory.
+void oom_samples(PrometheusWriter &w, const MetricsSnapshot &s) {
+  w.family("shmbpf_oom_kills_total", Type::counter,
+           "Processes the kernel's OOM killer killed since start, by the victim's container "
+           "(the host's cgroups: id=\"\").");
+  std::map<Owner, uint64_t> sums;
+  for (const FailureGroup &g : s.oom_kills)
+    sums[Owner(g.container)] += g.count;
+  for (const auto &[owner, count] : sums)
+    owner_sample(w, owner, count);
+  auto each = [&](const char *name, const char *help, auto value) {
+    w.family(name, Type::gauge, help);
+    for (const OomKill &k : s.last_oom_kills)
+      if (const auto v = value(k))
+        owner_sample(w, Owner(k.container), *v);
+  };
+  const int64_t to_realtime = s.counters.boot_to_realtime_ns;
+  each("shmbpf_oom_last_kill_timestamp_seconds",
+       "When the container's latest OOM kill happened, in seconds since the epoch.",
+       [&](const OomKill &k) {
+         return std::optional<double>(
+             static_cast<double>(static_cast<int64_t>(k.ts_ns) + to_realtime) / 1e9);
+       });
+  each("shmbpf_oom_last_kill_shmem_bytes",
+       "Shared memory (tmpfs, memfd, SysV) charged to the memory cgroup of the container's "
+       "latest OOM kill, read as the kill was seen.",
+       [](const OomKill &k) {
+         return k.memory ? std::optional<double>(static_cast<double>(k.memory->shmem))
+                         : std::nullopt;
+       });
+  each("shmbpf_oom_last_kill_shmem_ratio",
+       "Shared memory's share of what was charged to the memory cgroup of the container's "
+       "latest OOM kill (0 to 1): at 0.5 or more, /dev/shm and its kind filled the cgroup.",
+       [](const OomKill &k) { return k.shmem_share(); });
+  each("shmbpf_oom_last_kill_limit_bytes",
+       "The memory limit of the cgroup of the container's latest OOM kill; absent when it had "
+       "none (the host ran out).",
+       [](const OomKill &k) {
+         return k.memory && k.memory->limit.bytes
+                    ? std::optional<double>(static_cast<double>(*k.memory->limit.bytes))
+                    : std::nullopt;
+       });
+}
+
+// Each container's memory cgroup: what shmem dashboards built on RSS or
+// the working set miss.
+void container_memory(PrometheusWriter &w, const MetricsSnapshot &s) {
+  auto each = [&](const char *name, const char *help, auto value) {
+    w.family(name, Type::gauge, help);
+    for (const auto &[c, m] : s.container_memory)
+      if (const auto v = value(m))
+        owner_sample(w, Owner(c), *v);
+  };
+  each("shmbpf_container_shmem_bytes",
+       "Shared memory (tmpfs, memfd, SysV) charged to a container's memory cgroup "
+       "(memory.stat shmem); id=\"\": the host's (/proc/meminfo Shmem).",
+       [](const CgroupMemory &m) { return std::optional<uint64_t>(m.shmem); });
+  each("shmbpf_container_memory_usage_bytes",
+       "Everything charged to a container's memory cgroup (memory.current, "
+       "memory.usage_in_bytes); id=\"\": the host's memory in use.",
+       [](const CgroupMemory &m) { return std::optional<uint64_t>(m.usage); });
+  each("shmbpf_container_memory_limit_bytes",
+       "The memory limit of a container's cgroup, the tightest up the tree; absent without "
+       "one. id=\"\": the host's memory.",
+       [](const CgroupMemory &m) { return m.limit.bytes; });
+}
+
 void counters(PrometheusWriter &w, const MetricsSnapshot &s, const Folding &fold) {
   const MetricsCounters &c = s.counters;
   w.family("shmbpf_events_total", Type::counter, "Events applied to the model since start.");
   for (size_t t = 1; t < c.events.size(); ++t)
-    w.sample({{"event", to_string(static_cast<EventType>(t))}}, c.events[t]);
+    if (const std::string_view name = to_string(static_cast<EventType>(t)); name != "unknown")
+      w.sample({{"event", name}}, c.events[t]); // the numbers no type has left out
   w.family("shmbpf_events_lost_total", Type::counter,
            "Records the kernel could not deliver since start (ring buffer full); the model "
            "rescans to recover.");
@@ -260,6 +339,7 @@ void counters(PrometheusWriter &w, const MetricsSnapshot &s, const Folding &fold
            "failed for lack of space (ENOSPC, or EDQUOT from a quota) since start, by the "
            "failing process's container and the mount: a full /dev/shm without the crash.");
   failure_samples(w, s.nospace, fold);
+  oom_samples(w, s);
   w.family("shmbpf_bpf_program_attached", Type::gauge,
            "1 when the hook's program is attached; 0 when the hook is off on this kernel (what "
            "is lost: shmbpf doctor).");
@@ -315,6 +395,9 @@ MetricsSnapshot take_metrics_snapshot(const Engine &engine, MetricsCounters coun
   s.mounts = engine.mounts();
   s.sigbus = engine.sigbus_groups();
   s.nospace = engine.nospace_groups();
+  s.oom_kills = engine.oom_groups(counters.now_ns);
+  s.last_oom_kills = engine.last_oom_kills(counters.now_ns);
+  s.container_memory = engine.container_memory();
   s.counters = std::move(counters);
   return s;
 }
@@ -327,6 +410,7 @@ std::string metrics_text(const MetricsSnapshot &snapshot) {
   const Folding fold = fold_foreign(snapshot.mounts, fs);
   segments(w, snapshot.segments, fold);
   mounts(w, fs, fold);
+  container_memory(w, snapshot);
   counters(w, snapshot, fold);
   if (snapshot.counters.export_file)
     export_counters(w, *snapshot.counters.export_file);

@@ -36,8 +36,9 @@ struct ReapCounters {
 
 // What the live loop knows that the engine does not.
 struct MetricsCounters {
-  uint64_t now_ns = 0;     // CLOCK_BOOTTIME
-  uint32_t host_mntns = 0; // the host's mount namespace (host_mount_namespace())
+  uint64_t now_ns = 0;             // CLOCK_BOOTTIME
+  int64_t boot_to_realtime_ns = 0; // CLOCK_REALTIME - CLOCK_BOOTTIME, for timestamps
+  uint32_t host_mntns = 0;         // the host's mount namespace (host_mount_namespace())
   std::array<uint64_t, kEventTypeSlots> events{}; // applied, by EventType value
   uint64_t lost = 0;                              // records the kernel could not deliver
   std::vector<HookStatus> hooks;                  // every hook and its program, or why it is off
@@ -62,8 +63,12 @@ struct MetricsSnapshot {
   MetricsCounters counters;
   std::vector<SegmentGroup> segments; // every orphan counts, whatever its age
   std::vector<MountUsage> mounts;
-  std::vector<FailureGroup> sigbus;  // kernel-generated SIGBUS since start
-  std::vector<FailureGroup> nospace; // writes, resizes and creates without space since start
+  std::vector<FailureGroup> sigbus;    // kernel-generated SIGBUS since start
+  std::vector<FailureGroup> nospace;   // writes, resizes and creates without space since start
+  std::vector<FailureGroup> oom_kills; // by container (mountpoint "") since start
+  std::vector<OomKill> last_oom_kills; // each container's latest remembered kill, by id
+  // Each container's memory cgroup as last read (the host's: the machine's).
+  std::vector<std::pair<ContainerRef, CgroupMemory>> container_memory;
 };
 
 MetricsSnapshot take_metrics_snapshot(const Engine &engine, MetricsCounters counters);

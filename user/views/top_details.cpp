@@ -167,6 +167,11 @@ bool Details::container(const std::string &id) {
     if (c.sigbus)
       kv("sigbus",
          std::to_string(c.sigbus) + ", last " + bus_error_text(*c.last_sigbus, snap_.now_ns));
+    if (c.oom_kills)
+      kv("oom kills",
+         std::to_string(c.oom_kills) +
+             (c.last_oom_kill ? ", last " + oom_kill_text(*c.last_oom_kill, snap_.now_ns)
+                              : std::string()));
     Table t = table_of(process_columns(), top_column_gap);
     for (const ProcessInfo &p : snap_.processes)
       if (p.container_id == c.id &&

@@ -111,10 +111,14 @@ void push_header(TopFrame &f, const TopSnapshot &snap, const TopState &st, const
   push(f,
        "Activity: " + rate_text(t.create_rate) + " creates/s, " + rate_text(t.unlink_rate) +
            " unlinks/s   SIGBUS: " + std::to_string(t.sigbus) +
+           "   OOM kills: " + std::to_string(t.oom_kills) +
            "   Lost events: " + std::to_string(snap.lost) + (snap.lost ? " (!)" : ""),
-       snap.lost || t.sigbus ? TopStyle::alert : TopStyle::normal, width);
+       snap.lost || t.sigbus || t.oom_kills ? TopStyle::alert : TopStyle::normal, width);
   if (t.last_sigbus)
     push(f, "Last SIGBUS: " + bus_error_text(*t.last_sigbus, snap.now_ns), TopStyle::alert, width);
+  if (t.last_oom_kill)
+    push(f, "Last OOM kill: " + oom_kill_text(*t.last_oom_kill, snap.now_ns), TopStyle::alert,
+         width);
   // Files a scan could not reach are in no table: say so, at most twice.
   const auto gaps = scan_shortfall_lines(snap.scan_gaps);
   constexpr std::size_t kMaxGapLines = 2;

@@ -60,6 +60,30 @@ void process_json(JsonWriter &w, const TopSnapshot &snap, const ProcessInfo &p) 
   w.end_object();
 }
 
+// An OOM kill as top's header line tells it, in fields.
+void oom_kill_json(JsonWriter &w, const OomKill &k) {
+  w.begin_object();
+  w.num("ts_ns", k.ts_ns).num("pid", k.pid);
+  w.key("comm").str_or_null(k.comm);
+  w.key("container").str_or_null(k.container.id);
+  w.key("container_name").str_or_null(k.container.name);
+  if (k.memory) {
+    w.num("cgroup_shmem", k.memory->shmem).num("cgroup_usage", k.memory->usage);
+    if (k.memory->limit.bytes)
+      w.num("cgroup_limit", *k.memory->limit.bytes);
+    else
+      w.null("cgroup_limit");
+  } else {
+    w.null("cgroup_shmem").null("cgroup_usage").null("cgroup_limit");
+  }
+  opt_real(w, "shmem_share", k.shmem_share());
+  w.key("largest_files").begin_array();
+  for (const OomFile &f : k.largest)
+    w.begin_object().str("path", f.path).num("bytes", f.bytes).num("size", f.size).end_object();
+  w.end_array();
+  w.end_object();
+}
+
 void container_json(JsonWriter &w, const Relations &rel, const ContainerInfo &c) {
   const MountUsage *shm = rel.shm_of(c.id);
   w.begin_object();
@@ -72,6 +96,8 @@ void container_json(JsonWriter &w, const Relations &rel, const ContainerInfo &c)
   w.num("processes", c.processes).num("segments", c.segments).num("bytes", c.bytes);
   w.real("create_rate", c.create_rate);
   opt_real(w, "shm_percent", shm ? shm->percent : std::nullopt);
+  w.num("sigbus", c.sigbus).num("oom_kills", c.oom_kills);
+  write_container_memory(w, c);
   w.end_object();
 }
 
@@ -94,7 +120,13 @@ std::string top_json(const TopSnapshot &snap, const TopState &st) {
   w.num("orphans", t.orphans).num("orphan_bytes", t.orphan_bytes);
   w.num("creates", t.creates).num("unlinks", t.unlinks);
   w.real("create_rate", t.create_rate).real("unlink_rate", t.unlink_rate);
-  w.num("sigbus", t.sigbus).num("events", snap.events).num("lost", snap.lost);
+  w.num("sigbus", t.sigbus).num("oom_kills", t.oom_kills);
+  w.num("events", snap.events).num("lost", snap.lost);
+  w.key("last_oom_kill");
+  if (t.last_oom_kill)
+    oom_kill_json(w, *t.last_oom_kill);
+  else
+    w.null();
   w.end_object();
   w.key("mounts").begin_array();
   for (const MountUsage *m : header_mounts(snap, rel))

@@ -1,6 +1,7 @@
 #include "views/trace_view.hpp"
 
 #include "model/bus_errors.hpp"
+#include "views/errno_name.hpp"
 #include "views/escape.hpp"
 #include "views/json.hpp"
 #include "views/text_width.hpp"
@@ -129,9 +130,6 @@ void column(std::string &out, std::string_view text, std::size_t width) {
   end_column(out, from, width);
 }
 
-// Text for an errno shmbpf knows by name, else nullptr.
-const char *errno_literal(int err);
-
 // Space-separated "key=value" words for the DETAILS column, written
 // straight into the line.
 class Details {
@@ -175,7 +173,7 @@ void size_column(std::string &out, const Event &e) {
 
 void path_column(std::string &out, const Event &e) {
   if ((e.type == EventType::sigbus && e.fault != FaultLookup::file) || e.type == EventType::exit ||
-      e.type == EventType::exec)
+      e.type == EventType::exec || e.type == EventType::oom)
     out += '-';
   else if (!e.full_path.empty())
     append_escaped_text(out, e.full_path);
@@ -201,6 +199,33 @@ void inode_details(Details &d, const Event &e) {
     return;
   d.key("dev") += DevText(e.dev).text();
   d.dec("ino", e.ino);
+}
+
+// The victim, then its memory cgroup (as read when the record came) and
+// what the kernel said of the victim's own memory.
+void oom_details(Details &d, const Event &e) {
+  std::string &out = d.key("victim");
+  append_dec(out, e.target_pid);
+  if (!e.target_comm.empty()) {
+    out += '(';
+    append_escaped_text(out, e.target_comm);
+    out += ')';
+  }
+  if (e.memcg) {
+    d.dec("cgroup_shmem", e.memcg->shmem);
+    d.dec("cgroup_usage", e.memcg->usage);
+    if (e.memcg->limit.bytes)
+      d.dec("cgroup_limit", *e.memcg->limit.bytes);
+    else
+      d.word("cgroup_limit=max");
+  }
+  if (e.victim_mem) {
+    d.dec("anon_rss", e.victim_anon_rss);
+    d.dec("file_rss", e.victim_file_rss);
+    d.dec("shmem_rss", e.victim_shmem_rss);
+  }
+  if (e.oom_score_adj)
+    d.dec("oom_score_adj", *e.oom_score_adj);
 }
 
 void details_column(Details &d, const Event &e) {
@@ -286,6 +311,8 @@ void details_column(Details &d, const Event &e) {
       append_dec(m, e.mount_size);
     }
     d.text("cause", to_string(bus_cause(e)));
+  } else if (e.type == EventType::oom) {
+    oom_details(d, e);
   } else if (e.type == EventType::exit) {
     const WaitStatus w = wait_status(e.exit_code);
     if (w.signal != 0) {
@@ -519,6 +546,8 @@ void TraceFormatter::write_json_fields(JsonWriter &j, const Event &e) {
     else
       j.null("mount_size").null("mount_used");
     j.str("cause", to_string(bus_cause(e)));
+  } else if (e.type == EventType::oom) {
+    write_oom_fields(j, e);
   } else if (e.type == EventType::exit) {
     const WaitStatus w = wait_status(e.exit_code);
     j.num("exit_code", e.exit_code).num("exit_status", w.exit_status).num("signal", w.signal);
@@ -531,6 +560,37 @@ void TraceFormatter::write_json_fields(JsonWriter &j, const Event &e) {
   }
 }
 
+void TraceFormatter::write_oom_fields(JsonWriter &j, const Event &e) {
+  j.num("victim_pid", e.target_pid);
+  if (e.victim_mem) {
+    j.str("victim_comm", e.target_comm)
+        .num("victim_uid", e.target_uid)
+        .num("victim_total_vm", e.victim_total_vm)
+        .num("victim_anon_rss", e.victim_anon_rss)
+        .num("victim_file_rss", e.victim_file_rss)
+        .num("victim_shmem_rss", e.victim_shmem_rss);
+  } else {
+    for (std::string_view k : {"victim_comm", "victim_uid", "victim_total_vm", "victim_anon_rss",
+                               "victim_file_rss", "victim_shmem_rss"})
+      j.null(k);
+  }
+  if (e.oom_score_adj)
+    j.num("oom_score_adj", *e.oom_score_adj);
+  else
+    j.null("oom_score_adj");
+  if (!e.memcg) {
+    j.null("cgroup_memory");
+    return;
+  }
+  j.key("cgroup_memory").begin_object();
+  j.num("shmem", e.memcg->shmem).num("usage", e.memcg->usage);
+  if (e.memcg->limit.bytes)
+    j.num("limit", *e.memcg->limit.bytes);
+  else
+    j.null("limit");
+  j.end_object();
+}
+
 std::string trace_line(const Event &e, const TraceClock &clock) {
   std::string out;
   out.reserve(160);
@@ -541,145 +601,6 @@ std::string trace_line(const Event &e, const TraceClock &clock) {
 std::string trace_json(const Event &e, const TraceClock &clock) {
   std::string out;
   TraceFormatter(clock).append_json(out, e);
-  return out;
-}
-
-namespace {
-
-const char *errno_literal(int err) {
-  switch (err) {
-  case EPERM:
-    return "EPERM";
-  case ENOENT:
-    return "ENOENT";
-  case ESRCH:
-    return "ESRCH";
-  case EINTR:
-    return "EINTR";
-  case EIO:
-    return "EIO";
-  case ENXIO:
-    return "ENXIO";
-  case E2BIG:
-    return "E2BIG";
-  case ENOEXEC:
-    return "ENOEXEC";
-  case EBADF:
-    return "EBADF";
-  case ECHILD:
-    return "ECHILD";
-  case EAGAIN:
-    return "EAGAIN";
-  case ENOMEM:
-    return "ENOMEM";
-  case EACCES:
-    return "EACCES";
-  case EFAULT:
-    return "EFAULT";
-  case EBUSY:
-    return "EBUSY";
-  case EEXIST:
-    return "EEXIST";
-  case EXDEV:
-    return "EXDEV";
-  case ENODEV:
-    return "ENODEV";
-  case ENOTDIR:
-    return "ENOTDIR";
-  case EISDIR:
-    return "EISDIR";
-  case EINVAL:
-    return "EINVAL";
-  case ENFILE:
-    return "ENFILE";
-  case EMFILE:
-    return "EMFILE";
-  case ETXTBSY:
-    return "ETXTBSY";
-  case EFBIG:
-    return "EFBIG";
-  case ENOSPC:
-    return "ENOSPC";
-  case ESPIPE:
-    return "ESPIPE";
-  case EROFS:
-    return "EROFS";
-  case EMLINK:
-    return "EMLINK";
-  case ERANGE:
-    return "ERANGE";
-  case ENAMETOOLONG:
-    return "ENAMETOOLONG";
-  case ENOSYS:
-    return "ENOSYS";
-  case ENOTEMPTY:
-    return "ENOTEMPTY";
-  case ELOOP:
-    return "ELOOP";
-  case EIDRM:
-    return "EIDRM";
-  case EOVERFLOW:
-    return "EOVERFLOW";
-  case EOPNOTSUPP:
-    return "EOPNOTSUPP";
-  case EDQUOT:
-    return "EDQUOT";
-  default:
-    return nullptr;
-  }
-}
-
-} // namespace
-
-std::string hooks_in_use_text(HookSet set, const std::vector<HookStatus> &hooks) {
-  std::string out = "shmbpf: " + std::string(hook_set_name(set)) + " hooks:";
-  const char *sep = " ";
-  for (const HookStatus &h : hooks)
-    if (!h.program.empty()) {
-      out += sep + h.hook;
-      sep = ", ";
-    }
-  return out + "\n";
-}
-
-std::string program_stats_text(std::vector<ProgramStats> stats, double seconds) {
-  std::erase_if(stats, [](const ProgramStats &p) { return p.runs == 0; });
-  std::sort(stats.begin(), stats.end(), [](const ProgramStats &a, const ProgramStats &b) {
-    return a.run_time_ns != b.run_time_ns ? a.run_time_ns > b.run_time_ns : a.hook < b.hook;
-  });
-  uint64_t total_ns = 0, total_runs = 0;
-  for (const ProgramStats &p : stats) {
-    total_ns += p.run_time_ns;
-    total_runs += p.runs;
-  }
-  char line[192];
-  std::string out;
-  std::snprintf(line, sizeof(line),
-                "shmbpf: %.1f ms in BPF programs over %.1f s (%.2f%% of one CPU), %llu runs\n",
-                static_cast<double>(total_ns) / 1e6, seconds,
-                seconds > 0 ? static_cast<double>(total_ns) / (seconds * 1e7) : 0.0,
-                static_cast<unsigned long long>(total_runs));
-  out += line;
-  if (stats.empty())
-    return out;
-  std::snprintf(line, sizeof(line), "  %-44s %12s %8s %10s\n", "HOOK", "RUNS", "NS/RUN",
-                "TOTAL MS");
-  out += line;
-  for (const ProgramStats &p : stats) {
-    std::snprintf(line, sizeof(line), "  %-44s %12llu %8llu %10.1f\n", p.hook.c_str(),
-                  static_cast<unsigned long long>(p.runs),
-                  static_cast<unsigned long long>(p.run_time_ns / p.runs),
-                  static_cast<double>(p.run_time_ns) / 1e6);
-    out += line;
-  }
-  return out;
-}
-
-std::string errno_name(int err) {
-  if (const char *name = errno_literal(err))
-    return name;
-  std::string out;
-  append_dec(out, err);
   return out;
 }
 

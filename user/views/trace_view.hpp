@@ -3,8 +3,6 @@
 #pragma once
 
 #include "decode/event.hpp"
-#include "facts/hooks.hpp"
-#include "facts/program_stats.hpp"
 
 #include <cstddef>
 #include <cstdint>
@@ -38,17 +36,6 @@ std::string trace_line(const Event &e, const TraceClock &clock);
 // control characters even when the file name did.
 std::string trace_json(const Event &e, const TraceClock &clock);
 
-// "ENOSPC" for common errnos, else the number in decimal.
-std::string errno_name(int err);
-
-// `trace --stats`: the time spent in shmbpf's BPF programs over `seconds`
-// of tracing, in total (and as a share of one CPU) and per hook, the
-// costliest first; hooks that never ran are left out. Lines end in '\n'.
-std::string program_stats_text(std::vector<ProgramStats> stats, double seconds);
-
-// "shmbpf: light hooks: a, b, c": the set loaded and the hooks attached.
-std::string hooks_in_use_text(HookSet set, const std::vector<HookStatus> &hooks);
-
 // trace_line() and trace_json() for a stream of events: appends to a
 // buffer the caller reuses, and keeps what the next event can reuse (the
 // formatted second of the timestamp), so that a steady stream of events is
@@ -77,6 +64,7 @@ private:
   };
 
   void append_local_time(std::string &out, int64_t sec, long nsec);
+  static void write_oom_fields(JsonWriter &j, const Event &e);
   // "YYYY-MM-DDTHH:MM:SS.nnnnnnnnnZ" at p; the end.
   char *write_utc_time(char *p, int64_t sec, long nsec);
 

@@ -12,6 +12,10 @@
  *   shm_actor attach SHMID           shmat an existing segment, print "attached", stay
  *   shm_actor memfd-exec NAME        copy this program into a memfd named NAME
  *                                    and fexecve it (`sleep`): no file on disk
+ *   shm_actor fill PATH MIB          create PATH of MIB MiB, map it and touch
+ *                                    every page (as torch's file_system strategy
+ *                                    fills a batch), print "filled", stay: under a
+ *                                    memory limit below MIB, the kernel OOM-kills it
  *
  * MODE and KEY are octal and decimal; every failure exits non-zero with
  * one line on stderr. */
@@ -99,6 +103,21 @@ static int memfd_exec(const char *name) {
   return fail("fexecve");
 }
 
+static int fill(const char *path, const char *mib_text) {
+  size_t size = (size_t)strtoul(mib_text, NULL, 10) << 20;
+  int fd = open(path, O_RDWR | O_CREAT, 0600);
+  if (fd < 0 || ftruncate(fd, (off_t)size) != 0)
+    return fail(path);
+  volatile char *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (p == MAP_FAILED)
+    return fail("mmap");
+  long page = sysconf(_SC_PAGESIZE);
+  for (size_t off = 0; off < size; off += (size_t)page)
+    p[off] = 1;
+  printf("filled %s\n", path);
+  sleep_forever();
+}
+
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   if (argc == 2 && strcmp(argv[1], "sleep") == 0)
@@ -113,7 +132,9 @@ int main(int argc, char **argv) {
     return attach(argv[2]);
   if (argc == 3 && strcmp(argv[1], "memfd-exec") == 0)
     return memfd_exec(argv[2]);
+  if (argc == 4 && strcmp(argv[1], "fill") == 0)
+    return fill(argv[2], argv[3]);
   fprintf(stderr, "usage: shm_actor sleep | hold PATH MODE | sysv KEY MODE | sysv-leave KEY MODE | "
-                  "attach SHMID | memfd-exec NAME\n");
+                  "attach SHMID | memfd-exec NAME | fill PATH MIB\n");
   return 2;
 }
