@@ -3,7 +3,10 @@
 // workload whose every step it knows the pid, path, inode or shmid of, stop
 // trace with SIGINT and look for each step in the NDJSON. One line per event
 // says what was seen. An event whose hook shmbpf named as missing on this
-// kernel counts as told, not as lost.
+// kernel counts as told, not as lost. Where /sys/fs/cgroup is cgroup v2 with
+// the memory controller (the guests), a child in a cgroup with memory.max
+// 32 MiB then fills a /dev/shm file until the kernel OOM-kills it: trace's
+// oom record must name it, with its cgroup's limit and shared memory.
 //
 //   shmbpf_vm_trace_check SHMBPF     the check (exit 0: every event seen or told)
 //   shmbpf_vm_trace_check --workload FACTS
@@ -21,6 +24,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -111,6 +115,64 @@ std::string read_file(const std::string &path) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+// The OOM phase's victim: its pid, or why there was none.
+struct OomRun {
+  pid_t pid = 0;
+  std::string skipped;
+};
+
+constexpr uint64_t kOomLimit = 32 << 20;
+
+bool write_text(const std::string &path, const std::string &text) {
+  std::ofstream out(path);
+  out << text;
+  out.flush();
+  return static_cast<bool>(out);
+}
+
+OomRun oom_victim() {
+  const std::string root = "/sys/fs/cgroup";
+  if (read_file(root + "/cgroup.controllers").find("memory") == std::string::npos)
+    return {0, "no cgroup v2 memory controller at " + root};
+  if (!write_text(root + "/cgroup.subtree_control", "+memory"))
+    return {0, "cannot hand the memory controller down from " + root};
+  const std::string cg = root + "/shmbpf-vm-oom", file = "/dev/shm/shmbpf-vm-oom";
+  if (mkdir(cg.c_str(), 0755) != 0 && errno != EEXIST)
+    die(("mkdir " + cg).c_str());
+  if (!write_text(cg + "/memory.max", std::to_string(kOomLimit)))
+    die("memory.max");
+  write_text(cg + "/memory.swap.max", "0"); // no swap to spill to, if the kernel has it
+  const std::string procs = cg + "/cgroup.procs";
+  const pid_t c = fork();
+  if (c < 0)
+    die("fork");
+  if (c == 0) {
+    const int pfd = open(procs.c_str(), O_WRONLY);
+    if (pfd < 0 || write(pfd, "0", 1) != 1)
+      _exit(1);
+    close(pfd);
+    const size_t size = 2 * kOomLimit;
+    const int fd = open(file.c_str(), O_RDWR | O_CREAT, 0600);
+    if (fd < 0 || ftruncate(fd, static_cast<off_t>(size)) != 0)
+      _exit(2);
+    auto *p = static_cast<volatile char *>(
+        mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0));
+    if (p == MAP_FAILED)
+      _exit(3);
+    for (size_t off = 0; off < size; off += 4096)
+      p[off] = 1;
+    _exit(4); // not killed
+  }
+  int st = 0;
+  waitpid(c, &st, 0);
+  unlink(file.c_str());
+  for (int i = 0; i < 100 && rmdir(cg.c_str()) != 0 && errno == EBUSY; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  if (!WIFSIGNALED(st) || WTERMSIG(st) != SIGKILL)
+    return {c, "the victim was not killed (wait status " + std::to_string(st) + ")"};
+  return {c, ""};
 }
 
 std::string self_exe() {
@@ -280,6 +342,39 @@ std::string brief(const json &e, const json &want) {
   return s;
 }
 
+// The OOM phase's record: the victim, the task that ran out (the victim
+// itself), its cgroup's limit and shared memory. 1 when it is wrong or
+// missing.
+int check_oom(const OomRun &oom, const std::vector<json> &events,
+              const std::vector<std::string> &missing_hooks) {
+  if (oom.pid == 0) {
+    std::printf("skipped   oom          %s\n", oom.skipped.c_str());
+    return 0;
+  }
+  if (!oom.skipped.empty()) {
+    std::printf("FAILED    oom          %s\n", oom.skipped.c_str());
+    return 1;
+  }
+  for (const json &e : events) {
+    if (e.value("event", "") != "oom" || e.value("victim_pid", 0) != oom.pid)
+      continue;
+    const json &m = e["cgroup_memory"];
+    const bool ok = e.value("pid", 0) == oom.pid && m.is_object() &&
+                    m.value("limit", uint64_t{0}) == kOomLimit &&
+                    m.value("shmem", uint64_t{0}) >= kOomLimit / 2 &&
+                    m.value("shmem", uint64_t{0}) <= kOomLimit;
+    std::printf("%s oom          %s\n", ok ? "ok       " : "WRONG    ", e.dump().c_str());
+    return ok ? 0 : 1;
+  }
+  for (const auto &h : missing_hooks)
+    if (h == "mark_victim") {
+      std::printf("told      oom          shmbpf says this kernel lacks mark_victim\n");
+      return 0;
+    }
+  std::printf("MISSING   oom          victim_pid %d\n", static_cast<int>(oom.pid));
+  return 1;
+}
+
 int check(const std::string &shmbpf) {
   char tmpl[] = "/tmp/shmbpf-vm-check-XXXXXX";
   if (!mkdtemp(tmpl))
@@ -317,11 +412,14 @@ int check(const std::string &shmbpf) {
     return 1;
   }
   const json facts = json::parse(read_file(facts_path));
+  const OomRun oom = oom_victim();
 
   // The exit comes last from the workload; pending frees are flushed within
   // 200 ms (userspace's flush), so a second more brings them in.
   const std::string exit_needle = "\"event\":\"exit\"";
   wait_until([&] { return trace.out().find(exit_needle) != std::string::npos; }, 30s);
+  if (oom.pid != 0)
+    wait_until([&] { return trace.out().find("\"event\":\"oom\"") != std::string::npos; }, 30s);
   std::this_thread::sleep_for(1s);
   if (!trace.stop(120s)) {
     std::printf("FAIL shmbpf trace did not stop within 120 s of SIGINT\n");
@@ -436,6 +534,7 @@ int check(const std::string &shmbpf) {
         std::printf("            seen%s\n", brief(*same_kind[i], x.want).c_str());
     }
   }
+  failed += check_oom(oom, events, missing_hooks);
   for (const auto &w : warnings)
     std::printf("hook not available here: %s\n", w.c_str());
   // The summary is trace's last line on stderr.
