@@ -97,9 +97,10 @@ static __always_inline __u64 memcg_id_of(struct task_struct *t)
 	return css ? BPF_CORE_READ(css, cgroup, kn, id) : 0;
 }
 
-/* The OOM killer's victim. Kernels before the tracepoint gave more than
- * the pid (5.10, 6.1) leave the rest zero: userspace names the victim from
- * its exit record. */
+/* The OOM killer's victim. A kernel whose tracepoint gives the pid alone
+ * (before its name and memory were added; Debian's 5.10, 6.1 and 6.12 have
+ * them) leaves the rest zero: userspace names the victim from its exit
+ * record. */
 SEC("tracepoint/oom/mark_victim")
 int SHMBPF_PROG(tracepoint__oom__mark_victim)(struct trace_event_raw_mark_victim *ctx)
 {

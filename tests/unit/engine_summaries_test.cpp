@@ -275,6 +275,42 @@ TEST(Engine, ContainerNamesOncePerIdAndOnEveryView) {
   EXPECT_EQ(segs[0].path, "/dev/shm/k1");
 }
 
+// A container's own /dev/shm fills towards two limits: its size and the
+// container's memory limit, which its pages are charged to.
+TEST(Engine, AContainersShmKnowsTheRoomToItsMemoryLimit) {
+  const std::string id(64, 'a');
+  Engine engine;
+  engine.set_cgroup_path(11, "/system.slice/docker-" + id + ".scope");
+  engine.add_process(500, 1, 0, "app", 11, 7000);
+  MountState shm = tmpfs_mount(kMntId, "/dev/shm", kDev, 64 * kMiB, 10 * kMiB);
+  shm.mntns = 7000;
+  engine.set_mount(shm);
+  engine.sample_mounts(sec(100));
+  for (int i = 1; i <= 4; ++i) {
+    engine.apply(create(500, i, "/dev/shm/f" + std::to_string(i), sec(100 + i)));
+    engine.apply(resize(500, i, kMiB, kMiB, sec(100 + i)));
+    engine.sample_mounts(sec(100 + i));
+  }
+  auto m = engine.mounts();
+  ASSERT_EQ(m.size(), 1u);
+  EXPECT_EQ(m[0].container.id, id);
+  EXPECT_FALSE(m[0].memory_room); // not read yet
+  EXPECT_EQ(m[0].peak_used_bytes, 14 * kMiB);
+  // 32 MiB limit, 24 MiB charged: 8 MiB of room, at 1 MiB a second.
+  engine.set_container_memory(
+      id, CgroupMemory{.shmem = 14 * kMiB, .usage = 24 * kMiB, .limit = {32 * kMiB}});
+  m = engine.mounts();
+  ASSERT_TRUE(m[0].memory_room);
+  EXPECT_EQ(*m[0].memory_room, 8 * kMiB);
+  ASSERT_TRUE(m[0].seconds_to_memory_limit);
+  EXPECT_NEAR(*m[0].seconds_to_memory_limit, 8.0, 1e-6);
+  ASSERT_TRUE(m[0].seconds_to_full);
+  EXPECT_NEAR(*m[0].seconds_to_full, 50.0, 1e-6);
+  // Without a limit there is no room to tell.
+  engine.set_container_memory(id, CgroupMemory{.shmem = 1, .usage = 2, .limit = {}});
+  EXPECT_FALSE(engine.mounts()[0].memory_room);
+}
+
 TEST(Engine, EmptyDirVolumeBelongsToItsPod) {
   const std::string pod = "1234abcd-5678-90ab-cdef-1234567890ab";
   const std::string volume =

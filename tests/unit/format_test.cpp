@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <limits>
 #include <optional>
 #include <string>
 
@@ -110,6 +111,35 @@ TEST(Format, OomKillText) {
   EXPECT_EQ(oom_kill_text(k, 3 * sec).find('\x1b'), std::string::npos);
 }
 
+// Which limit a container's /dev/shm meets first, and the size it needs.
+TEST(Format, OomBeforeFullAndTheRightSize) {
+  MountUsage m;
+  m.mount.mountpoint = "/dev/shm";
+  m.mount.size_limit = 64u << 20;
+  m.mount.used_bytes = 10u << 20;
+  EXPECT_FALSE(oom_before_full(m)); // no memory limit known
+  m.memory_room = 20u << 20;        // 20 MiB to the limit, 54 MiB to full
+  EXPECT_TRUE(oom_before_full(m));
+  m.memory_room = 60u << 20;
+  EXPECT_FALSE(oom_before_full(m));
+  m.mount.size_limit = 0; // an unlimited tmpfs only meets the memory limit
+  EXPECT_TRUE(oom_before_full(m));
+
+  // The host's mounts have no size to suggest.
+  m.peak_used_bytes = 40u << 20;
+  EXPECT_FALSE(right_size(m));
+  EXPECT_EQ(right_size_text(m), "-");
+  m.container.id = std::string(64, 'c');
+  EXPECT_EQ(right_size(m), uint64_t{50} << 20); // 40 MiB and a quarter
+  EXPECT_EQ(right_size_text(m), "--shm-size=50m");
+  m.peak_used_bytes = 1;
+  EXPECT_EQ(right_size_text(m), "--shm-size=1m");
+  m.mount.mountpoint = "/var/lib/kubelet/pods/0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0/volumes/"
+                       "kubernetes.io~empty-dir/cache";
+  m.peak_used_bytes = (100u << 20) + 1;
+  EXPECT_EQ(right_size_text(m), "sizeLimit=126Mi");
+}
+
 TEST(Format, MountsNearlyFullOrFillingSoonAlert) {
   MountUsage m;
   EXPECT_FALSE(mount_alert(m));
@@ -123,6 +153,11 @@ TEST(Format, MountsNearlyFullOrFillingSoonAlert) {
   EXPECT_FALSE(mount_alert(m));
   m.seconds_to_full = -1;
   EXPECT_EQ(seconds_to_full(m), std::nullopt);
+  // Its owner's memory limit within the hour stands out as well.
+  m.seconds_to_memory_limit = 1800;
+  EXPECT_TRUE(mount_alert(m));
+  m.seconds_to_memory_limit = std::numeric_limits<double>::infinity();
+  EXPECT_FALSE(mount_alert(m));
 }
 
 } // namespace

@@ -353,9 +353,11 @@ TEST(LsViewTest, MountsTableAndJson) {
   m.percent = 25.0;
   m.growth_bytes_per_s = 1024.0 * 1024.0;
   m.seconds_to_full = 48.0;
+  m.peak_used_bytes = 20ull << 20;
   MountUsage unlimited;
   unlimited.mount.mountpoint = "/run/shm";
   unlimited.mount.used_bytes = 4096;
+  unlimited.peak_used_bytes = 4096;
 
   unlimited.mount.mntns = 4026532001u; // nothing known runs there
   m.segments = 3;
@@ -368,17 +370,18 @@ TEST(LsViewTest, MountsTableAndJson) {
   const auto lines = lines_of(t);
   ASSERT_EQ(lines.size(), 3u) << t;
   std::size_t at = 0;
-  for (const char *col : {"MOUNTPOINT", "OWNER", "SIZE", "USED", "USE%", "GROWTH", "FULL IN",
-                          "SEGS", "TRACKED", "ENOSPC", "SIGBUS"}) {
+  for (const char *col :
+       {"MOUNTPOINT", "OWNER", "SIZE", "USED", "PEAK", "USE%", "GROWTH", "FULL IN", "SEGS",
+        "TRACKED", "ENOSPC", "SIGBUS", "MEM LIMIT IN", "RIGHT SIZE"}) {
     at = lines[0].find(col, at);
     ASSERT_NE(at, std::string::npos) << col << "\n" << t;
   }
   EXPECT_EQ(fields_of(lines[1]),
-            (std::vector<std::string>{"/dev/shm", "host", "64M", "16M", "25.0%", "+1.0M/s", "48s",
-                                      "3", "8.0M", "2", "-"}));
+            (std::vector<std::string>{"/dev/shm", "host", "64M", "16M", "20M", "25.0%", "+1.0M/s",
+                                      "48s", "3", "8.0M", "2", "-", "-", "-"}));
   EXPECT_EQ(fields_of(lines[2]),
-            (std::vector<std::string>{"/run/shm", "mntns:4026532001", "unlimited", "4.0K", "-",
-                                      "0/s", "-", "0", "0B", "-", "-"}));
+            (std::vector<std::string>{"/run/shm", "mntns:4026532001", "unlimited", "4.0K", "4.0K",
+                                      "-", "0/s", "-", "0", "0B", "-", "-", "-", "-"}));
 
   const std::string out = mounts_json({m, unlimited});
   EXPECT_EQ(out.back(), '\n');
@@ -392,12 +395,34 @@ TEST(LsViewTest, MountsTableAndJson) {
   EXPECT_DOUBLE_EQ(a["percent"].get<double>(), 25.0);
   EXPECT_DOUBLE_EQ(a["growth_bytes_per_s"].get<double>(), 1048576.0);
   EXPECT_DOUBLE_EQ(a["seconds_to_full"].get<double>(), 48.0);
+  EXPECT_EQ(a["peak_used_bytes"], 20ull << 20);
+  EXPECT_TRUE(a["memory_room_bytes"].is_null());
+  EXPECT_TRUE(a["seconds_to_memory_limit"].is_null());
+  EXPECT_EQ(a["oom_before_full"], false);
+  EXPECT_TRUE(a["right_size_bytes"].is_null()); // the host's
   const json &b = doc["mounts"][1];
   EXPECT_TRUE(b["size_bytes"].is_null());
   EXPECT_TRUE(b["percent"].is_null());
   EXPECT_TRUE(b["seconds_to_full"].is_null());
   EXPECT_TRUE(b["growth_bytes_per_s"].is_number());
   EXPECT_EQ(b["used_bytes"], 4096);
+
+  // A container's /dev/shm that meets its memory limit first, and the
+  // size it needs.
+  MountUsage c = m;
+  c.container.id = std::string(64, 'c');
+  c.memory_room = 8ull << 20;
+  c.seconds_to_memory_limit = 8.0;
+  const json cj = json::parse(mounts_json({c}))["mounts"][0];
+  EXPECT_EQ(cj["memory_room_bytes"], 8ull << 20);
+  EXPECT_DOUBLE_EQ(cj["seconds_to_memory_limit"].get<double>(), 8.0);
+  EXPECT_EQ(cj["oom_before_full"], true);
+  EXPECT_EQ(cj["right_size_bytes"], 25ull << 20);
+  const auto row = fields_of(lines_of(mounts_table({c}, rel))[1]);
+  ASSERT_GE(row.size(), 3u);
+  EXPECT_EQ(row[row.size() - 3], "8s");
+  EXPECT_EQ(row[row.size() - 2], "(first)");
+  EXPECT_EQ(row.back(), "--shm-size=25m");
 }
 
 } // namespace

@@ -228,7 +228,9 @@ TEST_F(Metrics, EveryFamilyOnceWithHelpAndTypeAndItsSamplesTogether) {
                                              "shmbpf_orphaned_bytes",
                                              "shmbpf_mount_size_bytes",
                                              "shmbpf_mount_used_bytes",
+                                             "shmbpf_mount_peak_used_bytes",
                                              "shmbpf_mount_seconds_to_full",
+                                             "shmbpf_mount_seconds_to_memory_limit",
                                              "shmbpf_mounts_folded",
                                              "shmbpf_mounts_folded_used_bytes",
                                              "shmbpf_container_shmem_bytes",
@@ -375,6 +377,13 @@ TEST_F(Metrics, OneSeriesPerFilesystemWithItsContainer) {
   const double to_full = std::stod(x.value("shmbpf_mount_seconds_to_full", {{"device", "0:26"}}));
   EXPECT_NEAR(to_full, 4.0, 0.5);
   EXPECT_EQ(x.value("shmbpf_mount_seconds_to_full", {{"device", "0:50"}}), "+Inf");
+  // The container's /dev/shm: its memory limit (64 MiB, 30 MiB charged)
+  // with no growth; the host's has no limit to tell.
+  EXPECT_EQ(x.value("shmbpf_mount_seconds_to_memory_limit", {{"device", "0:50"}}), "+Inf");
+  EXPECT_EQ(x.value("shmbpf_mount_seconds_to_memory_limit", {{"device", "0:26"}}), "(none)");
+  // The most the host's /dev/shm held: 60 MiB, at the last sample.
+  EXPECT_EQ(x.value("shmbpf_mount_peak_used_bytes", {{"device", "0:26"}}),
+            std::to_string(60 * kMiB));
 }
 
 TEST_F(Metrics, EachContainersMemoryCgroup) {

@@ -132,6 +132,24 @@ TEST(MountTable, GrowthIsTheSlopeOverTheWindowAndGivesTheTimeToFull) {
   EXPECT_FALSE(t.usage()[0].seconds_to_full);
 }
 
+// What a container's /dev/shm must hold: the most it held, past the
+// growth window and after it shrank.
+TEST(MountTable, ThePeakIsTheMostAMeasurementOrSampleFound) {
+  MountTable t(10 * kSec, 240);
+  t.add_segment(26);
+  t.set(mount(25, "/dev/shm", 26, 64 * kMiB, 2 * kMiB));
+  EXPECT_EQ(t.usage()[0].peak_used_bytes, 2 * kMiB);
+  t.change_bytes(26, 0, 30 * kMiB); // 32 MiB now, by the events
+  t.sample(1 * kSec);
+  t.change_bytes(26, 30 * kMiB, 0);
+  for (uint64_t s = 2; s <= 30; ++s)
+    t.sample(s * kSec);
+  EXPECT_EQ(t.usage()[0].mount.used_bytes, 2 * kMiB);
+  EXPECT_EQ(t.usage()[0].peak_used_bytes, 32 * kMiB);
+  t.set(mount(25, "/dev/shm", 26, 64 * kMiB, 40 * kMiB)); // measured higher between samples
+  EXPECT_EQ(t.usage()[0].peak_used_bytes, 40 * kMiB);
+}
+
 TEST(MountTable, SamplesAreCappedInNumber) {
   MountTable t(3600 * kSec, 3);
   t.add_segment(26);

@@ -121,6 +121,32 @@ TEST(TopFrame, TheLastOomKillIsToldInTheHeaderAndTheJson) {
   EXPECT_TRUE(json::parse(top_json(snap, st))["totals"]["last_oom_kill"].is_null());
 }
 
+// A container's /dev/shm says when it meets its owner's memory limit, and
+// when that comes before the mount is full.
+TEST(TopFrame, AMountLineSaysWhichLimitComesFirst) {
+  auto snap = snapshot();
+  // 60 of its 64 MiB used: 4 MiB to full, 2 MiB to the memory limit.
+  snap.mounts[1].memory_room = 2u << 20;
+  snap.mounts[1].growth_bytes_per_s = 1 << 20;
+  snap.mounts[1].seconds_to_memory_limit = 2;
+  auto st = batch_state();
+  TopFrame f = build_top_frame(snap, st);
+  const TopLine *ctr = line_with(f, "/dev/shm (0123456789ab)");
+  ASSERT_TRUE(ctr) << top_text(f);
+  EXPECT_TRUE(contains(ctr->text, "  mem limit in 2s  OOM before full")) << ctr->text;
+  EXPECT_EQ(ctr->style, TopStyle::alert); // within the hour
+  // 8 MiB to the limit: full comes first.
+  snap.mounts[1].memory_room = 8u << 20;
+  snap.mounts[1].seconds_to_memory_limit = 8;
+  f = build_top_frame(snap, st);
+  ctr = line_with(f, "/dev/shm (0123456789ab)");
+  ASSERT_TRUE(ctr);
+  EXPECT_TRUE(ctr->text.ends_with("  mem limit in 8s")) << ctr->text;
+  const TopLine *host = line_with(f, "/dev/shm (host)");
+  ASSERT_TRUE(host);
+  EXPECT_FALSE(contains(host->text, "mem limit")) << host->text;
+}
+
 // Files a scan could not reach are in no table: the header says where.
 TEST(TopFrame, ScanGapsAreToldInTheHeader) {
   auto snap = snapshot();

@@ -195,6 +195,14 @@ std::vector<MountUsage> Engine::mounts() const {
       u.container = *c->second;
     else if (auto uid = pod_uid_of_volume(m.mountpoint))
       u.container = containers_.pod_of(*uid);
+    if (const CgroupMemory *mem =
+            u.container.id.empty() ? nullptr : containers_.memory(u.container.id);
+        mem && mem->limit.bytes) {
+      const uint64_t limit = *mem->limit.bytes;
+      u.memory_room = limit - std::min(mem->usage, limit);
+      if (u.growth_bytes_per_s > 0)
+        u.seconds_to_memory_limit = static_cast<double>(*u.memory_room) / u.growth_bytes_per_s;
+    }
     u.enospc = failures_.nospace_on(m.dev);
     if (auto b = bus.by_dev().find(m.dev); b != bus.by_dev().end()) {
       u.sigbus = b->second.count;

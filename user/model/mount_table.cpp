@@ -57,6 +57,7 @@ void MountTable::set(MountState m) {
   }
   Entry &entry = mounts_[m.mnt_id];
   entry.baseline = static_cast<int64_t>(tracked_bytes(m.dev));
+  entry.peak = std::max(entry.peak, m.used_bytes);
   entry.state = std::move(m);
 }
 
@@ -105,6 +106,7 @@ uint64_t MountTable::used_now(const Entry &m) const {
 void MountTable::sample(uint64_t now_ns) {
   for (auto &[id, m] : mounts_) {
     m.samples.emplace_back(now_ns, used_now(m));
+    m.peak = std::max(m.peak, m.samples.back().second);
     while (m.samples.size() > std::max<size_t>(max_samples_, 2) ||
            (m.samples.size() > 1 && sat_sub(now_ns, m.samples.front().first) > growth_window_ns_))
       m.samples.pop_front();
@@ -147,6 +149,7 @@ std::vector<MountUsage> MountTable::usage() const {
     if (m.state.size_limit)
       u.percent = 100.0 * used / limit;
     u.growth_bytes_per_s = growth(m.samples);
+    u.peak_used_bytes = std::max(m.peak, u.mount.used_bytes);
     if (m.state.size_limit && u.growth_bytes_per_s > 0)
       u.seconds_to_full = std::max(0.0, limit - used) / u.growth_bytes_per_s;
     out.push_back(std::move(u));

@@ -68,7 +68,8 @@ public:
   const MountState *mount(uint32_t mnt_id) const;
   // Each mount's usage now, in the order of mnt_id: the measurement moved
   // by the segments' changes since, what shmbpf tracks on its filesystem,
-  // and the slope of the samples (how fast it fills, and when it is full).
+  // the slope of the samples (how fast it fills, and when it is full), and
+  // the most it held since it was first measured.
   // Container, failure counts and the last SIGBUS are the caller's to fill.
   std::vector<MountUsage> usage() const;
   // Takes a sample of every mount's usage, kept for the growth window.
@@ -99,6 +100,7 @@ private:
   struct Entry {
     MountState state;
     int64_t baseline = 0; // tracked bytes of the dev when used_bytes was measured
+    uint64_t peak = 0;    // the most a measurement or sample found used
     std::deque<std::pair<uint64_t, uint64_t>> samples; // (now_ns, used bytes)
   };
 

@@ -220,6 +220,13 @@ struct MountUsage {
   // own /dev/shm), by the rule that gives a segment of unknown creator its
   // container; id "" for the host or a namespace no one container owns.
   ContainerRef container;
+  // The most it held since shmbpf first measured it.
+  uint64_t peak_used_bytes = 0;
+  // That container's memory cgroup: the room left under its limit (limit -
+  // usage) and, at this mount's growth (its pages are charged there), the
+  // seconds until the limit; nullopt while its memory or limit is unknown.
+  std::optional<uint64_t> memory_room;
+  std::optional<double> seconds_to_memory_limit;
 };
 
 // Live segments counted by what an exporter may label them with: their

@@ -5,6 +5,7 @@
 #include "views/format.hpp"
 
 #include <algorithm>
+#include <cmath>
 
 namespace shmbpf {
 
@@ -119,6 +120,7 @@ const ColumnSet<MountUsage> &mount_columns() {
        }},
       {{"SIZE", right}, [](const M &m, const C &) { return size_limit_text(m.mount.size_limit); }},
       {{"USED", right}, [](const M &m, const C &) { return human_bytes(m.mount.used_bytes); }},
+      {{"PEAK", right}, [](const M &m, const C &) { return human_bytes(m.peak_used_bytes); }},
       {{"USE%", right}, [](const M &m, const C &) { return percent_text(m.percent); }},
       {{"GROWTH", right},
        [](const M &m, const C &) { return bytes_rate_text(m.growth_bytes_per_s, true); }},
@@ -133,6 +135,17 @@ const ColumnSet<MountUsage> &mount_columns() {
        [](const M &m, const C &) { return m.enospc ? number(m.enospc) : std::string("-"); }},
       {{"SIGBUS", right},
        [](const M &m, const C &) { return m.sigbus ? number(m.sigbus) : std::string("-"); }},
+      // The owner's memory limit at this growth, and which comes first.
+      {{"MEM LIMIT IN", right},
+       [](const M &m, const C &) {
+         if (!m.memory_room)
+           return std::string("-");
+         const auto ttl = m.seconds_to_memory_limit;
+         std::string t =
+             ttl && std::isfinite(*ttl) ? human_age(static_cast<uint64_t>(*ttl)) : std::string("-");
+         return oom_before_full(m) ? t + " (first)" : t;
+       }},
+      {{"RIGHT SIZE"}, [](const M &m, const C &) { return right_size_text(m); }},
   };
   return set;
 }

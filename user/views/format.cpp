@@ -213,7 +213,39 @@ bool mount_alert(const MountUsage &m) {
   if (m.percent && std::isfinite(*m.percent) && *m.percent > alert_percent)
     return true;
   const auto ttf = seconds_to_full(m);
-  return ttf && *ttf < alert_seconds_to_full;
+  if (ttf && *ttf < alert_seconds_to_full)
+    return true;
+  return m.seconds_to_memory_limit && std::isfinite(*m.seconds_to_memory_limit) &&
+         *m.seconds_to_memory_limit < alert_seconds_to_full;
+}
+
+bool oom_before_full(const MountUsage &m) {
+  if (!m.memory_room)
+    return false;
+  if (m.mount.size_limit == 0)
+    return true;
+  const uint64_t room = m.mount.size_limit - std::min(m.mount.used_bytes, m.mount.size_limit);
+  return *m.memory_room < room;
+}
+
+std::optional<uint64_t> right_size(const MountUsage &m) {
+  if (m.container.id.empty())
+    return std::nullopt;
+  constexpr uint64_t kMiB = 1 << 20;
+  const uint64_t wanted = m.peak_used_bytes + m.peak_used_bytes / 4; // a quarter's headroom
+  return std::max<uint64_t>(kMiB, (wanted + kMiB - 1) / kMiB * kMiB);
+}
+
+std::string right_size_text(const MountUsage &m) {
+  const auto size = right_size(m);
+  if (!size)
+    return "-";
+  const std::string mib = std::to_string(*size >> 20);
+  // An emptyDir is a pod's volume (Kubernetes' quantity); a /dev/shm the
+  // runtime's option (docker run, nerdctl, podman).
+  if (pod_uid_of_volume(m.mount.mountpoint))
+    return "sizeLimit=" + mib + "Mi";
+  return "--shm-size=" + mib + "m";
 }
 
 } // namespace shmbpf

@@ -71,4 +71,16 @@ std::string oom_kill_text(const OomKill &k, uint64_t now_ns);
 // JSON.
 bool mount_alert(const MountUsage &m);
 
+// Which limit a container's mount hits first: its owner's memory limit
+// (an OOM kill) before the filesystem is full. Both fill at the mount's
+// growth, so the smaller room comes first; an unlimited mount always
+// meets the memory limit first.
+bool oom_before_full(const MountUsage &m);
+
+// What a container's /dev/shm or a pod's emptyDir needs: its peak plus a
+// quarter, in whole MiB (at least one); nullopt for the host's mounts.
+// As the option that sets it: "--shm-size=48m", "sizeLimit=48Mi".
+std::optional<uint64_t> right_size(const MountUsage &m);
+std::string right_size_text(const MountUsage &m);
+
 } // namespace shmbpf

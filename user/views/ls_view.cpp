@@ -180,6 +180,23 @@ void write_container_row(JsonWriter &w, const ContainerInfo &c) {
   w.end_object();
 }
 
+void write_mount_limits(JsonWriter &w, const MountUsage &m) {
+  w.num("peak_used_bytes", m.peak_used_bytes);
+  if (m.memory_room)
+    w.num("memory_room_bytes", *m.memory_room);
+  else
+    w.null("memory_room_bytes");
+  if (m.seconds_to_memory_limit)
+    w.real("seconds_to_memory_limit", *m.seconds_to_memory_limit);
+  else
+    w.null("seconds_to_memory_limit");
+  w.boolean("oom_before_full", oom_before_full(m));
+  if (const auto size = right_size(m))
+    w.num("right_size_bytes", *size);
+  else
+    w.null("right_size_bytes");
+}
+
 void write_mount(JsonWriter &w, const MountUsage &m) {
   w.begin_object();
   w.str("mountpoint", m.mount.mountpoint).num("mntns", m.mount.mntns);
@@ -200,6 +217,7 @@ void write_mount(JsonWriter &w, const MountUsage &m) {
   else
     w.null("seconds_to_full");
   w.num("enospc", m.enospc).num("sigbus", m.sigbus);
+  write_mount_limits(w, m);
   w.end_object();
 }
 

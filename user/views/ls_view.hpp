@@ -40,6 +40,10 @@ void write_container_row(JsonWriter &w, const ContainerInfo &c);
 // memory_limit_bytes), which top's rows share.
 void write_container_memory(JsonWriter &w, const ContainerInfo &c);
 void write_mount(JsonWriter &w, const MountUsage &m);
+// A mount's peak, its owner's memory limit (room, seconds to it, whether
+// it comes before the mount is full) and the size it needs: top's mounts
+// share them.
+void write_mount_limits(JsonWriter &w, const MountUsage &m);
 
 // One JSON document each, ending in '\n': {"segments": [...]} and so on.
 std::string segments_json(const std::vector<SegmentInfo> &segments, uint64_t now_ns);

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <limits>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <string_view>
@@ -180,11 +181,14 @@ void mounts(PrometheusWriter &w, std::vector<const MountUsage *> fs, const Foldi
     devices.push_back(dev_string(m->mount.dev));
     owners.push_back(userns_owner(m->mount));
   }
-  auto each = [&](const char *name, const char *help, bool limited_only, auto value) {
+  // One sample per filesystem whose value is known (value gives nullopt
+  // for the others).
+  auto each = [&](const char *name, const char *help, auto value) {
     w.family(name, Type::gauge, help);
     for (size_t i = 0; i < fs.size(); ++i) {
       const MountUsage &m = *fs[i];
-      if (limited_only && m.mount.size_limit == 0)
+      const std::optional<double> v = value(m);
+      if (!v)
         continue;
       w.sample({{"namespace", m.container.pod_namespace},
                 {"pod", m.container.pod},
@@ -194,21 +198,41 @@ void mounts(PrometheusWriter &w, std::vector<const MountUsage *> fs, const Foldi
                 {"mountpoint", m.mount.mountpoint},
                 {"device", devices[i]},
                 {"userns_owner", owners[i]}},
-               value(m));
+               *v);
     }
   };
+  constexpr double kInf = std::numeric_limits<double>::infinity();
   each("shmbpf_mount_size_bytes",
-       "Size limit of a tmpfs or hugetlbfs filesystem; absent when it has none.", true,
-       [](const MountUsage &m) { return static_cast<double>(m.mount.size_limit); });
+       "Size limit of a tmpfs or hugetlbfs filesystem; absent when it has none.",
+       [](const MountUsage &m) -> std::optional<double> {
+         if (m.mount.size_limit == 0)
+           return std::nullopt;
+         return static_cast<double>(m.mount.size_limit);
+       });
   each("shmbpf_mount_used_bytes",
        "Bytes used on a tmpfs or hugetlbfs filesystem (statfs each second, moved by events "
        "in between).",
-       false, [](const MountUsage &m) { return static_cast<double>(m.mount.used_bytes); });
+       [](const MountUsage &m) { return std::optional(static_cast<double>(m.mount.used_bytes)); });
+  each("shmbpf_mount_peak_used_bytes",
+       "The most a tmpfs or hugetlbfs filesystem held since shmbpf first measured it: what a "
+       "container's --shm-size or an emptyDir's sizeLimit must hold (docs/METRICS.md).",
+       [](const MountUsage &m) { return std::optional(static_cast<double>(m.peak_used_bytes)); });
   each("shmbpf_mount_seconds_to_full",
        "Seconds until a size-limited filesystem is full at its growth over the last minute; "
        "+Inf when it is not growing.",
-       true, [](const MountUsage &m) {
-         return m.seconds_to_full.value_or(std::numeric_limits<double>::infinity());
+       [&](const MountUsage &m) -> std::optional<double> {
+         if (m.mount.size_limit == 0)
+           return std::nullopt;
+         return m.seconds_to_full.value_or(kInf);
+       });
+  each("shmbpf_mount_seconds_to_memory_limit",
+       "Seconds until the memory cgroup of the container that owns the filesystem reaches its "
+       "limit at the filesystem's growth (its pages are charged there: an OOM kill, not a "
+       "full mount); +Inf when it is not growing; absent without a known limit.",
+       [&](const MountUsage &m) -> std::optional<double> {
+         if (!m.memory_room)
+           return std::nullopt;
+         return m.seconds_to_memory_limit.value_or(kInf);
        });
   w.family("shmbpf_mounts_folded", Type::gauge,
            "Filesystems mounted only in user namespaces other than shmbpf's (any user can make "

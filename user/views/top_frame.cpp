@@ -70,6 +70,14 @@ std::string mount_line(const MountUsage &m, std::string name, std::size_t name_w
   line += "  " + bytes_rate_text(m.growth_bytes_per_s, true);
   const auto ttf = seconds_to_full(m);
   line += "  full in " + (ttf ? human_age(*ttf) : std::string("-"));
+  // Its owner's memory limit, which its pages count against.
+  if (m.memory_room) {
+    const auto ttl = m.seconds_to_memory_limit;
+    line += "  mem limit in " + (ttl && std::isfinite(*ttl) ? human_age(static_cast<uint64_t>(*ttl))
+                                                            : std::string("-"));
+    if (oom_before_full(m))
+      line += "  OOM before full";
+  }
   if (m.enospc)
     line += "  ENOSPC " + std::to_string(m.enospc);
   if (m.sigbus)

@@ -42,6 +42,7 @@ void mount_json(JsonWriter &w, const Relations &rel, const MountUsage &m) {
   w.real("growth_bytes_per_s", m.growth_bytes_per_s);
   opt_real(w, "seconds_to_full", m.seconds_to_full);
   w.num("enospc", m.enospc).num("sigbus", m.sigbus).boolean("alert", mount_alert(m));
+  write_mount_limits(w, m);
   w.end_object();
 }
 
