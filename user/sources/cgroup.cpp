@@ -55,6 +55,27 @@ std::vector<std::string> split(std::string_view s, char sep) {
   return out;
 }
 
+// "key<sep>value" lines of a kernel file, each handed to fn(key, value);
+// lines without sep are skipped.
+template <class Fn> void for_each_entry(std::string_view text, char sep, Fn &&fn) {
+  while (!text.empty()) {
+    const size_t nl = text.find('\n');
+    const std::string_view line = text.substr(0, nl);
+    text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
+    if (const size_t at = line.find(sep); at != std::string_view::npos)
+      fn(line.substr(0, at), line.substr(at + 1));
+  }
+}
+
+// A whole decimal number, nothing around it.
+std::optional<uint64_t> whole_number(std::string_view v) {
+  uint64_t n = 0;
+  auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+  if (v.empty() || ec != std::errc() || end != v.data() + v.size())
+    return std::nullopt;
+  return n;
+}
+
 bool has_option(const std::string &options, std::string_view name) {
   for (const std::string &o : split(options, ','))
     if (o == name)
@@ -232,22 +253,12 @@ std::vector<std::string> memory_limit_files(const std::vector<CgroupLine> &lines
 
 std::optional<uint64_t> parse_memory_stat_shmem(std::string_view text) {
   std::optional<uint64_t> shmem, total;
-  while (!text.empty()) {
-    const size_t nl = text.find('\n');
-    const std::string_view line = text.substr(0, nl);
-    text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
-    const size_t sp = line.find(' ');
-    if (sp == std::string_view::npos)
-      continue;
-    const std::string_view key = line.substr(0, sp), value = line.substr(sp + 1);
+  for_each_entry(text, ' ', [&](std::string_view key, std::string_view value) {
     if (key != "shmem" && key != "total_shmem")
-      continue;
-    uint64_t n = 0;
-    auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), n);
-    if (value.empty() || ec != std::errc() || end != value.data() + value.size())
-      continue;
-    (key == "shmem" ? shmem : total) = n;
-  }
+      return;
+    if (const auto n = whole_number(value))
+      (key == "shmem" ? shmem : total) = n;
+  });
   return total ? total : shmem;
 }
 
@@ -289,29 +300,19 @@ std::optional<CgroupMemory> read_cgroup_memory(const MemoryCgroupDirs &cgroup) {
 
 std::optional<CgroupMemory> parse_meminfo(std::string_view text) {
   std::optional<uint64_t> total, available, shmem;
-  while (!text.empty()) {
-    const size_t nl = text.find('\n');
-    const std::string_view line = text.substr(0, nl);
-    text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
-    const size_t colon = line.find(':');
-    if (colon == std::string_view::npos)
-      continue;
-    const std::string_view key = line.substr(0, colon);
+  for_each_entry(text, ':', [&](std::string_view key, std::string_view value) {
     std::optional<uint64_t> *to = key == "MemTotal"       ? &total
                                   : key == "MemAvailable" ? &available
                                   : key == "Shmem"        ? &shmem
                                                           : nullptr;
-    if (!to)
-      continue;
-    std::string_view value = line.substr(colon + 1);
     while (!value.empty() && value.front() == ' ')
       value.remove_prefix(1);
-    uint64_t kb = 0;
-    auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), kb);
-    const std::string_view unit(end, static_cast<size_t>(value.data() + value.size() - end));
-    if (ec == std::errc() && end != value.data() && unit == " kB" && kb <= (UINT64_MAX >> 10))
-      *to = kb << 10;
-  }
+    if (!to || !value.ends_with(" kB"))
+      return;
+    value.remove_suffix(3);
+    if (const auto kb = whole_number(value); kb && *kb <= (UINT64_MAX >> 10))
+      *to = *kb << 10;
+  });
   if (!total || !available || !shmem)
     return std::nullopt;
   return CgroupMemory{.shmem = *shmem,
