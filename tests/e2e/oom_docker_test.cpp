@@ -70,7 +70,9 @@ TEST(OomDocker, AContainerOomKilledFillingItsDevShmIsExplained) {
                               "--shm-size 64m " +
                               std::string(kImage) + " /bin/shm_actor fill /dev/shm/big 60");
   ASSERT_EQ(victim.code, 137) << "the container should be OOM-killed: " << victim.out;
-  EXPECT_EQ(d.docker("inspect victim --format '{{.State.OOMKilled}}'").out, "true\n");
+  // Not Docker's own OOMKilled flag: its daemon misses the cgroup's event
+  // now and then on a busy machine (seen under the sanitizers), and the
+  // kill is shmbpf's to tell.
   const std::string victim_id = d.id_of("victim"), holder_id = d.id_of("holder");
   ASSERT_EQ(victim_id.size(), 64u);
 

@@ -378,6 +378,22 @@ TEST(Decode, AnOomKillWithTheVictimsMemory) {
   EXPECT_FALSE(e->memcg); // the session's to read
 }
 
+// The tracepoint names the victim task by its thread id: when it is the
+// current task, the record's process is the victim.
+TEST(Decode, AnOomKillOfTheCurrentThreadNamesItsProcess) {
+  auto r = record<shmbpf_oom_event>(SHMBPF_EV_OOM);
+  r.hdr.pid = 42;
+  r.hdr.tid = 44;
+  r.victim_pid = 44;
+  auto e = decode_event(&r, sizeof(r));
+  ASSERT_TRUE(e.ok()) << e.error();
+  EXPECT_EQ(e->target_pid, 42u);
+  r.victim_pid = 45; // another task: as the kernel named it
+  e = decode_event(&r, sizeof(r));
+  ASSERT_TRUE(e.ok());
+  EXPECT_EQ(e->target_pid, 45u);
+}
+
 TEST(Decode, AnOomKillOfAKernelThatGivesThePidAlone) {
   auto r = record<shmbpf_oom_event>(SHMBPF_EV_OOM);
   r.victim_pid = 43;

@@ -107,6 +107,9 @@ TEST(Format, OomKillText) {
   k.largest.clear();
   EXPECT_EQ(oom_kill_text(k, 3 * sec),
             "2s ago, container trainer (host pid 4321) (?): shmem 26M of usage 32M (81%)");
+  k.largest = {{"/dev/shm/mapped", 0, 64u << 20}}; // pages never counted
+  EXPECT_EQ(oom_kill_text(k, 3 * sec), "2s ago, container trainer (host pid 4321) (?): shmem 26M "
+                                       "of usage 32M (81%), largest /dev/shm/mapped (size 64M)");
   k.largest = {{"/dev/shm/\x1b[2J", 1, 1}};
   EXPECT_EQ(oom_kill_text(k, 3 * sec).find('\x1b'), std::string::npos);
 }
@@ -134,6 +137,13 @@ TEST(Format, OomBeforeFullAndTheRightSize) {
   EXPECT_EQ(right_size_text(m), "--shm-size=50m");
   m.peak_used_bytes = 1;
   EXPECT_EQ(right_size_text(m), "--shm-size=1m");
+  // A pod's container: Kubernetes sizes a /dev/shm as an emptyDir there.
+  m.container.pod_uid = "0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0";
+  EXPECT_EQ(right_size_text(m), "sizeLimit=1Mi");
+  m.container.pod_uid.clear();
+  // The runtime's other tmpfs mounts (its /dev) are not sized by users.
+  m.mount.mountpoint = "/dev";
+  EXPECT_FALSE(right_size(m));
   m.mount.mountpoint = "/var/lib/kubelet/pods/0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0/volumes/"
                        "kubernetes.io~empty-dir/cache";
   m.peak_used_bytes = (100u << 20) + 1;

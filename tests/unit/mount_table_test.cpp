@@ -148,6 +148,10 @@ TEST(MountTable, ThePeakIsTheMostAMeasurementOrSampleFound) {
   EXPECT_EQ(t.usage()[0].peak_used_bytes, 32 * kMiB);
   t.set(mount(25, "/dev/shm", 26, 64 * kMiB, 40 * kMiB)); // measured higher between samples
   EXPECT_EQ(t.usage()[0].peak_used_bytes, 40 * kMiB);
+  // The id given to another filesystem's mount: its own peak only.
+  t.set(mount(25, "/dev/shm", 27, 64 * kMiB, 1 * kMiB));
+  EXPECT_EQ(t.usage()[0].peak_used_bytes, 1 * kMiB);
+  EXPECT_EQ(t.usage()[0].growth_bytes_per_s, 0);
 }
 
 TEST(MountTable, SamplesAreCappedInNumber) {

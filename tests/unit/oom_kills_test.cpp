@@ -30,17 +30,30 @@ TEST(OomKillLog, KeepsTheRecentAndCountsEveryKill) {
   EXPECT_EQ(log.by_cgroup().at(1).last_ns, (OomKillLog::kRecent + 9) * kSec);
 }
 
-TEST(OomKillLog, TheVictimsExitNamesItAndMovesItsCount) {
+TEST(OomKillLog, TheVictimsExitNamesItAndItsCountStays) {
   OomKillLog log;
   log.record(kill_of(50, 7, 10 * kSec));
-  log.saw_exit(51, "other", 9, 10 * kSec); // not the victim
+  log.saw_exit(51, "other", 10 * kSec); // not the victim
   EXPECT_EQ(log.recent().back().comm, "");
-  log.saw_exit(50, "victim", 9, 10 * kSec + 1);
+  log.saw_exit(50, "victim", 10 * kSec + 1);
   EXPECT_EQ(log.recent().back().comm, "victim");
-  EXPECT_EQ(log.recent().back().cgroup_id, 9u);
-  EXPECT_FALSE(log.by_cgroup().contains(7));
-  EXPECT_EQ(log.by_cgroup().at(9), (OomCount{1, 10 * kSec}));
+  // Counted where it was placed: a counter never moves nor goes down.
+  EXPECT_EQ(log.recent().back().cgroup_id, 7u);
+  EXPECT_EQ(log.by_cgroup().at(7), (OomCount{1, 10 * kSec}));
   EXPECT_EQ(log.total(), 1u);
+}
+
+// A user may make cgroups and get killed in each: the counts are bounded,
+// the cgroup killed in longest ago going first.
+TEST(OomKillLog, CountsAreKeptForABoundedNumberOfCgroups) {
+  OomKillLog log;
+  for (uint64_t i = 0; i < OomKillLog::kMaxCgroups + 5; ++i)
+    log.record(kill_of(1, 1000 + i, (i + 1) * kSec));
+  EXPECT_EQ(log.by_cgroup().size(), OomKillLog::kMaxCgroups);
+  EXPECT_FALSE(log.by_cgroup().contains(1000));
+  EXPECT_FALSE(log.by_cgroup().contains(1004));
+  EXPECT_TRUE(log.by_cgroup().contains(1005));
+  EXPECT_EQ(log.total(), OomKillLog::kMaxCgroups + 5);
 }
 
 TEST(OomKillLog, ANameTheKernelGaveStaysAndLateExitsAreIgnored) {
@@ -48,13 +61,12 @@ TEST(OomKillLog, ANameTheKernelGaveStaysAndLateExitsAreIgnored) {
   OomKill k = kill_of(50, 7, 10 * kSec);
   k.comm = "python3";
   log.record(k);
-  log.saw_exit(50, "renamed", 7, 11 * kSec);
+  log.saw_exit(50, "renamed", 11 * kSec);
   EXPECT_EQ(log.recent().back().comm, "python3");
   log.record(kill_of(60, 7, 12 * kSec));
   // A pid reused long after: not the victim's exit.
-  log.saw_exit(60, "later", 8, 12 * kSec + OomKillLog::kExitWithinNs + 1);
+  log.saw_exit(60, "later", 12 * kSec + OomKillLog::kExitWithinNs + 1);
   EXPECT_EQ(log.recent().back().comm, "");
-  EXPECT_EQ(log.recent().back().cgroup_id, 7u);
 }
 
 TEST(OomKill, ShmemShareOfTheChargeNeverPastAll) {
@@ -66,6 +78,12 @@ TEST(OomKill, ShmemShareOfTheChargeNeverPastAll) {
   EXPECT_DOUBLE_EQ(*k.shmem_share(), 0.75);
   k.memory = CgroupMemory{.shmem = 40, .usage = 32, .limit = {32}};
   EXPECT_DOUBLE_EQ(*k.shmem_share(), 1.0);
+  // Of the limit: the victim's heap has left the usage read after the kill.
+  k.memory = CgroupMemory{.shmem = 10, .usage = 12, .limit = {100}};
+  EXPECT_DOUBLE_EQ(*k.shmem_share(), 0.1);
+  // Without a limit (the host ran out), of the usage.
+  k.memory = CgroupMemory{.shmem = 10, .usage = 40, .limit = {}};
+  EXPECT_DOUBLE_EQ(*k.shmem_share(), 0.25);
 }
 
 } // namespace

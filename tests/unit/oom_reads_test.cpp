@@ -20,6 +20,14 @@ TEST(ReadBudget, AFewASecondThenWaitForTheNext) {
   EXPECT_TRUE(b.take(5 * kSec));
 }
 
+TEST(ReadBudget, ItsOwnRate) {
+  ReadBudget walks(2);
+  EXPECT_TRUE(walks.take(kSec));
+  EXPECT_TRUE(walks.take(kSec + 1));
+  EXPECT_FALSE(walks.take(kSec + 2));
+  EXPECT_TRUE(walks.take(2 * kSec));
+}
+
 TEST(OomMemory, OnlyOomEventsAreRead) {
   OomMemory m;
   Event e;

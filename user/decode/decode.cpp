@@ -114,7 +114,9 @@ void decode_file(const shmbpf_file_event &r, Event &e) {
 
 void decode_oom(const shmbpf_oom_event &r, Event &e) {
   constexpr uint64_t kKiB = 1024;
-  e.target_pid = r.victim_pid;
+  // The tracepoint names the victim by its task's pid, a thread id: the
+  // victim is most often the current task, whose process is hdr.pid.
+  e.target_pid = r.victim_pid == r.hdr.tid ? r.hdr.pid : r.victim_pid;
   e.memcg_id = r.memcg_id;
   if (r.flags_ev & SHMBPF_F_OOM_VICTIM_MEM) {
     e.victim_mem = true;

@@ -31,7 +31,8 @@ struct MemoryJob {
 
 class ContainerMemory {
 public:
-  // At most this many containers are read a sample (in turns beyond it).
+  // At most this many containers are read a sample: the host first, then
+  // those whose cgroups are known, then new ones.
   static constexpr size_t kMaxJobs = 1024;
 
   // The host and each container the engine knows.

@@ -1,10 +1,9 @@
 #include "live/gather.hpp"
 
-#include "sources/mountinfo.hpp"
-
 #include "facts/dev.hpp"
 #include "live/container_names.hpp"
 #include "sources/clock.hpp"
+#include "sources/mountinfo.hpp"
 #include "sources/proc_scan.hpp"
 #include "sources/superblocks.hpp"
 #include "sources/tmpfs_scan.hpp"

@@ -19,7 +19,7 @@ bool ReadBudget::take(uint64_t now_ns) {
     window_start_ns_ = now_ns;
     used_ = 0;
   }
-  if (used_ >= kPerSecond)
+  if (used_ >= per_second_)
     return false;
   ++used_;
   return true;
@@ -31,26 +31,27 @@ std::optional<CgroupMemory> OomMemory::read_through(uint32_t pid, uint64_t memcg
   if (mounts_.empty())
     mounts_ = read_mountinfo(0);
   const auto dirs = read_memory_cgroup_dirs(pid, mounts_);
-  if (!dirs)
+  // A task on its way out may read as in the hierarchy's root by then.
+  if (!dirs || dirs->dirs.size() < 2)
     return std::nullopt;
-  // A task on its way out may read as the root's by then: the cgroup must
-  // be the one the kernel named at the kill.
   struct stat st {};
   if (memcg_id != 0 && (::stat(dirs->dirs.front().c_str(), &st) != 0 || st.st_ino != memcg_id))
     return std::nullopt;
   return read_cgroup_memory(*dirs);
 }
 
-std::optional<CgroupMemory> OomMemory::read_by_id(uint64_t memcg_id) {
+std::optional<CgroupMemory> OomMemory::read_by_id(uint64_t memcg_id, uint64_t now_ns) {
   if (memcg_id == 0)
     return std::nullopt;
   for (const auto &[id, dirs] : known_dirs_)
     if (id == memcg_id)
       if (auto m = read_cgroup_memory(dirs))
         return m;
+  if (!walk_budget_.take(now_ns))
+    return std::nullopt;
   if (mounts_.empty())
     mounts_ = read_mountinfo(0);
-  auto dirs = find_memory_cgroup(memcg_id, mounts_);
+  auto dirs = find_memory_cgroup(memcg_id, mounts_, kWalkDirs);
   if (!dirs)
     return std::nullopt;
   auto m = read_cgroup_memory(*dirs);
@@ -63,11 +64,14 @@ std::optional<CgroupMemory> OomMemory::read_by_id(uint64_t memcg_id) {
 void OomMemory::fill(Event &e) {
   if (e.type != EventType::oom || !budget_.take(e.ts_ns))
     return;
-  e.memcg = read_through(e.target_pid, e.memcg_id);
-  if (!e.memcg && e.pid != e.target_pid)
+  // The victim's own cgroup (another one than the charging task's when a
+  // pod's limit or the host ran out), else the charging task's, which the
+  // kernel named.
+  e.memcg = read_through(e.target_pid, 0);
+  if (!e.memcg)
     e.memcg = read_through(e.pid, e.memcg_id);
   if (!e.memcg)
-    e.memcg = read_by_id(e.memcg_id);
+    e.memcg = read_by_id(e.memcg_id, e.ts_ns);
 }
 
 void OomFiles::recount(const Event &e, Engine &engine) {

@@ -4,10 +4,12 @@
 // largest files charged to it (the monitor's: faults fill files without
 // an event). The victim's cgroup is found through the victim (its /proc
 // entry lives until it is reaped), else through the task whose charge
-// failed (in a cgroup's OOM, one of that cgroup). Each is read at most
-// ReadBudget::kPerSecond times a second: a process that makes itself
-// OOM-killed over and over cannot make the consumer read files for each
-// kill.
+// failed (in a cgroup's OOM, one of that cgroup), else by that task's
+// memory cgroup id in the hierarchy. Each is read a few times a second at
+// most (ReadBudget), the walk of the hierarchy fewer and over a bounded
+// number of directories: a process that makes itself OOM-killed over and
+// over, in new cgroups it may make (delegation), cannot make the consumer
+// read files or walk the tree for each kill.
 #pragma once
 
 #include "decode/event.hpp"
@@ -24,15 +26,17 @@
 
 namespace shmbpf {
 
-// The reads' budget: at most kPerSecond in any second (a window that
+// The reads' budget: at most per_second in any second (a window that
 // restarts at the first read past the last one's second).
 class ReadBudget {
 public:
   static constexpr uint32_t kPerSecond = 16;
+  explicit ReadBudget(uint32_t per_second = kPerSecond) : per_second_(per_second) {}
   // Whether a read may happen at now_ns (CLOCK_BOOTTIME), counting it.
   bool take(uint64_t now_ns);
 
 private:
+  uint32_t per_second_;
   uint64_t window_start_ns_ = 0;
   uint32_t used_ = 0;
   bool started_ = false;
@@ -45,14 +49,19 @@ public:
   void fill(Event &e);
 
 private:
-  // Through pid's /proc entry, when it leads to memcg_id's directory (or
-  // memcg_id is 0: not known).
+  // Through pid's /proc entry, when it leads below the hierarchy's root
+  // and (memcg_id not 0) to memcg_id's directory.
   std::optional<CgroupMemory> read_through(uint32_t pid, uint64_t memcg_id);
   // By the charging task's memory cgroup id, when no process leads there
   // any more (the victim was reaped); the last few found are kept.
-  std::optional<CgroupMemory> read_by_id(uint64_t memcg_id);
+  std::optional<CgroupMemory> read_by_id(uint64_t memcg_id, uint64_t now_ns);
 
   ReadBudget budget_;
+  // Walks of the memory hierarchy for an id: two a second, over at most
+  // kWalkDirs directories each (a node's pods and slices are far fewer).
+  static constexpr uint32_t kWalksPerSecond = 2;
+  static constexpr size_t kWalkDirs = 8192;
+  ReadBudget walk_budget_{kWalksPerSecond};
   static constexpr size_t kKnownDirs = 16;
   std::deque<std::pair<uint64_t, MemoryCgroupDirs>> known_dirs_;
   // shmbpf's own mount table, where the cgroup hierarchies are found; read

@@ -251,6 +251,8 @@ public:
   // and alerts over the last minutes to see them, since an OOM kill often
   // ends its container.
   static constexpr uint64_t kOomShownNs = 15ull * 60 * 1'000'000'000;
+  // How long a kill in a cgroup not described yet waits to be reported.
+  static constexpr uint64_t kOomUnknownWaitNs = 30'000'000'000;
   // Every kill since start by container (mountpoint ""), as sigbus_groups(),
   // but for containers that ended more than kOomShownNs after their last.
   std::vector<FailureGroup> oom_groups(uint64_t now_ns) const;

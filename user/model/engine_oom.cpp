@@ -64,17 +64,23 @@ std::vector<SegmentKey> Engine::oom_candidates(const Event &e, size_t n) const {
 std::vector<OomFile> Engine::largest_charged(uint64_t cgroup_id, uint32_t victim) const {
   // The victim's own files first (a host's cgroup v2 id, on a host whose
   // memory controller is v1, is shared by unrelated processes), then the
-  // rest, each by resident bytes.
+  // rest, each by resident bytes; a file whose pages were never counted
+  // (filled by faults, and out of reach by the time of the kill: its
+  // container gone with its victim) after those, by its size.
   using Ranked = std::pair<bool, OomFile>;
   std::vector<Ranked> out;
   auto before = [](const Ranked &a, const Ranked &b) {
+    const OomFile &x = a.second, &y = b.second;
     if (a.first != b.first)
       return a.first;
-    return a.second.bytes != b.second.bytes ? a.second.bytes > b.second.bytes
-                                            : a.second.path < b.second.path;
+    if ((x.bytes != 0) != (y.bytes != 0))
+      return x.bytes != 0;
+    if (x.bytes != y.bytes)
+      return x.bytes > y.bytes;
+    return x.size != y.size ? x.size > y.size : x.path < y.path;
   };
   for_each_charged(cgroup_id, victim, [&](const SegmentKey &key, const Segment &s, bool mine) {
-    if (s.bytes == 0)
+    if (s.bytes == 0 && s.size == 0)
       return;
     Ranked f{mine,
              {key.is_sysv() ? sysv_name(s.sysv_key) : std::string(s.path.view()), s.bytes, s.size}};
@@ -131,8 +137,14 @@ std::set<std::string> Engine::live_containers() const {
 
 bool Engine::oom_shown(uint64_t cgroup_id, uint64_t last_ns, uint64_t now_ns,
                        const std::set<std::string> &live) const {
+  const bool recent = now_ns < last_ns || now_ns - last_ns < kOomShownNs;
+  // A cgroup not described yet (a new container's, resolved within a
+  // second or two) waits, rather than count as the host's and then move:
+  // a counter never goes down. One that never gets described is the host's.
+  if (cgroup_id != 0 && !cgroup_container(cgroup_id))
+    return !(now_ns < last_ns || now_ns - last_ns < kOomUnknownWaitNs);
   const ContainerRef *c = container_of(cgroup_id);
-  return !c || live.contains(c->id) || now_ns < last_ns || now_ns - last_ns < kOomShownNs;
+  return !c || live.contains(c->id) || recent;
 }
 
 std::vector<FailureGroup> Engine::oom_groups(uint64_t now_ns) const {

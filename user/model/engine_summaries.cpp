@@ -195,8 +195,12 @@ std::vector<MountUsage> Engine::mounts() const {
       u.container = *c->second;
     else if (auto uid = pod_uid_of_volume(m.mountpoint))
       u.container = containers_.pod_of(*uid);
-    if (const CgroupMemory *mem =
-            u.container.id.empty() ? nullptr : containers_.memory(u.container.id);
+    // A container's /dev/shm (its tmpfs pages are charged to it): how far
+    // its memory limit is. A pod's emptyDir is the pod's, whose cgroup is
+    // not read.
+    if (const CgroupMemory *mem = u.container.id.empty() || m.mountpoint != "/dev/shm"
+                                      ? nullptr
+                                      : containers_.memory(u.container.id);
         mem && mem->limit.bytes) {
       const uint64_t limit = *mem->limit.bytes;
       u.memory_room = limit - std::min(mem->usage, limit);

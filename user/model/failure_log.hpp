@@ -18,8 +18,8 @@ class FailureLog {
 public:
   void record_sigbus(BusError b) { bus_errors_.record(std::move(b)); }
   void record_oom(OomKill k) { oom_kills_.record(std::move(k)); }
-  // Every exit: a recent kill's victim takes its name and cgroup from it.
-  void saw_exit(const Event &e) { oom_kills_.saw_exit(e.pid, e.comm, e.cgroup_id, e.ts_ns); }
+  // Every exit: a recent kill's victim takes its name from it.
+  void saw_exit(const Event &e) { oom_kills_.saw_exit(e.pid, e.comm, e.ts_ns); }
   // A failure for lack of space on filesystem dev, of a file shown under
   // mountpoint ("" for memfds and unknown mounts), by a process of cgroup.
   void record_nospace(uint32_t dev, std::string mountpoint, uint64_t cgroup_id);

@@ -56,6 +56,11 @@ void MountTable::set(MountState m) {
     return;
   }
   Entry &entry = mounts_[m.mnt_id];
+  if (entry.state.dev != m.dev) {
+    // A reused mount id, of another filesystem: nothing of the old one's.
+    entry.peak = 0;
+    entry.samples.clear();
+  }
   entry.baseline = static_cast<int64_t>(tracked_bytes(m.dev));
   entry.peak = std::max(entry.peak, m.used_bytes);
   entry.state = std::move(m);

@@ -6,15 +6,28 @@
 namespace shmbpf {
 
 std::optional<double> OomKill::shmem_share() const {
-  if (!memory || memory->usage == 0)
+  // Of the limit that was hit (what the cgroup was charged when it was
+  // killed): usage, read after the kill, has lost the victim's own pages.
+  // Without a limit (the host ran out), of what is charged now.
+  if (!memory)
     return std::nullopt;
-  // Usage is read a moment after the shmem count: never say more than all.
-  const uint64_t shmem = std::min(memory->shmem, memory->usage);
-  return static_cast<double>(shmem) / static_cast<double>(memory->usage);
+  const uint64_t whole = memory->limit.bytes ? *memory->limit.bytes : memory->usage;
+  if (whole == 0)
+    return std::nullopt;
+  return static_cast<double>(std::min(memory->shmem, whole)) / static_cast<double>(whole);
 }
 
 void OomKillLog::record(OomKill k) {
   ++total_;
+  if (!by_cgroup_.contains(k.cgroup_id) && by_cgroup_.size() >= kMaxCgroups) {
+    // Cgroups come and go (a user may make them): the one killed in
+    // longest ago makes room.
+    auto oldest = by_cgroup_.begin();
+    for (auto it = by_cgroup_.begin(); it != by_cgroup_.end(); ++it)
+      if (it->second.last_ns < oldest->second.last_ns)
+        oldest = it;
+    by_cgroup_.erase(oldest);
+  }
   OomCount &c = by_cgroup_[k.cgroup_id];
   ++c.count;
   c.last_ns = std::max(c.last_ns, k.ts_ns);
@@ -23,8 +36,7 @@ void OomKillLog::record(OomKill k) {
   recent_.push_back(std::move(k));
 }
 
-void OomKillLog::saw_exit(uint32_t pid, const std::string &comm, uint64_t cgroup_id,
-                          uint64_t ts_ns) {
+void OomKillLog::saw_exit(uint32_t pid, const std::string &comm, uint64_t ts_ns) {
   for (auto it = recent_.rbegin(); it != recent_.rend(); ++it) {
     if (ts_ns >= it->ts_ns && ts_ns - it->ts_ns > kExitWithinNs)
       return;
@@ -32,15 +44,6 @@ void OomKillLog::saw_exit(uint32_t pid, const std::string &comm, uint64_t cgroup
       continue;
     if (it->comm.empty())
       it->comm = comm;
-    if (cgroup_id != 0 && cgroup_id != it->cgroup_id) {
-      auto old = by_cgroup_.find(it->cgroup_id);
-      if (old != by_cgroup_.end() && --old->second.count == 0)
-        by_cgroup_.erase(old);
-      OomCount &c = by_cgroup_[cgroup_id];
-      ++c.count;
-      c.last_ns = std::max(c.last_ns, it->ts_ns);
-      it->cgroup_id = cgroup_id;
-    }
     return;
   }
 }

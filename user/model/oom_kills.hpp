@@ -37,7 +37,8 @@ struct OomKill {
   std::optional<CgroupMemory> memory;
   std::optional<uint64_t> victim_shmem_rss; // the victim's own mapped shared memory, where given
   std::vector<OomFile> largest;             // largest first, at most kLargest
-  // Shared memory's share of what was charged: memory->shmem / usage.
+  // Shared memory's share of what was charged at the kill: of the limit
+  // (the charge when a cgroup's OOM kills), else of the usage.
   std::optional<double> shmem_share() const;
   bool operator==(const OomKill &) const = default;
 };
@@ -53,14 +54,17 @@ class OomKillLog {
 public:
   static constexpr size_t kRecent = 64;
   static constexpr size_t kLargest = 3;
+  // Cgroups whose kills are counted; past it, the one killed in longest
+  // ago is forgotten.
+  static constexpr size_t kMaxCgroups = 4096;
   // How long after a kill its victim's exit may still name it.
   static constexpr uint64_t kExitWithinNs = 10'000'000'000;
 
   void record(OomKill k);
   // A process exited: if it is a recent kill's victim not named yet, that
-  // kill takes its name and cgroup (the kernel's record may have had
-  // neither, or the cgroup of another task).
-  void saw_exit(uint32_t pid, const std::string &comm, uint64_t cgroup_id, uint64_t ts_ns);
+  // kill takes its name (the kernel's record may have had the pid alone).
+  // Its count stays where it was: a counter never goes down.
+  void saw_exit(uint32_t pid, const std::string &comm, uint64_t ts_ns);
 
   // The last kRecent kills, oldest first.
   const std::deque<OomKill> &recent() const { return recent_; }

@@ -365,14 +365,18 @@ find_memory_cgroup(uint64_t id, const std::vector<MountInfo> &mounts, size_t max
       continue;
     }
     while (const dirent *ent = ::readdir(d)) {
-      if (ent->d_type != DT_DIR || ent->d_name[0] == '.')
+      const std::string_view name = ent->d_name;
+      if (ent->d_type != DT_DIR || name == "." || name == "..")
         continue;
-      std::string child = rel + "/" + ent->d_name;
+      std::string child = rel + "/" + std::string(name);
       if (ent->d_ino == id) {
         found = std::move(child);
         break;
       }
-      todo.push_back(std::move(child));
+      // What is queued is bounded as what is opened: a directory of
+      // many children does not grow the walk past it.
+      if (todo.size() < max_dirs)
+        todo.push_back(std::move(child));
     }
     ::closedir(d);
   }

@@ -106,8 +106,8 @@ std::optional<CgroupMemory> read_host_memory();
 // kernfs id, as the kernel names it), with its ancestors as
 // memory_cgroup_dirs gives them: found by walking the hierarchy the memory
 // controller is on (a v1 mount whose options name memory, else cgroup2)
-// from its mount's root, at most max_dirs directories. For a cgroup whose
-// processes are gone.
+// from its mount's root, breadth first, opening and queueing at most
+// max_dirs directories. For a cgroup whose processes are gone.
 std::optional<MemoryCgroupDirs>
 find_memory_cgroup(uint64_t id, const std::vector<MountInfo> &mounts, size_t max_dirs = 65536);
 

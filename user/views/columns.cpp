@@ -141,8 +141,9 @@ const ColumnSet<MountUsage> &mount_columns() {
          if (!m.memory_room)
            return std::string("-");
          const auto ttl = m.seconds_to_memory_limit;
-         std::string t =
-             ttl && std::isfinite(*ttl) ? human_age(static_cast<uint64_t>(*ttl)) : std::string("-");
+         if (!ttl || !std::isfinite(*ttl)) // not growing: which is first, not when
+           return std::string(oom_before_full(m) ? "(first)" : "-");
+         const std::string t = human_age(static_cast<uint64_t>(*ttl));
          return oom_before_full(m) ? t + " (first)" : t;
        }},
       {{"RIGHT SIZE"}, [](const M &m, const C &) { return right_size_text(m); }},

@@ -185,9 +185,12 @@ std::string oom_kill_text(const OomKill &k, uint64_t now_ns) {
     if (whole != 0)
       t += " (" + std::to_string(std::min<uint64_t>(100, m.shmem * 100 / whole)) + "%)";
   }
-  if (!k.largest.empty())
-    t += ", largest " + escape_text(k.largest.front().path) + " (" +
-         human_bytes(k.largest.front().bytes) + ")";
+  if (!k.largest.empty()) {
+    // Its pages when they were counted, else only its size is known.
+    const OomFile &f = k.largest.front();
+    t += ", largest " + escape_text(f.path) + " (" +
+         (f.bytes != 0 ? human_bytes(f.bytes) : "size " + human_bytes(f.size)) + ")";
+  }
   return t;
 }
 
@@ -229,7 +232,10 @@ bool oom_before_full(const MountUsage &m) {
 }
 
 std::optional<uint64_t> right_size(const MountUsage &m) {
-  if (m.container.id.empty())
+  // A container's /dev/shm or a pod's emptyDir: the runtime's mask over
+  // /dev and other tmpfs mounts are not sized by their users.
+  const bool sized = m.mount.mountpoint == "/dev/shm" || pod_uid_of_volume(m.mount.mountpoint);
+  if (m.container.id.empty() || !sized)
     return std::nullopt;
   constexpr uint64_t kMiB = 1 << 20;
   const uint64_t wanted = m.peak_used_bytes + m.peak_used_bytes / 4; // a quarter's headroom
@@ -241,9 +247,10 @@ std::string right_size_text(const MountUsage &m) {
   if (!size)
     return "-";
   const std::string mib = std::to_string(*size >> 20);
-  // An emptyDir is a pod's volume (Kubernetes' quantity); a /dev/shm the
-  // runtime's option (docker run, nerdctl, podman).
-  if (pod_uid_of_volume(m.mount.mountpoint))
+  // A pod's /dev/shm is a memory-backed emptyDir mounted there (Kubernetes
+  // has no shm size), sized in its quantity; elsewhere the runtime's option
+  // (docker run, nerdctl, podman).
+  if (!m.container.pod_uid.empty() || pod_uid_of_volume(m.mount.mountpoint))
     return "sizeLimit=" + mib + "Mi";
   return "--shm-size=" + mib + "m";
 }

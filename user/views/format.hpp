@@ -67,7 +67,8 @@ std::string bus_error_text(const BusError &b, uint64_t now_ns);
 std::string oom_kill_text(const OomKill &k, uint64_t now_ns);
 
 // The mounts worth attention: a SIGBUS on a file of theirs or a write that
-// found no space, over 90% full or full within an hour. One rule for top's header, its rows and its
+// found no space, over 90% full, or full or at their owner's memory limit
+// within an hour. One rule for top's header, its rows and its
 // JSON.
 bool mount_alert(const MountUsage &m);
 
@@ -78,8 +79,10 @@ bool mount_alert(const MountUsage &m);
 bool oom_before_full(const MountUsage &m);
 
 // What a container's /dev/shm or a pod's emptyDir needs: its peak plus a
-// quarter, in whole MiB (at least one); nullopt for the host's mounts.
-// As the option that sets it: "--shm-size=48m", "sizeLimit=48Mi".
+// quarter, in whole MiB (at least one); nullopt for the host's mounts and
+// a container's other tmpfs mounts. As the option that sets it:
+// "--shm-size=48m", or "sizeLimit=48Mi" in a pod (an emptyDir, also the
+// way to give a pod's container a /dev/shm of a size).
 std::optional<uint64_t> right_size(const MountUsage &m);
 std::string right_size_text(const MountUsage &m);
 

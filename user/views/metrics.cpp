@@ -307,8 +307,9 @@ void oom_samples(PrometheusWriter &w, const MetricsSnapshot &s) {
                          : std::nullopt;
        });
   each("shmbpf_oom_last_kill_shmem_ratio",
-       "Shared memory's share of what was charged to the memory cgroup of the container's "
-       "latest OOM kill (0 to 1): at 0.5 or more, /dev/shm and its kind filled the cgroup.",
+       "Shared memory's share of the memory cgroup of the container's latest OOM kill, of its "
+       "limit (what it was charged when it was killed) or, without one, of its usage (0 to 1): "
+       "at 0.5 or more, /dev/shm and its kind filled the cgroup.",
        [](const OomKill &k) { return k.shmem_share(); });
   each("shmbpf_oom_last_kill_limit_bytes",
        "The memory limit of the cgroup of the container's latest OOM kill; absent when it had "
