@@ -27,6 +27,15 @@ Event oom(uint32_t pid, uint64_t cgroup, uint32_t target, uint64_t ts) {
   return e;
 }
 
+// The kills oom_groups reports at now for container id ("" the host).
+uint64_t kills_of(const Engine &engine, uint64_t now, const std::string &id) {
+  uint64_t n = 0;
+  for (const FailureGroup &g : engine.oom_groups(now))
+    if (g.container.id == id)
+      n += g.count;
+  return n;
+}
+
 // pid of cgroup made path and filled bytes of it (size bytes too).
 void filled(Engine &engine, uint32_t pid, uint64_t cgroup, uint64_t ino, const std::string &path,
             uint64_t bytes) {
@@ -134,13 +143,7 @@ TEST(EngineOom, AKillWaitsForItsCgroupToBeDescribed) {
   Engine engine;
   engine.apply(oom(100, 11, 100, sec(2)));
   engine.apply(oom(101, 12, 101, sec(2)));
-  auto count_of = [&](uint64_t now, const std::string &id) {
-    uint64_t n = 0;
-    for (const FailureGroup &g : engine.oom_groups(now))
-      if (g.container.id == id)
-        n += g.count;
-    return n;
-  };
+  auto count_of = [&](uint64_t now, const std::string &id) { return kills_of(engine, now, id); };
   EXPECT_EQ(count_of(sec(3), ""), 0u);
   engine.set_cgroup_path(11, "/system.slice/docker-" + kDockerId + ".scope");
   EXPECT_EQ(count_of(sec(3), kDockerId), 1u);
@@ -182,13 +185,7 @@ TEST(EngineOom, AnEndedContainersKillsAreReportedForAWhile) {
   engine.apply(in_cgroup(exit_of(100, sec(2)), 11)); // it ended with its only process
   engine.apply(in_cgroup(exec_of(200, sec(1), "server"), 12));
   engine.apply(oom(201, 12, 201, sec(2))); // its other process lives on
-  auto count_of = [&](uint64_t now, const std::string &id) {
-    uint64_t n = 0;
-    for (const FailureGroup &g : engine.oom_groups(now))
-      if (g.container.id == id)
-        n += g.count;
-    return n;
-  };
+  auto count_of = [&](uint64_t now, const std::string &id) { return kills_of(engine, now, id); };
   const uint64_t later = sec(2) + Engine::kOomShownNs;
   EXPECT_EQ(count_of(later - 1, kDockerId), 1u);
   EXPECT_EQ(engine.last_oom_kills(later - 1).size(), 2u);
