@@ -119,38 +119,54 @@ TEST(ServeExport, EventsOrphansReopenAndSigtermInTheFile) {
 
   // logrotate moves the file away and sends SIGHUP while a child keeps
   // making and removing files: every one of them is in one file or the
-  // other, and the fresh file is made with mode 0600.
-  constexpr int kFiles = 300;
+  // other, and the fresh file is made with mode 0600. The child goes on
+  // until the fresh file has one of its records (on a loaded machine the
+  // signal is handled a while after it is sent), then says how many it made.
+  constexpr int kMaxFiles = 20000;
   const std::string busy = prefix + "busy-";
+  int stop[2], made[2];
+  ASSERT_EQ(pipe(stop), 0);
+  ASSERT_EQ(pipe(made), 0);
   const pid_t worker = ForkGuard::fork();
   ASSERT_GE(worker, 0);
   if (worker == 0) {
-    for (int i = 0; i < kFiles; ++i) {
-      const std::string p = busy + std::to_string(i);
+    close(stop[1]);
+    close(made[0]);
+    fcntl(stop[0], F_SETFL, O_NONBLOCK);
+    int n = 0;
+    char c;
+    for (; n < kMaxFiles && read(stop[0], &c, 1) != 0; ++n) { // 0: the test closed it
+      const std::string p = busy + std::to_string(n);
       if (make_file(p, 0) == 0 || unlink(p.c_str()) != 0)
         _exit(1);
       usleep(5000);
     }
-    _exit(0);
+    _exit(write(made[1], &n, sizeof n) == sizeof n ? 0 : 2);
   }
+  close(stop[0]);
+  close(made[1]);
+  auto of_worker = [&](const json &j) {
+    return j.value("pid", 0) == worker && j.value("path", "").starts_with(busy);
+  };
   // Moved once the first of them is in the file (not after a fixed time:
   // on a loaded machine the child may not have begun by then).
-  ASSERT_TRUE(wait_record(
-      file,
-      [&](const json &j) {
-        return j.value("pid", 0) == worker && j.value("path", "").starts_with(busy);
-      },
-      20s))
-      << serve.err();
+  ASSERT_TRUE(wait_record(file, of_worker, 20s)) << serve.err();
   const std::string moved = file + ".old";
   ASSERT_EQ(rename(file.c_str(), moved.c_str()), 0);
   std::this_thread::sleep_for(200ms);
   serve.signal(SIGHUP);
+  const bool reopened = wait_record(file, of_worker, 20s).has_value();
+  close(stop[1]);
+  int n = 0;
+  const bool told = read(made[0], &n, sizeof n) == sizeof n;
+  close(made[0]);
   int st = 0;
   ASSERT_EQ(waitpid(worker, &st, 0), worker);
   ASSERT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+  ASSERT_TRUE(reopened) << "no record of the child in the fresh file\n" << serve.err();
+  ASSERT_TRUE(told && n > 0);
   // The last of them in the new file, then count across both.
-  const std::string last = busy + std::to_string(kFiles - 1);
+  const std::string last = busy + std::to_string(n - 1);
   ASSERT_TRUE(wait_record(
       file, [&](const json &j) { return is(j, "unlink", last) && j["pid"] == worker; }, 20s))
       << serve.err();
@@ -164,15 +180,15 @@ TEST(ServeExport, EventsOrphansReopenAndSigtermInTheFile) {
       unlinks += j["event"] == "unlink";
       in_new += f == file;
     }
-  EXPECT_EQ(creates, static_cast<size_t>(kFiles));
-  EXPECT_EQ(unlinks, static_cast<size_t>(kFiles));
+  EXPECT_EQ(creates, static_cast<size_t>(n));
+  EXPECT_EQ(unlinks, static_cast<size_t>(n));
   EXPECT_GT(in_new, 0u);
-  EXPECT_LT(in_new, 2u * kFiles); // some went to the moved file
+  EXPECT_LT(in_new, 2u * static_cast<size_t>(n)); // some went to the moved file
 
   // /metrics counts what was written, and promtool accepts the families.
   auto m = get(port, "/metrics");
   ASSERT_TRUE(m && m->status == 200);
-  EXPECT_GE(metric(m->body, "shmbpf_export_records_total", {}).value_or(0), 2.0 * kFiles);
+  EXPECT_GE(metric(m->body, "shmbpf_export_records_total", {}).value_or(0), 2.0 * n);
   EXPECT_EQ(metric(m->body, "shmbpf_export_errors_total", {}), 0);
   EXPECT_EQ(metric(m->body, "shmbpf_export_dropped_records_total", {}), 0);
   expect_promtool_accepts(m->body);
