@@ -67,6 +67,23 @@ TEST(EngineOom, AKillOfTheChargingTaskTakesItsCgroupMemoryAndFiles) {
   EXPECT_EQ(engine.oom_kills(), 1u);
 }
 
+// Read a moment after the kill, the cgroup may have lost its /dev/shm with
+// its container: the victim's mapped shared memory, the kernel's count at
+// the kill, is the floor.
+TEST(EngineOom, TheVictimsMappedSharedMemoryIsAFloor) {
+  Engine engine;
+  Event e = oom(100, 7, 100, sec(2));
+  e.memcg->shmem = 0;
+  e.victim_mem = true;
+  e.victim_shmem_rss = 30 * kMiB;
+  engine.apply(e);
+  const OomKill k = engine.oom_kills_since(0).at(0);
+  ASSERT_TRUE(k.memory);
+  EXPECT_EQ(k.memory->shmem, 30 * kMiB);
+  ASSERT_TRUE(k.shmem_share());
+  EXPECT_NEAR(*k.shmem_share(), 30.0 / 32.0, 1e-9);
+}
+
 TEST(EngineOom, OnlyTheLargestFewFilesAreKept) {
   Engine engine;
   for (uint64_t i = 1; i <= 5; ++i)

@@ -108,8 +108,14 @@ void Engine::on_oom(const Event &e) {
   else if (auto it = procs_.find(e.target_pid); it != procs_.end())
     k.comm = it->second.comm;
   k.memory = e.memcg;
-  if (e.victim_mem)
+  if (e.victim_mem) {
     k.victim_shmem_rss = e.victim_shmem_rss;
+    // The kernel's count at the kill of the victim's mapped shared memory
+    // is a floor: the cgroup is read a moment later, when a container that
+    // died with its victim may have let its /dev/shm go already.
+    if (k.memory)
+      k.memory->shmem = std::max(k.memory->shmem, e.victim_shmem_rss);
+  }
   k.largest = largest_charged(k.cgroup_id, k.pid);
   failures_.record_oom(std::move(k));
 }
