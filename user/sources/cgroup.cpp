@@ -243,11 +243,28 @@ MemoryCgroupDirs memory_cgroup_dirs(const std::vector<CgroupLine> &lines,
   return out;
 }
 
+namespace {
+
+const char *limit_file(bool v1) { return v1 ? "memory.limit_in_bytes" : "memory.max"; }
+
+// The tightest limit the cgroup's and its ancestors' files hold; nullopt
+// when none of them could be read.
+std::optional<MemoryLimit> tightest_limit(const MemoryCgroupDirs &cgroup) {
+  std::optional<MemoryLimit> limit;
+  for (const std::string &d : cgroup.dirs)
+    if (const auto text = read_small_file(d + limit_file(cgroup.v1)))
+      if (const auto one = parse_memory_limit(*text))
+        limit = limit ? tighter(*limit, *one) : *one;
+  return limit;
+}
+
+} // namespace
+
 std::vector<std::string> memory_limit_files(const std::vector<CgroupLine> &lines,
                                             const std::vector<MountInfo> &mounts) {
   MemoryCgroupDirs d = memory_cgroup_dirs(lines, mounts);
   for (std::string &dir : d.dirs)
-    dir += d.v1 ? "memory.limit_in_bytes" : "memory.max";
+    dir += limit_file(d.v1);
   return std::move(d.dirs);
 }
 
@@ -263,18 +280,8 @@ std::optional<uint64_t> parse_memory_stat_shmem(std::string_view text) {
 }
 
 std::optional<MemoryLimit> read_memory_limit(uint32_t pid, const std::vector<MountInfo> &mounts) {
-  const auto text = read_small_file("/proc/" + std::to_string(pid) + "/cgroup");
-  if (!text)
-    return std::nullopt;
-  std::optional<MemoryLimit> limit;
-  for (const std::string &file : memory_limit_files(parse_cgroup_lines(*text), mounts)) {
-    const auto content = read_small_file(file);
-    if (!content)
-      continue;
-    if (auto one = parse_memory_limit(*content))
-      limit = limit ? tighter(*limit, *one) : *one;
-  }
-  return limit;
+  const auto dirs = read_memory_cgroup_dirs(pid, mounts);
+  return dirs ? tightest_limit(*dirs) : std::nullopt;
 }
 
 std::optional<CgroupMemory> read_cgroup_memory(const MemoryCgroupDirs &cgroup) {
@@ -290,12 +297,9 @@ std::optional<CgroupMemory> read_cgroup_memory(const MemoryCgroupDirs &cgroup) {
   const auto used = parse_memory_limit(*usage); // one number, as a limit is
   if (!shmem || !used || !used->bytes)
     return std::nullopt;
-  CgroupMemory out{.shmem = *shmem, .usage = *used->bytes, .limit = {}};
-  for (const std::string &d : cgroup.dirs)
-    if (const auto text = read_small_file(d + (cgroup.v1 ? "memory.limit_in_bytes" : "memory.max")))
-      if (const auto one = parse_memory_limit(*text))
-        out.limit = tighter(out.limit, *one);
-  return out;
+  return CgroupMemory{.shmem = *shmem,
+                      .usage = *used->bytes,
+                      .limit = tightest_limit(cgroup).value_or(MemoryLimit{})};
 }
 
 std::optional<CgroupMemory> parse_meminfo(std::string_view text) {
