@@ -5,6 +5,7 @@
 #include "daemon/api_client.hpp"
 
 #include "live/clock.hpp"
+#include "live/container_memory.hpp"
 #include "live/container_names.hpp"
 #include "model/apply_scan.hpp"
 #include "sources/namespaces.hpp"
@@ -105,6 +106,7 @@ int run_ls(const LsOptions &opts) {
     std::fprintf(stderr, "shmbpf: warning: %s\n", line.c_str());
   bootstrap(engine, scan);
   name_containers(engine, opts.runtime_roots);
+  measure_containers(engine);
   engine.sample_mounts(now);
 
   Output output;
