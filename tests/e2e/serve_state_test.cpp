@@ -339,6 +339,71 @@ TEST(ServeState, AReusedInodeNumberIsNotGivenTheOldCreator) {
       << second.err();
 }
 
+// The daemon's /v1/mounts row of mountpoint, or null.
+json mount_at(const std::string &sock, const std::string &mountpoint) {
+  httplib::Client c(sock);
+  c.set_address_family(AF_UNIX);
+  c.set_connection_timeout(2, 0);
+  c.set_read_timeout(20, 0);
+  auto r = c.Get("/v1/mounts");
+  if (!r || r->status != 200)
+    return nullptr;
+  json j = json::parse(r->body, nullptr, false);
+  if (j.is_discarded())
+    return nullptr;
+  for (const json &m : j["mounts"])
+    if (m["mountpoint"] == mountpoint)
+      return m;
+  return nullptr;
+}
+
+// The most a mount held is kept across a restart while it is the same
+// filesystem: right-sizing from a peak that a restart of the daemon forgot
+// would size too small.
+TEST(ServeState, AMountsPeakSurvivesARestart) {
+  SHMBPF_REQUIRE_ROOT();
+  TempDir dir;
+  Mounts mounts;
+  const std::string fs = dir.path + "/fs";
+  ASSERT_TRUE(mounts.add(fs)) << fs << ": " << strerror(errno);
+  constexpr uint64_t kFilled = 512 * 1024;
+  const std::string file = fs + "/filler";
+
+  int port = free_port();
+  auto first = std::make_unique<ShmbpfProcess>(serve_args(port, dir.path));
+  SHMBPF_SERVE_READY(*first, port);
+  {
+    const int fd = open(file.c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0600);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(fallocate(fd, 0, 0, kFilled), 0) << strerror(errno);
+    close(fd);
+  }
+  json m;
+  for (const auto deadline = Clock::now() + 20s; Clock::now() < deadline;) {
+    m = mount_at(dir.path + "/s.sock", fs);
+    if (m.is_object() && m["peak_used_bytes"].get<uint64_t>() >= kFilled)
+      break;
+    std::this_thread::sleep_for(200ms);
+  }
+  ASSERT_TRUE(m.is_object() && m["peak_used_bytes"].get<uint64_t>() >= kFilled) << m.dump();
+  ASSERT_EQ(unlink(file.c_str()), 0);
+  first->signal(SIGTERM);
+  expect_exit_code(first->wait(30s), 0);
+  first.reset();
+
+  port = free_port();
+  ShmbpfProcess second(serve_args(port, dir.path));
+  SHMBPF_SERVE_READY(second, port);
+  m = mount_at(dir.path + "/s.sock", fs);
+  ASSERT_TRUE(m.is_object()) << "the mount is missing after the restart";
+  EXPECT_LT(m["used_bytes"].get<uint64_t>(), kFilled);
+  EXPECT_GE(m["peak_used_bytes"].get<uint64_t>(), kFilled) << m.dump();
+  second.signal(SIGTERM);
+  expect_exit_code(second.wait(30s), 0);
+  EXPECT_NE(second.err().find(" mounts keep their peak"), std::string::npos) << second.err();
+  EXPECT_EQ(second.err().find(" 0 mounts keep their peak"), std::string::npos) << second.err();
+}
+
 TEST(ServeState, AStateDirThatCannotBeMadeIsOneLineAndStatusTwo) {
   SHMBPF_REQUIRE_ROOT();
   TempDir dir;
@@ -377,7 +442,7 @@ TEST(ServeState, AStateFileOfAnotherVersionIsLoggedAndIgnored) {
   std::ifstream in(dir.path + "/state/state");
   std::string header;
   std::getline(in, header);
-  EXPECT_TRUE(header.starts_with("shmbpf-state 2 =")) << header;
+  EXPECT_TRUE(header.starts_with("shmbpf-state 3 =")) << header;
 }
 
 TEST(ServeState, NoStateAndStateDirExcludeEachOther) {

@@ -110,7 +110,7 @@ TEST(State, LeavesOutPreExistingFilesMemfdsAndUnknownBirths) {
 TEST(State, TextRoundTrips) {
   const SavedState st = first_run();
   const std::string text = format_state(st);
-  EXPECT_EQ(text.rfind("shmbpf-state 2 =boot-1\n", 0), 0u);
+  EXPECT_EQ(text.rfind("shmbpf-state 3 =boot-1\n", 0), 0u);
   Result<SavedState> back = parse_state(text);
   ASSERT_TRUE(back) << back.error();
   EXPECT_EQ(format_state(*back), text);
@@ -142,9 +142,9 @@ TEST(State, RejectsOtherVersionsAndBrokenFiles) {
   const std::string good = format_state(first_run());
   EXPECT_FALSE(parse_state(""));
   EXPECT_FALSE(parse_state("hello\n"));
-  Result<SavedState> v3 = parse_state("shmbpf-state 3 =b\n");
-  ASSERT_FALSE(v3);
-  EXPECT_NE(v3.error().find("version 3"), std::string::npos);
+  Result<SavedState> v4 = parse_state("shmbpf-state 4 =b\n");
+  ASSERT_FALSE(v4);
+  EXPECT_NE(v4.error().find("version 4"), std::string::npos);
   EXPECT_FALSE(parse_state("shmbpf-state 0 =b\n"));
   EXPECT_FALSE(parse_state(good.substr(0, good.size() - 1))); // cut short
   EXPECT_FALSE(parse_state(good + "file 1 2\n"));
@@ -307,6 +307,59 @@ TEST(State, VersionOneFilesAreReadWithoutHandleRecords) {
   EXPECT_EQ(v1->segments[0].birth, (Engine::Birth{Engine::Birth::Kind::time, kBtime}));
   EXPECT_FALSE(parse_state("shmbpf-state 1 =boot-1\nfile-handle 42" + tail));
   EXPECT_TRUE(parse_state("shmbpf-state 2 =boot-1\nfile-handle 42" + tail));
+}
+
+MountState shm_mount(uint64_t used, uint64_t fsid) {
+  MountState m;
+  m.mnt_id = kMnt;
+  m.mntns = 4026531840u;
+  m.mountpoint = "/dev/shm";
+  m.dev = kDev;
+  m.size_limit = 64u << 20;
+  m.used_bytes = used;
+  m.fsid = fsid;
+  return m;
+}
+
+// A mount's peak outlives a restart while the mount is the same filesystem
+// (its id, device, fsid and mountpoint); one whose fsid is unknown is not
+// saved.
+TEST(State, AMountKeepsItsPeakWhileItIsTheSameFilesystem) {
+  Engine first;
+  first.set_mount(shm_mount(30u << 20, 0xabc));
+  first.set_mount(shm_mount(10u << 20, 0xabc));
+  MountState unknown = shm_mount(1u << 20, 0);
+  unknown.mnt_id = kMnt + 1;
+  unknown.dev = kDev + 1;
+  unknown.mountpoint = "/run/x";
+  first.set_mount(unknown);
+  const SavedState st = collect_state(first, "boot-1");
+  ASSERT_EQ(st.mount_peaks.size(), 1u);
+  EXPECT_EQ(st.mount_peaks[0].peak, 30u << 20);
+  Result<SavedState> back = parse_state(format_state(st));
+  ASSERT_TRUE(back) << back.error();
+  ASSERT_EQ(back->mount_peaks.size(), 1u);
+  EXPECT_EQ(back->mount_peaks[0].mount.fsid, 0xabcu);
+  EXPECT_EQ(back->mount_peaks[0].mount.mountpoint, "/dev/shm");
+
+  auto peak_after_restart = [&](uint64_t fsid, std::string_view boot, size_t *restored) {
+    Engine next;
+    next.set_mount(shm_mount(5u << 20, fsid));
+    *restored = restore_state(next, scan_of({}, {}), *back, boot).mount_peaks;
+    return next.mounts().at(0).peak_used_bytes;
+  };
+  size_t restored = 0;
+  EXPECT_EQ(peak_after_restart(0xabc, "boot-1", &restored), 30u << 20);
+  EXPECT_EQ(restored, 1u);
+  // Another filesystem at the same id and device, or another boot.
+  EXPECT_EQ(peak_after_restart(0xdef, "boot-1", &restored), 5u << 20);
+  EXPECT_EQ(restored, 0u);
+  EXPECT_EQ(peak_after_restart(0xabc, "boot-2", &restored), 5u << 20);
+  // Malformed records, and records a version 2 file cannot have.
+  EXPECT_FALSE(parse_state("shmbpf-state 3 =b\nmount-peak 1 2 0 4 =/dev/shm\n"));
+  EXPECT_FALSE(parse_state("shmbpf-state 3 =b\nmount-peak 1 2 3 =/dev/shm\n"));
+  EXPECT_FALSE(parse_state("shmbpf-state 2 =b\nmount-peak 1 2 3 4 =/dev/shm\n"));
+  EXPECT_TRUE(parse_state("shmbpf-state 3 =b\nmount-peak 1 2 3 4 =/dev/shm\n"));
 }
 
 TEST(State, GoneSegmentsAndAnotherBootAreIgnored) {

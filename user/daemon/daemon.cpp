@@ -140,7 +140,8 @@ int Daemon::run(const DaemonSignals &signals) {
   if (saved_)
     log_.line("state: " + std::to_string(restored.applied) +
               " segments keep the creator a previous run saw, " +
-              std::to_string(restored.unmatched) + " saved ones are gone or not the same");
+              std::to_string(restored.unmatched) + " saved ones are gone or not the same; " +
+              std::to_string(restored.mount_peaks) + " mounts keep their peak");
   for (const std::string &note : kernel_notes(mon.session().probe(), config_.verbose))
     log_.line(note);
 

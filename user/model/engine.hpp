@@ -80,6 +80,10 @@ public:
   // how many.
   size_t reconcile_mounts(std::vector<MountState> mounts, uint64_t seen_ns = 0);
   void sample_mounts(uint64_t now_ns);
+  // A mount's peak as an earlier run measured it (MountTable::restore_peak).
+  bool restore_mount_peak(const MountState &same, uint64_t peak) {
+    return mounts_.restore_peak(same, peak);
+  }
   // The devices of the filesystems tmpfs and hugetlbfs segments are on
   // (memfds' included), each once.
   std::vector<uint32_t> file_devs() const;

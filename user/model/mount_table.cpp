@@ -66,6 +66,17 @@ void MountTable::set(MountState m) {
   entry.state = std::move(m);
 }
 
+bool MountTable::restore_peak(const MountState &same, uint64_t peak) {
+  auto it = mounts_.find(same.mnt_id);
+  if (same.fsid == 0 || it == mounts_.end())
+    return false;
+  const MountState &now = it->second.state;
+  if (now.dev != same.dev || now.fsid != same.fsid || now.mountpoint != same.mountpoint)
+    return false;
+  it->second.peak = std::max(it->second.peak, peak);
+  return true;
+}
+
 void MountTable::keep_only(const std::vector<MountState> &present) {
   std::unordered_set<uint32_t> ids;
   for (const MountState &m : present)

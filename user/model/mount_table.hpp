@@ -74,6 +74,10 @@ public:
   std::vector<MountUsage> usage() const;
   // Takes a sample of every mount's usage, kept for the growth window.
   void sample(uint64_t now_ns);
+  // A peak an earlier run measured, for the mount that is still the same
+  // filesystem (same id, device and fsid, which must be known): kept if
+  // higher. False when no mount is that one.
+  bool restore_peak(const MountState &same, uint64_t peak);
 
   // --- which filesystem a device is -------------------------------------------
   // True when m's device was known as another filesystem (its fsid changed:

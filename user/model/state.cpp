@@ -69,6 +69,16 @@ template <class T> bool num(std::string_view s, T &out) {
 constexpr std::string_view kFile = "file";
 constexpr std::string_view kFileHandle = "file-handle"; // version 2
 constexpr std::string_view kSysv = "sysv";
+constexpr std::string_view kMountPeak = "mount-peak"; // version 3
+
+Result<SavedMountPeak> parse_mount_peak(const std::vector<std::string_view> &f) {
+  SavedMountPeak p;
+  if (f.size() != 6 || !num(f[1], p.mount.mnt_id) || !num(f[2], p.mount.dev) ||
+      !num(f[3], p.mount.fsid) || !num(f[4], p.peak) || !get_word(f[5], p.mount.mountpoint) ||
+      p.mount.fsid == 0)
+    return Error{"malformed record"};
+  return p;
+}
 
 Result<SavedSegment> parse_segment(const std::vector<std::string_view> &f, int version) {
   SavedSegment s;
@@ -131,6 +141,16 @@ SavedState collect_state(const Engine &engine, std::string boot_id) {
             });
   if (st.segments.size() > kStateMaxSegments)
     st.segments.resize(kStateMaxSegments);
+  for (const MountUsage &u : engine.mounts())
+    if (u.mount.fsid != 0 && u.peak_used_bytes != 0 && st.mount_peaks.size() < kStateMaxMounts) {
+      SavedMountPeak p;
+      p.mount.mnt_id = u.mount.mnt_id;
+      p.mount.dev = u.mount.dev;
+      p.mount.fsid = u.mount.fsid;
+      p.mount.mountpoint = u.mount.mountpoint;
+      p.peak = u.peak_used_bytes;
+      st.mount_peaks.push_back(std::move(p));
+    }
   return st;
 }
 
@@ -156,6 +176,13 @@ std::string format_state(const SavedState &state) {
     put_word(out, c.cgroup_path);
     out.push_back('\n');
   }
+  for (const SavedMountPeak &p : state.mount_peaks) {
+    out.append(kMountPeak).push_back(' ');
+    for (uint64_t v : {uint64_t{p.mount.mnt_id}, uint64_t{p.mount.dev}, p.mount.fsid, p.peak})
+      out.append(std::to_string(v)).append(" ");
+    put_word(out, p.mount.mountpoint);
+    out.push_back('\n');
+  }
   return out;
 }
 
@@ -175,7 +202,7 @@ Result<SavedState> parse_state(std::string_view text) {
     if (line_no++ == 0) {
       if (f.size() != 3 || f[0] != kMagic || !num(f[1], version))
         return Error{"not a shmbpf state file"};
-      if (version != 1 && version != kStateVersion)
+      if (version < 1 || version > kStateVersion)
         return Error{"version " + std::to_string(version) + " (this shmbpf reads versions 1 to " +
                      std::to_string(kStateVersion) + ")"};
       if (!get_word(f[2], st.boot_id))
@@ -184,6 +211,15 @@ Result<SavedState> parse_state(std::string_view text) {
     }
     if (f.empty())
       return Error{"line " + std::to_string(line_no) + ": empty"};
+    if (f[0] == kMountPeak && version >= 3) {
+      Result<SavedMountPeak> p = parse_mount_peak(f);
+      if (!p)
+        return Error{"line " + std::to_string(line_no) + ": " + p.error()};
+      if (st.mount_peaks.size() == kStateMaxMounts)
+        return Error{"more than " + std::to_string(kStateMaxMounts) + " mounts"};
+      st.mount_peaks.push_back(std::move(*p));
+      continue;
+    }
     Result<SavedSegment> s = parse_segment(f, version);
     if (!s)
       return Error{"line " + std::to_string(line_no) + ": " + s.error()};
@@ -203,6 +239,8 @@ RestoreStats restore_state(Engine &engine, const SystemScan &scan, const SavedSt
     stats.unmatched = state.segments.size();
     return stats;
   }
+  for (const SavedMountPeak &p : state.mount_peaks)
+    stats.mount_peaks += engine.restore_mount_peak(p.mount, p.peak) ? 1 : 0;
   // What the scan says each key is now: a file's birth, a SysV segment's
   // ctime and key. Unknown births (0) never match.
   std::unordered_map<SegmentKey, std::pair<Engine::Birth, uint32_t>> now;
