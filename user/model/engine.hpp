@@ -360,8 +360,12 @@ private:
   const ContainerRef *container_of(uint64_t cgroup_id) const {
     return containers_.container_of(cgroup_id);
   }
-  BusError with_container(BusError b) const;
-  OomKill with_container(OomKill k) const;
+  // A failure's record (BusError, OomKill) with its cgroup's container.
+  template <class Failure> Failure with_container(Failure f) const {
+    if (const ContainerRef *c = container_of(f.cgroup_id))
+      f.container = *c;
+    return f;
+  }
   std::string mountpoint_of(const SegmentKey &key, const Segment &s) const;
   std::string mountpoint_of(bool sysv, uint32_t mnt_id, uint32_t dev) const;
   std::string_view mountpoint_view(bool sysv, uint32_t mnt_id, uint32_t dev) const;

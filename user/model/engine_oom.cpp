@@ -120,12 +120,6 @@ void Engine::on_oom(const Event &e) {
   failures_.record_oom(std::move(k));
 }
 
-OomKill Engine::with_container(OomKill k) const {
-  if (const ContainerRef *c = container_of(k.cgroup_id))
-    k.container = *c;
-  return k;
-}
-
 std::vector<OomKill> Engine::oom_kills_since(uint64_t since_ns) const {
   std::vector<OomKill> out;
   for (const OomKill &k : failures_.oom_kills().recent())

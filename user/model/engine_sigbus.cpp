@@ -9,12 +9,6 @@
 
 namespace shmbpf {
 
-BusError Engine::with_container(BusError b) const {
-  if (const ContainerRef *c = container_of(b.cgroup_id))
-    b.container = *c;
-  return b;
-}
-
 std::vector<BusError> Engine::sigbus_since(uint64_t since_ns) const {
   std::vector<BusError> out;
   for (const BusError &b : failures_.bus_errors().recent())
