@@ -145,16 +145,23 @@ public:
   ~TmpfsMount() {
     if (mounted_ && umount2(dir_.c_str(), 0) != 0)
       umount2(dir_.c_str(), MNT_DETACH);
-    if (!dir_.empty())
-      rmdir(dir_.c_str());
+    if (!base_.empty())
+      std::filesystem::remove_all(base_);
   }
 
-  ::testing::AssertionResult mount(const char *options) {
+  // On a new temporary directory, or on the path below it (made), as
+  // pods/<uid>/volumes/kubernetes.io~empty-dir/<name> is below kubelet's.
+  ::testing::AssertionResult mount(const char *options, const std::string &below = "") {
     char tmpl[] = "/tmp/kt-tmpfs-XXXXXX";
     if (!mkdtemp(tmpl))
       return ::testing::AssertionFailure() << "mkdtemp: " << std::strerror(errno);
-    dir_ = tmpl;
-    if (::mount("tmpfs", tmpl, "tmpfs", 0, options) != 0)
+    base_ = tmpl;
+    dir_ = base_ + below;
+    std::error_code ec;
+    std::filesystem::create_directories(dir_, ec);
+    if (ec)
+      return ::testing::AssertionFailure() << "mkdir " << dir_ << ": " << ec.message();
+    if (::mount("tmpfs", dir_.c_str(), "tmpfs", 0, options) != 0)
       return ::testing::AssertionFailure()
              << "mount tmpfs on " << dir_ << ": " << std::strerror(errno);
     mounted_ = true;
@@ -163,7 +170,7 @@ public:
   const std::string &dir() const { return dir_; }
 
 private:
-  std::string dir_;
+  std::string base_, dir_;
   bool mounted_ = false;
 };
 

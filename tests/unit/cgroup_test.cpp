@@ -5,6 +5,8 @@
 #include "sources/cgroup.hpp"
 #include "sources/mountinfo.hpp"
 
+#include "runtime_dir.hpp"
+
 #include <gtest/gtest.h>
 
 #include <string>
@@ -237,6 +239,33 @@ TEST(Meminfo, TheHostsShmemUsageAndMemory) {
   EXPECT_FALSE(parse_meminfo("MemTotal: 1 MB\nMemAvailable: 1 kB\nShmem: 1 kB\n"));
   EXPECT_FALSE(parse_meminfo("MemTotal: 99999999999999999999 kB\nMemAvailable: 1 kB\n"
                              "Shmem: 1 kB\n"));
+}
+
+// The host's top-level cgroups: the children of the memory hierarchy's
+// mount, as a v1 hierarchy's files give them (here in a directory that
+// stands for the mount), by name; one whose files cannot be read (a v2
+// child without the memory controller) is left out.
+TEST(TopMemoryCgroups, EachChildOfTheHierarchysRootByName) {
+  const RuntimeDir d;
+  auto cgroup = [&](const std::string &dir, const std::string &usage, const std::string &limit) {
+    d.write(d.root / dir / "memory.stat", "cache 1\nshmem 4096\ntotal_shmem 8192\n");
+    d.write(d.root / dir / "memory.usage_in_bytes", usage + "\n");
+    d.write(d.root / dir / "memory.limit_in_bytes", limit + "\n");
+  };
+  d.write(d.root / "memory.limit_in_bytes", "9223372036854771712\n");
+  cgroup("user.slice", "1000", "9223372036854771712");
+  cgroup("system.slice", "2000", "1048576");
+  cgroup("kubepods", "3000", "9223372036854771712");
+  d.write(d.root / "init.scope" / "cgroup.procs", "1\n"); // no memory files
+  const std::string line = "40 30 0:38 / " + d.root.string() +
+                           " rw,nosuid - cgroup cgroup rw,memory\n";
+  const auto top = read_top_memory_cgroups(parse_mountinfo(line));
+  ASSERT_EQ(top.size(), 3u);
+  EXPECT_EQ(top[0], (NamedCgroupMemory{"/kubepods", {8192, 3000, {}}}));
+  EXPECT_EQ(top[1], (NamedCgroupMemory{"/system.slice", {8192, 2000, {1048576}}}));
+  EXPECT_EQ(top[2], (NamedCgroupMemory{"/user.slice", {8192, 1000, {}}}));
+  EXPECT_EQ(read_top_memory_cgroups(parse_mountinfo(line), 2).size(), 2u);
+  EXPECT_TRUE(read_top_memory_cgroups({}).empty()); // no hierarchy mounted
 }
 
 TEST(ScanCgroupId, V2IdElseThePathOnCgroupV1OnlyHosts) {

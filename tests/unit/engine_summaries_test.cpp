@@ -337,5 +337,29 @@ TEST(Engine, EmptyDirVolumeBelongsToItsPod) {
   EXPECT_EQ(named.name, ""); // the pod's volume, not one container's
 }
 
+// A memory-backed emptyDir seen from the host is charged under its pod's
+// cgroup: its room is to the pod's limit, once the pod's cgroup is read.
+TEST(Engine, AnEmptyDirKnowsTheRoomToItsPodsMemoryLimit) {
+  const std::string pod = "1234abcd-5678-90ab-cdef-1234567890ab";
+  const std::string volume =
+      "/var/lib/kubelet/pods/" + pod + "/volumes/kubernetes.io~empty-dir/cache";
+  Engine engine;
+  engine.set_mount(tmpfs_mount(50, volume, 77, 64 * kMiB, 10 * kMiB));
+  engine.set_mount(tmpfs_mount(51, "/run/user/1000", 78, 64 * kMiB, 10 * kMiB));
+  auto room = [&](const std::string &mountpoint) {
+    for (const MountUsage &m : engine.mounts())
+      if (m.mount.mountpoint == mountpoint)
+        return m.memory_room;
+    return std::optional<uint64_t>(42);
+  };
+  EXPECT_FALSE(room(volume)); // not read yet
+  engine.set_pod_memory({{pod, CgroupMemory{.shmem = 10 * kMiB, .usage = 20 * kMiB,
+                                            .limit = {32 * kMiB}}}});
+  EXPECT_EQ(room(volume), 12 * kMiB);
+  EXPECT_FALSE(room("/run/user/1000")); // the host's
+  engine.set_pod_memory({}); // the pod's cgroup is gone
+  EXPECT_FALSE(room(volume));
+}
+
 } // namespace
 } // namespace shmbpf

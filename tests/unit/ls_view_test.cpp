@@ -300,6 +300,21 @@ TEST(LsViewTest, ContainersTableAndJson) {
   EXPECT_TRUE(doc["containers"][1]["runtime"].is_null());
   for (const char *k : {"shmem_bytes", "memory_usage_bytes", "memory_limit_bytes"})
     EXPECT_TRUE(doc["containers"][1][k].is_null()) << k;
+  EXPECT_TRUE(doc["containers"][1]["cgroup"].is_null());
+
+  // One of the host's top-level cgroups: its memory only.
+  ContainerInfo top;
+  top.cgroup = "/system.slice";
+  top.memory = CgroupMemory{.shmem = 3u << 20, .usage = 300u << 20, .limit = {}};
+  const auto cg = lines_of(containers_table({host, top}, rel));
+  ASSERT_EQ(cg.size(), 3u);
+  EXPECT_EQ(fields_of(cg[2]), (std::vector<std::string>{"host/system.slice", "-", "-", "-", "-",
+                                                         "-", "3.0M", "none", "-"}));
+  const json row = json::parse(containers_json({top}))["containers"][0];
+  EXPECT_EQ(row["cgroup"], "/system.slice");
+  EXPECT_EQ(row["host"], true);
+  EXPECT_EQ(row["shmem_bytes"], 3u << 20);
+  EXPECT_TRUE(row["memory_limit_bytes"].is_null());
 }
 
 // A container's owner chooses its name, pod and namespace: escaped by the

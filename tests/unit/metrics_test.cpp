@@ -95,6 +95,9 @@ Engine synthetic_engine() {
   engine.set_container_memory(
       kDockerId, CgroupMemory{.shmem = 20 * kMiB, .usage = 30 * kMiB, .limit = {64 * kMiB}});
   engine.set_container_memory("", CgroupMemory{.shmem = kMiB, .usage = 900 * kMiB, .limit = {}});
+  engine.set_host_cgroups(
+      {{"/system.slice", CgroupMemory{.shmem = 3 * kMiB, .usage = 300 * kMiB, .limit = {}}},
+       {"/kubepods", CgroupMemory{.shmem = 5 * kMiB, .usage = 500 * kMiB, .limit = {kMiB << 10}}}});
   // The host's /dev/shm grows a MiB a second for a minute.
   for (int i = 0; i <= 60; ++i) {
     engine.reconcile_mounts(
@@ -236,6 +239,9 @@ TEST_F(Metrics, EveryFamilyOnceWithHelpAndTypeAndItsSamplesTogether) {
                                              "shmbpf_container_shmem_bytes",
                                              "shmbpf_container_memory_usage_bytes",
                                              "shmbpf_container_memory_limit_bytes",
+                                             "shmbpf_cgroup_shmem_bytes",
+                                             "shmbpf_cgroup_memory_usage_bytes",
+                                             "shmbpf_cgroup_memory_limit_bytes",
                                              "shmbpf_events_total",
                                              "shmbpf_events_lost_total",
                                              "shmbpf_sigbus_total",
@@ -397,6 +403,15 @@ TEST_F(Metrics, EachContainersMemoryCgroup) {
   // Without a limit, no limit series.
   EXPECT_EQ(x.value("shmbpf_container_memory_limit_bytes", {{"id", ""}}), "(none)");
   EXPECT_EQ(x.of("shmbpf_container_shmem_bytes").size(), 2u);
+  // The host's top-level cgroups, by path.
+  EXPECT_EQ(x.value("shmbpf_cgroup_shmem_bytes", {{"cgroup", "/system.slice"}}),
+            std::to_string(3 * kMiB));
+  EXPECT_EQ(x.value("shmbpf_cgroup_memory_usage_bytes", {{"cgroup", "/kubepods"}}),
+            std::to_string(500 * kMiB));
+  EXPECT_EQ(x.value("shmbpf_cgroup_memory_limit_bytes", {{"cgroup", "/kubepods"}}),
+            std::to_string(kMiB << 10));
+  EXPECT_EQ(x.value("shmbpf_cgroup_memory_limit_bytes", {{"cgroup", "/system.slice"}}), "(none)");
+  EXPECT_EQ(x.of("shmbpf_cgroup_shmem_bytes").size(), 2u);
 }
 
 TEST_F(Metrics, CountersProgramsAndBuild) {
@@ -462,7 +477,8 @@ TEST_F(Metrics, ExportCountersOnlyWithAnExportFile) {
 TEST_F(Metrics, NoPidPathOrNameEverALabel) {
   const std::set<std::string> allowed = {
       "namespace", "pod",   "pod_uid", "container", "id",      "mountpoint", "kind",        "state",
-      "device",    "event", "hook",    "program",   "version", "kernel",     "userns_owner"};
+      "device",    "event", "hook",    "program",   "version", "kernel",     "userns_owner",
+      "cgroup"}; // the host's top-level cgroups: at most 64
   for (const Sample &s : x.samples)
     for (const auto &[k, v] : s.labels)
       EXPECT_TRUE(allowed.count(k)) << "label " << k << " in " << s.name;

@@ -267,6 +267,37 @@ TEST(TopFrame, ContainersViewShowsShmMountPercent) {
   EXPECT_TRUE(contains(rows[1], "93.8%"));
 }
 
+// The host's top-level cgroups follow the containers' rows, with their
+// memory only, whatever the sort; no process or container option selects them; their details say
+// what they hold.
+TEST(TopFrame, TheHostsTopLevelCgroupsAreRowsOfTheirMemory) {
+  auto snap = snapshot();
+  ContainerInfo top;
+  top.cgroup = "/system.slice";
+  top.memory = CgroupMemory{.shmem = 3u << 20, .usage = 300u << 20, .limit = {}};
+  snap.containers.insert(snap.containers.begin() + 1, top);
+  auto st = batch_state();
+  ASSERT_NE(top_handle_key(st, 'c'), TopAction::none);
+  auto rows = rows_after(build_top_frame(snap, st), "RUNTIME");
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_TRUE(rows[2].starts_with("host/system.slice ")) << rows[2]; // after every container
+  EXPECT_TRUE(contains(rows[2], "3.0M")) << rows[2];
+  EXPECT_TRUE(contains(rows[2], "none")) << rows[2];
+  st.container = "";
+  rows = rows_after(build_top_frame(snap, st), "RUNTIME");
+  ASSERT_EQ(rows.size(), 1u);
+  EXPECT_TRUE(rows[0].starts_with("host ")) << rows[0];
+
+  st = batch_state();
+  st.view = TopView::containers;
+  st.details = true;
+  st.details_view = TopView::containers;
+  st.details_id = "g:/system.slice";
+  const TopFrame f = build_top_frame(snap, st);
+  EXPECT_TRUE(line_with(f, "cgroup:        /system.slice")) << top_text(f);
+  EXPECT_TRUE(line_with(f, "memory:        shmem 3.0M, usage 300M of no limit")) << top_text(f);
+}
+
 TEST(TopFrame, MountsViewListsEveryFilesystemOnce) {
   auto snap = snapshot();
   // The host /dev/shm seen again from a sandboxed service's namespace.

@@ -69,6 +69,17 @@ TEST(TopJson, JsonFrameShape) {
   EXPECT_EQ(j["rows"][1]["id"], ctr_id);
   EXPECT_EQ(j["rows"][1]["runtime"], "docker");
   EXPECT_NEAR(j["rows"][1]["shm_percent"].get<double>(), 93.75, 0.01);
+  EXPECT_TRUE(j["rows"][0]["cgroup"].is_null());
+  // A host cgroup's row: its path, no /dev/shm of its own.
+  ContainerInfo top;
+  top.cgroup = "/user.slice";
+  snap.containers.push_back(top);
+  j = json::parse(top_json(snap, st));
+  ASSERT_EQ(j["rows"].size(), 3u);
+  EXPECT_EQ(j["rows"][2]["cgroup"], "/user.slice");
+  EXPECT_EQ(j["rows"][2]["host"], true);
+  EXPECT_TRUE(j["rows"][2]["shm_percent"].is_null());
+  snap.containers.pop_back();
 
   st.view = TopView::segments;
   st.filter = "torch";

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 
 namespace shmbpf {
 
@@ -26,6 +27,14 @@ struct CgroupMemory {
   // The tightest limit from it up to the hierarchy's root.
   MemoryLimit limit;
   bool operator==(const CgroupMemory &) const = default;
+};
+
+// A cgroup by its path in the hierarchy ("/system.slice"), and what it
+// held.
+struct NamedCgroupMemory {
+  std::string path;
+  CgroupMemory memory;
+  bool operator==(const NamedCgroupMemory &) const = default;
 };
 
 } // namespace shmbpf

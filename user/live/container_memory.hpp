@@ -1,6 +1,7 @@
 // Each container's memory cgroup, read at every sample: the shared memory
 // charged to it (memory.stat's shmem), its usage and its limit; the host's
-// row is the machine's memory. A container's cgroup directory is found once
+// row is the machine's memory, with the host's top-level cgroups; a pod's
+// own cgroup is read through its containers'. A container's cgroup directory is found once
 // through one of its processes and kept, so that it is still read once its
 // processes are gone (tmpfs pages stay charged to it), until it can no
 // longer be read (the cgroup was removed). Pure but for run(), the
@@ -21,13 +22,24 @@
 namespace shmbpf {
 
 // One container to read: its cgroup's directories when known, else a
-// process to find them through; and what the read found.
+// process to find them through; and what the read found. A pod's job (a
+// pod uid) reads the pod's own cgroup; the host's (neither) the machine's
+// memory and its top-level cgroups.
 struct MemoryJob {
-  std::string id; // "" = the host
+  std::string id; // "" = the host, or a pod
   std::optional<MemoryCgroupDirs> dirs;
   uint32_t pid = 0;
   std::optional<CgroupMemory> found;
+  std::string pod_uid = {};
+  std::vector<NamedCgroupMemory> top_cgroups = {}; // the host's job only
 };
+
+// A Kubernetes container's pod-level cgroup, from the container's own:
+// the innermost ancestor whose path names the pod
+// (kubepods-<qos>-pod<uid>.slice, or kubepods/<qos>/pod<uid>); nullopt
+// outside a pod.
+std::optional<MemoryCgroupDirs> pod_cgroup_dirs(const MemoryCgroupDirs &container,
+                                                std::string *pod_uid);
 
 class ContainerMemory {
 public:
@@ -40,7 +52,8 @@ public:
   // The worker's reads (mounts: shmbpf's own, to find cgroup hierarchies).
   static void run(MemoryJob &job, const std::vector<MountInfo> &mounts);
   // What was read, into the engine; a container whose cgroup could not be
-  // read is forgotten (found again through a process, if it has one).
+  // read is forgotten (found again through a process, if it has one), and
+  // a pod with it.
   void apply(std::vector<MemoryJob> &jobs, Engine &engine);
 
 private:

@@ -30,9 +30,8 @@ std::optional<CgroupMemory> OomMemory::read_through(uint32_t pid, uint64_t memcg
     return std::nullopt;
   if (mounts_.empty())
     mounts_ = read_mountinfo(0);
-  const auto dirs = read_memory_cgroup_dirs(pid, mounts_);
-  // A task on its way out may read as in the hierarchy's root by then.
-  if (!dirs || dirs->dirs.size() < 2)
+  const auto dirs = read_memory_cgroup_below_root(pid, mounts_);
+  if (!dirs)
     return std::nullopt;
   struct stat st {};
   if (memcg_id != 0 && (::stat(dirs->dirs.front().c_str(), &st) != 0 || st.st_ino != memcg_id))

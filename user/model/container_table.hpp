@@ -1,7 +1,8 @@
 // The engine's cgroups and containers: what each cgroup id is (its path and
 // the container it belongs to, if any), the names the runtimes' files give
 // containers, which containers still wait for one, and what each one's
-// memory cgroup held when last read. Pure: the Engine
+// memory cgroup held when last read (and each pod's, and the host's
+// top-level cgroups'). Pure: the Engine
 // fills it from the cgroup resolver and the runtimes' names.
 #pragma once
 
@@ -57,6 +58,18 @@ public:
   // Every container's memory as read, with the container (the host's
   // first, with an empty id), by id.
   std::vector<std::pair<ContainerRef, CgroupMemory>> memory_by_container() const;
+  // Each pod's own memory cgroup as last read, by pod uid: what its
+  // memory-backed emptyDir volumes are charged under. Replaces what was.
+  void set_pod_memory(std::unordered_map<std::string, CgroupMemory> pods) {
+    pod_memory_ = std::move(pods);
+  }
+  const CgroupMemory *pod_memory(const std::string &uid) const {
+    auto it = pod_memory_.find(uid);
+    return it == pod_memory_.end() ? nullptr : &it->second;
+  }
+  // The host's top-level cgroups as last read, by path. Replaces what was.
+  void set_host_cgroups(std::vector<NamedCgroupMemory> cgroups) { host_cgroups_ = std::move(cgroups); }
+  const std::vector<NamedCgroupMemory> &host_cgroups() const { return host_cgroups_; }
 
 private:
   struct Cgroup {
@@ -68,6 +81,8 @@ private:
   std::unordered_map<std::string, ContainerName> names_; // by container id
   std::map<std::string, ContainerRef> unnamed_;          // by container id
   std::unordered_map<std::string, CgroupMemory> memory_; // by container id
+  std::unordered_map<std::string, CgroupMemory> pod_memory_; // by pod uid
+  std::vector<NamedCgroupMemory> host_cgroups_;
 };
 
 } // namespace shmbpf

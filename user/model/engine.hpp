@@ -192,6 +192,9 @@ public:
   std::vector<ProcessInfo> processes(uint64_t now_ns = 0) const; // by pid
   std::optional<ProcessInfo> process(uint32_t pid, uint64_t now_ns = 0) const;
   std::vector<ContainerInfo> containers(uint64_t now_ns = 0) const; // by id, host ("") first
+  // containers(), then a row for each of the host's top-level cgroups
+  // (ContainerInfo::cgroup; their memory only).
+  std::vector<ContainerInfo> containers_and_host_cgroups(uint64_t now_ns) const;
   std::vector<MountUsage> mounts() const;                           // by mountpoint, mntns, mnt_id
   // Segments of shared memory (is_shared_memory; with all_mounts, on any
   // tmpfs too) pinning memory or a name with no live holder whose creator
@@ -216,6 +219,16 @@ public:
   std::vector<std::pair<ContainerRef, CgroupMemory>> container_memory() const {
     return containers_.memory_by_container();
   }
+  // Each pod's own memory cgroup, by pod uid (mounts() gives a pod's
+  // emptyDir its room to the pod's limit), and the host's top-level
+  // cgroups; each call replaces what was.
+  void set_pod_memory(std::unordered_map<std::string, CgroupMemory> pods) {
+    containers_.set_pod_memory(std::move(pods));
+  }
+  void set_host_cgroups(std::vector<NamedCgroupMemory> cgroups) {
+    containers_.set_host_cgroups(std::move(cgroups));
+  }
+  const std::vector<NamedCgroupMemory> &host_cgroups() const { return containers_.host_cgroups(); }
   // A live process of each container the engine knows, by container id
   // (the lowest pid): where its memory cgroup is found.
   std::vector<std::pair<std::string, uint32_t>> container_pids() const;
@@ -360,6 +373,9 @@ private:
   const ContainerRef *container_of(uint64_t cgroup_id) const {
     return containers_.container_of(cgroup_id);
   }
+  // The memory cgroup a mount's pages are charged to, when mounts() can
+  // tell: a container's /dev/shm, a pod's emptyDir seen from the host.
+  const CgroupMemory *mount_charged_to(const MountUsage &u) const;
   // A failure's record (BusError, OomKill) with its cgroup's container.
   template <class Failure> Failure with_container(Failure f) const {
     if (const ContainerRef *c = container_of(f.cgroup_id))

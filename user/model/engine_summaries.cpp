@@ -185,6 +185,29 @@ std::vector<ContainerInfo> Engine::containers(uint64_t now_ns) const {
   return out;
 }
 
+const CgroupMemory *Engine::mount_charged_to(const MountUsage &u) const {
+  if (u.container.id.empty())
+    return nullptr;
+  if (u.mount.mountpoint == "/dev/shm")
+    return containers_.memory(u.container.id);
+  if (u.container.runtime == "kubernetes" && u.container.id == u.container.pod_uid &&
+      pod_uid_of_volume(u.mount.mountpoint))
+    return containers_.pod_memory(u.container.pod_uid);
+  return nullptr;
+}
+
+std::vector<ContainerInfo> Engine::containers_and_host_cgroups(uint64_t now_ns) const {
+  std::vector<ContainerInfo> rows = containers(now_ns);
+  rows.reserve(rows.size() + host_cgroups().size());
+  for (const NamedCgroupMemory &c : host_cgroups()) {
+    ContainerInfo row;
+    row.cgroup = c.path;
+    row.memory = c.memory;
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
 std::vector<MountUsage> Engine::mounts() const {
   std::vector<MountUsage> out = mounts_.usage();
   const NsContainers ns = ns_containers();
@@ -195,13 +218,10 @@ std::vector<MountUsage> Engine::mounts() const {
       u.container = *c->second;
     else if (auto uid = pod_uid_of_volume(m.mountpoint))
       u.container = containers_.pod_of(*uid);
-    // A container's /dev/shm (its tmpfs pages are charged to it): how far
-    // its memory limit is. A pod's emptyDir is the pod's, whose cgroup is
-    // not read.
-    if (const CgroupMemory *mem = u.container.id.empty() || m.mountpoint != "/dev/shm"
-                                      ? nullptr
-                                      : containers_.memory(u.container.id);
-        mem && mem->limit.bytes) {
+    // How far the memory limit of the cgroup its pages are charged to is:
+    // a container's /dev/shm is the container's, a pod's emptyDir seen
+    // from the host the pod's.
+    if (const CgroupMemory *mem = mount_charged_to(u); mem && mem->limit.bytes) {
       const uint64_t limit = *mem->limit.bytes;
       u.memory_room = limit - std::min(mem->usage, limit);
       if (u.growth_bytes_per_s > 0)

@@ -186,6 +186,9 @@ struct ProcessInfo {
 
 struct ContainerInfo {
   std::string id; // "" = host
+  // A row of one of the host's top-level cgroups (ls --by container): its
+  // path, "/system.slice"; "" for the host's and the containers' rows.
+  std::string cgroup = {};
   std::string runtime;
   std::string pod_uid;
   std::string name; // as ContainerRef's, "" until known

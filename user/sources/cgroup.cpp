@@ -329,21 +329,72 @@ std::optional<CgroupMemory> read_host_memory() {
   return text ? parse_meminfo(*text) : std::nullopt;
 }
 
-std::optional<MemoryCgroupDirs>
-find_memory_cgroup(uint64_t id, const std::vector<MountInfo> &mounts, size_t max_dirs) {
-  const MountInfo *mount = nullptr;
+namespace {
+
+// The mount of the hierarchy the memory controller is on: a v1 mount whose
+// options name memory, else the first cgroup2 mount; nullptr without one.
+const MountInfo *memory_hierarchy(const std::vector<MountInfo> &mounts, bool &v1) {
   for (const MountInfo &m : mounts)
     if (m.fstype == "cgroup" && has_option(m.super_options, "memory")) {
-      mount = &m;
-      break;
+      v1 = true;
+      return &m;
     }
-  const bool v1 = mount != nullptr;
-  if (!v1)
-    for (const MountInfo &m : mounts)
-      if (m.fstype == "cgroup2") {
-        mount = &m;
-        break;
-      }
+  v1 = false;
+  for (const MountInfo &m : mounts)
+    if (m.fstype == "cgroup2")
+      return &m;
+  return nullptr;
+}
+
+// The directories of the cgroup at rel (below the mount's root) and its
+// ancestors, as a process's line in that hierarchy would lead to them.
+MemoryCgroupDirs dirs_below(const MountInfo &mount, bool v1, const std::string &rel) {
+  const std::string in_hierarchy = join_root(mount.root, rel);
+  const CgroupLine line =
+      v1 ? CgroupLine{1, {"memory"}, in_hierarchy} : CgroupLine{0, {}, in_hierarchy};
+  return memory_cgroup_dirs({line}, {mount});
+}
+
+} // namespace
+
+std::vector<NamedCgroupMemory> read_top_memory_cgroups(const std::vector<MountInfo> &mounts,
+                                                       size_t max) {
+  bool v1 = false;
+  const MountInfo *mount = memory_hierarchy(mounts, v1);
+  std::vector<NamedCgroupMemory> out;
+  if (!mount)
+    return out;
+  const int fd = ::open(mount->mountpoint.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0)
+    return out;
+  DIR *d = ::fdopendir(fd);
+  if (!d) {
+    ::close(fd);
+    return out;
+  }
+  std::vector<std::string> names;
+  while (const dirent *ent = ::readdir(d)) {
+    const std::string_view name = ent->d_name;
+    if (ent->d_type == DT_DIR && name != "." && name != "..")
+      names.emplace_back(name);
+  }
+  ::closedir(d);
+  std::sort(names.begin(), names.end());
+  for (const std::string &name : names) {
+    if (out.size() == max)
+      break;
+    const MemoryCgroupDirs dirs = dirs_below(*mount, v1, "/" + name);
+    // A v2 child without the memory controller has no memory.stat.
+    if (auto memory = read_cgroup_memory(dirs))
+      out.push_back({join_root(mount->root, "/" + name), *memory});
+  }
+  return out;
+}
+
+std::optional<MemoryCgroupDirs>
+find_memory_cgroup(uint64_t id, const std::vector<MountInfo> &mounts, size_t max_dirs) {
+  bool v1 = false;
+  const MountInfo *mount = memory_hierarchy(mounts, v1);
   if (!mount || id == 0)
     return std::nullopt;
   // Breadth first: a container's cgroup is a few levels down. Paths are
@@ -387,10 +438,7 @@ find_memory_cgroup(uint64_t id, const std::vector<MountInfo> &mounts, size_t max
   if (!found)
     return std::nullopt;
   // Back to the root through the mount, as a process's line would lead.
-  const std::string in_hierarchy = join_root(mount->root, *found);
-  const CgroupLine line =
-      v1 ? CgroupLine{1, {"memory"}, in_hierarchy} : CgroupLine{0, {}, in_hierarchy};
-  MemoryCgroupDirs dirs = memory_cgroup_dirs({line}, {*mount});
+  MemoryCgroupDirs dirs = dirs_below(*mount, v1, *found);
   if (dirs.dirs.empty())
     return std::nullopt;
   return dirs;
@@ -405,6 +453,14 @@ std::optional<MemoryCgroupDirs> read_memory_cgroup_dirs(uint32_t pid,
   if (d.dirs.empty())
     return std::nullopt;
   return d;
+}
+
+std::optional<MemoryCgroupDirs>
+read_memory_cgroup_below_root(uint32_t pid, const std::vector<MountInfo> &mounts) {
+  auto dirs = read_memory_cgroup_dirs(pid, mounts);
+  if (dirs && dirs->dirs.size() < 2)
+    return std::nullopt;
+  return dirs;
 }
 
 uint64_t scan_cgroup_id(uint64_t v2_id, std::string_view container_path) {

@@ -95,12 +95,25 @@ std::optional<uint64_t> parse_memory_stat_shmem(std::string_view text);
 std::optional<MemoryCgroupDirs> read_memory_cgroup_dirs(uint32_t pid,
                                                         const std::vector<MountInfo> &mounts);
 std::optional<CgroupMemory> read_cgroup_memory(const MemoryCgroupDirs &cgroup);
+// read_memory_cgroup_dirs, but nullopt for a process that reads as in the
+// hierarchy's root: a container's process, or an OOM kill's victim, never
+// is, and a task on its way out may read so.
+std::optional<MemoryCgroupDirs> read_memory_cgroup_below_root(uint32_t pid,
+                                                              const std::vector<MountInfo> &mounts);
 
 // The host's memory as a cgroup's is told, from /proc/meminfo: Shmem,
 // MemTotal - MemAvailable as usage, MemTotal as the limit (kB lines, in
 // bytes). nullopt when one of them is missing.
 std::optional<CgroupMemory> parse_meminfo(std::string_view text);
 std::optional<CgroupMemory> read_host_memory();
+
+// The children of the memory hierarchy's root as mounted (a v1 mount whose
+// options name memory, else cgroup2): on a host, its top-level cgroups
+// (system.slice, user.slice, kubepods, ...), each as read_cgroup_memory
+// reads it; the first max of them by name, those that cannot be read left
+// out (a v2 child the root does not hand the memory controller to).
+std::vector<NamedCgroupMemory> read_top_memory_cgroups(const std::vector<MountInfo> &mounts,
+                                                       size_t max = 64);
 
 // The memory cgroup whose directory has inode number id (a memory cgroup's
 // kernfs id, as the kernel names it), with its ancestors as

@@ -61,15 +61,22 @@ const ColumnSet<ContainerInfo> &container_columns() {
   using K = ContainerInfo;
   using C = CellContext;
   static const ColumnSet<ContainerInfo> set = {
-      {{"ID", Align::left, true}, [](const K &k, const C &) { return container_label(k.id); }},
+      {{"ID", Align::left, true},
+       [](const K &k, const C &) {
+         return k.cgroup.empty() ? container_label(k.id) : "host" + escape_text(k.cgroup);
+       }},
       {{"NAME", Align::left, true}, [](const K &k, const C &) { return or_dash(k.name); }},
       {{"RUNTIME"}, [](const K &k, const C &) { return or_dash(k.runtime); }},
       {{"POD", Align::left, true},
        [](const K &k, const C &) { return or_dash(k.pod.empty() ? k.pod_uid : k.pod); }},
       {{"NAMESPACE"}, [](const K &k, const C &) { return or_dash(k.pod_namespace); }},
-      {{"PROCS", right}, [](const K &k, const C &) { return number(k.processes); }},
-      {{"SEGS", right}, [](const K &k, const C &) { return number(k.segments); }},
-      {{"BYTES", right}, [](const K &k, const C &) { return human_bytes(k.bytes); }},
+      // A host cgroup's row has its memory only.
+      {{"PROCS", right},
+       [](const K &k, const C &) { return k.cgroup.empty() ? number(k.processes) : "-"; }},
+      {{"SEGS", right},
+       [](const K &k, const C &) { return k.cgroup.empty() ? number(k.segments) : "-"; }},
+      {{"BYTES", right},
+       [](const K &k, const C &) { return k.cgroup.empty() ? human_bytes(k.bytes) : "-"; }},
       // Its memory cgroup: the shared memory charged to it, and its limit.
       {{"SHMEM", right},
        [](const K &k, const C &) {
@@ -83,7 +90,8 @@ const ColumnSet<ContainerInfo> &container_columns() {
        }},
       {{"SHM MOUNT %", right},
        [](const K &k, const C &c) {
-         const MountUsage *shm = c.relations ? c.relations->shm_of(k.id) : nullptr;
+         const MountUsage *shm =
+             c.relations && k.cgroup.empty() ? c.relations->shm_of(k.id) : nullptr;
          return shm ? percent_text(shm->percent) : std::string("-");
        }},
   };

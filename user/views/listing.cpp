@@ -33,7 +33,7 @@ std::optional<Listing> take_listing(const EngineVisit &visit, const LsQuery &que
     case ListBy::containers:
     case ListBy::mounts:
       if (query.by == ListBy::containers)
-        out.containers = engine.containers(now);
+        out.containers = engine.containers_and_host_cgroups(now);
       if (query.by == ListBy::mounts || text)
         out.mounts = engine.mounts();
       if (text)

@@ -169,6 +169,7 @@ void write_container_memory(JsonWriter &w, const ContainerInfo &c) {
 void write_container_row(JsonWriter &w, const ContainerInfo &c) {
   w.begin_object();
   w.str("id", c.id).boolean("host", c.id.empty());
+  w.key("cgroup").str_or_null(c.cgroup);
   w.key("name").str_or_null(c.name);
   w.key("runtime").str_or_null(c.runtime);
   w.key("pod").str_or_null(c.pod);

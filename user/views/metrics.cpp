@@ -321,27 +321,53 @@ void oom_samples(PrometheusWriter &w, const MetricsSnapshot &s) {
        });
 }
 
-// Each container's memory cgroup: what shmem dashboards built on RSS or
-// the working set miss.
-void container_memory(PrometheusWriter &w, const MetricsSnapshot &s) {
-  auto each = [&](const char *name, const char *help, auto value) {
-    w.family(name, Type::gauge, help);
-    for (const auto &[c, m] : s.container_memory)
-      if (const auto v = value(m))
-        owner_sample(w, Owner(c), *v);
+// Three gauges of memory cgroups as read, named <prefix>_shmem_bytes,
+// <prefix>_memory_usage_bytes and <prefix>_memory_limit_bytes (absent
+// without a limit): each row's sample(row, value) gives its labels.
+struct MemoryHelp {
+  const char *shmem, *usage, *limit;
+};
+template <class Rows, class Sample>
+void memory_gauges(PrometheusWriter &w, std::string_view prefix, const MemoryHelp &help,
+                   const Rows &rows, Sample sample) {
+  auto each = [&](std::string_view suffix, const char *text, auto value) {
+    w.family(std::string(prefix) + std::string(suffix), Type::gauge, text);
+    for (const auto &row : rows)
+      if (const std::optional<uint64_t> v = value(row.second))
+        sample(row, *v);
   };
-  each("shmbpf_container_shmem_bytes",
-       "Shared memory (tmpfs, memfd, SysV) charged to a container's memory cgroup "
+  each("_shmem_bytes", help.shmem, [](const CgroupMemory &m) { return std::optional(m.shmem); });
+  each("_memory_usage_bytes", help.usage,
+       [](const CgroupMemory &m) { return std::optional(m.usage); });
+  each("_memory_limit_bytes", help.limit, [](const CgroupMemory &m) { return m.limit.bytes; });
+}
+
+// Each container's memory cgroup: what shmem dashboards built on RSS or
+// the working set miss. Then the host's top-level cgroups (system.slice,
+// user.slice, kubepods, ...): where shared memory outside containers is
+// charged.
+void cgroup_memory(PrometheusWriter &w, const MetricsSnapshot &s) {
+  memory_gauges(
+      w, "shmbpf_container",
+      {"Shared memory (tmpfs, memfd, SysV) charged to a container's memory cgroup "
        "(memory.stat shmem); id=\"\": the host's (/proc/meminfo Shmem).",
-       [](const CgroupMemory &m) { return std::optional<uint64_t>(m.shmem); });
-  each("shmbpf_container_memory_usage_bytes",
        "Everything charged to a container's memory cgroup (memory.current, "
        "memory.usage_in_bytes); id=\"\": the host's memory in use.",
-       [](const CgroupMemory &m) { return std::optional<uint64_t>(m.usage); });
-  each("shmbpf_container_memory_limit_bytes",
        "The memory limit of a container's cgroup, the tightest up the tree; absent without "
-       "one. id=\"\": the host's memory.",
-       [](const CgroupMemory &m) { return m.limit.bytes; });
+       "one. id=\"\": the host's memory."},
+      s.container_memory,
+      [&](const auto &row, uint64_t v) { owner_sample(w, Owner(row.first), v); });
+  std::vector<std::pair<std::string, CgroupMemory>> top;
+  top.reserve(s.host_cgroups.size());
+  for (const NamedCgroupMemory &c : s.host_cgroups)
+    top.emplace_back(c.path, c.memory);
+  memory_gauges(
+      w, "shmbpf_cgroup",
+      {"Shared memory (tmpfs, memfd, SysV) charged to one of the host's top-level memory "
+       "cgroups (memory.stat shmem).",
+       "Everything charged to one of the host's top-level memory cgroups.",
+       "The memory limit of one of the host's top-level memory cgroups; absent without one."},
+      top, [&](const auto &row, uint64_t v) { w.sample({{"cgroup", row.first}}, v); });
 }
 
 void counters(PrometheusWriter &w, const MetricsSnapshot &s, const Folding &fold) {
@@ -423,6 +449,7 @@ MetricsSnapshot take_metrics_snapshot(const Engine &engine, MetricsCounters coun
   s.oom_kills = engine.oom_groups(counters.now_ns);
   s.last_oom_kills = engine.last_oom_kills(counters.now_ns);
   s.container_memory = engine.container_memory();
+  s.host_cgroups = engine.host_cgroups();
   s.counters = std::move(counters);
   return s;
 }
@@ -435,7 +462,7 @@ std::string metrics_text(const MetricsSnapshot &snapshot) {
   const Folding fold = fold_foreign(snapshot.mounts, fs);
   segments(w, snapshot.segments, fold);
   mounts(w, fs, fold);
-  container_memory(w, snapshot);
+  cgroup_memory(w, snapshot);
   counters(w, snapshot, fold);
   if (snapshot.counters.export_file)
     export_counters(w, *snapshot.counters.export_file);

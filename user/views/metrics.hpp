@@ -69,6 +69,7 @@ struct MetricsSnapshot {
   std::vector<OomKill> last_oom_kills; // each container's latest remembered kill, by id
   // Each container's memory cgroup as last read (the host's: the machine's).
   std::vector<std::pair<ContainerRef, CgroupMemory>> container_memory;
+  std::vector<NamedCgroupMemory> host_cgroups; // the host's top-level cgroups
 };
 
 MetricsSnapshot take_metrics_snapshot(const Engine &engine, MetricsCounters counters);

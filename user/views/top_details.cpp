@@ -60,6 +60,14 @@ private:
   std::vector<TopLine> out_;
 };
 
+// A memory cgroup as last read: "shmem 20M, usage 24M of limit 32M".
+std::string memory_text(const std::optional<CgroupMemory> &m) {
+  if (!m)
+    return "not read";
+  return "shmem " + human_bytes(m->shmem) + ", usage " + human_bytes(m->usage) + " of " +
+         (m->limit.bytes ? "limit " + human_bytes(*m->limit.bytes) : std::string("no limit"));
+}
+
 std::string hex8(uint32_t v) {
   char buf[16];
   std::snprintf(buf, sizeof buf, "%08x", v);
@@ -152,6 +160,11 @@ bool Details::container(const std::string &id) {
   for (const ContainerInfo &c : snap_.containers) {
     if (container_row_id(c) != id)
       continue;
+    if (!c.cgroup.empty()) { // one of the host's top-level cgroups
+      kv("cgroup", escape_text(c.cgroup));
+      kv("memory", memory_text(c.memory));
+      return true;
+    }
     kv("container", c.id.empty() ? std::string("host") : escape_text(c.id));
     kv("name", or_dash(c.name));
     kv("runtime", or_dash(c.runtime));
@@ -164,6 +177,7 @@ bool Details::container(const std::string &id) {
                        std::to_string(c.unlinks) + " unlinks");
     if (const MountUsage *m = rel_.shm_of(c.id))
       kv("/dev/shm", percent_text(m->percent) + " of " + size_limit_text(m->mount.size_limit));
+    kv("memory", memory_text(c.memory));
     if (c.sigbus)
       kv("sigbus",
          std::to_string(c.sigbus) + ", last " + bus_error_text(*c.last_sigbus, snap_.now_ns));

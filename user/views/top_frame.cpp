@@ -193,7 +193,8 @@ ViewRows view_rows(const TopSnapshot &snap, const TopState &st, const Relations 
     r.id = [&](std::size_t i) { return container_row_id(snap.containers[idx[i]]); };
     r.cells = [&, set](std::size_t i) { return cells_of(*set, snap.containers[idx[i]], ctx); };
     r.alert = [&](std::size_t i) {
-      const MountUsage *m = rel.shm_of(snap.containers[idx[i]].id);
+      const ContainerInfo &c = snap.containers[idx[i]];
+      const MountUsage *m = c.cgroup.empty() ? rel.shm_of(c.id) : nullptr;
       return m && mount_alert(*m);
     };
     break;

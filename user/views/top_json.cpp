@@ -86,9 +86,10 @@ void oom_kill_json(JsonWriter &w, const OomKill &k) {
 }
 
 void container_json(JsonWriter &w, const Relations &rel, const ContainerInfo &c) {
-  const MountUsage *shm = rel.shm_of(c.id);
+  const MountUsage *shm = c.cgroup.empty() ? rel.shm_of(c.id) : nullptr;
   w.begin_object();
   w.str("id", c.id).boolean("host", c.id.empty());
+  w.key("cgroup").str_or_null(c.cgroup);
   w.key("name").str_or_null(c.name);
   w.key("runtime").str_or_null(c.runtime);
   w.key("pod").str_or_null(c.pod);

@@ -105,7 +105,9 @@ std::string segment_key_id(const SegmentKey &k) {
 } // namespace
 
 std::string process_row_id(const ProcessInfo &p) { return "p:" + std::to_string(p.pid); }
-std::string container_row_id(const ContainerInfo &c) { return "c:" + c.id; }
+std::string container_row_id(const ContainerInfo &c) {
+  return c.cgroup.empty() ? "c:" + c.id : "g:" + c.cgroup;
+}
 std::string mount_row_id(const MountUsage &m) {
   return "m:" + std::to_string(m.mount.dev) + ":" + std::to_string(m.mount.mnt_id);
 }
@@ -175,18 +177,24 @@ std::vector<std::size_t> container_rows(const TopSnapshot &snap, const TopState 
   std::vector<std::size_t> idx;
   for (std::size_t i = 0; i < snap.containers.size(); ++i) {
     const ContainerInfo &c = snap.containers[i];
+    // A host cgroup's row is no process's nor container's.
+    if ((st.pid || st.container) && !c.cgroup.empty())
+      continue;
     if (st.pid && (!of_pid || c.id != *of_pid))
       continue;
     if (st.container && !container_matches(c.id, *st.container))
       continue;
     if (!needle.empty() && !name_matches(c.id.empty() ? "host" : c.id, needle) &&
-        !name_matches(c.runtime, needle) && !name_matches(c.pod_uid, needle))
+        !name_matches(c.runtime, needle) && !name_matches(c.pod_uid, needle) &&
+        !name_matches(c.cgroup, needle))
       continue;
     idx.push_back(i);
   }
   const auto &v = snap.containers;
   std::stable_sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) {
     const ContainerInfo &x = v[a], &y = v[b];
+    if (x.cgroup.empty() != y.cgroup.empty())
+      return x.cgroup.empty(); // the host's cgroups after the containers, by path
     std::optional<bool> first;
     switch (st.sort) {
     case TopSort::bytes:

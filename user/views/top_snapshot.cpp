@@ -19,7 +19,7 @@ TopSnapshot take_top_snapshot(const Engine &engine, TopCounters counters, const 
   s.scan_gaps = engine.scan_gaps();
   s.sigbus = engine.sigbus_since(0);
   s.processes = engine.processes(s.now_ns);
-  s.containers = engine.containers(s.now_ns);
+  s.containers = engine.containers_and_host_cgroups(s.now_ns);
   switch (segment_copy(state)) {
   case SegmentCopy::none:
     break;
