@@ -99,5 +99,46 @@ TEST(DockerNames, LsShowsDockersName) {
   EXPECT_TRUE((*unnamed)["name"].is_null());
 }
 
+// Cloud images move Docker's data root in daemon.json: the running dockerd
+// tells where, with no --runtime-root, and doctor says what it found.
+TEST(DockerNames, ADaemonJsonsDataRootIsFoundFromTheRunningDaemon) {
+  SHMBPF_REQUIRE_ROOT();
+  const DockerPrograms programs;
+  SHMBPF_REQUIRE_DOCKER(programs);
+
+  Dockerd d(programs, DataRootIn::daemon_json);
+  ASSERT_TRUE(d.wait_ready(std::chrono::seconds(30))) << d.log();
+  const Ran imported = d.import_image("shmbpf-found:test", {"sh", "sleep", "echo"});
+  ASSERT_EQ(imported.code, 0) << imported.out;
+  Ran run = d.docker("run -d --name web-2 --network none shmbpf-found:test /bin/sh -c "
+                     "'echo found > /dev/shm/found-test && exec sleep 1000'");
+  ASSERT_EQ(run.code, 0) << run.out << d.log();
+  const std::string id = d.id_of("web-2");
+
+  json containers;
+  const json *row = nullptr;
+  for (int i = 0; i < 50 && !row; ++i) {
+    auto r = run_shmbpf("ls --by container --json");
+    ASSERT_EQ(r.code, 0) << r.err;
+    containers = r.json()["containers"];
+    row = find_by(containers, "id", id);
+    if (!row)
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  ASSERT_NE(row, nullptr) << containers.dump(2);
+  EXPECT_EQ((*row)["name"], "web-2");
+
+  // The live model too.
+  auto top = run_shmbpf("top -b -n 2 -d 0.3 --by container");
+  ASSERT_EQ(top.code, 0) << top.err;
+  EXPECT_NE(top.out.find(" web-2 "), std::string::npos) << top.out;
+
+  auto doctor = run_shmbpf("doctor");
+  EXPECT_NE(doctor.out.find("docker " + d.data_root() + " (dockerd (pid "), std::string::npos)
+      << doctor.out;
+  EXPECT_NE(doctor.out.find(d.dir() + "/daemon.json data-root)"), std::string::npos)
+      << doctor.out;
+}
+
 } // namespace
 } // namespace shmbpf::test

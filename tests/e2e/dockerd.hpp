@@ -77,20 +77,36 @@ struct DockerPrograms {
     }                                                                                              \
   } while (0)
 
+// Where a test's dockerd is told its data root: a flag, or its daemon.json
+// (--config-file), as cloud images move it to a data disk.
+enum class DataRootIn { flag, daemon_json };
+
 class Dockerd {
 public:
-  explicit Dockerd(const DockerPrograms &programs) : busybox_(programs.busybox) {
+  explicit Dockerd(const DockerPrograms &programs, DataRootIn where = DataRootIn::flag)
+      : busybox_(programs.busybox) {
     char tmpl[] = "/tmp/shmbpf-docker-XXXXXX";
     if (!mkdtemp(tmpl))
       std::abort();
     dir_ = tmpl;
     cli_ = programs.docker + " -H unix://" + dir_ + "/docker.sock";
-    daemon_ = std::make_unique<ChildProcess>(
-        programs.dockerd,
-        std::vector<std::string>{"--iptables=false", "--ip6tables=false", "--bridge=none",
-                                 "--storage-driver=vfs", "--data-root", data_root(), "--exec-root",
-                                 dir_ + "/exec", "--host", "unix://" + dir_ + "/docker.sock",
-                                 "--pidfile", dir_ + "/docker.pid"});
+    std::vector<std::string> args = {"--iptables=false",
+                                     "--ip6tables=false",
+                                     "--bridge=none",
+                                     "--storage-driver=vfs",
+                                     "--exec-root",
+                                     dir_ + "/exec",
+                                     "--host",
+                                     "unix://" + dir_ + "/docker.sock",
+                                     "--pidfile",
+                                     dir_ + "/docker.pid"};
+    if (where == DataRootIn::flag) {
+      args.insert(args.end(), {"--data-root", data_root()});
+    } else {
+      std::ofstream(dir_ + "/daemon.json") << "{\"data-root\": \"" << data_root() << "\"}\n";
+      args.insert(args.end(), {"--config-file", dir_ + "/daemon.json"});
+    }
+    daemon_ = std::make_unique<ChildProcess>(programs.dockerd, std::move(args));
   }
   ~Dockerd() {
     if (daemon_) {

@@ -147,7 +147,7 @@ void add_container_option(CLI::App *cmd, std::optional<std::string> &container, 
 }
 
 // --runtime-root RUNTIME=DIR, repeatable: where a runtime keeps the files
-// that name its containers, on hosts that moved them.
+// that name its containers, for one whose daemon does not say.
 void add_runtime_root_option(CLI::App *cmd, RuntimeRoots &roots) {
   const CLI::Validator valid(
       [](std::string &spec) -> std::string {
@@ -165,9 +165,10 @@ void add_runtime_root_option(CLI::App *cmd, RuntimeRoots &roots) {
          "Where a container runtime keeps the files that name its containers (repeatable; "
          "RUNTIME is one of " +
              std::string(kRuntimeRootNames) +
-             "; defaults: docker=/var/lib/docker, containerd=/run/containerd, "
+             "; without it, where the running daemons say, then the defaults: "
+             "docker=/var/lib/docker, containerd=/run/containerd, "
              "cri-o=/run/containers/storage, podman=/var/lib/containers/storage, "
-             "pod-logs=/var/log/pods)")
+             "pod-logs=/var/log/pods; `shmbpf doctor` says what it found)")
       ->check(valid)
       ->type_name("RUNTIME=DIR");
 }

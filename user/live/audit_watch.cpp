@@ -1,5 +1,7 @@
 #include "live/audit_watch.hpp"
 
+#include "live/container_names.hpp"
+
 #include "facts/result.hpp"
 #include "live/kernel_notes.hpp"
 #include "live/session.hpp"
@@ -54,8 +56,11 @@ public:
     if (!c)
       return c;
     auto it = names_.find(c->id);
-    if (it == names_.end())
-      it = names_.emplace(c->id, read_container_name(roots_, c->runtime, c->id, c->pod_uid)).first;
+    if (it == names_.end()) {
+      const ContainerRef ref = *c;
+      auto named = read_container_names(roots_, {ref});
+      it = names_.emplace(c->id, named.empty() ? ContainerName{} : named.front().second).first;
+    }
     c->name = it->second.name;
     c->pod = it->second.pod;
     c->pod_namespace = it->second.pod_namespace;

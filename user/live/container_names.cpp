@@ -1,12 +1,19 @@
 #include "live/container_names.hpp"
 
+#include "sources/runtime_discovery.hpp"
+
 #include <unordered_set>
 
 namespace shmbpf {
 
 std::vector<std::pair<std::string, ContainerName>>
-read_container_names(const RuntimeRoots &roots, const std::vector<ContainerRef> &containers) {
+read_container_names(const RuntimeRoots &given, const std::vector<ContainerRef> &containers) {
   std::vector<std::pair<std::string, ContainerName>> out;
+  if (containers.empty())
+    return out;
+  // Where the runtimes keep their files now: a daemon may have started,
+  // or moved, since the last containers were named.
+  const RuntimeRoots roots = with_discovered(given);
   std::unordered_set<std::string> seen;
   for (const ContainerRef &c : containers)
     if (seen.insert(c.id).second)

@@ -14,8 +14,10 @@
 
 namespace shmbpf {
 
-// What the files say about each container, one read per id. Reads files:
-// the caller keeps it off the engine's lock.
+// What the files say about each container, one read per id, in the roots
+// given and those the running daemons tell (with_discovered, looked for
+// once per call with containers to name). Reads files: the caller keeps it
+// off the engine's lock.
 std::vector<std::pair<std::string, ContainerName>>
 read_container_names(const RuntimeRoots &roots, const std::vector<ContainerRef> &containers);
 

@@ -1,5 +1,7 @@
 #include "live/doctor.hpp"
 
+#include "sources/runtime_discovery.hpp"
+
 #include "facts/result.hpp"
 #include "probe/probe.hpp"
 #include "probe/tracefs.hpp"
@@ -160,6 +162,20 @@ DoctorCheck programs_check(DoctorReport &r, const DoctorOptions &opts) {
   return c;
 }
 
+// Where the running container runtimes keep the files that name their
+// containers, and what said so.
+DoctorCheck runtimes_check() {
+  const std::vector<FoundRoot> found = discover_runtime_roots();
+  if (found.empty())
+    return {"runtimes", Verdict::ok,
+            "no runtime daemon found: containers are named from the default paths "
+            "(--runtime-root RUNTIME=DIR moves one)"};
+  std::string detail;
+  for (const FoundRoot &f : found)
+    detail += (detail.empty() ? "" : "; ") + f.runtime + " " + f.dir + " (" + f.how + ")";
+  return {"runtimes", Verdict::ok, detail};
+}
+
 } // namespace
 
 DoctorReport examine_machine(const DoctorOptions &opts) {
@@ -186,6 +202,7 @@ DoctorReport examine_machine(const DoctorOptions &opts) {
                                        std::to_string(r.mounts.size()) + ", found in " +
                                            std::to_string(r.mount_namespaces) + " mount namespace" +
                                            (r.mount_namespaces == 1 ? "" : "s") + " (below)"});
+  r.checks.push_back(runtimes_check());
   r.cgroup2 = find_cgroup2_mount(read_mountinfo(0));
   r.checks.push_back(r.cgroup2 ? DoctorCheck{"cgroup2", Verdict::ok, *r.cgroup2}
                                : DoctorCheck{"cgroup2", Verdict::warn,

@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <memory>
 #include <vector>
 
@@ -32,7 +33,28 @@ Result<void> set_runtime_root(RuntimeRoots &roots, std::string_view spec) {
     return Error{"unknown runtime '" + std::string(runtime) + "' (one of " +
                  std::string(kRuntimeRootNames) + ")"};
   *slot = dir;
+  if (std::find(roots.given.begin(), roots.given.end(), runtime) == roots.given.end())
+    roots.given.emplace_back(runtime);
   return {};
+}
+
+std::vector<std::string> RuntimeRoots::dirs(std::string_view runtime) const {
+  const std::string *own = runtime == "docker"       ? &docker
+                           : runtime == "containerd" ? &containerd
+                           : runtime == "cri-o"      ? &crio
+                           : runtime == "podman"     ? &podman
+                           : runtime == "pod-logs"   ? &pod_logs
+                                                     : nullptr;
+  std::vector<std::string> out;
+  if (!own)
+    return out;
+  if (std::find(given.begin(), given.end(), runtime) == given.end())
+    for (const FoundRoot &f : found)
+      if (f.runtime == runtime && std::find(out.begin(), out.end(), f.dir) == out.end())
+        out.push_back(f.dir);
+  if (std::find(out.begin(), out.end(), *own) == out.end())
+    out.push_back(*own);
+  return out;
 }
 
 namespace {
@@ -173,8 +195,9 @@ std::vector<std::string> list_below(const std::string &root, std::string_view re
 
 std::optional<ContainerName> read_docker(const RuntimeRoots &roots, std::string_view id) {
   const std::string rel = "containers/" + std::string(id) + "/config.v2.json";
-  if (auto text = read_file_below(roots.docker, rel))
-    return parse_docker_config(*text);
+  for (const std::string &root : roots.dirs("docker"))
+    if (auto text = read_file_below(root, rel))
+      return parse_docker_config(*text);
   return std::nullopt;
 }
 
@@ -182,31 +205,36 @@ std::optional<ContainerName> read_docker(const RuntimeRoots &roots, std::string_
 // "moby" for Docker's tasks, "default" for ctr).
 std::optional<ContainerName> read_containerd(const RuntimeRoots &roots, std::string_view id) {
   constexpr std::string_view tasks = "io.containerd.runtime.v2.task";
-  for (const std::string &ns : list_below(roots.containerd, tasks, 64)) {
-    const std::string rel = std::string(tasks) + "/" + ns + "/" + std::string(id) + "/config.json";
-    if (auto text = read_file_below(roots.containerd, rel))
-      return parse_oci_annotations(*text);
-  }
+  for (const std::string &root : roots.dirs("containerd"))
+    for (const std::string &ns : list_below(root, tasks, 64)) {
+      const std::string rel = std::string(tasks) + "/" + ns + "/" + std::string(id) + "/config.json";
+      if (auto text = read_file_below(root, rel))
+        return parse_oci_annotations(*text);
+    }
   return std::nullopt;
 }
 
 std::optional<ContainerName> read_crio(const RuntimeRoots &roots, std::string_view id) {
   const std::string rel = "overlay-containers/" + std::string(id) + "/userdata/config.json";
-  if (auto text = read_file_below(roots.crio, rel))
-    return parse_oci_annotations(*text);
+  for (const std::string &root : roots.dirs("cri-o"))
+    if (auto text = read_file_below(root, rel))
+      return parse_oci_annotations(*text);
   return std::nullopt;
 }
 
 std::optional<ContainerName> read_podman(const RuntimeRoots &roots, std::string_view id) {
-  if (auto text = read_file_below(roots.podman, "overlay-containers/containers.json"))
-    return parse_storage_containers(*text, id);
+  for (const std::string &root : roots.dirs("podman"))
+    if (auto text = read_file_below(root, "overlay-containers/containers.json"))
+      if (auto n = parse_storage_containers(*text, id))
+        return n;
   return std::nullopt;
 }
 
 std::optional<ContainerName> read_pod_logs(const RuntimeRoots &roots, std::string_view pod_uid) {
-  for (const std::string &dir : list_below(roots.pod_logs, "", 4096))
-    if (auto n = parse_pod_log_dir(dir, pod_uid))
-      return n;
+  for (const std::string &root : roots.dirs("pod-logs"))
+    for (const std::string &dir : list_below(root, "", 4096))
+      if (auto n = parse_pod_log_dir(dir, pod_uid))
+        return n;
   return std::nullopt;
 }
 

@@ -18,18 +18,36 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace shmbpf {
 
 constexpr size_t kRuntimeFileMaxBytes = 1 << 20;
 
-// Where each runtime keeps its state; `--runtime-root RUNTIME=DIR` changes one.
+// A runtime's state directory as a running daemon tells it
+// (sources/runtime_discovery).
+struct FoundRoot {
+  std::string runtime; // as --runtime-root names it: docker, containerd, cri-o, podman, pod-logs
+  std::string dir;     // where it is read from
+  std::string how;     // what said so: "dockerd (pid 812) /etc/docker/daemon.json data-root"
+  bool operator==(const FoundRoot &) const = default;
+};
+
+// Where each runtime keeps its state: its default, or what `--runtime-root
+// RUNTIME=DIR` gave; and what the running daemons told, which is looked in
+// first for a runtime --runtime-root did not set.
 struct RuntimeRoots {
   std::string docker = "/var/lib/docker";     // containers/<id>/config.v2.json
   std::string containerd = "/run/containerd"; // io.containerd.runtime.v2.task/<ns>/<id>/config.json
   std::string crio = "/run/containers/storage"; // overlay-containers/<id>/userdata/config.json
   std::string podman = "/var/lib/containers/storage"; // overlay-containers/containers.json
   std::string pod_logs = "/var/log/pods";             // <namespace>_<pod>_<uid>/
+  std::vector<std::string> given;                     // the runtimes --runtime-root set
+  std::vector<FoundRoot> found;
+
+  // Every directory to look in for runtime, in order: those found (unless
+  // given), then the default or the given one; each once.
+  std::vector<std::string> dirs(std::string_view runtime) const;
 };
 
 // The names --runtime-root accepts, for its help text and errors.
