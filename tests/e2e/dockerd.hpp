@@ -77,6 +77,23 @@ struct DockerPrograms {
     }                                                                                              \
   } while (0)
 
+// Mounts a daemon made below dir (containers' /dev/shm, their roots),
+// innermost first.
+inline void unmount_below(const std::string &dir) {
+  std::ifstream in("/proc/self/mountinfo");
+  std::vector<std::string> points;
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream f(line);
+    std::string id, parent, dev, root, point;
+    f >> id >> parent >> dev >> root >> point;
+    if (point.starts_with(dir + "/"))
+      points.push_back(point);
+  }
+  std::sort(points.rbegin(), points.rend());
+  for (const std::string &p : points)
+    umount2(p.c_str(), MNT_DETACH);
+}
+
 // Where a test's dockerd is told its data root: a flag, or its daemon.json
 // (--config-file), as cloud images move it to a data disk.
 enum class DataRootIn { flag, daemon_json };
@@ -185,23 +202,6 @@ private:
     std::string s = lines;
     std::replace(s.begin(), s.end(), '\n', ' ');
     return s;
-  }
-
-  // Mounts dockerd made below dir (containers' /dev/shm, their roots),
-  // innermost first.
-  static void unmount_below(const std::string &dir) {
-    std::ifstream in("/proc/self/mountinfo");
-    std::vector<std::string> points;
-    for (std::string line; std::getline(in, line);) {
-      std::istringstream f(line);
-      std::string id, parent, dev, root, point;
-      f >> id >> parent >> dev >> root >> point;
-      if (point.starts_with(dir + "/"))
-        points.push_back(point);
-    }
-    std::sort(points.rbegin(), points.rend());
-    for (const std::string &p : points)
-      umount2(p.c_str(), MNT_DETACH);
   }
 };
 

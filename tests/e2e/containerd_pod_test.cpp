@@ -1,0 +1,152 @@
+// A pod as kubelet makes it, with a real containerd (its root, state and
+// socket set in its own config.toml, found from the running daemon: no
+// --runtime-root anywhere): a container started in namespace k8s.io with
+// CRI's annotations, host networking, a cgroup as kubelet's cgroupfs or
+// systemd driver lays it out, and a memory-backed emptyDir at /dev/shm.
+// Its process writes a torch_* file there. Every output names the pod,
+// its namespace and the container: ls (segments and containers), top,
+// serve's /metrics (the emptyDir's usage by pod), and leaks once the
+// container is gone and the file is an orphan.
+#include "e2e/background.hpp"
+#include "e2e/containerd.hpp"
+#include "e2e/export_records.hpp"
+#include "e2e/run_cli.hpp"
+#include "e2e/serve_http.hpp"
+#include "support.hpp"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <string>
+#include <thread>
+
+namespace shmbpf::test {
+namespace {
+
+using namespace std::chrono_literals;
+using nlohmann::json;
+
+// The row of rows whose key holds value, or null.
+json row_with(const json &rows, const std::string &key, const std::string &value) {
+  for (const json &r : rows)
+    if (r.is_object() && r.contains(key) && r[key].is_string() && r[key] == value)
+      return r;
+  return nullptr;
+}
+
+void expect_names(const json &container, const KubePod &pod) {
+  ASSERT_TRUE(container.is_object()) << container.dump();
+  EXPECT_EQ(container["id"], pod.id);
+  EXPECT_EQ(container["name"], pod.container);
+  EXPECT_EQ(container["pod"], pod.name);
+  EXPECT_EQ(container["namespace"], pod.pod_namespace);
+  EXPECT_EQ(container["pod_uid"], pod.uid);
+}
+
+void kubelet_shaped_pod(KubePod::Driver driver) {
+  SHMBPF_REQUIRE_ROOT();
+  const ContainerdPrograms programs;
+  SHMBPF_REQUIRE_CONTAINERD(programs);
+  Containerd c(programs);
+  ASSERT_TRUE(c.wait_ready(30s)) << c.log();
+  KubePod pod = KubePod::random();
+  pod.driver = driver;
+  const std::string dshm = c.mount_empty_dir(pod, "dshm");
+  ASSERT_FALSE(dshm.empty()) << "cannot mount the emptyDir";
+
+  const TempDir dir;
+  const std::string sock = (dir.path / "sock").string();
+  const int port = free_port();
+  ShmbpfProcess serve({"serve", "--no-state", "--listen", "127.0.0.1:" + std::to_string(port),
+                       "--socket", sock});
+  SHMBPF_SERVE_READY(serve, port);
+
+  // Named after the pod: tests running alongside make files of their own.
+  const std::string file = "torch_" + pod.id.substr(0, 12) + "_a_";
+  const Ran run = c.run(pod, dshm,
+                        "echo batch > /dev/shm/" + file + "0 && head -c 65536 /dev/zero > /dev/shm/" +
+                            file + "1; exec sleep 1000");
+  ASSERT_EQ(run.code, 0) << run.out << c.log();
+
+  // ls: the segment and the container, named from containerd's files.
+  json seg;
+  for (int i = 0; i < 50 && !seg.is_object(); ++i) {
+    const CliResult ls = run_shmbpf("ls --json --match '*/" + file + "1'");
+    ASSERT_EQ(ls.code, 0) << ls.err;
+    const json segs = ls.json()["segments"];
+    if (!segs.empty() && segs[0]["container"].is_object() && segs[0]["container"]["name"] != nullptr)
+      seg = segs[0];
+    else
+      std::this_thread::sleep_for(200ms);
+  }
+  ASSERT_TRUE(seg.is_object()) << "the container's file was never listed with its names";
+  expect_names(seg["container"], pod);
+  const CliResult by = run_shmbpf("ls --by container --json");
+  ASSERT_EQ(by.code, 0) << by.err;
+  expect_names(row_with(by.json()["containers"], "id", pod.id), pod);
+
+  // top, from the daemon's live model and on its own.
+  for (const std::string &cmd : {"top --server " + sock + " -b -n 1 --by container",
+                                 std::string("top -b -n 2 -d 0.3 --by container")}) {
+    const CliResult top = run_shmbpf(cmd);
+    ASSERT_EQ(top.code, 0) << top.err;
+    bool named = false;
+    for (const std::string &line : lines_of(top.out))
+      named = named || (line.starts_with(pod.id.substr(0, 12)) &&
+                        line.find(" " + pod.container + " ") != std::string::npos &&
+                        line.find(" " + pod.name + " ") != std::string::npos &&
+                        line.find(" " + pod.pod_namespace + " ") != std::string::npos);
+    EXPECT_TRUE(named) << cmd << "\n" << top.out;
+  }
+
+  // /metrics: the segments and the emptyDir's usage, by pod.
+  const std::vector<std::string> labels = {"namespace=\"" + pod.pod_namespace + "\"",
+                                           "pod=\"" + pod.name + "\"",
+                                           "container=\"" + pod.container + "\""};
+  std::optional<double> used, bytes;
+  for (int i = 0; i < 50 && !(used && *used >= 65536 && bytes && *bytes >= 65536); ++i) {
+    if (auto m = get(port, "/metrics"); m && m->status == 200) {
+      used = metric(m->body, "shmbpf_mount_used_bytes", labels);
+      bytes = metric(m->body, "shmbpf_segment_bytes", labels);
+    }
+    std::this_thread::sleep_for(200ms);
+  }
+  ASSERT_TRUE(used) << "no mount series labelled with the pod";
+  EXPECT_GE(*used, 65536.0);
+  ASSERT_TRUE(bytes) << "no segment series labelled with the pod";
+  EXPECT_GE(*bytes, 65536.0);
+
+  // The container dies; its files stay in the pod's emptyDir: orphans,
+  // still named by the daemon that saw them made.
+  ASSERT_TRUE(c.stop(pod.id));
+  json leak;
+  std::string last;
+  for (int i = 0; i < 50 && !leak.is_object(); ++i) {
+    const CliResult leaks = run_shmbpf("leaks --server " + sock + " --min-age 0 --json");
+    ASSERT_LE(leaks.code, 1) << leaks.err; // 1: leaks were found
+    last = leaks.out;
+    const json report = leaks.json();
+    for (const json &g : report["by_container"])
+      if (g["container"].is_object() && g["container"]["id"] == pod.id)
+        leak = g;
+    if (!leak.is_object())
+      std::this_thread::sleep_for(200ms);
+  }
+  ASSERT_TRUE(leak.is_object()) << "the pod's orphans were never reported: " << last;
+  expect_names(leak["container"], pod);
+
+  serve.signal(SIGTERM);
+  expect_exit_code(serve.wait(30s), 0);
+}
+
+TEST(ContainerdPod, AKubeletShapedPodIsNamedEverywhereUnderTheCgroupfsDriver) {
+  kubelet_shaped_pod(KubePod::Driver::cgroupfs);
+}
+
+TEST(ContainerdPod, AKubeletShapedPodIsNamedEverywhereUnderTheSystemdDriversLayout) {
+  kubelet_shaped_pod(KubePod::Driver::systemd);
+}
+
+} // namespace
+} // namespace shmbpf::test
