@@ -1,6 +1,7 @@
 // A container's cgroups as a runtime lays them out, for tests with real
-// cgroups: a path of levels (kubepods/besteffort/pod<uid>/<id>, or the
-// systemd driver's slices and scope) below a directory of the test's own,
+// cgroups: a path of levels (kubepods/besteffort/pod<uid>/<id>, the
+// systemd driver's slices and scope, or simply a limited cgroup and one
+// inside it) below a directory of the test's own,
 // shmbpf-<tag>-<pid>. The path is made in the cgroup v2 hierarchy, whose
 // cgroup id names the container, and in the hierarchy that has the memory
 // controller: the same levels under the v1 memory mount on a hybrid host,
@@ -102,6 +103,11 @@ public:
   }
 
   bool v1() const { return v1_; }
+  // A limit of its own on levels[level].
+  bool set_limit(size_t level, uint64_t bytes) const {
+    return write_text(memory_dir(level) + (v1_ ? "/memory.limit_in_bytes" : "/memory.max"),
+                      std::to_string(bytes));
+  }
   // The directory of levels[level] in the hierarchy with the memory
   // controller.
   const std::string &memory_dir(size_t level) const {

@@ -4,6 +4,7 @@
 // e2e ContainerSim its whole container.
 #pragma once
 
+#include "container_cgroups.hpp"
 #include "sources/mountinfo.hpp"
 
 #include <fcntl.h>
@@ -17,7 +18,6 @@
 #include <cstdio>
 #include <cstring>
 #include <fstream>
-#include <random>
 #include <string>
 #include <thread>
 #include <vector>
@@ -37,7 +37,7 @@ public:
     auto cg2 = find_cgroup2_mount(read_mountinfo(0));
     if (!cg2)
       return "no cgroup2 mount in /proc/self/mountinfo";
-    id_ = random_id();
+    id_ = ContainerCgroups::random_id();
     slice_ = *cg2 + "/" + slice_name_;
     const std::string dir = slice_ + "/docker-" + id_ + ".scope";
     // Another scope's removal may remove the shared slice between the two
@@ -101,15 +101,6 @@ public:
   const std::string &dir() const { return dir_; }
 
 private:
-  static std::string random_id() {
-    std::random_device rd;
-    static constexpr char hex[] = "0123456789abcdef";
-    std::string s;
-    for (int i = 0; i < 64; ++i)
-      s += hex[rd() % 16];
-    return s;
-  }
-
   std::string slice_name_;
   std::string id_;
   std::string slice_;

@@ -27,6 +27,21 @@ const json *find_by(const json &rows, const std::string &key, const std::string 
   return nullptr;
 }
 
+// Container id's row of `ls --by container --json` with args, polled until
+// it shows (once the container's shell has run); null when it never does.
+json container_row(const std::string &args, const std::string &id) {
+  for (int i = 0; i < 50; ++i) {
+    const auto r = run_shmbpf("ls --by container --json " + args);
+    if (r.code != 0)
+      return nullptr;
+    const json containers = r.json()["containers"];
+    if (const json *row = find_by(containers, "id", id))
+      return *row;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  return nullptr;
+}
+
 TEST(DockerNames, LsShowsDockersName) {
   SHMBPF_REQUIRE_ROOT();
   const DockerPrograms programs;
@@ -46,21 +61,12 @@ TEST(DockerNames, LsShowsDockersName) {
   ASSERT_EQ(id.size(), 64u);
 
   const std::string roots = "--runtime-root docker=" + d.data_root();
-  json containers, segments;
-  const json *row = nullptr;
-  // The file appears once the shell in the container has run.
-  for (int i = 0; i < 50 && !row; ++i) {
-    auto r = run_shmbpf("ls --by container --json " + roots);
-    ASSERT_EQ(r.code, 0) << r.err;
-    containers = r.json()["containers"];
-    row = find_by(containers, "id", id);
-    if (!row)
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
-  ASSERT_NE(row, nullptr) << containers.dump(2);
-  EXPECT_EQ((*row)["name"], "web-1");
-  EXPECT_EQ((*row)["runtime"], "docker");
-  EXPECT_TRUE((*row)["pod"].is_null());
+  const json row = container_row(roots, id);
+  ASSERT_TRUE(row.is_object()) << "container " << id << " never listed";
+  EXPECT_EQ(row["name"], "web-1");
+  EXPECT_EQ(row["runtime"], "docker");
+  EXPECT_TRUE(row["pod"].is_null());
+  json segments;
 
   const json *seg = nullptr;
   for (int i = 0; i < 50 && !seg; ++i) {
@@ -115,18 +121,9 @@ TEST(DockerNames, ADaemonJsonsDataRootIsFoundFromTheRunningDaemon) {
   ASSERT_EQ(run.code, 0) << run.out << d.log();
   const std::string id = d.id_of("web-2");
 
-  json containers;
-  const json *row = nullptr;
-  for (int i = 0; i < 50 && !row; ++i) {
-    auto r = run_shmbpf("ls --by container --json");
-    ASSERT_EQ(r.code, 0) << r.err;
-    containers = r.json()["containers"];
-    row = find_by(containers, "id", id);
-    if (!row)
-      std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  }
-  ASSERT_NE(row, nullptr) << containers.dump(2);
-  EXPECT_EQ((*row)["name"], "web-2");
+  const json row = container_row("", id);
+  ASSERT_TRUE(row.is_object()) << "container " << id << " never listed";
+  EXPECT_EQ(row["name"], "web-2");
 
   // The live model too.
   auto top = run_shmbpf("top -b -n 2 -d 0.3 --by container");

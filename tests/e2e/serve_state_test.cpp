@@ -52,17 +52,24 @@ struct TempDir {
   ~TempDir() { std::filesystem::remove_all(path); }
 };
 
-// The one segment at path in the daemon's /v1/segments, or null.
-json segment_at(const std::string &sock, const std::string &path) {
+// The daemon's answer to GET path on its unix socket, parsed; null when
+// there is none or it is not 200.
+json get_json(const std::string &sock, const std::string &path) {
   httplib::Client c(sock);
   c.set_address_family(AF_UNIX);
   c.set_connection_timeout(2, 0);
   c.set_read_timeout(20, 0);
-  auto r = c.Get(("/v1/segments?match=" + path).c_str());
+  auto r = c.Get(path.c_str());
   if (!r || r->status != 200)
     return nullptr;
   json j = json::parse(r->body, nullptr, false);
-  if (j.is_discarded() || j["segments"].size() != 1)
+  return j.is_discarded() ? json(nullptr) : j;
+}
+
+// The one segment at path in the daemon's /v1/segments, or null.
+json segment_at(const std::string &sock, const std::string &path) {
+  const json j = get_json(sock, "/v1/segments?match=" + path);
+  if (!j.is_object() || j["segments"].size() != 1)
     return nullptr;
   return j["segments"][0];
 }
@@ -341,19 +348,11 @@ TEST(ServeState, AReusedInodeNumberIsNotGivenTheOldCreator) {
 
 // The daemon's /v1/mounts row of mountpoint, or null.
 json mount_at(const std::string &sock, const std::string &mountpoint) {
-  httplib::Client c(sock);
-  c.set_address_family(AF_UNIX);
-  c.set_connection_timeout(2, 0);
-  c.set_read_timeout(20, 0);
-  auto r = c.Get("/v1/mounts");
-  if (!r || r->status != 200)
-    return nullptr;
-  json j = json::parse(r->body, nullptr, false);
-  if (j.is_discarded())
-    return nullptr;
-  for (const json &m : j["mounts"])
-    if (m["mountpoint"] == mountpoint)
-      return m;
+  const json j = get_json(sock, "/v1/mounts");
+  if (j.is_object())
+    for (const json &m : j["mounts"])
+      if (m["mountpoint"] == mountpoint)
+        return m;
   return nullptr;
 }
 

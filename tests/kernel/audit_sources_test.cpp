@@ -3,7 +3,7 @@
 // (read_exe), the memory limit of a cgroup it makes (read_memory_limit),
 // and the whole gather around a child in a container's cgroup.
 #include "docker_cgroup.hpp"
-#include "memory_cgroup.hpp"
+#include "container_cgroups.hpp"
 #include "support.hpp"
 
 #include "facts/dev.hpp"
@@ -234,8 +234,8 @@ constexpr uint64_t kInnerLimit = 32ull << 20;
 
 TEST(AuditMemoryLimit, SmallestUpToTheRoot) {
   AUDIT_REQUIRE_ROOT();
-  test::MemoryCgroup cg;
-  const std::string failed = cg.create("audit-test", kOuterLimit);
+  test::ContainerCgroups cg;
+  const std::string failed = cg.create("audit-test", {"limited", "inner"}, 0, kOuterLimit);
   AUDIT_REQUIRE(failed.empty(), failed);
 
   int gate[2];
@@ -256,7 +256,7 @@ TEST(AuditMemoryLimit, SmallestUpToTheRoot) {
     ASSERT_TRUE(limit);
     EXPECT_EQ(limit->bytes, kOuterLimit);
     // A tighter one inside wins.
-    ASSERT_TRUE(cg.set_inner_limit(kInnerLimit));
+    ASSERT_TRUE(cg.set_limit(1, kInnerLimit));
     limit = read_memory_limit(static_cast<uint32_t>(child.pid), mounts);
     ASSERT_TRUE(limit);
     EXPECT_EQ(limit->bytes, kInnerLimit);

@@ -2,8 +2,8 @@
 // maps a 64 MiB file of a tmpfs and touches every page, until the kernel
 // kills it. The oom event names the victim and carries what its cgroup
 // held (its shared memory, its limit); the live model names the file.
+#include "container_cgroups.hpp"
 #include "harness.hpp"
-#include "memory_cgroup.hpp"
 #include "monitor_harness.hpp"
 
 #include <gtest/gtest.h>
@@ -37,7 +37,7 @@ __attribute__((no_sanitize("address", "thread"))) void touch_every_page(volatile
 
 // In a child: joins the cgroup and fills file through a mapping. The exit
 // status says which step failed if the kernel does not kill it.
-int fill_in(const MemoryCgroup &cg, const std::string &file) {
+int fill_in(const ContainerCgroups &cg, const std::string &file) {
   if (!cg.enter())
     return 1;
   const int fd = open(file.c_str(), O_CREAT | O_RDWR, 0600);
@@ -54,8 +54,9 @@ int fill_in(const MemoryCgroup &cg, const std::string &file) {
 // The cgroup, or the test is skipped: not a BPF failure (a v2 host whose
 // root does not hand the memory controller down has no place for it).
 #define OOM_CGROUP(cg)                                                                             \
-  MemoryCgroup cg;                                                                                 \
-  if (const std::string failed = cg.create("oom-test", kLimit); !failed.empty())                   \
+  ContainerCgroups cg;                                                                             \
+  if (const std::string failed = cg.create("oom-test", {"limited", "inner"}, 0, kLimit);           \
+      !failed.empty())                                                                             \
   GTEST_SKIP() << "no memory cgroup with a limit: " << failed
 
 void expect_killed(const Child &c) {
@@ -68,12 +69,12 @@ void expect_killed(const Child &c) {
 TEST(OomKill, AMemoryCgroupIsFoundByItsId) {
   OOM_CGROUP(cg);
   struct stat st {};
-  ASSERT_EQ(stat(cg.inner().c_str(), &st), 0);
+  ASSERT_EQ(stat(cg.memory_dir(1).c_str(), &st), 0);
   const auto dirs = find_memory_cgroup(st.st_ino, read_mountinfo(0));
   ASSERT_TRUE(dirs);
   EXPECT_EQ(dirs->v1, cg.v1());
-  ASSERT_GE(dirs->dirs.size(), 3u); // inner, the limited one, the root
-  EXPECT_EQ(dirs->dirs[0], cg.inner() + "/");
+  ASSERT_GE(dirs->dirs.size(), 3u); // inner, the limited one, ..., the root
+  EXPECT_EQ(dirs->dirs[0], cg.memory_dir(1) + "/");
   const auto memory = read_cgroup_memory(*dirs);
   ASSERT_TRUE(memory);
   EXPECT_EQ(memory->limit.bytes, kLimit);
@@ -99,7 +100,7 @@ TEST(OomKill, TheEventNamesTheVictimAndWhatItsCgroupHeld) {
   EXPECT_EQ(e.pid, uint32_t(c.pid));
   EXPECT_EQ(e.comm, "oom-filler");
   struct stat st {};
-  ASSERT_EQ(stat(cg.inner().c_str(), &st), 0);
+  ASSERT_EQ(stat(cg.memory_dir(1).c_str(), &st), 0);
   EXPECT_EQ(e.memcg_id, st.st_ino);
   ASSERT_TRUE(e.memcg) << "the victim's memory cgroup was not read";
   EXPECT_EQ(e.memcg->limit.bytes, kLimit);
