@@ -45,13 +45,14 @@ TEST(RuntimeDiscovery, NobodysDockerdIsNotBelieved) {
   ASSERT_TRUE(as_nobody("mkdir -p " + evil + "/containers && printf '#!/bin/sh\\nsleep 30\\n' > " +
                         script + " && chmod 0755 " + script));
   ASSERT_TRUE(as_nobody(script + " --data-root " + evil + " >/dev/null 2>&1 &"));
-  ASSERT_TRUE(as_nobody("unshare -Ur " + script + " --data-root " + evil +
-                        "-userns >/dev/null 2>&1 &"));
+  ASSERT_TRUE(
+      as_nobody("unshare -Ur " + script + " --data-root " + evil + "-userns >/dev/null 2>&1 &"));
   // Both are running under that name before doctor looks.
   bool up = false;
   for (int i = 0; i < 50 && !up; ++i) {
-    up = std::system(("pgrep -f '" + script + " --data-root " + evil + "-userns' >/dev/null")
-                         .c_str()) == 0 &&
+    up = std::system(
+             ("pgrep -f '" + script + " --data-root " + evil + "-userns' >/dev/null").c_str()) ==
+             0 &&
          std::system(("pgrep -f '" + script + " --data-root " + evil + "$' >/dev/null").c_str()) ==
              0;
     if (!up)

@@ -58,11 +58,11 @@ struct ContainerdPrograms {
 // A pod as kubelet describes it to the runtime, and one container of it.
 struct KubePod {
   enum class Driver { cgroupfs, systemd };
-  std::string uid;                 // 8-4-4-4-12 hex digits
-  std::string name = "job-7f9c";   // the pod's
+  std::string uid;               // 8-4-4-4-12 hex digits
+  std::string name = "job-7f9c"; // the pod's
   std::string pod_namespace = "ml";
   std::string container = "trainer";
-  std::string id;                  // the container's, 64 hex digits
+  std::string id; // the container's, 64 hex digits
   Driver driver = Driver::cgroupfs;
 
   static KubePod random() {

@@ -58,15 +58,16 @@ void kubelet_shaped_pod(KubePod::Driver driver) {
   const TempDir dir;
   const std::string sock = (dir.path / "sock").string();
   const int port = free_port();
-  ShmbpfProcess serve({"serve", "--no-state", "--listen", "127.0.0.1:" + std::to_string(port),
-                       "--socket", sock});
+  ShmbpfProcess serve(
+      {"serve", "--no-state", "--listen", "127.0.0.1:" + std::to_string(port), "--socket", sock});
   SHMBPF_SERVE_READY(serve, port);
 
   // Named after the pod: tests running alongside make files of their own.
   const std::string file = "torch_" + pod.id.substr(0, 12) + "_a_";
-  const Ran run = c.run(pod, dshm,
-                        "echo batch > /dev/shm/" + file + "0 && head -c 65536 /dev/zero > /dev/shm/" +
-                            file + "1; exec sleep 1000");
+  const Ran run =
+      c.run(pod, dshm,
+            "echo batch > /dev/shm/" + file + "0 && head -c 65536 /dev/zero > /dev/shm/" + file +
+                "1; exec sleep 1000");
   ASSERT_EQ(run.code, 0) << run.out << c.log();
 
   // ls: the segment and the container, named from containerd's files.
@@ -75,7 +76,8 @@ void kubelet_shaped_pod(KubePod::Driver driver) {
     const CliResult ls = run_shmbpf("ls --json --match '*/" + file + "1'");
     ASSERT_EQ(ls.code, 0) << ls.err;
     const json segs = ls.json()["segments"];
-    if (!segs.empty() && segs[0]["container"].is_object() && segs[0]["container"]["name"] != nullptr)
+    if (!segs.empty() && segs[0]["container"].is_object() &&
+        segs[0]["container"]["name"] != nullptr)
       seg = segs[0];
     else
       std::this_thread::sleep_for(200ms);

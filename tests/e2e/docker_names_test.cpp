@@ -133,8 +133,7 @@ TEST(DockerNames, ADaemonJsonsDataRootIsFoundFromTheRunningDaemon) {
   auto doctor = run_shmbpf("doctor");
   EXPECT_NE(doctor.out.find("docker " + d.data_root() + " (dockerd (pid "), std::string::npos)
       << doctor.out;
-  EXPECT_NE(doctor.out.find(d.dir() + "/daemon.json data-root)"), std::string::npos)
-      << doctor.out;
+  EXPECT_NE(doctor.out.find(d.dir() + "/daemon.json data-root)"), std::string::npos) << doctor.out;
 }
 
 } // namespace

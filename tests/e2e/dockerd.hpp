@@ -107,16 +107,10 @@ public:
       std::abort();
     dir_ = tmpl;
     cli_ = programs.docker + " -H unix://" + dir_ + "/docker.sock";
-    std::vector<std::string> args = {"--iptables=false",
-                                     "--ip6tables=false",
-                                     "--bridge=none",
-                                     "--storage-driver=vfs",
-                                     "--exec-root",
-                                     dir_ + "/exec",
-                                     "--host",
-                                     "unix://" + dir_ + "/docker.sock",
-                                     "--pidfile",
-                                     dir_ + "/docker.pid"};
+    std::vector<std::string> args = {
+        "--iptables=false", "--ip6tables=false", "--bridge=none", "--storage-driver=vfs",
+        "--exec-root",      dir_ + "/exec",      "--host",        "unix://" + dir_ + "/docker.sock",
+        "--pidfile",        dir_ + "/docker.pid"};
     if (where == DataRootIn::flag) {
       args.insert(args.end(), {"--data-root", data_root()});
     } else {

@@ -2,8 +2,8 @@
 // started from a tmpfs it mounts, from a memfd and from the disk
 // (read_exe), the memory limit of a cgroup it makes (read_memory_limit),
 // and the whole gather around a child in a container's cgroup.
-#include "docker_cgroup.hpp"
 #include "container_cgroups.hpp"
+#include "docker_cgroup.hpp"
 #include "support.hpp"
 
 #include "facts/dev.hpp"

@@ -124,8 +124,7 @@ void expect_empty_dir_room(bool systemd) {
   if (const std::string failed = cg.create("pod-memory", levels, 2, kLimit); !failed.empty())
     GTEST_SKIP() << "no memory cgroup with a limit: " << failed;
   TmpfsMount volume;
-  ASSERT_TRUE(
-      volume.mount("size=64m", "/pods/" + uid + "/volumes/kubernetes.io~empty-dir/cache"));
+  ASSERT_TRUE(volume.mount("size=64m", "/pods/" + uid + "/volumes/kubernetes.io~empty-dir/cache"));
   SHMBPF_MONITOR(m, MonitorOptions{});
   Child holder = hold_in(cg, volume.dir() + "/held", kHeld);
   ASSERT_GT(holder.pid, 0) << "the holder did not fill its file";

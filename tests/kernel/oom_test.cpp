@@ -29,7 +29,7 @@ constexpr uint64_t kFile = 64 * kMiB;
 // touched, charged to the same cgroup, and under TSan the file's pages were
 // then only half of what the cgroup held at the kill.
 __attribute__((no_sanitize("address", "thread"))) void touch_every_page(volatile char *p,
-                                                                          uint64_t bytes) {
+                                                                        uint64_t bytes) {
   const auto page = static_cast<uint64_t>(sysconf(_SC_PAGESIZE));
   for (uint64_t off = 0; off < bytes; off += page)
     p[off] = 1;

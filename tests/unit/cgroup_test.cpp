@@ -257,8 +257,8 @@ TEST(TopMemoryCgroups, EachChildOfTheHierarchysRootByName) {
   cgroup("system.slice", "2000", "1048576");
   cgroup("kubepods", "3000", "9223372036854771712");
   d.write(d.root / "init.scope" / "cgroup.procs", "1\n"); // no memory files
-  const std::string line = "40 30 0:38 / " + d.root.string() +
-                           " rw,nosuid - cgroup cgroup rw,memory\n";
+  const std::string line =
+      "40 30 0:38 / " + d.root.string() + " rw,nosuid - cgroup cgroup rw,memory\n";
   const auto top = read_top_memory_cgroups(parse_mountinfo(line));
   ASSERT_EQ(top.size(), 3u);
   EXPECT_EQ(top[0], (NamedCgroupMemory{"/kubepods", {8192, 3000, {}}}));

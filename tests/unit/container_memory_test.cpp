@@ -69,10 +69,10 @@ TEST(ContainerMemory, APodsCgroupIsTheAncestorThatNamesThePod) {
   std::string under = uid;
   std::replace(under.begin(), under.end(), '-', '_');
   const std::string m = "/sys/fs/cgroup/memory/";
-  const MemoryCgroupDirs cgroupfs{
-      true,
-      {m + "kubepods/besteffort/pod" + uid + "/" + kDockerId + "/",
-       m + "kubepods/besteffort/pod" + uid + "/", m + "kubepods/besteffort/", m + "kubepods/", m}};
+  const MemoryCgroupDirs cgroupfs{true,
+                                  {m + "kubepods/besteffort/pod" + uid + "/" + kDockerId + "/",
+                                   m + "kubepods/besteffort/pod" + uid + "/",
+                                   m + "kubepods/besteffort/", m + "kubepods/", m}};
   std::string found;
   auto pod = pod_cgroup_dirs(cgroupfs, &found);
   ASSERT_TRUE(pod);

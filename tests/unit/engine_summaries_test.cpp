@@ -353,11 +353,11 @@ TEST(Engine, AnEmptyDirKnowsTheRoomToItsPodsMemoryLimit) {
     return std::optional<uint64_t>(42);
   };
   EXPECT_FALSE(room(volume)); // not read yet
-  engine.set_pod_memory({{pod, CgroupMemory{.shmem = 10 * kMiB, .usage = 20 * kMiB,
-                                            .limit = {32 * kMiB}}}});
+  engine.set_pod_memory(
+      {{pod, CgroupMemory{.shmem = 10 * kMiB, .usage = 20 * kMiB, .limit = {32 * kMiB}}}});
   EXPECT_EQ(room(volume), 12 * kMiB);
   EXPECT_FALSE(room("/run/user/1000")); // the host's
-  engine.set_pod_memory({}); // the pod's cgroup is gone
+  engine.set_pod_memory({});            // the pod's cgroup is gone
   EXPECT_FALSE(room(volume));
 }
 

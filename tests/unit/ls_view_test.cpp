@@ -309,7 +309,7 @@ TEST(LsViewTest, ContainersTableAndJson) {
   const auto cg = lines_of(containers_table({host, top}, rel));
   ASSERT_EQ(cg.size(), 3u);
   EXPECT_EQ(fields_of(cg[2]), (std::vector<std::string>{"host/system.slice", "-", "-", "-", "-",
-                                                         "-", "3.0M", "none", "-"}));
+                                                        "-", "3.0M", "none", "-"}));
   const json row = json::parse(containers_json({top}))["containers"][0];
   EXPECT_EQ(row["cgroup"], "/system.slice");
   EXPECT_EQ(row["host"], true);

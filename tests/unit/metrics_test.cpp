@@ -476,9 +476,9 @@ TEST_F(Metrics, ExportCountersOnlyWithAnExportFile) {
 
 TEST_F(Metrics, NoPidPathOrNameEverALabel) {
   const std::set<std::string> allowed = {
-      "namespace", "pod",   "pod_uid", "container", "id",      "mountpoint", "kind",        "state",
-      "device",    "event", "hook",    "program",   "version", "kernel",     "userns_owner",
-      "cgroup"}; // the host's top-level cgroups: at most 64
+      "namespace", "pod",    "pod_uid",      "container", "id",   "mountpoint",
+      "kind",      "state",  "device",       "event",     "hook", "program",
+      "version",   "kernel", "userns_owner", "cgroup"}; // the host's top-level cgroups: at most 64
   for (const Sample &s : x.samples)
     for (const auto &[k, v] : s.labels)
       EXPECT_TRUE(allowed.count(k)) << "label " << k << " in " << s.name;

@@ -32,15 +32,15 @@ auto files(std::map<std::string, std::string> f) {
 
 TEST(RuntimeDiscovery, CommandLinesAndFlags) {
   const auto args = split_cmdline("dockerd\0--data-root\0/srv/d\0-g\0/x\0--x=1\0"s);
-  EXPECT_EQ(args, (std::vector<std::string>{"dockerd", "--data-root", "/srv/d", "-g", "/x",
-                                            "--x=1"}));
+  EXPECT_EQ(args,
+            (std::vector<std::string>{"dockerd", "--data-root", "/srv/d", "-g", "/x", "--x=1"}));
   EXPECT_EQ(split_cmdline("a\0b"s), (std::vector<std::string>{"a", "b"}));
   EXPECT_TRUE(split_cmdline("").empty());
   EXPECT_EQ(flag_value(args, {"--data-root"}), "/srv/d");
   EXPECT_EQ(flag_value(args, {"--graph", "-g"}), "/x");
   EXPECT_EQ(flag_value(args, {"--x"}), "1");
   EXPECT_FALSE(flag_value(args, {"--state"}));
-  EXPECT_FALSE(flag_value({"--state"}, {"--state"})); // no value follows
+  EXPECT_FALSE(flag_value({"--state"}, {"--state"}));                        // no value follows
   EXPECT_EQ(flag_value({"--state=/a", "--state", "/b"}, {"--state"}), "/b"); // the last wins
 }
 
@@ -99,8 +99,9 @@ TEST(RuntimeDiscovery, EachDaemonsFlagsThenItsConfigurationThenTheDefault) {
 
   const auto crio = roots_of_daemon(
       "crio", {"crio"},
-      files({{"/etc/containers/storage.conf",
-              "[storage]\ndriver = \"overlay\"\nrunroot = \"/run/st\"\ngraphroot = \"/var/st\"\n"}}));
+      files(
+          {{"/etc/containers/storage.conf",
+            "[storage]\ndriver = \"overlay\"\nrunroot = \"/run/st\"\ngraphroot = \"/var/st\"\n"}}));
   ASSERT_EQ(crio.size(), 2u);
   EXPECT_EQ(crio[0], (FoundRoot{"cri-o", "/run/st", "/etc/containers/storage.conf runroot"}));
   EXPECT_EQ(crio[1], (FoundRoot{"podman", "/var/st", "/etc/containers/storage.conf graphroot"}));
@@ -162,11 +163,10 @@ TEST(RuntimeDiscovery, RootDaemonsOfThisUserNamespaceThoseOfThisMountNamespaceFi
   const auto found = discover_runtime_roots(p.proc(), (p.d.root / "host").string());
   ASSERT_EQ(found.size(), 3u) << found.size();
   EXPECT_EQ(found[0], (FoundRoot{"containerd", "/run/c2", "containerd (pid 200) --state"}));
-  EXPECT_EQ(found[1], (FoundRoot{"podman", "/srv/containers",
-                                 "/etc/containers/storage.conf graphroot"}));
-  EXPECT_EQ(found[2],
-            (FoundRoot{"docker", p.proc() + "/300/root/data/docker",
-                       "dockerd (pid 300) /etc/docker/daemon.json data-root"}));
+  EXPECT_EQ(found[1],
+            (FoundRoot{"podman", "/srv/containers", "/etc/containers/storage.conf graphroot"}));
+  EXPECT_EQ(found[2], (FoundRoot{"docker", p.proc() + "/300/root/data/docker",
+                                 "dockerd (pid 300) /etc/docker/daemon.json data-root"}));
 }
 
 // What was found is looked in first, the default last; a runtime given with

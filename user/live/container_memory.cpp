@@ -20,8 +20,8 @@ std::optional<MemoryCgroupDirs> pod_cgroup_dirs(const MemoryCgroupDirs &containe
     const auto up = container_from_cgroup_path(container.dirs[i]);
     if (up && up->id == ref->pod_uid && up->pod_uid == ref->pod_uid) {
       *pod_uid = ref->pod_uid;
-      return MemoryCgroupDirs{container.v1, {container.dirs.begin() + static_cast<ptrdiff_t>(i),
-                                             container.dirs.end()}};
+      return MemoryCgroupDirs{
+          container.v1, {container.dirs.begin() + static_cast<ptrdiff_t>(i), container.dirs.end()}};
     }
   }
   return std::nullopt;
@@ -45,8 +45,7 @@ std::vector<MemoryJob> ContainerMemory::jobs(const Engine &engine) const {
     if (!dirs_.contains(id) && out.size() < kMaxJobs)
       out.push_back(MemoryJob{id, std::nullopt, pid, std::nullopt});
   for (auto &[uid, dirs] : pods)
-    if (out.size() < kMaxJobs)
-      {
+    if (out.size() < kMaxJobs) {
       MemoryJob pod;
       pod.dirs = std::move(dirs);
       pod.pod_uid = uid;

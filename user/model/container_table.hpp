@@ -68,7 +68,9 @@ public:
     return it == pod_memory_.end() ? nullptr : &it->second;
   }
   // The host's top-level cgroups as last read, by path. Replaces what was.
-  void set_host_cgroups(std::vector<NamedCgroupMemory> cgroups) { host_cgroups_ = std::move(cgroups); }
+  void set_host_cgroups(std::vector<NamedCgroupMemory> cgroups) {
+    host_cgroups_ = std::move(cgroups);
+  }
   const std::vector<NamedCgroupMemory> &host_cgroups() const { return host_cgroups_; }
 
 private:
@@ -78,9 +80,9 @@ private:
   };
 
   std::unordered_map<uint64_t, Cgroup> cgroups_;
-  std::unordered_map<std::string, ContainerName> names_; // by container id
-  std::map<std::string, ContainerRef> unnamed_;          // by container id
-  std::unordered_map<std::string, CgroupMemory> memory_; // by container id
+  std::unordered_map<std::string, ContainerName> names_;     // by container id
+  std::map<std::string, ContainerRef> unnamed_;              // by container id
+  std::unordered_map<std::string, CgroupMemory> memory_;     // by container id
   std::unordered_map<std::string, CgroupMemory> pod_memory_; // by pod uid
   std::vector<NamedCgroupMemory> host_cgroups_;
 };

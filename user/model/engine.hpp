@@ -195,7 +195,7 @@ public:
   // containers(), then a row for each of the host's top-level cgroups
   // (ContainerInfo::cgroup; their memory only).
   std::vector<ContainerInfo> containers_and_host_cgroups(uint64_t now_ns) const;
-  std::vector<MountUsage> mounts() const;                           // by mountpoint, mntns, mnt_id
+  std::vector<MountUsage> mounts() const; // by mountpoint, mntns, mnt_id
   // Segments of shared memory (is_shared_memory; with all_mounts, on any
   // tmpfs too) pinning memory or a name with no live holder whose creator
   // is gone or unknown, at least min_age_ns old; largest first. Every other

@@ -93,7 +93,8 @@ std::optional<std::string> toml_string(std::string_view text, std::string_view t
       return;
     if (line.front() == '[') {
       const size_t end = line.find(']');
-      current = end == std::string_view::npos ? std::string_view("\n") : trim(line.substr(1, end - 1));
+      current =
+          end == std::string_view::npos ? std::string_view("\n") : trim(line.substr(1, end - 1));
       return;
     }
     const size_t eq = line.find('=');
@@ -136,9 +137,7 @@ struct Source {
   std::string how;
 };
 
-bool absolute(const std::optional<std::string> &p) {
-  return p && !p->empty() && p->front() == '/';
-}
+bool absolute(const std::optional<std::string> &p) { return p && !p->empty() && p->front() == '/'; }
 
 FoundRoot pick(std::string runtime, std::initializer_list<Source> sources, std::string fallback) {
   for (const Source &s : sources)
@@ -185,9 +184,7 @@ std::vector<FoundRoot> crio_roots(const std::vector<std::string> &args, const Re
       flag_value(args, {"--storage-conf"}).value_or("/etc/containers/storage.conf");
   const std::optional<std::string> crio = read(config), store = read(storage);
   auto key = [](const std::optional<std::string> &text, std::string_view table,
-                std::string_view k) {
-    return text ? toml_string(*text, table, k) : std::nullopt;
-  };
+                std::string_view k) { return text ? toml_string(*text, table, k) : std::nullopt; };
   return {pick("cri-o",
                {{flag_value(args, {"--runroot"}), "--runroot"},
                 {key(crio, "crio", "runroot"), config + " runroot"},

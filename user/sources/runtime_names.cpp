@@ -207,7 +207,8 @@ std::optional<ContainerName> read_containerd(const RuntimeRoots &roots, std::str
   constexpr std::string_view tasks = "io.containerd.runtime.v2.task";
   for (const std::string &root : roots.dirs("containerd"))
     for (const std::string &ns : list_below(root, tasks, 64)) {
-      const std::string rel = std::string(tasks) + "/" + ns + "/" + std::string(id) + "/config.json";
+      const std::string rel =
+          std::string(tasks) + "/" + ns + "/" + std::string(id) + "/config.json";
       if (auto text = read_file_below(root, rel))
         return parse_oci_annotations(*text);
     }

@@ -367,7 +367,9 @@ void cgroup_memory(PrometheusWriter &w, const MetricsSnapshot &s) {
        "cgroups (memory.stat shmem).",
        "Everything charged to one of the host's top-level memory cgroups.",
        "The memory limit of one of the host's top-level memory cgroups; absent without one."},
-      top, [&](const auto &row, uint64_t v) { w.sample({{"cgroup", row.first}}, v); });
+      top, [&](const auto &row, uint64_t v) {
+        w.sample({{"cgroup", row.first}}, v);
+      });
 }
 
 void counters(PrometheusWriter &w, const MetricsSnapshot &s, const Folding &fold) {
