@@ -27,6 +27,24 @@ const json *find_by(const json &rows, const std::string &key, const std::string 
   return nullptr;
 }
 
+// A container named name, from an image of busybox alone (no registry, no
+// network), that writes file in its /dev/shm and sleeps: its id, or why it
+// did not start.
+struct Started {
+  std::string id, why;
+};
+Started start_writer(const Dockerd &d, const std::string &name, const std::string &file) {
+  const Ran imported = d.import_image("shmbpf-" + name + ":test", {"sh", "sleep", "echo"});
+  if (imported.code != 0)
+    return {"", imported.out};
+  const Ran run =
+      d.docker("run -d --name " + name + " --network none shmbpf-" + name +
+               ":test /bin/sh -c 'echo " + name + " > /dev/shm/" + file + " && exec sleep 1000'");
+  if (run.code != 0)
+    return {"", run.out + d.log()};
+  return {d.id_of(name), ""};
+}
+
 // Container id's row of `ls --by container --json` with args, polled until
 // it shows (once the container's shell has run); null when it never does.
 json container_row(const std::string &args, const std::string &id) {
@@ -50,14 +68,9 @@ TEST(DockerNames, LsShowsDockersName) {
   Dockerd d(programs);
   ASSERT_TRUE(d.wait_ready(std::chrono::seconds(30))) << d.log();
 
-  // An image from a root of busybox alone: no registry, no network.
-  const Ran imported = d.import_image("shmbpf-names:test", {"sh", "sleep", "echo"});
-  ASSERT_EQ(imported.code, 0) << imported.out;
-
-  Ran run = d.docker("run -d --name web-1 --network none shmbpf-names:test /bin/sh -c "
-                     "'echo names > /dev/shm/names-test && exec sleep 1000'");
-  ASSERT_EQ(run.code, 0) << run.out << d.log();
-  const std::string id = d.id_of("web-1");
+  const Started web = start_writer(d, "web-1", "names-test");
+  ASSERT_EQ(web.why, "");
+  const std::string id = web.id;
   ASSERT_EQ(id.size(), 64u);
 
   const std::string roots = "--runtime-root docker=" + d.data_root();
@@ -114,12 +127,9 @@ TEST(DockerNames, ADaemonJsonsDataRootIsFoundFromTheRunningDaemon) {
 
   Dockerd d(programs, DataRootIn::daemon_json);
   ASSERT_TRUE(d.wait_ready(std::chrono::seconds(30))) << d.log();
-  const Ran imported = d.import_image("shmbpf-found:test", {"sh", "sleep", "echo"});
-  ASSERT_EQ(imported.code, 0) << imported.out;
-  Ran run = d.docker("run -d --name web-2 --network none shmbpf-found:test /bin/sh -c "
-                     "'echo found > /dev/shm/found-test && exec sleep 1000'");
-  ASSERT_EQ(run.code, 0) << run.out << d.log();
-  const std::string id = d.id_of("web-2");
+  const Started web = start_writer(d, "web-2", "found-test");
+  ASSERT_EQ(web.why, "");
+  const std::string id = web.id;
 
   const json row = container_row("", id);
   ASSERT_TRUE(row.is_object()) << "container " << id << " never listed";

@@ -1,6 +1,7 @@
 #include "sources/cgroup.hpp"
 
 #include "facts/scan.hpp"
+#include "sources/small_file.hpp"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -20,26 +21,6 @@ namespace {
 // v1's "no limit" is the page counter's maximum rounded down to a page
 // (9223372036854771712 with 4 KiB pages); nobody sets a real limit this high.
 constexpr uint64_t kNoLimitFrom = uint64_t{1} << 62;
-
-std::optional<std::string> read_small_file(const std::string &path) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return std::nullopt;
-  std::string out;
-  char buf[4096];
-  for (;;) {
-    const ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n <= 0) {
-      ::close(fd);
-      if (n < 0)
-        return std::nullopt;
-      return out;
-    }
-    out.append(buf, static_cast<size_t>(n));
-  }
-}
 
 std::vector<std::string> split(std::string_view s, char sep) {
   std::vector<std::string> out;

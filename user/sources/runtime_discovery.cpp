@@ -1,9 +1,9 @@
 #include "sources/runtime_discovery.hpp"
 
 #include "sources/json_value.hpp"
+#include "sources/small_file.hpp"
 
 #include <dirent.h>
-#include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -224,24 +224,6 @@ std::vector<FoundRoot> roots_of_daemon(std::string_view comm, const std::vector<
 
 namespace {
 
-// A file of /proc (whose size stat does not tell), at most max bytes.
-std::optional<std::string> read_proc(const std::string &path, size_t max) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-  if (fd < 0)
-    return std::nullopt;
-  std::string out(max, '\0');
-  size_t got = 0;
-  while (got < max) {
-    const ssize_t n = ::read(fd, out.data() + got, max - got);
-    if (n <= 0)
-      break;
-    got += static_cast<size_t>(n);
-  }
-  ::close(fd);
-  out.resize(got);
-  return out;
-}
-
 // "Uid:\treal\teffective\tsaved\tfs": root in every one.
 bool runs_as_root(std::string_view status) {
   bool root = false;
@@ -290,17 +272,17 @@ std::vector<FoundRoot> discover_runtime_roots(const std::string &proc, const std
     if (!is_pid(e->d_name))
       continue;
     const std::string pid = e->d_name, dir = proc + "/" + pid;
-    const auto comm = read_proc(dir + "/comm", 64);
+    const auto comm = read_small_file(dir + "/comm", 64);
     if (!comm)
       continue;
     const std::string name(trim(*comm));
     if (name != "dockerd" && name != "containerd" && name != "crio" && name != "kubelet")
       continue;
-    const auto status = read_proc(dir + "/status", 16384);
+    const auto status = read_small_file(dir + "/status", 16384);
     if (!status || !runs_as_root(*status) || own_user.empty() ||
         ns_of(proc, pid, "user") != own_user)
       continue;
-    const auto cmdline = read_proc(dir + "/cmdline", 65536);
+    const auto cmdline = read_small_file(dir + "/cmdline", 65536);
     if (!cmdline)
       continue;
     // The daemon's files and directories as it sees them.
