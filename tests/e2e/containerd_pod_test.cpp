@@ -6,7 +6,8 @@
 // Its process writes a torch_* file there. Every output names the pod,
 // its namespace and the container: ls (segments and containers), top,
 // serve's /metrics (the emptyDir's usage by pod), and leaks once the
-// container is gone and the file is an orphan.
+// container is gone and the file is an orphan. A restarted container finds
+// what its earlier instance left, marked as left by a restart.
 #include "e2e/background.hpp"
 #include "e2e/containerd.hpp"
 #include "e2e/export_records.hpp"
@@ -137,6 +138,96 @@ void kubelet_shaped_pod(KubePod::Driver driver) {
   }
   ASSERT_TRUE(leak.is_object()) << "the pod's orphans were never reported: " << last;
   expect_names(leak["container"], pod);
+
+  serve.signal(SIGTERM);
+  expect_exit_code(serve.wait(30s), 0);
+}
+
+// A pod's container writes its emptyDir at /dev/shm and crashes; kubelet
+// starts the same container again (a new id, the same pod and volume).
+// What the first left is marked as left by a restart in leaks, top and
+// /metrics, with the pod's names and the earlier container's id.
+TEST(ContainerdPod, ARestartedContainerFindsWhatItsEarlierInstanceLeftMarked) {
+  SHMBPF_REQUIRE_ROOT();
+  const ContainerdPrograms programs;
+  SHMBPF_REQUIRE_CONTAINERD(programs);
+  Containerd c(programs);
+  ASSERT_TRUE(c.wait_ready(30s)) << c.log();
+  KubePod pod = KubePod::random();
+  const std::string dshm = c.mount_empty_dir(pod, "dshm");
+  ASSERT_FALSE(dshm.empty()) << "cannot mount the emptyDir";
+
+  const TempDir dir;
+  const std::string sock = (dir.path / "sock").string();
+  const int port = free_port();
+  ShmbpfProcess serve(
+      {"serve", "--no-state", "--listen", "127.0.0.1:" + std::to_string(port), "--socket", sock});
+  SHMBPF_SERVE_READY(serve, port);
+
+  // The first instance writes, runs a moment (time for its cgroup to be
+  // read) and crashes.
+  const std::string earlier = pod.id;
+  const std::string file = "torch_" + earlier.substr(0, 12) + "_r_0";
+  ASSERT_EQ(
+      c.run(pod, dshm, "head -c 65536 /dev/zero > /dev/shm/" + file + " && sleep 2; exit 3").code,
+      0)
+      << c.log();
+  auto orphan_of = [&](const std::string &want_id) {
+    json found;
+    std::string last;
+    for (int i = 0; i < 75 && !found.is_object(); ++i) {
+      const CliResult leaks = run_shmbpf("leaks --server " + sock + " --min-age 0 --json");
+      EXPECT_LE(leaks.code, 1) << leaks.err; // 1: leaks were found
+      last = leaks.out;
+      const json report = leaks.json();
+      for (const json &o : report["orphans"])
+        if (o["path"] == dshm + "/" + file || o["path"] == "/dev/shm/" + file)
+          if (o["container"].is_object() && o["container"]["id"] == earlier &&
+              (want_id.empty() || o["restart_orphan"] == true))
+            found = o;
+      if (!found.is_object())
+        std::this_thread::sleep_for(200ms);
+    }
+    EXPECT_TRUE(found.is_object()) << "no such orphan of " << earlier << ": " << last
+                                   << run_shmbpf("ls --server " + sock).out << c.ctr("task ls").out;
+    return found;
+  };
+  const json before = orphan_of("");
+  ASSERT_TRUE(before.is_object());
+  EXPECT_EQ(before["restart_orphan"], false); // the pod runs nothing yet
+  expect_names(before["container"], pod);
+
+  // kubelet starts the container again: a new id in the same pod.
+  pod.id = KubePod::random().id;
+  ASSERT_EQ(c.run(pod, dshm, "exec sleep 1000").code, 0) << c.log();
+  const json after = orphan_of(pod.id);
+  ASSERT_TRUE(after.is_object());
+  EXPECT_EQ(after["container"]["pod_uid"], pod.uid);
+  EXPECT_EQ(after["container"]["name"], pod.container);
+
+  // leaks says so in its text, top in the segment's state (ls as well, once
+  // the orphan is a minute old).
+  const CliResult text = run_shmbpf("leaks --server " + sock + " --min-age 0");
+  EXPECT_NE(text.out.find("left by restarts: "), std::string::npos) << text.out;
+  const CliResult top = run_shmbpf("top --server " + sock + " -b -n 1 --by segments");
+  ASSERT_EQ(top.code, 0) << top.err;
+  bool marked = false;
+  for (const std::string &line : lines_of(top.out))
+    marked = marked || (line.find(file) != std::string::npos &&
+                        line.find("restart-orphan") != std::string::npos);
+  EXPECT_TRUE(marked) << top.out;
+
+  // /metrics: the bytes by pod, under the earlier container's id.
+  std::optional<double> left;
+  for (int i = 0; i < 50 && !(left && *left >= 65536); ++i) {
+    if (auto m = get(port, "/metrics"); m && m->status == 200)
+      left = metric(m->body, "shmbpf_restart_orphaned_bytes",
+                    {"namespace=\"" + pod.pod_namespace + "\"", "pod=\"" + pod.name + "\"",
+                     "id=\"" + earlier + "\""});
+    std::this_thread::sleep_for(200ms);
+  }
+  ASSERT_TRUE(left) << "no shmbpf_restart_orphaned_bytes series for the pod";
+  EXPECT_GE(*left, 65536.0);
 
   serve.signal(SIGTERM);
   expect_exit_code(serve.wait(30s), 0);

@@ -85,12 +85,63 @@ TEST(Engine, NameClassifier) {
   EXPECT_EQ(classify_shm_name("/dev/shm/sem.mp-a1b2c3d4").pattern, NamePattern::sem);
   for (const char *none : {"/dev/shm/torch_", "/dev/shm/torch_abc_1", "/dev/shm/torch_12",
                            "/dev/shm/torch_12_", "/dev/shm/torch_99999999999_1_1", "/dev/shm/psm_",
-                           "/dev/shm/sem.", "/dev/shm/x/torch", "pulse-shm-1"}) {
+                           "/dev/shm/sem.", "/dev/shm/x/torch", "pulse-shm-x"}) {
     EXPECT_EQ(classify_shm_name(none).pattern, NamePattern::none) << none;
     EXPECT_EQ(classify_shm_name(none).pid, 0u) << none;
   }
   EXPECT_EQ(classify_shm_name("/dev/shm/torch_5/psm_x").pattern, NamePattern::psm); // leaf only
   EXPECT_EQ(to_string(NamePattern::torch), "torch");
+}
+
+// The names the common producers give their shared memory, as their
+// sources write them (docs/LEAKS.md, "Who made it").
+TEST(Engine, NameClassifierKnowsTheCommonProducers) {
+  const std::pair<const char *, NamePattern> named[] = {
+      {"/dev/shm/nccl-a8Kq2Z", NamePattern::nccl},
+      {"/dev/shm/nccl-shm-send-5f3a9c-0-1-2", NamePattern::nccl},
+      {"/dev/shm/sgl_shm_sync_4242_1a2b3c4d", NamePattern::sglang},
+      {"/dev/shm/sglang_loads_tokenizer_0f1e2d3c.shm", NamePattern::sglang},
+      {"memfd:sglang_host_pool_0123456789abcdef0123456789abcdef", NamePattern::sglang},
+      {"/dev/shm/VLLM_OBJECT_STORAGE_SHM_BUFFER", NamePattern::vllm},
+      {"/dev/shm/VLLM_OBJECT_STORAGE_SHM_BUFFER_9f8e7d6c5b4a", NamePattern::vllm},
+      {"/dev/shm/PostgreSQL.271741757", NamePattern::postgres},
+      {"/dev/shm/plasmaAbC123", NamePattern::ray},
+      {"/tmp/plasma0x9Yz8", NamePattern::ray},
+      {"/dev/shm/nvidia_dali_Xy12Ab", NamePattern::dali},
+      {"/dev/shm/vader_segment.node1.2f3a0001.3", NamePattern::mpi},
+      {"/dev/shm/sm_segment.node1.1000.2f3a0001.0", NamePattern::mpi},
+      {"/dev/shm/mpich_shar_tmpQ1w2E3", NamePattern::mpi},
+      {"/dev/shm/joblib_memmapping_folder_4242_ab12_cd34/4242-1399-0a1b2c.pkl",
+       NamePattern::joblib},
+      {"/dev/shm/pulse-shm-2819231", NamePattern::pulseaudio},
+      {"/dev/shm/.org.chromium.Chromium.a1B2c3", NamePattern::chromium},
+      {"/dev/shm/.com.google.Chrome.Zz9Yy8", NamePattern::chromium},
+      {"memfd:psm_3f2a91bc", NamePattern::psm},
+  };
+  for (const auto &[name, pattern] : named) {
+    EXPECT_EQ(classify_shm_name(name).pattern, pattern) << name;
+    EXPECT_EQ(classify_shm_name(name).pid, 0u) << name;
+  }
+  // Near misses: the prefix without what its producer puts after it.
+  for (const char *none :
+       {"/dev/shm/PostgreSQL.", "/dev/shm/PostgreSQL.12a", "/dev/shm/plasma",
+        "/dev/shm/plasmaAbC12", "/dev/shm/plasmaAbC1234", "/dev/shm/plasma_a-b-c", "/dev/shm/nccl-",
+        "/dev/shm/pulse-shm-", "/dev/shm/sglang_", "/dev/shm/joblib_memmapping_folder_1_2",
+        "/dev/shm/joblib_memmapping_folder_1_2/", "/dev/shm/ncclx", "memfd:"})
+    EXPECT_EQ(classify_shm_name(none).pattern, NamePattern::none) << none;
+  EXPECT_EQ(to_string(NamePattern::postgres), "postgres");
+  EXPECT_EQ(to_string(NamePattern::chromium), "chromium");
+}
+
+// A producer's name says shared memory on any tmpfs, but Chromium's: its
+// prefix is its temporary files' too.
+TEST(Engine, ANamedProducersFileIsSharedMemoryAnywhereButChromiums) {
+  EXPECT_TRUE(is_shared_memory(Kind::tmpfs, NamePattern::ray, SegmentState::linked, "/tmp"));
+  EXPECT_TRUE(is_shared_memory(Kind::tmpfs, NamePattern::mpi, SegmentState::linked, "/tmp"));
+  EXPECT_FALSE(is_shared_memory(Kind::tmpfs, NamePattern::chromium, SegmentState::linked, "/tmp"));
+  EXPECT_TRUE(
+      is_shared_memory(Kind::tmpfs, NamePattern::chromium, SegmentState::linked, "/dev/shm"));
+  EXPECT_FALSE(is_shared_memory(Kind::tmpfs, NamePattern::none, SegmentState::linked, "/tmp"));
 }
 
 TEST(Engine, TorchNamesOnPreexistingFilesInferTheCreator) {

@@ -229,6 +229,8 @@ TEST_F(Metrics, EveryFamilyOnceWithHelpAndTypeAndItsSamplesTogether) {
                                              "shmbpf_segment_bytes",
                                              "shmbpf_orphaned_segments",
                                              "shmbpf_orphaned_bytes",
+                                             "shmbpf_restart_orphaned_segments",
+                                             "shmbpf_restart_orphaned_bytes",
                                              "shmbpf_mount_size_bytes",
                                              "shmbpf_mount_used_bytes",
                                              "shmbpf_mount_peak_used_bytes",

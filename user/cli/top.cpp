@@ -83,14 +83,15 @@ private:
 
 void add_top_command(CLI::App &app, TopOptions &o) {
   auto *top = app.add_subcommand(
-      "top", "Live view of shared memory by process, container, mount or segment (needs root).");
+      "top", "Live view of shared memory by process, container, mount, segment or producer (needs "
+             "root).");
   top->add_option("-d,--delay", o.delay_s, "Seconds between refreshes")
       ->check(number_in(0.1, 3600))
       ->capture_default_str();
   top->add_option("-p,--pid", o.pid, "Only this process")->check(positive_integer("a process id"));
   add_container_option(top, o.container, "processes and segments");
   top->add_option("--by", o.by, "Initial view (default process)")
-      ->check(CLI::IsMember({"process", "container", "mount", "segments"}));
+      ->check(CLI::IsMember({"process", "container", "mount", "segments", "producer"}));
   top->add_flag("-b,--batch", o.batch, "Batch mode: print frames as plain text, no terminal");
   top->add_option("-n,--iterations", o.iterations, "Frames to print in batch mode, then exit")
       ->check(positive_integer("a count of frames"));

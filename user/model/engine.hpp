@@ -195,6 +195,11 @@ public:
   // containers(), then a row for each of the host's top-level cgroups
   // (ContainerInfo::cgroup; their memory only).
   std::vector<ContainerInfo> containers_and_host_cgroups(uint64_t now_ns) const;
+  // The segments filter lets through, by producer (NamePattern order, none
+  // first), with the orphans as orphans(now_ns, min_age_ns) counts them;
+  // only producers with a segment.
+  std::vector<ProducerInfo> producers(const SegmentFilter &filter, uint64_t now_ns,
+                                      uint64_t orphan_min_age_ns) const;
   std::vector<MountUsage> mounts() const; // by mountpoint, mntns, mnt_id
   // Segments of shared memory (is_shared_memory; with all_mounts, on any
   // tmpfs too) pinning memory or a name with no live holder whose creator
@@ -362,13 +367,21 @@ private:
   bool creator_alive(const Segment &s) const;
   bool is_orphan(const SegmentKey &key, const Segment &s, uint64_t now_ns, uint64_t min_age_ns,
                  OrphanScope scope = OrphanScope::shared_memory) const;
-  // mntns and ipcns -> the one container all their known processes are in.
-  struct NsContainers {
+  // What the live processes tell of containers: mntns and ipcns -> the one
+  // container all their known processes are in, and the containers that
+  // have a live process, by pod uid.
+  struct LiveView {
     std::unordered_map<uint32_t, const ContainerRef *> mnt, ipc;
+    std::unordered_map<std::string_view, std::vector<const ContainerRef *>> by_pod;
   };
-  NsContainers ns_containers() const;
+  LiveView live_view() const;
+  // Whether a segment was made by an earlier container of a pod that runs
+  // another now (a restart, docs/LEAKS.md): its creator's container has no
+  // live process, and a live container of the same pod has its name (any
+  // other of the pod's, while its name is not known).
+  bool left_by_restart(const Segment &s, const LiveView &live) const;
   const ContainerRef *segment_container(const SegmentKey &key, const Segment &s,
-                                        const NsContainers &ns) const;
+                                        const LiveView &ns) const;
   uint64_t age_ns(const Segment &s, uint64_t now_ns) const;
   const ContainerRef *container_of(uint64_t cgroup_id) const {
     return containers_.container_of(cgroup_id);
@@ -385,13 +398,13 @@ private:
   std::string mountpoint_of(const SegmentKey &key, const Segment &s) const;
   std::string mountpoint_of(bool sysv, uint32_t mnt_id, uint32_t dev) const;
   std::string_view mountpoint_view(bool sysv, uint32_t mnt_id, uint32_t dev) const;
-  SegmentInfo info(const SegmentKey &key, const Segment &s, const NsContainers *ns = nullptr) const;
+  SegmentInfo info(const SegmentKey &key, const Segment &s, const LiveView *ns = nullptr) const;
   // info() as a list shows it: with its age and orphan verdict at now_ns
   // (none when now_ns is 0).
-  SegmentInfo listed(const SegmentKey &key, const Segment &s, const NsContainers &ns,
-                     uint64_t now_ns, uint64_t orphan_min_age_ns) const;
+  SegmentInfo listed(const SegmentKey &key, const Segment &s, const LiveView &ns, uint64_t now_ns,
+                     uint64_t orphan_min_age_ns) const;
   bool matches(const SegmentKey &key, const Segment &s, const SegmentFilter &f,
-               const NsContainers &ns) const;
+               const LiveView &ns) const;
   // count_held: walk p.held for segments_held/bytes_held (else left 0).
   ProcessInfo process_info(uint32_t pid, const Process &p, uint64_t now_ns,
                            bool count_held = true) const;
@@ -458,7 +471,7 @@ public:
 
 private:
   const Engine &engine_;
-  Engine::NsContainers ns_;
+  Engine::LiveView ns_;
   uint64_t now_ns_;
   uint64_t orphan_min_age_ns_;
   mutable std::deque<std::string> names_; // SysV names the items point to

@@ -25,7 +25,7 @@ uint64_t Engine::oom_cgroup(const Event &e) const {
 template <class Fn>
 void Engine::for_each_charged(uint64_t cgroup_id, uint32_t victim, Fn &&fn) const {
   const ContainerRef *container = container_of(cgroup_id);
-  const NsContainers ns = container ? ns_containers() : NsContainers{};
+  const LiveView ns = container ? live_view() : LiveView{};
   for (auto it = segs_.begin(); it != segs_.end(); ++it) {
     const Segment &s = it->second;
     const bool mine = victim != 0 && (s.creator_pid == victim || s.holders.contains(victim));

@@ -56,14 +56,15 @@ bool Engine::is_orphan(const SegmentKey &key, const Segment &s, uint64_t now_ns,
   // Last, as it looks the mount up: shared memory, unless asked otherwise.
   return scope == OrphanScope::all_mounts ||
          is_shared_memory(s.kind, s.pattern, s.state,
-                          mountpoint_view(sysv, s.mnt_id, key.dev_or_ipcns));
+                          mountpoint_view(sysv, s.mnt_id, key.dev_or_ipcns),
+                          !sysv && mounts_.served_shared_memory(key.dev_or_ipcns));
 }
 
-Engine::NsContainers Engine::ns_containers() const {
+Engine::LiveView Engine::live_view() const {
   // A namespace belongs to a container when every process in it that we
   // know is in that container: the host's has host processes, and one
   // shared by two containers (a pod's IPC namespace) is ambiguous.
-  NsContainers out;
+  LiveView out;
   auto note = [](std::unordered_map<uint32_t, const ContainerRef *> &map,
                  std::unordered_set<uint32_t> &mixed, uint32_t ns, const ContainerRef *c) {
     if (!ns || mixed.count(ns))
@@ -79,12 +80,36 @@ Engine::NsContainers Engine::ns_containers() const {
     const ContainerRef *c = container_of(p.cgroup_id);
     note(out.mnt, mixed_mnt, p.mntns, c);
     note(out.ipc, mixed_ipc, p.ipcns, c);
+    if (c && !c->pod_uid.empty()) {
+      std::vector<const ContainerRef *> &live = out.by_pod[c->pod_uid];
+      if (std::none_of(live.begin(), live.end(),
+                       [c](const ContainerRef *l) { return l == c || l->id == c->id; }))
+        live.push_back(c);
+    }
   }
   return out;
 }
 
+bool Engine::left_by_restart(const Segment &s, const LiveView &live) const {
+  if (s.creator_pid == 0)
+    return false;
+  const ContainerRef *creator = container_of(s.creator_cgroup);
+  if (!creator || creator->pod_uid.empty())
+    return false;
+  auto pod = live.by_pod.find(creator->pod_uid);
+  if (pod == live.by_pod.end())
+    return false; // the pod has ended, or not one of its containers runs
+  bool successor = false;
+  for (const ContainerRef *c : pod->second) {
+    if (c->id == creator->id)
+      return false; // the creator's container still runs
+    successor = successor || creator->name.empty() || c->name == creator->name;
+  }
+  return successor;
+}
+
 const ContainerRef *Engine::segment_container(const SegmentKey &key, const Segment &s,
-                                              const NsContainers &ns) const {
+                                              const LiveView &ns) const {
   if (s.creator_pid != 0 && s.creator_cgroup != 0)
     return container_of(s.creator_cgroup);
   // Creator unknown: the namespace it lives in tells. A SysV segment
@@ -143,7 +168,7 @@ std::string_view Engine::mountpoint_view(bool sysv, uint32_t mnt_id, uint32_t de
   return sysv ? std::string_view() : mounts_.mountpoint(mnt_id, dev);
 }
 
-SegmentInfo Engine::info(const SegmentKey &key, const Segment &s, const NsContainers *ns) const {
+SegmentInfo Engine::info(const SegmentKey &key, const Segment &s, const LiveView *ns) const {
   SegmentInfo i;
   i.key = key;
   i.key.kind = s.kind;
@@ -180,7 +205,7 @@ SegmentInfo Engine::info(const SegmentKey &key, const Segment &s, const NsContai
   if (ns) {
     c = segment_container(key, s, *ns);
   } else {
-    const NsContainers own = ns_containers();
+    const LiveView own = live_view();
     c = segment_container(key, s, own);
   }
   if (c)
@@ -196,7 +221,7 @@ std::optional<SegmentInfo> Engine::segment(const SegmentKey &key) const {
 }
 
 bool Engine::matches(const SegmentKey &key, const Segment &s, const SegmentFilter &f,
-                     const NsContainers &ns) const {
+                     const LiveView &ns) const {
   if (f.kind && s.kind != *f.kind)
     return false;
   if (f.state && s.state != *f.state)
@@ -247,7 +272,7 @@ void Engine::for_each_segment(const SegmentFilter &filter, uint64_t now_ns,
     const SegmentKey *key;
     const Segment *seg;
   };
-  const NsContainers ns = ns_containers();
+  const LiveView ns = live_view();
   std::deque<std::string> sysv_names; // stable storage for the views
   std::vector<Ref> refs;
   refs.reserve(segs_.size());
@@ -266,12 +291,13 @@ void Engine::for_each_segment(const SegmentFilter &filter, uint64_t now_ns,
     fn(listed(*r.key, *r.seg, ns, now_ns, orphan_min_age_ns));
 }
 
-SegmentInfo Engine::listed(const SegmentKey &key, const Segment &s, const NsContainers &ns,
+SegmentInfo Engine::listed(const SegmentKey &key, const Segment &s, const LiveView &ns,
                            uint64_t now_ns, uint64_t orphan_min_age_ns) const {
   SegmentInfo i = info(key, s, &ns);
   if (now_ns) {
     i.age_ns = age_ns(s, now_ns);
     i.orphan = is_orphan(key, s, now_ns, orphan_min_age_ns);
+    i.restart_orphan = i.orphan && left_by_restart(s, ns);
   }
   return i;
 }
@@ -279,7 +305,7 @@ SegmentInfo Engine::listed(const SegmentKey &key, const Segment &s, const NsCont
 std::optional<size_t> Engine::segments_part(const SegmentFilter &filter, uint64_t now_ns,
                                             uint64_t orphan_min_age_ns, size_t from,
                                             std::vector<SegmentInfo> &out, size_t slots) const {
-  const NsContainers ns = ns_containers();
+  const LiveView ns = live_view();
   // Room for every row at once: a SegmentInfo moved at each growth of the
   // vector cost a third of the copy. Pages never written are never mapped.
   if (from == 0)
@@ -307,7 +333,7 @@ void sort_segments(std::vector<SegmentInfo> &segments) {
 }
 
 SegmentScan::SegmentScan(const Engine &engine, uint64_t now_ns, uint64_t orphan_min_age_ns)
-    : engine_(engine), ns_(engine.ns_containers()), now_ns_(now_ns),
+    : engine_(engine), ns_(engine.live_view()), now_ns_(now_ns),
       orphan_min_age_ns_(orphan_min_age_ns) {}
 
 void SegmentScan::for_each(const std::function<void(const Item &)> &f) const {
@@ -348,6 +374,7 @@ SegmentInfo SegmentScan::info(const Item &item) const {
   if (now_ns_) {
     i.age_ns = engine_.age_ns(slot.second, now_ns_);
     i.orphan = engine_.is_orphan(slot.first, slot.second, now_ns_, orphan_min_age_ns_);
+    i.restart_orphan = i.orphan && engine_.left_by_restart(slot.second, ns_);
   }
   return i;
 }

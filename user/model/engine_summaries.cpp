@@ -162,7 +162,7 @@ std::vector<ContainerInfo> Engine::containers(uint64_t now_ns) const {
       row(g.container.id.empty() ? nullptr : &g.container).oom_kills += g.count;
   for (const OomKill &k : last_oom_kills(now_ns))
     row(k.container.id.empty() ? nullptr : &k.container).last_oom_kill = k;
-  const NsContainers ns = ns_containers();
+  const LiveView ns = live_view();
   // Neighbouring segments mostly share a container: skip the map then.
   const ContainerRef *last = nullptr;
   ContainerInfo *last_row = &row(nullptr);
@@ -208,9 +208,39 @@ std::vector<ContainerInfo> Engine::containers_and_host_cgroups(uint64_t now_ns) 
   return rows;
 }
 
+std::vector<ProducerInfo> Engine::producers(const SegmentFilter &filter, uint64_t now_ns,
+                                            uint64_t orphan_min_age_ns) const {
+  now_ns = now_or_last(now_ns);
+  const LiveView live = live_view();
+  std::map<NamePattern, ProducerInfo> rows;
+  std::map<NamePattern, std::unordered_set<uint32_t>> creators;
+  for (const auto &[key, s] : segs_) {
+    if (!matches(key, s, filter, live))
+      continue;
+    ProducerInfo &r = rows[s.pattern];
+    r.pattern = s.pattern;
+    ++r.segments;
+    r.bytes += s.bytes;
+    if (is_orphan(key, s, now_ns, orphan_min_age_ns)) {
+      ++r.orphans;
+      r.orphan_bytes += s.bytes;
+      r.restart_orphans += left_by_restart(s, live);
+    } else if (creator_alive(s)) {
+      creators[s.pattern].insert(s.creator_pid);
+    }
+  }
+  std::vector<ProducerInfo> out;
+  out.reserve(rows.size());
+  for (auto &[pattern, r] : rows) {
+    r.creators = creators[pattern].size();
+    out.push_back(r);
+  }
+  return out;
+}
+
 std::vector<MountUsage> Engine::mounts() const {
   std::vector<MountUsage> out = mounts_.usage();
-  const NsContainers ns = ns_containers();
+  const LiveView ns = live_view();
   const BusErrorLog &bus = failures_.bus_errors();
   for (MountUsage &u : out) {
     const MountState &m = u.mount;
@@ -253,7 +283,7 @@ std::vector<Orphan> Engine::orphans(uint64_t now_ns, uint64_t min_age_ns, Orphan
 std::optional<size_t> Engine::orphans_part(uint64_t now_ns, uint64_t min_age_ns, OrphanScope scope,
                                            size_t from, std::vector<Orphan> &out,
                                            size_t slots) const {
-  const NsContainers ns = ns_containers();
+  const LiveView ns = live_view();
   if (from == 0) // as segments_part
     out.reserve(out.size() + segs_.size());
   return for_each_in_part(from, slots, [&](const SegmentKey &key, const Segment &s) {
@@ -263,6 +293,7 @@ std::optional<size_t> Engine::orphans_part(uint64_t now_ns, uint64_t min_age_ns,
     Orphan &o = out.emplace_back(Orphan{info(key, s, &ns), age});
     o.segment.age_ns = age;
     o.segment.orphan = true;
+    o.segment.restart_orphan = left_by_restart(s, ns);
   });
 }
 
@@ -316,7 +347,10 @@ std::vector<SegmentGroup> Engine::segment_groups(uint64_t now_ns,
     uint32_t mnt_id;
     uint32_t dev;
     bool orphan;
-    auto tie() const { return std::tie(container, kind, state, mnt_id, dev, orphan); }
+    bool restart_orphan;
+    auto tie() const {
+      return std::tie(container, kind, state, mnt_id, dev, orphan, restart_orphan);
+    }
     bool operator<(const Key &o) const { return tie() < o.tie(); }
     bool operator==(const Key &o) const { return tie() == o.tie(); }
   };
@@ -325,18 +359,20 @@ std::vector<SegmentGroup> Engine::segment_groups(uint64_t now_ns,
     uint64_t bytes = 0;
   };
   std::map<Key, Sum> sums;
-  const NsContainers ns = ns_containers();
+  const LiveView ns = live_view();
   // Neighbouring segments mostly fall in one group: skip the map then.
   std::optional<Key> last;
   Sum *last_sum = nullptr;
   for (const auto &[key, s] : segs_) {
     const bool sysv = key.is_sysv();
+    const bool orphan = is_orphan(key, s, now_ns, orphan_min_age_ns);
     const Key k{segment_container(key, s, ns),
                 s.kind,
                 s.state,
                 sysv ? 0 : s.mnt_id,
                 sysv ? 0 : key.dev_or_ipcns,
-                is_orphan(key, s, now_ns, orphan_min_age_ns)};
+                orphan,
+                orphan && left_by_restart(s, ns)};
     if (!last || !(*last == k)) {
       last = k;
       last_sum = &sums[k];
@@ -354,12 +390,13 @@ std::vector<SegmentGroup> Engine::segment_groups(uint64_t now_ns,
     g.state = k.state;
     g.mountpoint = mountpoint_of(k.kind == Kind::sysv, k.mnt_id, k.dev);
     g.orphan = k.orphan;
+    g.restart_orphan = k.restart_orphan;
     g.segments = sum.segments;
     g.bytes = sum.bytes;
     out.push_back(std::move(g));
   }
   auto labels = [](const SegmentGroup &g) {
-    return std::tie(g.container.id, g.mountpoint, g.kind, g.state, g.orphan);
+    return std::tie(g.container.id, g.mountpoint, g.kind, g.state, g.orphan, g.restart_orphan);
   };
   std::sort(out.begin(), out.end(),
             [&](const SegmentGroup &a, const SegmentGroup &b) { return labels(a) < labels(b); });

@@ -28,6 +28,10 @@ LeakReport summarize_orphans(const std::vector<Orphan> &orphans, const std::stri
       continue;
     r.orphans.push_back(s);
     r.orphan_bytes += s.bytes;
+    if (s.restart_orphan) {
+      ++r.restart_orphans;
+      r.restart_orphan_bytes += s.bytes;
+    }
     LeakGroup &m = mounts[s.mountpoint];
     m.mount = s.mountpoint;
     LeakGroup &c = containers[s.container.id];
@@ -39,6 +43,7 @@ LeakReport summarize_orphans(const std::vector<Orphan> &orphans, const std::stri
     for (LeakGroup *g : {&m, &c, &p}) {
       ++g->count;
       g->bytes += s.bytes;
+      g->restart_count += s.restart_orphan;
     }
   }
   for (auto &[k, g] : mounts)

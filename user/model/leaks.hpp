@@ -24,6 +24,7 @@ struct LeakGroup {
   std::string pattern;    // by_pattern: torch, psm, sem or other
   uint64_t count = 0;
   uint64_t bytes = 0;
+  uint64_t restart_count = 0; // of count, left by a restart (SegmentInfo::restart_orphan)
 };
 
 // One subject whose live shared-memory bytes rose over the whole window.
@@ -59,6 +60,9 @@ struct BusErrorMount {
 struct LeakReport {
   std::vector<SegmentInfo> orphans; // largest first
   uint64_t orphan_bytes = 0;
+  // Of the orphans, those an earlier container of a restarted pod left.
+  uint64_t restart_orphans = 0;
+  uint64_t restart_orphan_bytes = 0;
   std::vector<LeakGroup> by_mount, by_container, by_pattern; // largest first
   std::vector<GrowthFinding> growth;
   std::optional<GrowthWindow> window; // set when growth was checked

@@ -44,6 +44,8 @@ std::string_view MountTable::mountpoint(uint32_t mnt_id, uint32_t dev) const {
 void MountTable::set(MountState m) {
   mnt_names_[m.mnt_id] = m.mountpoint;
   dev_names_.try_emplace(m.dev, m.mountpoint);
+  if (is_shared_memory_mountpoint(m.mountpoint))
+    shm_devs_.insert(m.dev);
   if (m.fsid != 0)
     dev_fsid_.try_emplace(m.dev, m.fsid); // changed_filesystem tells a change
   auto it = mounts_.find(m.mnt_id);
@@ -103,6 +105,7 @@ bool MountTable::changed_filesystem(const MountState &m) {
   if (fresh || it->second == m.fsid)
     return false;
   dev_names_.erase(m.dev);
+  shm_devs_.erase(m.dev);
   return true;
 }
 
@@ -110,6 +113,7 @@ void MountTable::forget_if_empty(uint32_t dev) {
   if (auto d = devs_.find(dev); d != devs_.end() && d->second.segments == 0) {
     dev_names_.erase(dev);
     dev_fsid_.erase(dev);
+    shm_devs_.erase(dev);
   }
 }
 

@@ -17,6 +17,7 @@
 #include <string>
 #include <string_view>
 #include <unordered_map>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -56,6 +57,10 @@ public:
   // mountpoint, else one of its filesystem's, else "". Valid until the
   // table next changes.
   std::string_view mountpoint(uint32_t mnt_id, uint32_t dev) const;
+  // Whether a filesystem has been mounted where shared memory is (a
+  // container's /dev/shm) while it lived: a pod's memory-backed emptyDir its
+  // containers mount at /dev/shm stays shared memory after they end.
+  bool served_shared_memory(uint32_t dev) const { return shm_devs_.contains(dev); }
 
   // --- mounts -----------------------------------------------------------------
   // A mount that exists, as a scan measured it. Without used_known the last
@@ -118,6 +123,7 @@ private:
   std::map<uint32_t, Entry> mounts_;                    // by mnt_id
   std::unordered_map<uint32_t, std::string> mnt_names_; // mnt_id -> mountpoint
   std::unordered_map<uint32_t, std::string> dev_names_; // dev -> a mountpoint
+  std::unordered_set<uint32_t> shm_devs_;               // served_shared_memory
   std::vector<ScanGap> scan_gaps_;
 };
 

@@ -31,14 +31,29 @@ inline uint64_t sat_sub(uint64_t a, uint64_t b) { return a > b ? a - b : 0; }
 enum class SegmentState : uint8_t { linked, unlinked, gone };
 std::string_view to_string(SegmentState s);
 
-// Well-known naming schemes of segment creators.
+// Well-known naming schemes of segment creators: who made a segment, from
+// its name alone (docs/LEAKS.md lists each scheme's source).
 enum class NamePattern : uint8_t {
   none,
-  torch, // torch_<pid>_<rand>_<n>: PyTorch file_system sharing strategy
-  psm,   // psm_*: Python multiprocessing.shared_memory
-  sem,   // sem.*: POSIX named semaphores (sem.mp-* from multiprocessing)
+  torch,      // torch_<pid>_<rand>_<n>: PyTorch file_system sharing strategy
+  psm,        // psm_*: Python multiprocessing.shared_memory (vLLM's, SGLang's rings)
+  sem,        // sem.*: POSIX named semaphores (sem.mp-* from multiprocessing)
+  nccl,       // nccl-*: NVIDIA NCCL's shared-memory transport
+  sglang,     // sgl_shm_*, sglang_*: SGLang
+  vllm,       // VLLM_OBJECT_STORAGE_SHM_BUFFER*: vLLM's multimodal object store
+  postgres,   // PostgreSQL.<n>: PostgreSQL's dynamic shared memory
+  ray,        // plasma<6 chars>: Ray's (and Arrow's) plasma object store
+  dali,       // nvidia_dali_*: NVIDIA DALI
+  mpi,        // vader_segment.*, sm_segment.* (Open MPI), mpich_shar_tmp* (MPICH)
+  joblib,     // files below joblib_memmapping_folder_*: joblib's memmapped arrays
+  pulseaudio, // pulse-shm-<n>: PulseAudio's memory pools
+  chromium,   // .org.chromium.Chromium.*, .com.google.Chrome.*: Chromium, Chrome
 };
 std::string_view to_string(NamePattern p);
+// A scheme's name as views group by it: to_string, and "other" for none.
+std::string_view producer_name(NamePattern p);
+// Who names segments so, in a few words ("PyTorch, file_system sharing").
+std::string_view producer_text(NamePattern p);
 
 struct NameClass {
   NamePattern pattern = NamePattern::none;
@@ -52,8 +67,11 @@ NameClass classify_shm_name(std::string_view path);
 // mount, files named by a known scheme anywhere, and unlinked files found
 // through their holders. Other tmpfs files (/run's pid files, /tmp) are
 // kept by nobody by design: never orphans, whoever asks.
+// served_shared_memory: the file's filesystem has been mounted where shared
+// memory is (MountTable::served_shared_memory), whatever mount it is seen
+// through now.
 bool is_shared_memory(Kind kind, NamePattern pattern, SegmentState state,
-                      std::string_view mountpoint);
+                      std::string_view mountpoint, bool served_shared_memory = false);
 // Where orphans are looked for: shared memory (the definition, for every
 // table, metric and record), or files on any tmpfs as well (leaks and
 // reap with --all-mounts, asked for by name).
@@ -136,6 +154,10 @@ struct SegmentInfo {
   // files, else time since shmbpf started) and the orphan verdict.
   std::optional<uint64_t> age_ns;
   bool orphan = false;
+  // An orphan made by an earlier container of a pod that runs another now
+  // (Engine::left_by_restart): what a restarted container finds in its
+  // pod's emptyDir.
+  bool restart_orphan = false;
 };
 
 // Every set field must match. pid matches the creator or a holder; container
@@ -209,6 +231,18 @@ struct ContainerInfo {
   std::optional<CgroupMemory> memory;
 };
 
+// Live segments by who made them, as their names tell (NamePattern): what
+// top's producers view shows.
+struct ProducerInfo {
+  NamePattern pattern = NamePattern::none; // none: every segment of no known scheme
+  uint64_t segments = 0;
+  uint64_t bytes = 0; // resident
+  uint64_t orphans = 0;
+  uint64_t orphan_bytes = 0;
+  uint64_t restart_orphans = 0; // of the orphans, left by a restart
+  uint64_t creators = 0;        // live processes that created some of them
+};
+
 struct MountUsage {
   MountState mount;           // used_bytes: statfs value moved by the events since
   uint64_t tracked_bytes = 0; // resident bytes of the segments shmbpf knows on this fs
@@ -240,8 +274,9 @@ struct SegmentGroup {
   ContainerRef container; // as SegmentInfo::container; id "" = host
   Kind kind = Kind::tmpfs;
   SegmentState state = SegmentState::linked;
-  std::string mountpoint; // as SegmentInfo::mountpoint; "" for SysV and unknown mounts
-  bool orphan = false;    // as orphans(now_ns, min_age_ns)
+  std::string mountpoint;      // as SegmentInfo::mountpoint; "" for SysV and unknown mounts
+  bool orphan = false;         // as orphans(now_ns, min_age_ns)
+  bool restart_orphan = false; // an orphan, as SegmentInfo::restart_orphan
   uint64_t segments = 0;
   uint64_t bytes = 0; // resident
 };

@@ -179,4 +179,21 @@ const ColumnSet<SegmentInfo> &segment_columns() {
   return set;
 }
 
+const ColumnSet<ProducerInfo> &producer_columns() {
+  using P = ProducerInfo;
+  using C = CellContext;
+  static const ColumnSet<ProducerInfo> set = {
+      {{"PRODUCER", Align::left, true},
+       [](const P &p, const C &) { return std::string(producer_name(p.pattern)); }},
+      {{"SEGS", right}, [](const P &p, const C &) { return number(p.segments); }},
+      {{"BYTES", right}, [](const P &p, const C &) { return human_bytes(p.bytes); }},
+      {{"ORPHANS", right}, [](const P &p, const C &) { return number(p.orphans); }},
+      {{"ORPHANED", right}, [](const P &p, const C &) { return human_bytes(p.orphan_bytes); }},
+      {{"RESTART", right}, [](const P &p, const C &) { return number(p.restart_orphans); }},
+      {{"CREATORS", right}, [](const P &p, const C &) { return number(p.creators); }},
+      {{"WHAT"}, [](const P &p, const C &) { return std::string(producer_text(p.pattern)); }},
+  };
+  return set;
+}
+
 } // namespace shmbpf

@@ -56,6 +56,8 @@ const ColumnSet<MountUsage> &mount_columns();
 // PATH/NAME KIND SIZE BYTES STATE CREATOR HOLDERS AGE CONTAINER (the last
 // left out on a screen too narrow for it)
 const ColumnSet<SegmentInfo> &segment_columns();
+// PRODUCER SEGS BYTES ORPHANS ORPHANED RESTART CREATORS
+const ColumnSet<ProducerInfo> &producer_columns();
 
 // A table with set's columns and no rows yet.
 template <class Row> Table table_of(const ColumnSet<Row> &set, std::size_t gap) {

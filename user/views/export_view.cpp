@@ -92,7 +92,7 @@ void ExportFormatter::append_orphan(std::string &out, uint64_t ts_ns, const Segm
     j.num("age_ns", *s.age_ns);
   else
     j.null("age_ns");
-  j.boolean("creator_known", s.creator.known);
+  j.boolean("creator_known", s.creator.known).boolean("restart_orphan", s.restart_orphan);
   j.num("creator_pid", s.creator.pid).num("creator_uid", s.creator.uid);
   j.key("creator_comm").str_or_null(s.creator.comm);
   container_fields(j, &s.container);

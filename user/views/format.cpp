@@ -137,7 +137,9 @@ std::string holders_cell(const SegmentInfo &s) {
 
 std::string state_cell(const SegmentInfo &s) {
   std::string out(to_string(s.state));
-  if (s.orphan)
+  if (s.restart_orphan)
+    out += " restart-orphan";
+  else if (s.orphan)
     out += " orphan";
   return out;
 }

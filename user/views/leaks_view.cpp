@@ -81,11 +81,18 @@ std::string leaks_text(const LeakReport &r, uint64_t now_ns, uint64_t min_age_s)
     out += "orphans: " + std::to_string(r.orphans.size()) + " segments, " +
            human_bytes(r.orphan_bytes) + " (no holder, creator gone or unknown, older than " +
            human_age(min_age_s) + ")\n";
+    if (r.restart_orphans)
+      out += "  left by restarts: " + std::to_string(r.restart_orphans) + " segments, " +
+             human_bytes(r.restart_orphan_bytes) +
+             " (made by an earlier container of a pod that runs a newer one)\n";
     auto group = [&](const char *title, const std::vector<LeakGroup> &groups, auto name) {
       out += std::string("  by ") + title + ":\n";
       for (const LeakGroup &g : groups)
         out += "    " + name(g) + "  " + std::to_string(g.count) + " segments, " +
-               human_bytes(g.bytes) + "\n";
+               human_bytes(g.bytes) +
+               (g.restart_count ? ", " + std::to_string(g.restart_count) + " left by a restart"
+                                : std::string()) +
+               "\n";
     };
     group("mount", r.by_mount, [](const LeakGroup &g) {
       return g.mount.empty() ? std::string("(no mount: SysV, memfd)") : escape_text(g.mount);
@@ -126,17 +133,21 @@ std::string leaks_json(const LeakReport &r, uint64_t now_ns) {
     write_segment(w, s, now_ns);
   w.end_array();
   w.num("orphan_count", r.orphans.size()).num("orphan_bytes", r.orphan_bytes);
+  w.num("restart_orphan_count", r.restart_orphans);
+  w.num("restart_orphan_bytes", r.restart_orphan_bytes);
   w.key("by_mount").begin_array();
   for (const LeakGroup &g : r.by_mount) {
     w.begin_object().key("mount").str_or_null(g.mount);
-    w.num("count", g.count).num("bytes", g.bytes).end_object();
+    w.num("count", g.count).num("bytes", g.bytes).num("restart_count", g.restart_count);
+    w.end_object();
   }
   w.end_array();
   w.key("by_container").begin_array();
   for (const LeakGroup &g : r.by_container) {
     w.begin_object().key("container");
     write_container(w, g.container);
-    w.num("count", g.count).num("bytes", g.bytes).end_object();
+    w.num("count", g.count).num("bytes", g.bytes).num("restart_count", g.restart_count);
+    w.end_object();
   }
   w.end_array();
   w.key("by_pattern").begin_array();
@@ -145,6 +156,7 @@ std::string leaks_json(const LeakReport &r, uint64_t now_ns) {
         .str("pattern", g.pattern)
         .num("count", g.count)
         .num("bytes", g.bytes)
+        .num("restart_count", g.restart_count)
         .end_object();
   w.end_array();
   w.key("growth").begin_array();

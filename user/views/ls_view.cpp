@@ -110,6 +110,7 @@ void write_segment(JsonWriter &w, const SegmentInfo &s, uint64_t now_ns) {
   else
     w.null("age_s");
   w.boolean("existed_before", s.existed_before).boolean("orphan", s.orphan);
+  w.boolean("restart_orphan", s.restart_orphan);
   w.key("creator");
   if (s.creator.known && s.creator.pid != 0) {
     w.begin_object().num("pid", s.creator.pid).str("comm", s.creator.comm);

@@ -111,7 +111,7 @@ struct Place {
 void segments(PrometheusWriter &w, const std::vector<SegmentGroup> &groups, const Folding &fold) {
   // The engine's groups tell orphans apart; shmbpf_segments does not.
   std::map<std::pair<Place, SegmentState>, Sum> live;
-  std::map<Place, Sum> orphaned;
+  std::map<Place, Sum> orphaned, restart_orphaned;
   for (const SegmentGroup &g : groups) {
     const Place place{Owner(g.container), fold.label(g.mountpoint), g.kind};
     Sum &s = live[{place, g.state}];
@@ -122,6 +122,14 @@ void segments(PrometheusWriter &w, const std::vector<SegmentGroup> &groups, cons
     if (g.orphan) {
       o.segments += g.segments;
       o.bytes += g.bytes;
+    }
+    // Only a pod restarts its containers: its places have a count, 0 included.
+    if (!g.container.pod_uid.empty()) {
+      Sum &r = restart_orphaned[place];
+      if (g.restart_orphan) {
+        r.segments += g.segments;
+        r.bytes += g.bytes;
+      }
     }
   }
   auto write_live = [&](const char *name, const char *help, bool bytes) {
@@ -139,9 +147,10 @@ void segments(PrometheusWriter &w, const std::vector<SegmentGroup> &groups, cons
                bytes ? sum.bytes : sum.segments);
     }
   };
-  auto write_orphaned = [&](const char *name, const char *help, bool bytes) {
+  auto write_orphaned = [&](const char *name, const char *help, bool bytes,
+                            const std::map<Place, Sum> &sums) {
     w.family(name, Type::gauge, help);
-    for (const auto &[place, sum] : orphaned)
+    for (const auto &[place, sum] : sums)
       w.sample({{"namespace", place.owner.pod_namespace},
                 {"pod", place.owner.pod},
                 {"pod_uid", place.owner.pod_uid},
@@ -161,8 +170,16 @@ void segments(PrometheusWriter &w, const std::vector<SegmentGroup> &groups, cons
   write_orphaned("shmbpf_orphaned_segments",
                  "Shared-memory segments that pin memory or a name while no live process holds "
                  "them and their creator is gone, whatever their age (docs/LEAKS.md).",
-                 false);
-  write_orphaned("shmbpf_orphaned_bytes", "Resident bytes of the orphaned segments.", true);
+                 false, orphaned);
+  write_orphaned("shmbpf_orphaned_bytes", "Resident bytes of the orphaned segments.", true,
+                 orphaned);
+  write_orphaned("shmbpf_restart_orphaned_segments",
+                 "Orphaned segments made by an earlier container of a pod that runs a newer one "
+                 "(a restart): what each restart finds in the pod's /dev/shm (docs/LEAKS.md).",
+                 false, restart_orphaned);
+  write_orphaned("shmbpf_restart_orphaned_bytes",
+                 "Resident bytes of the orphaned segments left by restarts.", true,
+                 restart_orphaned);
 }
 
 // One series per filesystem (fs: one mount of each, one_mount_per_filesystem):

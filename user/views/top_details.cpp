@@ -4,6 +4,7 @@
 #include "views/columns.hpp"
 #include "views/escape.hpp"
 #include "views/format.hpp"
+#include "views/ls_view.hpp"
 #include "views/top_rows.hpp"
 
 #include <cstdio>
@@ -34,6 +35,7 @@ public:
   bool process(const std::string &id);
   bool container(const std::string &id);
   bool mount(const std::string &id);
+  bool producer(const std::string &id);
 
   std::vector<TopLine> take() { return std::move(out_); }
 
@@ -94,6 +96,9 @@ bool Details::segment(const std::string &id) {
     kv("size", human_bytes(s.size) + " (" + std::to_string(s.size) + " bytes)");
     kv("resident", human_bytes(s.bytes) + " (" + std::to_string(s.bytes) + " bytes)");
     kv("state", state_cell(s));
+    if (s.restart_orphan)
+      kv("left by", container_text(s.container) + " " + short_id(s.container.id) +
+                        ", ended; its pod runs a newer container (a restart)");
     kv("age", age_cell(s, snap_.now_ns) + (s.existed_before ? " (existed before shmbpf)" : ""));
     std::string creator = creator_cell(s.creator);
     if (s.creator.known && s.creator.pid)
@@ -223,6 +228,23 @@ bool Details::mount(const std::string &id) {
   return false;
 }
 
+bool Details::producer(const std::string &id) {
+  for (const ProducerInfo &p : snap_.producers) {
+    if (producer_row_id(p) != id)
+      continue;
+    kv("producer",
+       std::string(producer_name(p.pattern)) + " (" + std::string(producer_text(p.pattern)) + ")");
+    kv("segments", std::to_string(p.segments) + ", " + human_bytes(p.bytes) + " resident");
+    kv("orphans", std::to_string(p.orphans) + ", " + human_bytes(p.orphan_bytes) + "; " +
+                      std::to_string(p.restart_orphans) + " left by a restart");
+    kv("creators", std::to_string(p.creators) + " live processes created some of them");
+    const NamePattern pattern = p.pattern;
+    segments_table([pattern](const SegmentInfo &s) { return s.pattern == pattern; });
+    return true;
+  }
+  return false;
+}
+
 } // namespace
 
 std::vector<TopLine> top_details_lines(const TopSnapshot &snap, const TopState &st,
@@ -241,6 +263,9 @@ std::vector<TopLine> top_details_lines(const TopSnapshot &snap, const TopState &
     break;
   case TopView::mounts:
     found = d.mount(st.details_id);
+    break;
+  case TopView::producers:
+    found = d.producer(st.details_id);
     break;
   }
   if (!found)

@@ -22,8 +22,8 @@ namespace {
 constexpr std::size_t bar_width = 20;      // cells inside a mount's usage bar
 constexpr std::size_t max_mount_name = 40; // header mount names are cut beyond this
 
-const char *help_line_text =
-    "p/c/m/s view  b/n/r/a sort  / filter  Enter details  arrows PgUp/PgDn scroll  h help  q quit";
+const char *help_line_text = "p/c/m/s/w view  b/n/r/a sort  / filter  Enter details  arrows "
+                             "PgUp/PgDn scroll  h help  q quit";
 
 // ---- header --------------------------------------------------------------------
 
@@ -208,6 +208,15 @@ ViewRows view_rows(const TopSnapshot &snap, const TopState &st, const Relations 
     };
     r.alert = [&](std::size_t i) { return mount_alert(*rel.filesystems()[idx[i]]); };
     break;
+  case TopView::producers:
+    idx = producer_rows(snap, st);
+    r.columns = columns_of(producer_columns());
+    r.id = [&](std::size_t i) { return producer_row_id(snap.producers[idx[i]]); };
+    r.cells = [&](std::size_t i) {
+      return cells_of(producer_columns(), snap.producers[idx[i]], ctx);
+    };
+    r.alert = [&](std::size_t i) { return snap.producers[idx[i]].orphans > 0; };
+    break;
   case TopView::segments:
     idx = segment_rows(snap, st);
     r.columns = columns_of(segment_columns());
@@ -382,9 +391,11 @@ std::vector<std::string> top_help_lines() {
       "  c  containers: ID RUNTIME POD PROCS SEGS BYTES, and how full their /dev/shm is",
       "  m  mounts: every tmpfs, its usage, growth and predicted time to full",
       "  s  segments: PATH/NAME KIND SIZE BYTES STATE CREATOR HOLDERS AGE",
+      "  w  producers (who made them, by name: torch, nccl, postgres...): SEGS BYTES",
+      "     ORPHANS ORPHANED RESTART (orphans a restarted container's pod was left) CREATORS",
       "",
       "Sort (largest first)",
-      "  b  bytes   n  count   r  rate (segments: latest change)",
+      "  b  bytes   n  count   r  rate (segments: latest change; producers: creators)",
       "  a  age (segments: oldest first; mounts: soonest full; others: by pid or name)",
       "",
       "  /        filter by name (Enter keeps it, Esc clears it)",

@@ -158,6 +158,17 @@ std::string top_json(const TopSnapshot &snap, const TopState &st) {
     for (std::size_t i : mount_rows(st, rel))
       mount_json(w, rel, *rel.filesystems()[i]);
     break;
+  case TopView::producers:
+    for (std::size_t i : producer_rows(snap, st)) {
+      const ProducerInfo &p = snap.producers[i];
+      w.begin_object()
+          .str("producer", producer_name(p.pattern))
+          .str("what", producer_text(p.pattern));
+      w.num("segments", p.segments).num("bytes", p.bytes);
+      w.num("orphans", p.orphans).num("orphan_bytes", p.orphan_bytes);
+      w.num("restart_orphans", p.restart_orphans).num("creators", p.creators).end_object();
+    }
+    break;
   case TopView::segments:
     // The same objects as `shmbpf ls --json`.
     for (std::size_t i : segment_rows(snap, st))

@@ -112,6 +112,9 @@ std::string mount_row_id(const MountUsage &m) {
   return "m:" + std::to_string(m.mount.dev) + ":" + std::to_string(m.mount.mnt_id);
 }
 std::string segment_row_id(const SegmentInfo &s) { return segment_key_id(s.key); }
+std::string producer_row_id(const ProducerInfo &p) {
+  return "w:" + std::string(producer_name(p.pattern));
+}
 
 bool segment_involves(const SegmentInfo &s, uint32_t pid) {
   // holders are sorted (engine contract).
@@ -264,6 +267,39 @@ std::vector<std::size_t> mount_rows(const TopState &st, const Relations &rel) {
     }
     }
     return first.value_or(x.mount.mountpoint < y.mount.mountpoint);
+  });
+  return idx;
+}
+
+std::vector<std::size_t> producer_rows(const TopSnapshot &snap, const TopState &st) {
+  const std::string needle = lower(st.filter);
+  std::vector<std::size_t> idx;
+  for (std::size_t i = 0; i < snap.producers.size(); ++i) {
+    const ProducerInfo &p = snap.producers[i];
+    if (!needle.empty() && !name_matches(producer_name(p.pattern), needle) &&
+        !name_matches(producer_text(p.pattern), needle))
+      continue;
+    idx.push_back(i);
+  }
+  const auto &v = snap.producers;
+  std::stable_sort(idx.begin(), idx.end(), [&](std::size_t a, std::size_t b) {
+    const ProducerInfo &x = v[a], &y = v[b];
+    std::optional<bool> first;
+    switch (st.sort) {
+    case TopSort::bytes:
+      first = largest_first(std::tie(x.bytes, x.orphan_bytes), std::tie(y.bytes, y.orphan_bytes));
+      break;
+    case TopSort::count:
+      first = largest_first(std::tie(x.segments, x.orphans), std::tie(y.segments, y.orphans));
+      break;
+    case TopSort::rate:
+      // Producers have no rate: the most live creators first.
+      first = largest_first(std::tie(x.creators), std::tie(y.creators));
+      break;
+    case TopSort::age:
+      break;
+    }
+    return first.value_or(a < b); // the engine's order
   });
   return idx;
 }

@@ -21,12 +21,16 @@ std::string process_row_id(const ProcessInfo &p);
 std::string container_row_id(const ContainerInfo &c);
 std::string mount_row_id(const MountUsage &m);
 std::string segment_row_id(const SegmentInfo &s);
+std::string producer_row_id(const ProducerInfo &p);
 
 // Indices into snap.processes, snap.containers, rel.filesystems() and
 // snap.segments, in display order.
 std::vector<std::size_t> process_rows(const TopSnapshot &snap, const TopState &st);
 std::vector<std::size_t> container_rows(const TopSnapshot &snap, const TopState &st);
 std::vector<std::size_t> mount_rows(const TopState &st, const Relations &rel);
+// Indices into snap.producers (already counted under the pid and container
+// filters): the `/` text picks by name, the sort orders.
+std::vector<std::size_t> producer_rows(const TopSnapshot &snap, const TopState &st);
 // With pick, the segments it picks (in the view's order) instead of the
 // view's own filters.
 using SegmentPick = std::function<bool(const SegmentInfo &)>;

@@ -32,6 +32,12 @@ TopSnapshot take_top_snapshot(const Engine &engine, TopCounters counters, const 
                       segment_copy(state) == SegmentCopy::all_rows);
     break;
   }
+  if (counts_producers(state)) {
+    SegmentFilter filter;
+    filter.pid = state.pid;
+    filter.container = state.container;
+    s.producers = engine.producers(filter, s.now_ns, top_orphan_min_age_ns);
+  }
   s.users = user_names(s.processes, login_name);
   return s;
 }

@@ -27,8 +27,9 @@ struct TopSnapshot {
   std::vector<ProcessInfo> processes;
   std::vector<ContainerInfo> containers;
   std::vector<SegmentInfo> segments;
-  std::vector<ScanGap> scan_gaps; // what the last full scan could not cover
-  std::vector<BusError> sigbus;   // the latest SIGBUS faults, oldest first
+  std::vector<ProducerInfo> producers; // when counts_producers(state)
+  std::vector<ScanGap> scan_gaps;      // what the last full scan could not cover
+  std::vector<BusError> sigbus;        // the latest SIGBUS faults, oldest first
   UserNames users;
 
   // Set by fill_segment_page: segments holds only rows [segments_offset,

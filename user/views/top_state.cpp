@@ -96,6 +96,8 @@ bool view_key(TopState &st, int key) {
     return view(TopView::mounts);
   case 's':
     return view(TopView::segments);
+  case 'w':
+    return view(TopView::producers);
   case 'b':
     return sort(TopSort::bytes);
   case 'n':
@@ -178,7 +180,8 @@ bool apply_key(TopState &st, int key) {
 auto snapshot_inputs(const TopState &st) {
   const SegmentCopy copy = segment_copy(st);
   const bool ordered = copy == SegmentCopy::page || copy == SegmentCopy::all_rows;
-  return std::tuple(copy, ordered ? st.filter : std::string(), ordered ? st.sort : TopSort::bytes);
+  return std::tuple(copy, ordered ? st.filter : std::string(), ordered ? st.sort : TopSort::bytes,
+                    counts_producers(st));
 }
 
 } // namespace
@@ -193,6 +196,8 @@ std::string_view to_string(TopView v) {
     return "mounts";
   case TopView::segments:
     return "segments";
+  case TopView::producers:
+    return "producers";
   }
   return "?";
 }
@@ -220,6 +225,8 @@ std::optional<TopView> parse_top_view(std::string_view s) {
     return TopView::mounts;
   if (s == "segment" || s == "segments")
     return TopView::segments;
+  if (s == "producer" || s == "producers")
+    return TopView::producers;
   return std::nullopt;
 }
 
@@ -229,6 +236,10 @@ SegmentCopy segment_copy(const TopState &st) {
   if (st.view != TopView::segments)
     return SegmentCopy::none;
   return st.height == 0 ? SegmentCopy::all_rows : SegmentCopy::page;
+}
+
+bool counts_producers(const TopState &st) {
+  return st.view == TopView::producers || (st.details && st.details_view == TopView::producers);
 }
 
 TopAction top_handle_key(TopState &st, int key) {

@@ -10,12 +10,13 @@
 
 namespace shmbpf {
 
-enum class TopView : uint8_t { processes, containers, mounts, segments };
+enum class TopView : uint8_t { processes, containers, mounts, segments, producers };
 enum class TopSort : uint8_t { bytes, count, rate, age };
 
 std::string_view to_string(TopView v);
 std::string_view to_string(TopSort s);
-// "process", "container", "mount", "segments" (the --by values) and plurals.
+// "process", "container", "mount", "segments", "producer" (the --by values)
+// and plurals.
 std::optional<TopView> parse_top_view(std::string_view s);
 
 // Key codes for top_handle_key: printable keys are their character, the
@@ -78,6 +79,9 @@ struct TopState {
 // which list the segments of a process or a mount.
 enum class SegmentCopy : uint8_t { none, page, all_rows, every };
 SegmentCopy segment_copy(const TopState &st);
+// Whether a snapshot for a state counts the segments by producer (the
+// producers view and its details).
+bool counts_producers(const TopState &st);
 
 // What must happen after a key.
 enum class TopAction : uint8_t {
