@@ -36,6 +36,7 @@ test_pkgs=(
   python3-torch                            # the PyTorch workloads shmbpf exists for
   qemu-system-x86 busybox-static cpio      # tests/vm: Debian's kernels in guests, their initramfs
   docker.io                                # tests/e2e: a real dockerd names its containers
+  podman                                   # tests/e2e: a real podman container, found from its conmon
   xz-utils zstd                            # tests/vm: unpacking those kernels
   mmdebstrap                               # tests/deploy/image.sh: the image's Debian 12 root
   bindfs                                   # tests/e2e: a FUSE mount whose daemon is stopped, a hung disk

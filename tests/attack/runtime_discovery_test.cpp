@@ -1,7 +1,8 @@
 // Where the runtimes keep their state is found from the running daemons
 // (sources/runtime_discovery): nobody starts a "dockerd" of their own, a
 // script by that name whose command line gives a --data-root they made,
-// and another root only in a user namespace of theirs. Neither may become a
+// another root only in a user namespace of theirs, and a "conmon" whose
+// command line gives a podman --root they made. None may become a
 // place root's shmbpf reads names from: doctor, which lists every root it
 // found, names neither.
 #include "attack/attacker.hpp"
@@ -47,6 +48,10 @@ TEST(RuntimeDiscovery, NobodysDockerdIsNotBelieved) {
   ASSERT_TRUE(as_nobody(script + " --data-root " + evil + " >/dev/null 2>&1 &"));
   ASSERT_TRUE(
       as_nobody("unshare -Ur " + script + " --data-root " + evil + "-userns >/dev/null 2>&1 &"));
+  const std::string conmon = (dir / "conmon").string();
+  ASSERT_TRUE(as_nobody("cp " + script + " " + conmon + " && " + conmon +
+                        " --exit-command-arg --root --exit-command-arg " + evil +
+                        "-podman >/dev/null 2>&1 &"));
   // Both are running under that name before doctor looks.
   bool up = false;
   for (int i = 0; i < 50 && !up; ++i) {
@@ -54,7 +59,8 @@ TEST(RuntimeDiscovery, NobodysDockerdIsNotBelieved) {
              ("pgrep -f '" + script + " --data-root " + evil + "-userns' >/dev/null").c_str()) ==
              0 &&
          std::system(("pgrep -f '" + script + " --data-root " + evil + "$' >/dev/null").c_str()) ==
-             0;
+             0 &&
+         std::system(("pgrep -f '" + conmon + " ' >/dev/null").c_str()) == 0;
     if (!up)
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }

@@ -112,6 +112,16 @@ TEST(RuntimeDiscovery, EachDaemonsFlagsThenItsConfigurationThenTheDefault) {
             (FoundRoot{"pod-logs", "/data/pods", "/var/lib/kubelet/config.yaml podLogsDir"}));
   EXPECT_EQ(one("kubelet", {"kubelet"}, none).dir, "/var/log/pods");
   EXPECT_TRUE(roots_of_daemon("bash", {"bash"}, none).empty());
+
+  // Podman's containers' conmons carry podman's --root in its exit command.
+  EXPECT_EQ(one("conmon",
+                {"/usr/bin/conmon", "--api-version", "1", "-c", "abc", "--exit-dir", "/run/x",
+                 "--exit-command", "/usr/bin/podman", "--exit-command-arg", "--root",
+                 "--exit-command-arg", "/data/containers", "--exit-command-arg", "--runroot",
+                 "--exit-command-arg", "/run/containers"},
+                none),
+            (FoundRoot{"podman", "/data/containers", "--exit-command-arg --root"}));
+  EXPECT_TRUE(roots_of_daemon("conmon", {"conmon", "--root", "/not/podmans"}, none).empty());
 }
 
 // A /proc of the test's own making: ns links are symlinks whose text is

@@ -207,6 +207,20 @@ std::vector<FoundRoot> kubelet_roots(const std::vector<std::string> &args, const
                "/var/log/pods")};
 }
 
+// Podman has no daemon, but each of its containers has a conmon, whose exit
+// command is podman's own with its storage root (--root). Nothing when it
+// names none.
+std::vector<FoundRoot> conmon_roots(const std::vector<std::string> &args) {
+  std::vector<std::string> exit_command;
+  for (size_t i = 0; i + 1 < args.size(); ++i)
+    if (args[i] == "--exit-command-arg")
+      exit_command.push_back(args[++i]);
+  const std::optional<std::string> root = flag_value(exit_command, {"--root"});
+  if (!absolute(root))
+    return {};
+  return {FoundRoot{"podman", *root, "--exit-command-arg --root"}};
+}
+
 } // namespace
 
 std::vector<FoundRoot> roots_of_daemon(std::string_view comm, const std::vector<std::string> &args,
@@ -219,6 +233,8 @@ std::vector<FoundRoot> roots_of_daemon(std::string_view comm, const std::vector<
     return crio_roots(args, read);
   if (comm == "kubelet")
     return kubelet_roots(args, read);
+  if (comm == "conmon")
+    return conmon_roots(args);
   return {};
 }
 
@@ -276,7 +292,8 @@ std::vector<FoundRoot> discover_runtime_roots(const std::string &proc, const std
     if (!comm)
       continue;
     const std::string name(trim(*comm));
-    if (name != "dockerd" && name != "containerd" && name != "crio" && name != "kubelet")
+    if (name != "dockerd" && name != "containerd" && name != "crio" && name != "kubelet" &&
+        name != "conmon")
       continue;
     const auto status = read_small_file(dir + "/status", 16384);
     if (!status || !runs_as_root(*status) || own_user.empty() ||
@@ -300,7 +317,8 @@ std::vector<FoundRoot> discover_runtime_roots(const std::string &proc, const std
       (same_mnt ? here : elsewhere).push_back(std::move(f));
     }
   }
-  // Podman has no daemon: its storage is where storage.conf says.
+  // Podman has no daemon: its storage is where its containers' conmons
+  // said (above), then where storage.conf says.
   const std::string storage = "/etc/containers/storage.conf";
   if (auto text = read_file_below(host, storage.substr(1)))
     if (auto graph = toml_string(*text, "storage", "graphroot"); graph && graph->starts_with('/'))

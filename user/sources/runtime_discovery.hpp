@@ -2,7 +2,8 @@
 // daemons themselves rather than assumed at its default path: their
 // command lines (/proc/<pid>/cmdline), the configuration files they name or
 // default to (Docker's daemon.json, containerd's config.toml, CRI-O's
-// crio.conf and containers' storage.conf, kubelet's configuration), each
+// crio.conf and containers' storage.conf, kubelet's configuration; podman,
+// which has no daemon, from the conmon of each of its containers), each
 // read through the daemon's own root (/proc/<pid>/root), so that a daemon
 // running in a container is found too.
 //
@@ -45,8 +46,8 @@ std::optional<std::string> yaml_string(std::string_view text, std::string_view k
 
 // What a daemon's command line and its configuration say about where its
 // runtime keeps state: comm is its name (dockerd, containerd, crio,
-// kubelet), read reads one of its files by absolute path (in its own
-// filesystem). dir is in the daemon's filesystem; how names the source
+// kubelet, conmon: podman's --root in its exit command), read reads one of its files by absolute
+// path (in its own filesystem). dir is in the daemon's filesystem; how names the source
 // ("--data-root", "/etc/docker/daemon.json data-root", "the default").
 std::vector<FoundRoot>
 roots_of_daemon(std::string_view comm, const std::vector<std::string> &args,
