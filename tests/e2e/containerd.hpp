@@ -77,6 +77,7 @@ struct KubePod {
     KubePod p;
     p.uid = digits(8) + "-" + digits(4) + "-" + digits(4) + "-" + digits(4) + "-" + digits(12);
     p.id = digits(64);
+    p.name = "job-" + digits(5); // tests running alongside have pods of their own
     return p;
   }
 

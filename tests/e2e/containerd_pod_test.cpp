@@ -108,17 +108,28 @@ void kubelet_shaped_pod(KubePod::Driver driver) {
                                            "pod=\"" + pod.name + "\"",
                                            "container=\"" + pod.container + "\""};
   std::optional<double> used, bytes;
+  std::string scraped;
   for (int i = 0; i < 50 && !(used && *used >= 65536 && bytes && *bytes >= 65536); ++i) {
     if (auto m = get(port, "/metrics"); m && m->status == 200) {
       used = metric(m->body, "shmbpf_mount_used_bytes", labels);
       bytes = metric(m->body, "shmbpf_segment_bytes", labels);
+      scraped = m->body;
     }
     std::this_thread::sleep_for(200ms);
   }
-  ASSERT_TRUE(used) << "no mount series labelled with the pod";
-  EXPECT_GE(*used, 65536.0);
-  ASSERT_TRUE(bytes) << "no segment series labelled with the pod";
-  EXPECT_GE(*bytes, 65536.0);
+  auto series = [&](const std::string &family) {
+    std::string out;
+    for (const std::string &line : lines_of(scraped))
+      if (line.starts_with(family + "{"))
+        out += line + "\n";
+    return out;
+  };
+  ASSERT_TRUE(used) << "no mount series labelled with the pod:\n"
+                    << series("shmbpf_mount_used_bytes");
+  EXPECT_GE(*used, 65536.0) << series("shmbpf_mount_used_bytes");
+  ASSERT_TRUE(bytes) << "no segment series labelled with the pod:\n"
+                     << series("shmbpf_segment_bytes");
+  EXPECT_GE(*bytes, 65536.0) << series("shmbpf_segment_bytes");
 
   // The container dies; its files stay in the pod's emptyDir: orphans,
   // still named by the daemon that saw them made.

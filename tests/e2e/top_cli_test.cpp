@@ -591,7 +591,7 @@ TEST_F(TopInteractive, ResizeRedrawsToTheNewWidth) {
     auto lines = lines_of(sc);
     while (!lines.empty() && lines.back().empty())
       lines.pop_back();
-    return lines.size() == 20 && lines.back().starts_with("p/c/m/s view") &&
+    return lines.size() == 20 && lines.back().starts_with("p/c/m/s/w view") &&
            lines.back().find("q quit") == std::string::npos &&
            lines.front().starts_with("shmbpf top");
   })) << tmux_.screen();
