@@ -157,13 +157,16 @@ public:
   }
 
   // The pod's memory-backed emptyDir, a tmpfs where kubelet (its root
-  // below this directory) mounts it; "" when it could not be mounted.
+  // below this directory) mounts it, of size (its sizeLimit; "" for none:
+  // tmpfs's default, half of the host's memory); "" when it could not be
+  // mounted.
   std::string mount_empty_dir(const KubePod &pod, const std::string &name,
                               const std::string &size = "64m") const {
     const std::string path =
         dir_ + "/kubelet/pods/" + pod.uid + "/volumes/kubernetes.io~empty-dir/" + name;
     std::filesystem::create_directories(path);
-    if (::mount("tmpfs", path.c_str(), "tmpfs", 0, ("size=" + size).c_str()) != 0)
+    const std::string options = size.empty() ? "" : "size=" + size;
+    if (::mount("tmpfs", path.c_str(), "tmpfs", 0, options.c_str()) != 0)
       return "";
     return path;
   }

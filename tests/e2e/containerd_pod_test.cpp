@@ -4,7 +4,8 @@
 // CRI's annotations, host networking, a cgroup as kubelet's cgroupfs or
 // systemd driver lays it out, and a memory-backed emptyDir at /dev/shm.
 // Its process writes a torch_* file there. Every output names the pod,
-// its namespace and the container: ls (segments and containers), top,
+// its namespace and the container: ls (segments and containers), audit
+// (the emptyDir has no sizeLimit), top,
 // serve's /metrics (the emptyDir's usage by pod), and leaks once the
 // container is gone and the file is an orphan. A restarted container finds
 // what its earlier instance left, marked as left by a restart.
@@ -53,7 +54,8 @@ void kubelet_shaped_pod(KubePod::Driver driver) {
   ASSERT_TRUE(c.wait_ready(30s)) << c.log();
   KubePod pod = KubePod::random();
   pod.driver = driver;
-  const std::string dshm = c.mount_empty_dir(pod, "dshm");
+  // No sizeLimit, as most pods have it: audit says so.
+  const std::string dshm = c.mount_empty_dir(pod, "dshm", "");
   ASSERT_FALSE(dshm.empty()) << "cannot mount the emptyDir";
 
   const TempDir dir;
@@ -88,6 +90,17 @@ void kubelet_shaped_pod(KubePod::Driver driver) {
   const CliResult by = run_shmbpf("ls --by container --json");
   ASSERT_EQ(by.code, 0) << by.err;
   expect_names(row_with(by.json()["containers"], "id", pod.id), pod);
+
+  // audit: the emptyDir at the container's /dev/shm has no size limit.
+  const CliResult audit = run_shmbpf("audit --json --fail-on none --rule unbounded-shm-mount");
+  ASSERT_EQ(audit.code, 0) << audit.err;
+  json unbounded;
+  const json report = audit.json();
+  for (const json &f : report["findings"])
+    if (f["container"].is_object() && f["container"]["id"] == pod.id)
+      unbounded = f;
+  ASSERT_TRUE(unbounded.is_object()) << "no finding about the pod's emptyDir: " << audit.out;
+  expect_names(unbounded["container"], pod);
 
   // top, from the daemon's live model and on its own.
   for (const std::string &cmd : {"top --server " + sock + " -b -n 1 --by container",
