@@ -178,7 +178,10 @@ public:
     ids_.push_back(pod.id);
     cgroups_.push_back(pod.cgroup());
     const std::string a = " --annotation io.kubernetes.cri.";
-    return ctr("run -d --net-host --env PATH=/bin --cgroup " + pod.cgroup() + a +
+    // pivot_root cannot leave an initramfs (a VM guest's root): runc moves
+    // the container's root there instead.
+    const std::string pivot = root_is_initramfs() ? " --no-pivot" : "";
+    return ctr("run -d --net-host" + pivot + " --env PATH=/bin --cgroup " + pod.cgroup() + a +
                "container-type=container" + a + "container-name=" + pod.container + a +
                "sandbox-name=" + pod.name + a + "sandbox-namespace=" + pod.pod_namespace + a +
                "sandbox-uid=" + pod.uid + " --mount type=bind,src=" + empty_dir +
@@ -207,6 +210,18 @@ public:
   }
 
 private:
+  static bool root_is_initramfs() {
+    std::ifstream in("/proc/self/mountinfo");
+    for (std::string line; std::getline(in, line);) {
+      std::istringstream f(line);
+      std::string id, parent, dev, root, point;
+      f >> id >> parent >> dev >> root >> point;
+      if (point == "/" && line.find(" - rootfs ") != std::string::npos)
+        return true;
+    }
+    return false;
+  }
+
   // runc removes a container's own cgroup; the pod's, its QoS class's and
   // kubepods' go here, in every hierarchy, unless another test's pod still
   // has them.

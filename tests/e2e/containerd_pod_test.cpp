@@ -20,6 +20,7 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -46,24 +47,45 @@ void expect_names(const json &container, const KubePod &pod) {
   EXPECT_EQ(container["pod_uid"], pod.uid);
 }
 
+// What each test starts from: a containerd, a pod with its emptyDir, and
+// a serve that watches them (start()).
+struct PodUnderServe {
+  explicit PodUnderServe(const ContainerdPrograms &programs) : containerd(programs) {}
+  Containerd containerd;
+  KubePod pod = KubePod::random();
+  std::string dshm;
+  TempDir dir;
+  std::string sock = (dir.path / "sock").string();
+  int port = free_port();
+  std::optional<ShmbpfProcess> serve;
+};
+
+// The daemon ready, the emptyDir of size mounted ("" for no sizeLimit).
+void start(PodUnderServe &b, const std::string &size) {
+  ASSERT_TRUE(b.containerd.wait_ready(30s)) << b.containerd.log();
+  b.dshm = b.containerd.mount_empty_dir(b.pod, "dshm", size);
+  ASSERT_FALSE(b.dshm.empty()) << "cannot mount the emptyDir";
+  b.serve.emplace(std::vector<std::string>{"serve", "--no-state", "--listen",
+                                           "127.0.0.1:" + std::to_string(b.port), "--socket",
+                                           b.sock});
+  SHMBPF_SERVE_READY(*b.serve, b.port);
+}
+
 void kubelet_shaped_pod(KubePod::Driver driver) {
   SHMBPF_REQUIRE_ROOT();
   const ContainerdPrograms programs;
   SHMBPF_REQUIRE_CONTAINERD(programs);
-  Containerd c(programs);
-  ASSERT_TRUE(c.wait_ready(30s)) << c.log();
-  KubePod pod = KubePod::random();
-  pod.driver = driver;
+  PodUnderServe b(programs);
+  b.pod.driver = driver;
   // No sizeLimit, as most pods have it: audit says so.
-  const std::string dshm = c.mount_empty_dir(pod, "dshm", "");
-  ASSERT_FALSE(dshm.empty()) << "cannot mount the emptyDir";
-
-  const TempDir dir;
-  const std::string sock = (dir.path / "sock").string();
-  const int port = free_port();
-  ShmbpfProcess serve(
-      {"serve", "--no-state", "--listen", "127.0.0.1:" + std::to_string(port), "--socket", sock});
-  SHMBPF_SERVE_READY(serve, port);
+  start(b, "");
+  if (::testing::Test::HasFatalFailure())
+    return;
+  Containerd &c = b.containerd;
+  const KubePod &pod = b.pod;
+  const std::string &dshm = b.dshm, &sock = b.sock;
+  const int port = b.port;
+  ShmbpfProcess &serve = *b.serve;
 
   // Named after the pod: tests running alongside make files of their own.
   const std::string file = "torch_" + pod.id.substr(0, 12) + "_a_";
@@ -175,27 +197,23 @@ TEST(ContainerdPod, ARestartedContainerFindsWhatItsEarlierInstanceLeftMarked) {
   SHMBPF_REQUIRE_ROOT();
   const ContainerdPrograms programs;
   SHMBPF_REQUIRE_CONTAINERD(programs);
-  Containerd c(programs);
-  ASSERT_TRUE(c.wait_ready(30s)) << c.log();
-  KubePod pod = KubePod::random();
-  const std::string dshm = c.mount_empty_dir(pod, "dshm");
-  ASSERT_FALSE(dshm.empty()) << "cannot mount the emptyDir";
-
-  const TempDir dir;
-  const std::string sock = (dir.path / "sock").string();
-  const int port = free_port();
-  ShmbpfProcess serve(
-      {"serve", "--no-state", "--listen", "127.0.0.1:" + std::to_string(port), "--socket", sock});
-  SHMBPF_SERVE_READY(serve, port);
+  PodUnderServe b(programs);
+  start(b, "64m");
+  if (HasFatalFailure())
+    return;
+  Containerd &c = b.containerd;
+  KubePod &pod = b.pod;
+  const std::string &dshm = b.dshm, &sock = b.sock;
+  const int port = b.port;
+  ShmbpfProcess &serve = *b.serve;
 
   // The first instance writes, runs a moment (time for its cgroup to be
   // read) and crashes.
   const std::string earlier = pod.id;
   const std::string file = "torch_" + earlier.substr(0, 12) + "_r_0";
-  ASSERT_EQ(
-      c.run(pod, dshm, "head -c 65536 /dev/zero > /dev/shm/" + file + " && sleep 2; exit 3").code,
-      0)
-      << c.log();
+  const Ran first =
+      c.run(pod, dshm, "head -c 65536 /dev/zero > /dev/shm/" + file + " && sleep 2; exit 3");
+  ASSERT_EQ(first.code, 0) << first.out << c.log();
   auto orphan_of = [&](const std::string &want_id) {
     json found;
     std::string last;
@@ -223,7 +241,8 @@ TEST(ContainerdPod, ARestartedContainerFindsWhatItsEarlierInstanceLeftMarked) {
 
   // kubelet starts the container again: a new id in the same pod.
   pod.id = KubePod::random().id;
-  ASSERT_EQ(c.run(pod, dshm, "exec sleep 1000").code, 0) << c.log();
+  const Ran second = c.run(pod, dshm, "exec sleep 1000");
+  ASSERT_EQ(second.code, 0) << second.out << c.log();
   const json after = orphan_of(pod.id);
   ASSERT_TRUE(after.is_object());
   EXPECT_EQ(after["container"]["pod_uid"], pod.uid);

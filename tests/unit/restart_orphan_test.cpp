@@ -35,6 +35,18 @@ std::string pod_cgroup(const std::string &id) {
   return "/kubepods/besteffort/pod" + kUid + "/" + id;
 }
 
+// pid, in cgroup, writes path (bytes resident) on the emptyDir at ts and
+// exits a second later.
+void made_and_died(Engine &engine, uint64_t cgroup, uint32_t pid, uint64_t ino,
+                   const std::string &path, uint64_t bytes, uint64_t ts) {
+  Event made = created_file(kEmptyDir, pid, ino, path, bytes, ts);
+  made.cgroup_id = cgroup;
+  engine.apply(made);
+  Event died = process_event(EventType::exit, pid, ts + kSec);
+  died.cgroup_id = cgroup;
+  engine.apply(died);
+}
+
 // A pod whose container "trainer" (kFirst, cgroup 21) wrote a MiB to its
 // emptyDir at /dev/shm and died; the file stays.
 class RestartOrphan : public ::testing::Test {
@@ -50,12 +62,7 @@ protected:
     engine.set_container_name(kFirst, ContainerName{"trainer", "job-7f9c", "ml", kUid});
     engine.set_container_name(kSecond, ContainerName{"trainer", "job-7f9c", "ml", kUid});
     engine.set_container_name(kSidecar, ContainerName{"logs", "job-7f9c", "ml", kUid});
-    Event made = created_file(kEmptyDir, 300, 9, "/dev/shm/batch_0", 1u << 20, 10 * kSec);
-    made.cgroup_id = 21;
-    engine.apply(made);
-    Event died = process_event(EventType::exit, 300, 11 * kSec);
-    died.cgroup_id = 21;
-    engine.apply(died);
+    made_and_died(engine, 21, 300, 9, "/dev/shm/batch_0", 1u << 20, 10 * kSec);
   }
 
   // A live process in cgroup (the container kubelet started).
@@ -130,12 +137,7 @@ TEST_F(RestartOrphan, WhileNamesAreUnknownAnyOtherLiveContainerOfThePodIsTheRest
   Engine unnamed;
   unnamed.set_cgroup_path(21, pod_cgroup(kFirst));
   unnamed.set_cgroup_path(23, pod_cgroup(kSidecar));
-  Event made = created_file(kEmptyDir, 300, 9, "/dev/shm/psm_1", 4096, 10 * kSec);
-  made.cgroup_id = 21;
-  unnamed.apply(made);
-  Event died = process_event(EventType::exit, 300, 11 * kSec);
-  died.cgroup_id = 21;
-  unnamed.apply(died);
+  made_and_died(unnamed, 21, 300, 9, "/dev/shm/psm_1", 4096, 10 * kSec);
   EXPECT_FALSE(unnamed.orphans(20 * kSec, 0)[0].segment.restart_orphan);
   unnamed.add_process(400, 1, 0, "sh", 23, kPodNs);
   EXPECT_TRUE(unnamed.orphans(20 * kSec, 0)[0].segment.restart_orphan);
@@ -150,12 +152,7 @@ TEST_F(RestartOrphan, WhileItsOwnContainerRunsItIsAPlainOrphan) {
 }
 
 TEST_F(RestartOrphan, OutsideKubernetesNothingRestarts) {
-  Event made = created_file(kEmptyDir, 500, 10, "/dev/shm/psm_2", 4096, 12 * kSec);
-  made.cgroup_id = 24;
-  engine.apply(made);
-  Event died = process_event(EventType::exit, 500, 13 * kSec);
-  died.cgroup_id = 24;
-  engine.apply(died);
+  made_and_died(engine, 24, 500, 10, "/dev/shm/psm_2", 4096, 12 * kSec);
   runs(400, 22);
   runs(501, 24);
   for (const Orphan &o : orphans())
