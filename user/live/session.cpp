@@ -123,6 +123,27 @@ void Session::refresh_mounts(const Event &missed) {
     resolver_.set_namespace(ns.mntns, std::move(ns.mounts));
 }
 
+bool Session::reread_namespace(const Event &e, uint32_t dev) {
+  // At most every 250 ms for one filesystem in one namespace: a path that
+  // never leads to it there (through a symlink) costs no more than that,
+  // and a runtime's own files elsewhere use no turn of the container's.
+  const auto now = std::chrono::steady_clock::now();
+  const uint64_t key = static_cast<uint64_t>(e.mntns) << 32 | dev;
+  auto [it, first] = reread_.try_emplace(key, now);
+  if (!first && now - it->second < std::chrono::milliseconds(250))
+    return false;
+  it->second = now;
+  if (reread_.size() > 4096) // namespaces that ended: start again
+    reread_ = {{key, now}};
+  if (mount_namespace_of(static_cast<int>(e.pid)) != e.mntns)
+    return false;
+  auto mounts = read_mountinfo(static_cast<int>(e.pid));
+  if (mounts.empty())
+    return false;
+  resolver_.set_namespace(e.mntns, std::move(mounts));
+  return true;
+}
+
 void Session::handle(const void *data, size_t len, const EventFn &fn) {
   // One Event, reused: its strings keep their buffers from record to record.
   Event &e = event_;
@@ -152,6 +173,17 @@ void Session::handle(const void *data, size_t len, const EventFn &fn) {
     } else {
       refresh_mounts(e);
     }
+    outcome = resolver_.resolve(e);
+  }
+  // A light hook's record names its very inode (exact_hint), which is on
+  // tmpfs: a path that led elsewhere was looked up in a mount table read
+  // too early, before a container's runtime mounted its /dev/shm in the
+  // namespace it had just made (runc's own events there come first). Read
+  // it again and look once more.
+  if (outcome == PathResolver::Outcome::not_shared_mem && e.exact_hint && hint_ino != 0 &&
+      reread_namespace(e, hint_dev)) {
+    e.dev = hint_dev;
+    e.ino = hint_ino;
     outcome = resolver_.resolve(e);
   }
   // When the path was not on tmpfs, or named another file than the hint,

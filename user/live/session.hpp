@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <functional>
 #include <future>
+#include <unordered_map>
 #include <unordered_set>
 
 namespace shmbpf {
@@ -60,6 +61,10 @@ private:
   void finish_seed(const std::vector<MountNamespace> &namespaces);
   void handle(const void *data, size_t len, const EventFn &fn);
   void refresh_mounts(const Event &missed);
+  // Reads the mount table of e's namespace again from e's process, when it
+  // is still there and the namespace was not read so for a file of dev in
+  // the last 250 ms.
+  bool reread_namespace(const Event &e, uint32_t dev);
 
   Probe probe_;
   PathResolver resolver_;
@@ -74,6 +79,9 @@ private:
   bool pre_listed_ = false;
   std::chrono::steady_clock::time_point last_flush_{};
   std::chrono::steady_clock::time_point last_refresh_{};
+  // When reread_namespace last read a namespace for a filesystem: by mntns
+  // in the high 32 bits, dev in the low.
+  std::unordered_map<uint64_t, std::chrono::steady_clock::time_point> reread_;
   // (mntns, mount id, dev) keys that already caused a rescan; see refresh_mounts().
   std::unordered_set<uint64_t> rescanned_for_;
 };
