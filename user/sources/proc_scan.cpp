@@ -6,6 +6,7 @@
 #include "sources/fd.hpp"
 #include "sources/mountinfo.hpp"
 #include "sources/namespaces.hpp"
+#include "sources/small_file.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -26,34 +27,6 @@ namespace shmbpf {
 namespace {
 
 constexpr std::string_view kDeletedSuffix = " (deleted)";
-
-// Whole file via read(2): /proc files report size 0, so no stat-sized reads.
-// name is relative to dirfd (AT_FDCWD: to the working directory).
-std::optional<std::string> read_text_at(int dirfd, const char *name) {
-  int fd = ::openat(dirfd, name, O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    return std::nullopt;
-  std::string out;
-  char buf[8192];
-  for (;;) {
-    ssize_t n = ::read(fd, buf, sizeof(buf));
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n < 0) {
-      ::close(fd);
-      return std::nullopt;
-    }
-    if (n == 0)
-      break;
-    out.append(buf, static_cast<size_t>(n));
-  }
-  ::close(fd);
-  return out;
-}
-
-std::optional<std::string> read_text(const std::string &path) {
-  return read_text_at(AT_FDCWD, path.c_str());
-}
 
 std::optional<std::string> read_link_at(int dirfd, const char *name) {
   char buf[PATH_MAX];
@@ -205,7 +178,7 @@ std::optional<ProcIdentity> read_process(uint32_t pid, std::string *cgroup_v2_pa
   const Fd dir = open_proc_dir(pid);
   if (!dir.ok())
     return std::nullopt;
-  auto stat = read_text_at(dir.get(), "stat");
+  auto stat = read_small_file_at(dir.get(), "stat");
   if (!stat)
     return std::nullopt;
   auto fields = parse_stat(*stat);
@@ -216,11 +189,11 @@ std::optional<ProcIdentity> read_process(uint32_t pid, std::string *cgroup_v2_pa
   id.ppid = fields->ppid;
   id.comm = std::move(fields->comm);
   id.start_time = fields->start_time;
-  if (auto status = read_text_at(dir.get(), "status"))
+  if (auto status = read_small_file_at(dir.get(), "status"))
     id.uid = parse_real_uid(*status).value_or(0);
   id.mntns = ns_inode(dir.get(), "ns/mnt");
   id.ipcns = ns_inode(dir.get(), "ns/ipc");
-  if (auto cg = read_text_at(dir.get(), "cgroup")) {
+  if (auto cg = read_small_file_at(dir.get(), "cgroup")) {
     const auto lines = parse_cgroup_lines(*cg);
     id.cgroup_path = process_cgroup_path(lines).value_or("");
     if (cgroup_v2_path) {
@@ -240,7 +213,7 @@ std::vector<uint32_t> list_pids() { return numeric_entries(AT_FDCWD, "/proc"); }
 bool process_alive(uint32_t pid) {
   if (pid == 0)
     return false;
-  const auto stat = read_text("/proc/" + std::to_string(pid) + "/stat");
+  const auto stat = read_small_file("/proc/" + std::to_string(pid) + "/stat");
   const auto fields = stat ? parse_stat(*stat) : std::nullopt;
   return fields && !fields->exited();
 }
@@ -348,7 +321,7 @@ find_holders(const std::set<std::pair<uint32_t, uint64_t>> &files, uint32_t skip
           mine.insert(key);
       }
     }
-    if (auto maps = read_text_at(dir.get(), "maps"))
+    if (auto maps = read_small_file_at(dir.get(), "maps"))
       for_each_line(*maps, [&](std::string_view line) {
         if (auto m = parse_maps_line(line); m && files.count({m->dev, m->ino}))
           mine.insert({m->dev, m->ino});
@@ -367,7 +340,7 @@ std::vector<HeldFile> scan_holdings(uint32_t pid, std::optional<uint64_t> start_
   // Everything below is read through dir, so it is all of the process
   // whose stat this is.
   if (start_time) {
-    const auto stat = read_text_at(dir.get(), "stat");
+    const auto stat = read_small_file_at(dir.get(), "stat");
     const auto fields = stat ? parse_stat(*stat) : std::nullopt;
     if (!fields || fields->start_time != *start_time)
       return {};
@@ -375,7 +348,7 @@ std::vector<HeldFile> scan_holdings(uint32_t pid, std::optional<uint64_t> start_
 
   // Devices of the tmpfs and hugetlbfs mounts this process sees.
   std::set<uint32_t> shm_devs;
-  if (auto text = read_text_at(dir.get(), "mountinfo"))
+  if (auto text = read_small_file_at(dir.get(), "mountinfo"))
     for (const MountInfo &m : parse_mountinfo(*text))
       if (m.is_tmpfs())
         shm_devs.insert(m.dev);
@@ -408,7 +381,7 @@ std::vector<HeldFile> scan_holdings(uint32_t pid, std::optional<uint64_t> start_
   }
 
   const Fd map_files(::openat(dir.get(), "map_files", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (auto maps = read_text_at(dir.get(), "maps")) {
+  if (auto maps = read_small_file_at(dir.get(), "maps")) {
     for_each_line(*maps, [&](std::string_view line) {
       auto m = parse_maps_line(line);
       if (!m || m->path.empty())
@@ -512,7 +485,7 @@ std::vector<SysvEntry> parse_sysvipc_shm(std::string_view text) {
 }
 
 std::vector<SysvEntry> read_sysvipc_shm() {
-  auto text = read_text("/proc/sysvipc/shm");
+  auto text = read_small_file("/proc/sysvipc/shm");
   if (!text)
     return {};
   return parse_sysvipc_shm(*text);
@@ -526,7 +499,7 @@ std::optional<std::vector<SysvEntry>> read_sysvipc_shm_of(uint32_t pid) {
   // /proc/sysvipc lists the reader's IPC namespace.
   std::optional<std::vector<SysvEntry>> out;
   in_ipc_namespace(fd, [&] {
-    if (auto text = read_text("/proc/sysvipc/shm"))
+    if (auto text = read_small_file("/proc/sysvipc/shm"))
       out = parse_sysvipc_shm(*text);
   });
   ::close(fd);
