@@ -74,7 +74,7 @@ def main():
             skip_or_fail(f"{tool} is missing (Debian package {package}; "
                          "bash scripts/deps.sh --tests)")
     failures = []
-    version = run([binary, "--version"]).stdout.split()[-1]
+    version = run([binary, "--version"]).stdout.split()[1]  # shmbpf 0.1.0 (revision …)
     commands = subcommands(help_text(binary))
     if not commands:
         sys.exit("FAIL: no subcommand found in shmbpf --help")

@@ -583,9 +583,10 @@ TEST_F(TopInteractive, ResizeRedrawsToTheNewWidth) {
   start_top("-d 5"); // no refresh due: only the resize redraws
   if (HasFatalFailure() || IsSkipped())
     return;
-  std::system(("tmux -L shmbpf-e2e-" + std::to_string(getpid()) +
-               " resize-window -t top -x 60 -y 20 >/dev/null 2>&1")
-                  .c_str());
+  ASSERT_EQ(std::system(("tmux -L shmbpf-e2e-" + std::to_string(getpid()) +
+                         " resize-window -t top -x 60 -y 20 >/dev/null 2>&1")
+                            .c_str()),
+            0);
   // Redrawn for 60x20: the key help moved from row 50 to row 20, cut to 60.
   EXPECT_TRUE(tmux_.wait_screen([](const std::string &sc) {
     auto lines = lines_of(sc);

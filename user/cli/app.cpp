@@ -1,5 +1,6 @@
 #include "cli/app.hpp"
 #include "cli/options.hpp"
+#include "cli/version.hpp"
 
 #include "facts/result.hpp"
 #include "model/audit.hpp"
@@ -22,7 +23,7 @@ std::unique_ptr<CLI::App> make_app(CliOptions &opts) {
       "shmbpf: see who creates, holds and leaks shared memory (tmpfs, /dev/shm, memfd, "
       "System V), live, from the kernel.",
       "shmbpf");
-  app->set_version_flag("--version", std::string("shmbpf ") + SHMBPF_VERSION);
+  app->set_version_flag("--version", version_line());
   app->require_subcommand(1);
   // A usage error is one line, like every other error of shmbpf's.
   app->failure_message([](const CLI::App *root, const CLI::Error &e) {
