@@ -142,7 +142,7 @@ int main(int argc, char **argv) {
   for (int r = 0; r < requests; r++) {
     MetricsCounters c;
     c.now_ns = now;
-    c.version = "bench";
+    c.agent.version = "bench";
     auto t0 = Clock::now();
     MetricsSnapshot snap = take_metrics_snapshot(engine, std::move(c));
     lock_ms.push_back(ms_since(t0));

@@ -115,7 +115,8 @@ TEST(ContainerEnd, FilesOfEndedContainersLeaveEveryTable) {
   {
     const auto m = get(port, "/metrics");
     ASSERT_TRUE(m);
-    EXPECT_NE(m->body.find("id=\"" + ids[2] + "\",mountpoint=\"/dev/shm\""), std::string::npos)
+    EXPECT_NE(m->body.find("container_id=\"docker://" + ids[2] + "\",mountpoint=\"/dev/shm\""),
+              std::string::npos)
         << m->body;
     for (const std::string &hidden : {std::string("mountpoint=\"/proc"),
                                       std::string("mountpoint=\"/sys"), "mountpoint=\"" + d.dir()})
@@ -134,14 +135,16 @@ TEST(ContainerEnd, FilesOfEndedContainersLeaveEveryTable) {
     // container ended (Engine::kOomShownNs), so that alerts see it.
     for (const std::string &line : lines_of(metrics))
       for (const std::string &id : ids)
-        gone = gone && (line.find("id=\"" + id + "\"") == std::string::npos ||
+        gone = gone && (line.find("container_id=\"docker://" + id + "\"") == std::string::npos ||
                         (id == ids[0] && line.starts_with("shmbpf_oom_")));
     if (!gone)
       std::this_thread::sleep_for(200ms);
   }
   EXPECT_TRUE(gone) << metrics;
   // The kill itself, of the container it ended.
-  EXPECT_EQ(metric(metrics, "shmbpf_oom_kills_total", {"id=\"" + ids[0] + "\""}), 1.0) << metrics;
+  EXPECT_EQ(metric(metrics, "shmbpf_oom_kills_total", {"container_id=\"docker://" + ids[0] + "\""}),
+            1.0)
+      << metrics;
   const CliResult leaks = run_shmbpf("leaks --server " + sock + " --min-age 0 --json");
   for (const std::string &leaf : {oom, done, kept})
     EXPECT_EQ(leaks.out.find(leaf), std::string::npos) << leaks.out;

@@ -260,13 +260,15 @@ TEST(ContainerdPod, ARestartedContainerFindsWhatItsEarlierInstanceLeftMarked) {
                         line.find("restart-orphan") != std::string::npos);
   EXPECT_TRUE(marked) << top.out;
 
-  // /metrics: the bytes by pod, under the earlier container's id.
+  // /metrics: the bytes by pod, under the earlier container's id (as
+  // kube-state-metrics writes it where the cgroup path names the runtime).
+  const std::string scheme = pod.driver == KubePod::Driver::systemd ? "containerd://" : "";
   std::optional<double> left;
   for (int i = 0; i < 50 && !(left && *left >= 65536); ++i) {
     if (auto m = get(port, "/metrics"); m && m->status == 200)
       left = metric(m->body, "shmbpf_restart_orphaned_bytes",
                     {"namespace=\"" + pod.pod_namespace + "\"", "pod=\"" + pod.name + "\"",
-                     "id=\"" + earlier + "\""});
+                     "container_id=\"" + scheme + earlier + "\""});
     std::this_thread::sleep_for(200ms);
   }
   ASSERT_TRUE(left) << "no shmbpf_restart_orphaned_bytes series for the pod";

@@ -35,7 +35,7 @@ std::optional<double> wait_for_metric(int port, const std::string &name, const s
   std::optional<double> v;
   for (int i = 0; i < 100; ++i) {
     if (auto m = get(port, "/metrics"); m && m->status == 200)
-      v = metric(m->body, name, {"id=\"" + id + "\""});
+      v = metric(m->body, name, {"container_id=\"docker://" + id + "\""});
     if (v && done(*v))
       break;
     std::this_thread::sleep_for(100ms);

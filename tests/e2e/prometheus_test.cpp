@@ -148,7 +148,7 @@ TEST(PrometheusE2E, ScrapesTheTorchLeakAndFiresTheOrphanAlert) {
   const uint64_t du = du_total(files);
   ASSERT_GT(du, 0u);
 
-  const std::string sel = "{id=\"" + cgroup.id() + "\",mountpoint=\"/dev/shm\"}";
+  const std::string sel = "{container_id=\"docker://" + cgroup.id() + "\",mountpoint=\"/dev/shm\"}";
   std::optional<double> count, bytes;
   const auto deadline = Clock::now() + 60s;
   while (Clock::now() < deadline) {

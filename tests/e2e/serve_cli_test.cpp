@@ -62,7 +62,7 @@ TEST(ServeCli, LeakRisesInMetricsPromtoolAgreesAndSigtermStops) {
   auto missing = get(port, "/nothing-here");
   EXPECT_TRUE(missing && missing->status == 404);
 
-  const std::string ctr = "id=\"" + cgroup.id() + "\"";
+  const std::string ctr = "container_id=\"docker://" + cgroup.id() + "\"";
   const std::vector<std::string> where = {ctr, "mountpoint=\"/dev/shm\"", "kind=\"tmpfs\""};
   auto first = get(port, "/metrics");
   ASSERT_TRUE(first);

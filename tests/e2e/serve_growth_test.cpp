@@ -228,8 +228,8 @@ TEST(ServeGrowth, AFullMountsSigbusAndNoSpaceInLeaksAndMetrics) {
   std::optional<double> sigbus, nospace;
   for (int i = 0; i < 50 && (!sigbus || !nospace); ++i) {
     if (auto m = get(port, "/metrics"); m && m->status == 200) {
-      sigbus = metric(m->body, "shmbpf_sigbus_total", {at, "id=\"\""});
-      nospace = metric(m->body, "shmbpf_nospace_total", {at, "id=\"\""});
+      sigbus = metric(m->body, "shmbpf_sigbus_total", {at, "container_id=\"\""});
+      nospace = metric(m->body, "shmbpf_nospace_total", {at, "container_id=\"\""});
     }
     if (!sigbus || !nospace)
       std::this_thread::sleep_for(100ms);

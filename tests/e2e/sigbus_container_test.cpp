@@ -70,7 +70,8 @@ TEST(SigbusContainer, ADataLoaderFillsItsDevShmAndShmbpfSaysWhere) {
   ASSERT_EQ(code, 128 + SIGBUS) << "the writer should die of SIGBUS";
 
   // The daemon applies events as they come.
-  const std::vector<std::string> labels = {"id=\"" + ctr.id() + "\"", "mountpoint=\"/dev/shm\""};
+  const std::vector<std::string> labels = {"container_id=\"docker://" + ctr.id() + "\"",
+                                           "mountpoint=\"/dev/shm\""};
   std::optional<double> faults;
   for (int i = 0; i < 50 && !faults; ++i) {
     if (auto m = get(port, "/metrics"); m && m->status == 200)

@@ -108,5 +108,32 @@ TEST(Containers, PodUidOfEmptyDirVolume) {
     EXPECT_FALSE(pod_uid_of_volume(other)) << other;
 }
 
+// The container_id label: kube-state-metrics' "<runtime>://<id>".
+TEST(Containers, RuntimeContainerIdAsKubernetesWritesIt) {
+  const auto of = [](std::string_view path) {
+    return runtime_container_id(container_from_cgroup_path(path).value());
+  };
+  EXPECT_EQ(of("/system.slice/docker-" + kId + ".scope"), "docker://" + kId);
+  EXPECT_EQ(of("/kubepods.slice/kubepods-pod" + kPodUnderscores + ".slice/cri-containerd-" + kId +
+               ".scope"),
+            "containerd://" + kId);
+  EXPECT_EQ(of("/kubepods.slice/kubepods-pod" + kPodUnderscores + ".slice/crio-" + kId + ".scope"),
+            "cri-o://" + kId);
+  EXPECT_EQ(of("/machine.slice/libpod-" + kId + ".scope"), "podman://" + kId);
+  // The cgroupfs driver does not name the runtime: the bare id.
+  EXPECT_EQ(of("/kubepods/besteffort/pod" + kPod + "/" + kId), kId);
+  // A pod with no container (its emptyDir's files): no container id.
+  EXPECT_EQ(of("/kubepods/besteffort/pod" + kPod), "");
+  EXPECT_EQ(runtime_container_id(ContainerRef{}), "");
+}
+
+TEST(Containers, ALabelsSchemeComesOffWhereAnIdIsAsked) {
+  EXPECT_EQ(without_runtime_scheme("containerd://" + kId), kId);
+  EXPECT_EQ(without_runtime_scheme("cri-o://3f2a"), "3f2a");
+  EXPECT_EQ(without_runtime_scheme("docker://"), "docker://"); // nothing after it
+  EXPECT_EQ(without_runtime_scheme("rkt://3f2a"), "rkt://3f2a");
+  EXPECT_EQ(without_runtime_scheme("web-1"), "web-1");
+}
+
 } // namespace
 } // namespace shmbpf

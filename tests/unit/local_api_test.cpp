@@ -167,7 +167,7 @@ TEST(ApiClient, NoDaemonIsAClearErrorWithStatus2) {
 }
 
 TEST(LocalApi, BadRequestsAreNamedAndNothingIsReadBeforeReady) {
-  Endpoints endpoints("1.2.3");
+  Endpoints endpoints({"1.2.3", "", ""});
   const LocalApi api(endpoints);
   // Not ready: the model is not there yet.
   EXPECT_EQ(api.get("/v1/segments", {}).status, 503);
@@ -208,7 +208,7 @@ TEST(LocalApi, BadRequestsAreNamedAndNothingIsReadBeforeReady) {
 }
 
 TEST(LocalApi, AWindowLongerThanTheHistoryIsRefused) {
-  Endpoints endpoints("1.2.3");
+  Endpoints endpoints({"1.2.3", "", ""});
   const UsageLog usage;
   const LocalApi api(endpoints, &usage);
   for (const char *bad : {"900.5", "3600", "-5", "soon", "nan"}) {
@@ -229,7 +229,7 @@ TEST(LocalApi, AWindowLongerThanTheHistoryIsRefused) {
 }
 
 TEST(LocalApi, TcpKnowsNoPathWithSegmentNames) {
-  Endpoints endpoints("1.2.3");
+  Endpoints endpoints({"1.2.3", "", ""});
   for (const char *path :
        {"/v1/segments", "/v1/processes", "/v1/containers", "/v1/mounts", "/v1/leaks", "/v1/top"})
     EXPECT_EQ(endpoints.get(path).status, 404) << path;

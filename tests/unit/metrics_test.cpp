@@ -29,6 +29,9 @@ constexpr FileAt kHostShm{26, 25};
 constexpr FileAt kCtrShm{50, 40};
 const std::string kDockerId(64, 'd');
 const std::string kPodCtrId(64, 'c');
+// As the container_id label gives them (kube-state-metrics' form).
+const std::string kDockerCid = "docker://" + kDockerId;
+const std::string kPodCtrCid = "containerd://" + kPodCtrId;
 const std::string kPodUid = "1234abcd-5678-90ab-cdef-1234567890ab";
 const std::string kWeird = "/mnt/we\"ird\\dir\nx";
 
@@ -123,7 +126,7 @@ MetricsCounters counters() {
              {"mm_filemap_delete_from_page_cache", "", Build::fast, "no such tracepoint", "free",
               "frees not seen"}};
   c.attached = true;
-  c.version = "0.1.0";
+  c.agent = {"0.1.0", "0123456789ab", ""};
   c.kernel = "6.1.0-test";
   return c;
 }
@@ -264,7 +267,7 @@ TEST_F(Metrics, EveryFamilyOnceWithHelpAndTypeAndItsSamplesTogether) {
 
 TEST_F(Metrics, SegmentsByContainerMountKindAndState) {
   const std::map<std::string, std::string> host_shm = {
-      {"id", ""}, {"pod_uid", ""}, {"mountpoint", "/dev/shm"}, {"kind", "tmpfs"}};
+      {"container_id", ""}, {"uid", ""}, {"mountpoint", "/dev/shm"}, {"kind", "tmpfs"}};
   auto with = [](std::map<std::string, std::string> m, const std::string &state) {
     m["state"] = state;
     return m;
@@ -276,12 +279,14 @@ TEST_F(Metrics, SegmentsByContainerMountKindAndState) {
   EXPECT_EQ(x.value("shmbpf_segments", {{"kind", "memfd"}, {"state", "unlinked"}}), "1");
   EXPECT_EQ(x.value("shmbpf_segments", {{"kind", "sysv"}, {"mountpoint", ""}}), "1");
   // The docker container's /dev/shm, named as its processes see it.
-  EXPECT_EQ(x.value("shmbpf_segments", {{"id", kDockerId}, {"mountpoint", "/dev/shm"}}), "2");
-  EXPECT_EQ(x.value("shmbpf_segment_bytes", {{"id", kDockerId}, {"mountpoint", "/dev/shm"}}),
-            "24576");
+  EXPECT_EQ(x.value("shmbpf_segments", {{"container_id", kDockerCid}, {"mountpoint", "/dev/shm"}}),
+            "2");
+  EXPECT_EQ(
+      x.value("shmbpf_segment_bytes", {{"container_id", kDockerCid}, {"mountpoint", "/dev/shm"}}),
+      "24576");
   // The pod's container: its uid known, its names not (the runtime's files
   // have not been read).
-  const std::map<std::string, std::string> pod = {{"id", kPodCtrId}, {"pod_uid", kPodUid}};
+  const std::map<std::string, std::string> pod = {{"container_id", kPodCtrCid}, {"uid", kPodUid}};
   EXPECT_EQ(x.value("shmbpf_segments", pod), "1");
   for (const Sample &s : x.of("shmbpf_segments")) {
     EXPECT_EQ(s.labels.at("namespace"), "");
@@ -295,16 +300,16 @@ TEST_F(Metrics, NamesFromTheRuntimesFilesAsCadvisorLabelsThem) {
   engine.set_container_name(kPodCtrId, ContainerName{"api", "api-6b9c", "shop", kPodUid});
   const Exposition named = parse(metrics_text(take_metrics_snapshot(engine, counters())));
   EXPECT_TRUE(named.errors.empty());
-  EXPECT_EQ(
-      named.value(
-          "shmbpf_segments",
-          {{"container", "web-1"}, {"id", kDockerId}, {"pod", ""}, {"mountpoint", "/dev/shm"}}),
-      "2");
+  EXPECT_EQ(named.value("shmbpf_segments", {{"container", "web-1"},
+                                            {"container_id", kDockerCid},
+                                            {"pod", ""},
+                                            {"mountpoint", "/dev/shm"}}),
+            "2");
   EXPECT_EQ(named.value("shmbpf_segments", {{"namespace", "shop"},
                                             {"pod", "api-6b9c"},
-                                            {"pod_uid", kPodUid},
+                                            {"uid", kPodUid},
                                             {"container", "api"},
-                                            {"id", kPodCtrId}}),
+                                            {"container_id", kPodCtrCid}}),
             "1");
   EXPECT_EQ(named.value("shmbpf_mount_used_bytes", {{"device", "0:50"}, {"container", "web-1"}}),
             "24576");
@@ -315,15 +320,15 @@ TEST_F(Metrics, NamesFromTheRuntimesFilesAsCadvisorLabelsThem) {
 
 TEST_F(Metrics, OrphansWhateverTheirAgeAndZeroWhereNone) {
   EXPECT_EQ(x.value("shmbpf_orphaned_segments",
-                    {{"id", ""}, {"mountpoint", "/dev/shm"}, {"kind", "tmpfs"}}),
+                    {{"container_id", ""}, {"mountpoint", "/dev/shm"}, {"kind", "tmpfs"}}),
             "2");
-  EXPECT_EQ(
-      x.value("shmbpf_orphaned_bytes", {{"id", ""}, {"mountpoint", "/dev/shm"}, {"kind", "tmpfs"}}),
-      std::to_string(3 * kMiB));
-  EXPECT_EQ(x.value("shmbpf_orphaned_segments", {{"id", kDockerId}}), "1");
-  EXPECT_EQ(x.value("shmbpf_orphaned_bytes", {{"id", kDockerId}}), "16384");
+  EXPECT_EQ(x.value("shmbpf_orphaned_bytes",
+                    {{"container_id", ""}, {"mountpoint", "/dev/shm"}, {"kind", "tmpfs"}}),
+            std::to_string(3 * kMiB));
+  EXPECT_EQ(x.value("shmbpf_orphaned_segments", {{"container_id", kDockerCid}}), "1");
+  EXPECT_EQ(x.value("shmbpf_orphaned_bytes", {{"container_id", kDockerCid}}), "16384");
   EXPECT_EQ(x.value("shmbpf_orphaned_segments", {{"kind", "memfd"}}), "0");
-  EXPECT_EQ(x.value("shmbpf_orphaned_segments", {{"id", kPodCtrId}}), "0");
+  EXPECT_EQ(x.value("shmbpf_orphaned_segments", {{"container_id", kPodCtrCid}}), "0");
   EXPECT_EQ(x.of("shmbpf_orphaned_segments").size(), x.of("shmbpf_orphaned_bytes").size());
 }
 
@@ -372,10 +377,11 @@ TEST_F(Metrics, OneSeriesPerFilesystemWithItsContainer) {
   const auto used = x.of("shmbpf_mount_used_bytes");
   ASSERT_EQ(used.size(), 4u) << text;
   EXPECT_EQ(x.value("shmbpf_mount_used_bytes", {{"device", "0:50"}}), "24576");
-  EXPECT_EQ(x.value("shmbpf_mount_used_bytes", {{"device", "0:50"}, {"id", kDockerId}}), "24576");
+  EXPECT_EQ(x.value("shmbpf_mount_used_bytes", {{"device", "0:50"}, {"container_id", kDockerCid}}),
+            "24576");
   EXPECT_EQ(x.value("shmbpf_mount_used_bytes", {{"device", "0:50"}, {"mountpoint", "/dev/shm"}}),
             "24576");
-  EXPECT_EQ(x.value("shmbpf_mount_size_bytes", {{"device", "0:26"}, {"id", ""}}),
+  EXPECT_EQ(x.value("shmbpf_mount_size_bytes", {{"device", "0:26"}, {"container_id", ""}}),
             std::to_string(64 * kMiB));
   // /run has no size limit: no size, no time to full.
   EXPECT_EQ(x.value("shmbpf_mount_used_bytes", {{"mountpoint", "/run"}}), "4096");
@@ -384,10 +390,13 @@ TEST_F(Metrics, OneSeriesPerFilesystemWithItsContainer) {
   // A MiB a second with 4 MiB left; the container's does not grow.
   const double to_full = std::stod(x.value("shmbpf_mount_seconds_to_full", {{"device", "0:26"}}));
   EXPECT_NEAR(to_full, 4.0, 0.5);
-  EXPECT_EQ(x.value("shmbpf_mount_seconds_to_full", {{"device", "0:50"}}), "+Inf");
+  // Not growing: no series (never +Inf, which sorts and graphs badly).
+  EXPECT_EQ(x.value("shmbpf_mount_seconds_to_full", {{"device", "0:50"}}), "(none)");
+  EXPECT_EQ(x.value("shmbpf_mount_size_bytes", {{"device", "0:50"}}), std::to_string(64 * kMiB));
   // The container's /dev/shm: its memory limit (64 MiB, 30 MiB charged)
   // with no growth; the host's has no limit to tell.
-  EXPECT_EQ(x.value("shmbpf_mount_seconds_to_memory_limit", {{"device", "0:50"}}), "+Inf");
+  EXPECT_EQ(x.value("shmbpf_mount_seconds_to_memory_limit", {{"device", "0:50"}}), "(none)");
+  EXPECT_EQ(text.find("Inf"), std::string::npos);
   EXPECT_EQ(x.value("shmbpf_mount_seconds_to_memory_limit", {{"device", "0:26"}}), "(none)");
   // The most the host's /dev/shm held: 60 MiB, at the last sample.
   EXPECT_EQ(x.value("shmbpf_mount_peak_used_bytes", {{"device", "0:26"}}),
@@ -395,15 +404,15 @@ TEST_F(Metrics, OneSeriesPerFilesystemWithItsContainer) {
 }
 
 TEST_F(Metrics, EachContainersMemoryCgroup) {
-  EXPECT_EQ(x.value("shmbpf_container_shmem_bytes", {{"id", kDockerId}}),
+  EXPECT_EQ(x.value("shmbpf_container_shmem_bytes", {{"container_id", kDockerCid}}),
             std::to_string(20 * kMiB));
-  EXPECT_EQ(x.value("shmbpf_container_memory_usage_bytes", {{"id", kDockerId}}),
+  EXPECT_EQ(x.value("shmbpf_container_memory_usage_bytes", {{"container_id", kDockerCid}}),
             std::to_string(30 * kMiB));
-  EXPECT_EQ(x.value("shmbpf_container_memory_limit_bytes", {{"id", kDockerId}}),
+  EXPECT_EQ(x.value("shmbpf_container_memory_limit_bytes", {{"container_id", kDockerCid}}),
             std::to_string(64 * kMiB));
-  EXPECT_EQ(x.value("shmbpf_container_shmem_bytes", {{"id", ""}}), std::to_string(kMiB));
+  EXPECT_EQ(x.value("shmbpf_container_shmem_bytes", {{"container_id", ""}}), std::to_string(kMiB));
   // Without a limit, no limit series.
-  EXPECT_EQ(x.value("shmbpf_container_memory_limit_bytes", {{"id", ""}}), "(none)");
+  EXPECT_EQ(x.value("shmbpf_container_memory_limit_bytes", {{"container_id", ""}}), "(none)");
   EXPECT_EQ(x.of("shmbpf_container_shmem_bytes").size(), 2u);
   // The host's top-level cgroups, by path.
   EXPECT_EQ(x.value("shmbpf_cgroup_shmem_bytes", {{"cgroup", "/system.slice"}}),
@@ -426,34 +435,74 @@ TEST_F(Metrics, CountersProgramsAndBuild) {
   EXPECT_EQ(x.value("shmbpf_events_total", {{"event", "oom"}}), "0");
   EXPECT_EQ(x.value("shmbpf_events_lost_total", {}), "5");
   // The synthetic fault names no file: the host's group without a mountpoint.
-  EXPECT_EQ(x.value("shmbpf_sigbus_total", {{"id", ""}, {"mountpoint", ""}}), "1");
+  EXPECT_EQ(x.value("shmbpf_sigbus_total", {{"container_id", ""}, {"mountpoint", ""}}), "1");
   EXPECT_EQ(x.of("shmbpf_sigbus_total").size(), 1u);
   // The container's writes without space, on its own /dev/shm; the host's
   // series is there at 0.
-  EXPECT_EQ(x.value("shmbpf_nospace_total", {{"id", kDockerId}, {"mountpoint", "/dev/shm"}}), "2");
-  EXPECT_EQ(x.value("shmbpf_nospace_total", {{"id", ""}, {"mountpoint", ""}}), "0");
+  EXPECT_EQ(
+      x.value("shmbpf_nospace_total", {{"container_id", kDockerCid}, {"mountpoint", "/dev/shm"}}),
+      "2");
+  EXPECT_EQ(x.value("shmbpf_nospace_total", {{"container_id", ""}, {"mountpoint", ""}}), "0");
   EXPECT_EQ(x.of("shmbpf_nospace_total").size(), 2u);
   // The container's OOM kills, and what the latest found.
-  EXPECT_EQ(x.value("shmbpf_oom_kills_total", {{"id", kDockerId}}), "2");
+  EXPECT_EQ(x.value("shmbpf_oom_kills_total", {{"container_id", kDockerCid}}), "2");
   // The host's series is there at 0, as for the other failures.
-  EXPECT_EQ(x.value("shmbpf_oom_kills_total", {{"id", ""}}), "0");
+  EXPECT_EQ(x.value("shmbpf_oom_kills_total", {{"container_id", ""}}), "0");
   EXPECT_EQ(x.of("shmbpf_oom_kills_total").size(), 2u);
   EXPECT_EQ(x.of("shmbpf_oom_last_kill_shmem_bytes").size(), 1u);
-  EXPECT_EQ(x.value("shmbpf_oom_last_kill_shmem_bytes", {{"id", kDockerId}}),
+  EXPECT_EQ(x.value("shmbpf_oom_last_kill_shmem_bytes", {{"container_id", kDockerCid}}),
             std::to_string(48 * kMiB));
-  EXPECT_EQ(x.value("shmbpf_oom_last_kill_shmem_ratio", {{"id", kDockerId}}), "0.75");
-  EXPECT_EQ(x.value("shmbpf_oom_last_kill_limit_bytes", {{"id", kDockerId}}),
+  EXPECT_EQ(x.value("shmbpf_oom_last_kill_shmem_ratio", {{"container_id", kDockerCid}}), "0.75");
+  EXPECT_EQ(x.value("shmbpf_oom_last_kill_limit_bytes", {{"container_id", kDockerCid}}),
             std::to_string(64 * kMiB));
   // Boot time 10 s (and a few ns) plus the clock's offset.
-  EXPECT_NEAR(std::stod(x.value("shmbpf_oom_last_kill_timestamp_seconds", {{"id", kDockerId}})),
-              1'700'000'010.0, 0.01);
+  EXPECT_NEAR(
+      std::stod(x.value("shmbpf_oom_last_kill_timestamp_seconds", {{"container_id", kDockerCid}})),
+      1'700'000'010.0, 0.01);
   EXPECT_EQ(x.value("shmbpf_bpf_program_attached",
                     {{"hook", "syscalls/sys_exit_openat"},
                      {"program", "tracepoint__syscalls__sys_exit_openat"}}),
             "1");
   EXPECT_EQ(x.value("shmbpf_bpf_program_attached", {{"hook", "mm_filemap_delete_from_page_cache"}}),
             "0");
-  EXPECT_EQ(x.value("shmbpf_build_info", {{"version", "0.1.0"}, {"kernel", "6.1.0-test"}}), "1");
+  EXPECT_EQ(x.value("shmbpf_build_info",
+                    {{"version", "0.1.0"}, {"revision", "0123456789ab"}, {"kernel", "6.1.0-test"}}),
+            "1");
+}
+
+// --node-name: the node on every sample, first; none without it.
+TEST_F(Metrics, TheNodeLabelOnEverySample) {
+  for (const Sample &s : x.samples)
+    EXPECT_EQ(s.labels.count("node"), 0u) << s.name;
+  MetricsCounters c = counters();
+  c.agent.node = "gpu-node-7";
+  c.process = SelfStats{};
+  const std::string with = metrics_text(take_metrics_snapshot(engine, c));
+  const Exposition n = parse(with);
+  EXPECT_TRUE(n.errors.empty());
+  ASSERT_GT(n.samples.size(), x.samples.size()); // the process_* ones too
+  for (const Sample &s : n.samples)
+    EXPECT_EQ(s.labels.count("node") ? s.labels.at("node") : "(none)", "gpu-node-7") << s.name;
+  EXPECT_NE(with.find("process_open_fds{node=\"gpu-node-7\"} 0\n"), std::string::npos) << with;
+  EXPECT_NE(with.find("shmbpf_build_info{node=\"gpu-node-7\",version=\"0.1.0\""),
+            std::string::npos);
+}
+
+// The agent's own process, under the names client libraries give them.
+TEST_F(Metrics, TheAgentsOwnProcess) {
+  for (const char *f : {"process_cpu_seconds_total", "process_resident_memory_bytes"})
+    EXPECT_TRUE(x.of(f).empty()) << f;
+  MetricsCounters c = counters();
+  c.process = SelfStats{12.5, 80 * kMiB, 900 * kMiB, 17, 1024, 1'700'000'000.25};
+  const Exposition p = parse(metrics_text(take_metrics_snapshot(engine, c)));
+  EXPECT_EQ(p.value("process_cpu_seconds_total", {}), "12.5");
+  EXPECT_EQ(p.value("process_resident_memory_bytes", {}), std::to_string(80 * kMiB));
+  EXPECT_EQ(p.value("process_virtual_memory_bytes", {}), std::to_string(900 * kMiB));
+  EXPECT_EQ(p.value("process_open_fds", {}), "17");
+  EXPECT_EQ(p.value("process_max_fds", {}), "1024");
+  EXPECT_EQ(p.value("process_start_time_seconds", {}), "1700000000.25");
+  EXPECT_EQ(p.type.at("process_cpu_seconds_total"), "counter");
+  EXPECT_EQ(p.type.at("process_open_fds"), "gauge");
 }
 
 TEST_F(Metrics, ExportCountersOnlyWithAnExportFile) {
@@ -478,9 +527,10 @@ TEST_F(Metrics, ExportCountersOnlyWithAnExportFile) {
 
 TEST_F(Metrics, NoPidPathOrNameEverALabel) {
   const std::set<std::string> allowed = {
-      "namespace", "pod",    "pod_uid",      "container", "id",   "mountpoint",
-      "kind",      "state",  "device",       "event",     "hook", "program",
-      "version",   "kernel", "userns_owner", "cgroup"}; // the host's top-level cgroups: at most 64
+      "namespace", "pod",    "uid",          "container", "container_id", "mountpoint",
+      "kind",      "state",  "device",       "event",     "hook",         "program",
+      "version",   "kernel", "userns_owner", "cgroup", // the host's top-level cgroups: at most 64
+      "revision",  "node"};
   for (const Sample &s : x.samples)
     for (const auto &[k, v] : s.labels)
       EXPECT_TRUE(allowed.count(k)) << "label " << k << " in " << s.name;

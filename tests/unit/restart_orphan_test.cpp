@@ -204,7 +204,7 @@ TEST_F(RestartOrphan, MetricsCountThemByPodWithZerosForThePodsOtherPlaces) {
     for (size_t at = text.find(family + "{"); at != std::string::npos;
          at = text.find(family + "{", at + 1)) {
       const std::string line = text.substr(at, text.find('\n', at) - at);
-      if (line.find("id=\"" + id + "\"") != std::string::npos)
+      if (line.find("container_id=\"" + id + "\"") != std::string::npos)
         return line;
     }
     return std::string();
@@ -212,7 +212,7 @@ TEST_F(RestartOrphan, MetricsCountThemByPodWithZerosForThePodsOtherPlaces) {
   const std::string first = line_of("shmbpf_restart_orphaned_bytes", kFirst);
   EXPECT_NE(first.find("pod=\"job-7f9c\""), std::string::npos) << text;
   EXPECT_NE(first.find("namespace=\"ml\""), std::string::npos) << first;
-  EXPECT_NE(first.find("pod_uid=\"" + kUid + "\""), std::string::npos) << first;
+  EXPECT_NE(first.find(",uid=\"" + kUid + "\""), std::string::npos) << first;
   EXPECT_TRUE(first.ends_with(" 1048576")) << first;
   EXPECT_TRUE(line_of("shmbpf_restart_orphaned_segments", kFirst).ends_with(" 1")) << text;
   // The running container's place has its 0; the host has no series.

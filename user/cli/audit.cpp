@@ -44,9 +44,11 @@ void add_audit_command(CLI::App &app, AuditOptions &a) {
     rule_ids.emplace_back(r.id);
   audit->add_option("--rule", a.selection.rules, "Only this rule (repeatable)")
       ->check(CLI::IsMember(rule_ids));
-  audit->add_option("--container", a.selection.container,
-                    "Only findings about this container (id, id prefix of 4 or more, or its "
-                    "runtime's name; \"host\" for the host)");
+  audit
+      ->add_option("--container", a.selection.container,
+                   "Only findings about this container (id, id prefix of 4 or more, or its "
+                   "runtime's name; \"host\" for the host)")
+      ->transform(container_id_transform());
   add_runtime_root_option(audit, a.runtime_roots);
   add_ring_buffer_option(audit, a.ring_buffer_bytes);
   add_hooks_option(audit, a.hooks, "light where the kernel has it, else full")->needs("--watch");

@@ -1,6 +1,7 @@
 #include "cli/options.hpp"
 
 #include "daemon/unix_socket.hpp"
+#include "model/containers.hpp"
 #include "model/glob.hpp"
 #include "probe/probe.hpp"
 #include "views/format.hpp"
@@ -140,10 +141,21 @@ void add_verbose_flag(CLI::App *cmd, bool &verbose) {
   cmd->add_flag("-v,--verbose", verbose, "Show libbpf's messages");
 }
 
+CLI::Validator container_id_transform() {
+  return CLI::Validator(
+      [](std::string &id) -> std::string {
+        id = std::string(without_runtime_scheme(id));
+        return {};
+      },
+      "");
+}
+
 void add_container_option(CLI::App *cmd, std::optional<std::string> &container, const char *what) {
   cmd->add_option("--container", container,
                   std::string("Only ") + what +
-                      " of this container (id or id prefix; \"host\" for the host)");
+                      " of this container (id or id prefix, also as a metric's container_id "
+                      "gives it, containerd://<id>; \"host\" for the host)")
+      ->transform(container_id_transform());
 }
 
 // --runtime-root RUNTIME=DIR, repeatable: where a runtime keeps the files

@@ -43,6 +43,8 @@ CLI::Validator socket_path(bool allow_empty);
 void add_ring_buffer_option(CLI::App *cmd, size_t &bytes);
 CLI::Option *add_hooks_option(CLI::App *cmd, std::string &value, const char *auto_means);
 void add_verbose_flag(CLI::App *cmd, bool &verbose);
+// A container_id label's "<runtime>://<id>" taken as the id it holds.
+CLI::Validator container_id_transform();
 void add_container_option(CLI::App *cmd, std::optional<std::string> &container, const char *what);
 // --runtime-root RUNTIME=DIR, repeatable: where a runtime keeps the files
 // that name its containers, on hosts that moved them.

@@ -1,6 +1,7 @@
 #include "daemon/endpoints.hpp"
 
 #include "sources/clock.hpp"
+#include "sources/self_stats.hpp"
 #include "views/prometheus.hpp"
 
 namespace shmbpf {
@@ -37,7 +38,7 @@ void Endpoints::attach(const Monitor &mon, uint32_t host_mntns) {
   counters_.boot_to_realtime_ns = boot_to_realtime_ns();
   counters_.hooks = probe.hooks();
   counters_.attached = probe.attached();
-  counters_.version = version_;
+  counters_.agent = agent_;
   counters_.kernel = probe.features().release;
 }
 
@@ -54,7 +55,7 @@ HttpReply Endpoints::landing() const {
           "text/html; charset=utf-8",
           "<!DOCTYPE html>\n<html><head><title>shmbpf</title></head><body>\n"
           "<h1>shmbpf serve</h1>\n<p>shmbpf " +
-              version_ +
+              agent_.version +
               ": who creates, holds and leaks shared memory on this host.</p>\n<ul>\n"
               "<li><a href=\"/metrics\">/metrics</a>: Prometheus metrics</li>\n"
               "<li><a href=\"/healthz\">/healthz</a>: alive</li>\n"
@@ -98,6 +99,7 @@ HttpReply Endpoints::readiness() const {
 
 HttpReply Endpoints::metrics() const {
   MetricsSnapshot snap;
+  std::optional<SelfStats> self = read_self_stats();
   {
     std::lock_guard lock(mu_);
     if (!mon_ || !ready_.load())
@@ -107,6 +109,7 @@ HttpReply Endpoints::metrics() const {
       c.export_file = exporter_->counters();
     if (reaper_)
       c.reap = reaper_->counters();
+    c.process = self;
     // Only the copy is made under the monitor's lock; the text after.
     snap = mon_->read([&](const Engine &engine, const MonitorStats &stats) {
       c.now_ns = Monitor::now_ns();

@@ -38,7 +38,7 @@ public:
   // liveness probe then restarts a daemon whose loop is stuck.
   static constexpr std::chrono::seconds kStallLimit{60};
 
-  explicit Endpoints(std::string version) : version_(std::move(version)) {}
+  explicit Endpoints(AgentIdentity agent) : agent_(std::move(agent)) {}
 
   // The answer to a GET of path.
   HttpReply get(std::string_view path) const;
@@ -81,7 +81,7 @@ private:
   HttpReply readiness() const;
   HttpReply metrics() const;
 
-  std::string version_;
+  AgentIdentity agent_;
   // Guards mon_ and counters_. Lock order (docs/ARCHITECTURE.md, Locks):
   // this one first, then Monitor's (read() holds it around Monitor::read),
   // never the other way.

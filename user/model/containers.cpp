@@ -132,4 +132,25 @@ std::optional<std::string> pod_uid_of_volume(std::string_view mountpoint) {
   return pod_uid(rest.substr(0, slash));
 }
 
+namespace {
+constexpr std::string_view kRuntimeSchemes[] = {"docker", "containerd", "cri-o", "podman"};
+} // namespace
+
+std::string runtime_container_id(const ContainerRef &c) {
+  if (c.id.empty() || (c.runtime == "kubernetes" && c.id == c.pod_uid))
+    return "";
+  for (std::string_view scheme : kRuntimeSchemes)
+    if (c.runtime == scheme)
+      return std::string(scheme) + "://" + c.id;
+  return c.id;
+}
+
+std::string_view without_runtime_scheme(std::string_view id) {
+  for (std::string_view scheme : kRuntimeSchemes)
+    if (id.size() > scheme.size() + 3 && id.starts_with(scheme) &&
+        id.substr(scheme.size(), 3) == "://")
+      return id.substr(scheme.size() + 3);
+  return id;
+}
+
 } // namespace shmbpf

@@ -31,6 +31,19 @@ struct ContainerRef {
 // the pod uid as id. Anything else is the host: nullopt.
 std::optional<ContainerRef> container_from_cgroup_path(std::string_view path);
 
+// The container's id as Kubernetes writes it in a pod's status
+// (containerID) and kube-state-metrics in its container_id label:
+// "<runtime>://<id>", the runtime as the CRI names itself ("docker",
+// "containerd", "cri-o"; "podman" alike). The bare id where the cgroup path
+// does not name the runtime (the cgroupfs driver's pods: runtime
+// "kubernetes"); "" for the host and for a pod with no container (id is
+// then its uid).
+std::string runtime_container_id(const ContainerRef &c);
+
+// id with a leading "<runtime>://" of the ones above taken off, so that a
+// container_id label's value works where an id is asked for.
+std::string_view without_runtime_scheme(std::string_view id);
+
 // The pod uid of a Kubernetes emptyDir volume as the host mounts it:
 // <kubelet root>/pods/<uid>/volumes/kubernetes.io~empty-dir/<name> (a
 // memory-backed one is a tmpfs). nullopt for any other path.

@@ -7,7 +7,6 @@
 #include "views/relations.hpp"
 
 #include <algorithm>
-#include <limits>
 #include <map>
 #include <optional>
 #include <set>
@@ -23,19 +22,21 @@ namespace {
 
 using Type = PrometheusWriter::Type;
 
-// The labels Kubernetes users join on, as cAdvisor and the kubelet name
-// them: namespace, pod, container (the container's name) and id (the
-// container's id). Names come from the runtime's files and are empty until
-// known, and on the host. A name belongs to one id, so they add no series.
+// The labels Kubernetes users join on, as kube-state-metrics names them:
+// namespace, pod, uid (the pod's), container (the container's name) and
+// container_id ("containerd://<id>": runtime_container_id). Names come from
+// the runtime's files and are empty until known, and on the host. A name
+// belongs to one id, so they add no series.
 struct Owner {
-  std::string_view id;
+  std::string container_id;
   std::string_view name;
   std::string_view pod_uid;
   std::string_view pod;
   std::string_view pod_namespace;
   explicit Owner(const ContainerRef &c)
-      : id(c.id), name(c.name), pod_uid(c.pod_uid), pod(c.pod), pod_namespace(c.pod_namespace) {}
-  auto tie() const { return std::tie(id, name, pod_uid, pod, pod_namespace); }
+      : container_id(runtime_container_id(c)), name(c.name), pod_uid(c.pod_uid), pod(c.pod),
+        pod_namespace(c.pod_namespace) {}
+  auto tie() const { return std::tie(container_id, name, pod_uid, pod, pod_namespace); }
   bool operator<(const Owner &o) const { return tie() < o.tie(); }
 };
 
@@ -95,8 +96,29 @@ std::string userns_owner(const MountState &m) {
 
 void build_info(PrometheusWriter &w, const MetricsCounters &c) {
   w.family("shmbpf_build_info", Type::gauge,
-           "shmbpf's version and the release of the kernel it runs on; always 1.");
-  w.sample({{"version", c.version}, {"kernel", c.kernel}}, uint64_t{1});
+           "shmbpf's version, the commit it was built from and the release of the kernel it "
+           "runs on; always 1.");
+  w.sample({{"version", c.agent.version}, {"revision", c.agent.revision}, {"kernel", c.kernel}},
+           uint64_t{1});
+}
+
+// The agent's own process, under the names every Prometheus client library
+// gives them, so that the dashboards made for those read it.
+void process_metrics(PrometheusWriter &w, const SelfStats &p) {
+  w.family("process_cpu_seconds_total", Type::counter,
+           "User and system CPU time shmbpf has spent, in seconds.");
+  w.sample({}, p.cpu_seconds);
+  w.family("process_resident_memory_bytes", Type::gauge, "shmbpf's resident memory in bytes.");
+  w.sample({}, p.resident_bytes);
+  w.family("process_virtual_memory_bytes", Type::gauge, "shmbpf's virtual memory in bytes.");
+  w.sample({}, p.virtual_bytes);
+  w.family("process_open_fds", Type::gauge, "File descriptors shmbpf has open.");
+  w.sample({}, p.open_fds);
+  w.family("process_max_fds", Type::gauge, "The most file descriptors shmbpf may open.");
+  w.sample({}, p.max_fds);
+  w.family("process_start_time_seconds", Type::gauge,
+           "When shmbpf started, in seconds since the epoch.");
+  w.sample({}, p.start_time_seconds);
 }
 
 // Where segments are, as labels say it.
@@ -138,9 +160,9 @@ void segments(PrometheusWriter &w, const std::vector<SegmentGroup> &groups, cons
       const auto &[place, state] = key;
       w.sample({{"namespace", place.owner.pod_namespace},
                 {"pod", place.owner.pod},
-                {"pod_uid", place.owner.pod_uid},
+                {"uid", place.owner.pod_uid},
                 {"container", place.owner.name},
-                {"id", place.owner.id},
+                {"container_id", place.owner.container_id},
                 {"mountpoint", place.mountpoint},
                 {"kind", to_string(place.kind)},
                 {"state", to_string(state)}},
@@ -153,9 +175,9 @@ void segments(PrometheusWriter &w, const std::vector<SegmentGroup> &groups, cons
     for (const auto &[place, sum] : sums)
       w.sample({{"namespace", place.owner.pod_namespace},
                 {"pod", place.owner.pod},
-                {"pod_uid", place.owner.pod_uid},
+                {"uid", place.owner.pod_uid},
                 {"container", place.owner.name},
-                {"id", place.owner.id},
+                {"container_id", place.owner.container_id},
                 {"mountpoint", place.mountpoint},
                 {"kind", to_string(place.kind)}},
                bytes ? sum.bytes : sum.segments);
@@ -191,12 +213,14 @@ void mounts(PrometheusWriter &w, std::vector<const MountUsage *> fs, const Foldi
     return std::tie(a->container.id, a->mount.mountpoint, a->mount.dev) <
            std::tie(b->container.id, b->mount.mountpoint, b->mount.dev);
   });
-  std::vector<std::string> devices, owners;
+  std::vector<std::string> devices, owners, container_ids;
   devices.reserve(fs.size());
   owners.reserve(fs.size());
+  container_ids.reserve(fs.size());
   for (const MountUsage *m : fs) {
     devices.push_back(dev_string(m->mount.dev));
     owners.push_back(userns_owner(m->mount));
+    container_ids.push_back(runtime_container_id(m->container));
   }
   // One sample per filesystem whose value is known (value gives nullopt
   // for the others).
@@ -209,16 +233,15 @@ void mounts(PrometheusWriter &w, std::vector<const MountUsage *> fs, const Foldi
         continue;
       w.sample({{"namespace", m.container.pod_namespace},
                 {"pod", m.container.pod},
-                {"pod_uid", m.container.pod_uid},
+                {"uid", m.container.pod_uid},
                 {"container", m.container.name},
-                {"id", m.container.id},
+                {"container_id", container_ids[i]},
                 {"mountpoint", m.mount.mountpoint},
                 {"device", devices[i]},
                 {"userns_owner", owners[i]}},
                *v);
     }
   };
-  constexpr double kInf = std::numeric_limits<double>::infinity();
   each("shmbpf_mount_size_bytes",
        "Size limit of a tmpfs or hugetlbfs filesystem; absent when it has none.",
        [](const MountUsage &m) -> std::optional<double> {
@@ -236,20 +259,20 @@ void mounts(PrometheusWriter &w, std::vector<const MountUsage *> fs, const Foldi
        [](const MountUsage &m) { return std::optional(static_cast<double>(m.peak_used_bytes)); });
   each("shmbpf_mount_seconds_to_full",
        "Seconds until a size-limited filesystem is full at its growth over the last minute; "
-       "+Inf when it is not growing.",
+       "absent when it is not growing (or has no size limit).",
        [&](const MountUsage &m) -> std::optional<double> {
          if (m.mount.size_limit == 0)
            return std::nullopt;
-         return m.seconds_to_full.value_or(kInf);
+         return m.seconds_to_full;
        });
   each("shmbpf_mount_seconds_to_memory_limit",
        "Seconds until the memory cgroup of the container that owns the filesystem reaches its "
        "limit at the filesystem's growth (its pages are charged there: an OOM kill, not a "
-       "full mount); +Inf when it is not growing; absent without a known limit.",
+       "full mount); absent when it is not growing, and without a known limit.",
        [&](const MountUsage &m) -> std::optional<double> {
          if (!m.memory_room)
            return std::nullopt;
-         return m.seconds_to_memory_limit.value_or(kInf);
+         return m.seconds_to_memory_limit;
        });
   w.family("shmbpf_mounts_folded", Type::gauge,
            "Filesystems mounted only in user namespaces other than shmbpf's (any user can make "
@@ -274,9 +297,9 @@ void failure_samples(PrometheusWriter &w, const std::vector<FailureGroup> &group
     const auto &[owner, mountpoint] = key;
     w.sample({{"namespace", owner.pod_namespace},
               {"pod", owner.pod},
-              {"pod_uid", owner.pod_uid},
+              {"uid", owner.pod_uid},
               {"container", owner.name},
-              {"id", owner.id},
+              {"container_id", owner.container_id},
               {"mountpoint", mountpoint}},
              count);
   }
@@ -285,9 +308,9 @@ void failure_samples(PrometheusWriter &w, const std::vector<FailureGroup> &group
 template <class T> void owner_sample(PrometheusWriter &w, const Owner &o, T value) {
   w.sample({{"namespace", o.pod_namespace},
             {"pod", o.pod},
-            {"pod_uid", o.pod_uid},
+            {"uid", o.pod_uid},
             {"container", o.name},
-            {"id", o.id}},
+            {"container_id", o.container_id}},
            value);
 }
 
@@ -475,6 +498,10 @@ MetricsSnapshot take_metrics_snapshot(const Engine &engine, MetricsCounters coun
 
 std::string metrics_text(const MetricsSnapshot &snapshot) {
   PrometheusWriter w;
+  // The node on every series, first: metrics of many nodes join the
+  // Kubernetes objects of theirs (kube-state-metrics' node).
+  if (!snapshot.counters.agent.node.empty())
+    w.set_common_label("node", snapshot.counters.agent.node);
   build_info(w, snapshot.counters);
   const std::vector<const MountUsage *> fs =
       one_mount_per_filesystem(snapshot.mounts, snapshot.counters.host_mntns);
@@ -487,6 +514,8 @@ std::string metrics_text(const MetricsSnapshot &snapshot) {
     export_counters(w, *snapshot.counters.export_file);
   if (snapshot.counters.reap)
     reap_counters(w, *snapshot.counters.reap);
+  if (snapshot.counters.process)
+    process_metrics(w, *snapshot.counters.process);
   return w.take();
 }
 

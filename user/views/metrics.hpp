@@ -7,6 +7,7 @@
 
 #include "decode/event.hpp"
 #include "facts/hooks.hpp"
+#include "facts/self_stats.hpp"
 #include "model/engine.hpp"
 
 #include <array>
@@ -34,6 +35,13 @@ struct ReapCounters {
   std::map<std::string, uint64_t> skipped; // by reason (docs/REAP.md)
 };
 
+// Who answers: the same for every scrape of one run.
+struct AgentIdentity {
+  std::string version;  // shmbpf's
+  std::string revision; // the commit it was built from
+  std::string node;     // the node label on every series; "" for none
+};
+
 // What the live loop knows that the engine does not.
 struct MetricsCounters {
   uint64_t now_ns = 0;             // CLOCK_BOOTTIME
@@ -43,10 +51,11 @@ struct MetricsCounters {
   uint64_t lost = 0;                              // records the kernel could not deliver
   std::vector<HookStatus> hooks;                  // every hook and its program, or why it is off
   bool attached = false;                          // the programs are attached
-  std::string version;                            // shmbpf's
-  std::string kernel;                             // the running kernel's release
-  std::optional<ExportCounters> export_file;      // with --export-file only
-  std::optional<ReapCounters> reap;               // with --reap only
+  AgentIdentity agent;
+  std::string kernel;                        // the running kernel's release
+  std::optional<ExportCounters> export_file; // with --export-file only
+  std::optional<ReapCounters> reap;          // with --reap only
+  std::optional<SelfStats> process;          // shmbpf's own process, when read
 };
 
 // Filesystems mounted only in foreign mount namespaces (MountState::foreign:

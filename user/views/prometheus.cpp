@@ -67,13 +67,25 @@ void PrometheusWriter::family(std::string_view name, Type type, std::string_view
   out_ += type == Type::counter ? " counter\n" : " gauge\n";
 }
 
+void PrometheusWriter::set_common_label(std::string_view key, std::string_view value) {
+  common_ = key;
+  common_ += "=\"";
+  append_prometheus_label_value(common_, escape_text(value));
+  common_ += '"';
+}
+
 void PrometheusWriter::sample_prefix(Labels labels) {
   out_ += name_;
-  if (labels.size() == 0) {
+  if (labels.size() == 0 && common_.empty()) {
     out_ += ' ';
     return;
   }
   char sep = '{';
+  if (!common_.empty()) {
+    out_ += sep;
+    out_ += common_;
+    sep = ',';
+  }
   for (const auto &[key, value] : labels) {
     out_ += sep;
     out_ += key;

@@ -33,6 +33,9 @@ public:
   enum class Type { gauge, counter };
   using Labels = std::initializer_list<std::pair<std::string_view, std::string_view>>;
 
+  // A label every sample carries, before its own (key must not be one of
+  // theirs).
+  void set_common_label(std::string_view key, std::string_view value);
   // Starts a family. Counters' names end in _total.
   void family(std::string_view name, Type type, std::string_view help);
   // A sample of the current family. Label values are raw: escaped here.
@@ -46,7 +49,8 @@ private:
   void sample_prefix(Labels labels);
 
   std::string out_;
-  std::string name_; // of the current family
+  std::string name_;   // of the current family
+  std::string common_; // the common label, written: key="value"
 };
 
 } // namespace shmbpf
