@@ -48,12 +48,39 @@ TEST(Listen, RefusesWhatIsNotAnAddressAndAPort) {
 TEST(ServeLog, OneLineStampedInUtcToTheMillisecond) {
   // 2025-01-31 09:51:04.341 UTC
   const int64_t ns = 1738317064LL * 1'000'000'000 + 341'999'999;
-  EXPECT_EQ(log_line(ns, "ready"), "2025-01-31T09:51:04.341Z shmbpf: ready\n");
-  EXPECT_EQ(log_line(0, "x"), "1970-01-01T00:00:00.000Z shmbpf: x\n");
+  const LogFormat text = LogFormat::text;
+  EXPECT_EQ(log_line(ns, LogLevel::info, text, "ready"),
+            "2025-01-31T09:51:04.341Z shmbpf: ready\n");
+  EXPECT_EQ(log_line(0, LogLevel::info, text, "x"), "1970-01-01T00:00:00.000Z shmbpf: x\n");
+  EXPECT_EQ(log_line(0, LogLevel::warn, text, "x"),
+            "1970-01-01T00:00:00.000Z shmbpf: warning: x\n");
+  EXPECT_EQ(log_line(0, LogLevel::error, text, "x"), "1970-01-01T00:00:00.000Z shmbpf: error: x\n");
+}
+
+TEST(ServeLog, LogfmtAndJsonForLogPipelines) {
+  const int64_t ns = 1738317064LL * 1'000'000'000 + 341'000'000;
+  EXPECT_EQ(log_line(ns, LogLevel::warn, LogFormat::logfmt, R"(lost 3 "records" \ x)"),
+            "time=2025-01-31T09:51:04.341Z level=warn msg=\"lost 3 \\\"records\\\" \\\\ x\"\n");
+  EXPECT_EQ(log_line(ns, LogLevel::info, LogFormat::logfmt, "a\nb\x01"),
+            "time=2025-01-31T09:51:04.341Z level=info msg=\"a\\nb\\x01\"\n");
+  // JSON strings go through the one escaping rule first, as all of
+  // shmbpf's JSON does: a newline is shown as \n, then JSON-escaped.
+  EXPECT_EQ(log_line(ns, LogLevel::error, LogFormat::json, "a \"b\"\n"),
+            R"({"time":"2025-01-31T09:51:04.341Z","level":"error","msg":"a \"b\"\\n"})"
+            "\n");
+}
+
+TEST(ServeLog, LevelsAndFormatsByName) {
+  EXPECT_EQ(parse_log_level("debug"), LogLevel::debug);
+  EXPECT_EQ(parse_log_level("warn"), LogLevel::warn);
+  EXPECT_FALSE(parse_log_level("warning"));
+  EXPECT_EQ(parse_log_format("logfmt"), LogFormat::logfmt);
+  EXPECT_FALSE(parse_log_format("JSON"));
+  EXPECT_EQ(to_string(LogLevel::error), "error");
 }
 
 TEST(Endpoints, BeforeTheModelIsThereOnlyHealthAnswersYes) {
-  Endpoints e("1.2.3");
+  Endpoints e({"1.2.3", "", ""});
   EXPECT_EQ(e.get("/healthz").status, 200);
   EXPECT_EQ(e.get("/healthz").body, "ok\n");
   EXPECT_EQ(e.get("/readyz").status, 503);

@@ -89,6 +89,9 @@ struct ServeOptions {
   size_t ring_buffer_bytes = RingBufferSetting::kDefault;
   std::string hooks = "auto"; // --hooks: full, light or auto
   bool verbose = false;
+  std::optional<std::string> node_name; // --node-name; else $NODE_NAME, else the host name
+  std::string log_format = "text";      // --log-format text, logfmt or json
+  std::string log_level = "info";       // --log-level debug, info, warn or error
 };
 
 struct AuditOptions {

@@ -3,19 +3,34 @@
 // or SIGINT.
 #include "cli/app.hpp"
 #include "cli/options.hpp"
+#include "cli/version.hpp"
 
 #include "daemon/daemon.hpp"
 #include "live/signals.hpp"
 
+#include <sys/utsname.h>
+
 #include <cmath>
+#include <cstdlib>
 
 namespace shmbpf {
 
 namespace {
 
+// The node label: as given, else the downward API's NODE_NAME (the
+// DaemonSet sets it to spec.nodeName), else this machine's host name.
+std::string node_name(const ServeOptions &opts) {
+  if (opts.node_name)
+    return *opts.node_name;
+  if (const char *env = std::getenv("NODE_NAME"); env && *env)
+    return env;
+  utsname u{};
+  return uname(&u) == 0 ? std::string(u.nodename) : std::string();
+}
+
 DaemonConfig daemon_config(const ServeOptions &opts) {
   DaemonConfig c;
-  c.version = SHMBPF_VERSION;
+  c.agent = {shmbpf_version(), shmbpf_revision(), node_name(opts)};
   // Each value was checked by its option already.
   c.listen = ListenSetting::parse(opts.listen).value();
   c.export_file = opts.export_file;
@@ -131,13 +146,22 @@ void add_serve_command(CLI::App &app, ServeOptions &s) {
   add_ring_buffer_option(serve, s.ring_buffer_bytes);
   add_hooks_option(serve, s.hooks, "light where the kernel has it, else full");
   add_verbose_flag(serve, s.verbose);
+  serve->add_option("--node-name", s.node_name,
+                    "The node label on every metric (\"\" for none); by default $NODE_NAME, "
+                    "else the host name");
+  serve->add_option(LogSetting::kFormatFlag, s.log_format, LogSetting::kFormatHelp)
+      ->check(CLI::IsMember({"text", "logfmt", "json"}))
+      ->capture_default_str();
+  serve->add_option(LogSetting::kLevelFlag, s.log_level, LogSetting::kLevelHelp)
+      ->check(CLI::IsMember({"debug", "info", "warn", "error"}))
+      ->capture_default_str();
 }
 
 int run_serve(const ServeOptions &opts) {
   DaemonConfig config = daemon_config(opts);
   // Refused before anything is bound or loaded.
   require_bpf_privileges("serve");
-  Log log;
+  Log log(parse_log_format(opts.log_format).value(), parse_log_level(opts.log_level).value());
   Daemon daemon(std::move(config), log);
   install_daemon_signals();
   return daemon.run({stop_requested, take_hangup, stop_signal_name});

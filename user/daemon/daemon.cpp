@@ -28,8 +28,7 @@ std::string seconds_text(std::chrono::milliseconds ms) {
 } // namespace
 
 Daemon::Daemon(DaemonConfig config, Log &log)
-    : config_(std::move(config)), log_(log), endpoints_(config_.version),
-      api_(endpoints_, &usage_) {
+    : config_(std::move(config)), log_(log), endpoints_(config_.agent), api_(endpoints_, &usage_) {
   // Before the tables grow: a daemon keeps them for days, and is started
   // once (docs/BENCHMARKS.md, finding 27).
   small_pages_ = disable_huge_pages();
@@ -102,24 +101,26 @@ void Daemon::bind_socket() {
 
 void Daemon::log_start() const {
   const std::string &socket = config_.socket;
-  log_.line("version " + config_.version + ", listening on http://" + config_.listen.text() +
-            " (/metrics, /healthz, /readyz)" +
-            (socket.empty() ? std::string(", no unix socket")
-                            : " and " + escape_text(socket) + " (the JSON API, /v1/)") +
-            "; loading BPF and scanning");
+  log_.info(
+      "version " + config_.agent.version + " (revision " + config_.agent.revision + ")" +
+      (config_.agent.node.empty() ? std::string() : ", node " + escape_text(config_.agent.node)) +
+      ", listening on http://" + config_.listen.text() + " (/metrics, /healthz, /readyz)" +
+      (socket.empty() ? std::string(", no unix socket")
+                      : " and " + escape_text(socket) + " (the JSON API, /v1/)") +
+      "; loading BPF and scanning");
   if (exporter_)
-    log_.line("exporting events to " + exporter_->path());
+    log_.info("exporting events to " + exporter_->path());
   if (config_.reap)
-    log_.line(
+    log_.info(
         "reaping orphans older than " + std::to_string(std::llround(config_.reap->min_age_s)) +
         " s every " + seconds_text(config_.reap_interval) + " s" +
         (config_.reap->match ? " whose path matches " + escape_text(*config_.reap->match) : ""));
   if (state_)
-    log_.line("keeping state in " + escape_text(state_->path()));
+    log_.info("keeping state in " + escape_text(state_->path()));
   if (!small_pages_)
-    log_.line("transparent huge pages stay on (prctl refused): more memory per segment");
+    log_.warn("transparent huge pages stay on (prctl refused): more memory per segment");
   if (!state_note_.empty())
-    log_.line("ignoring the saved state: " + escape_text(state_note_));
+    log_.warn("ignoring the saved state: " + escape_text(state_note_));
 }
 
 int Daemon::run(const DaemonSignals &signals) {
@@ -138,12 +139,12 @@ int Daemon::run(const DaemonSignals &signals) {
   mopts.runtime_roots = config_.runtime_roots;
   Monitor mon(mopts);
   if (saved_)
-    log_.line("state: " + std::to_string(restored.applied) +
+    log_.info("state: " + std::to_string(restored.applied) +
               " segments keep the creator a previous run saw, " +
               std::to_string(restored.unmatched) + " saved ones are gone or not the same; " +
               std::to_string(restored.mount_peaks) + " mounts keep their peak");
   for (const std::string &note : kernel_notes(mon.session().probe(), config_.verbose))
-    log_.line(note);
+    log_.info(note);
 
   ServeLoopOptions lopts;
   lopts.stop_requested = signals.stop_requested;
@@ -167,16 +168,16 @@ int Daemon::run(const DaemonSignals &signals) {
     summary += "; " + std::to_string(c.records) + " records exported, " +
                std::to_string(c.dropped) + " dropped";
     if (!flushed) {
-      log_.line(summary + "; the export file took nothing for " +
-                std::to_string(kExportFlushLimit.count()) +
-                " s: the records still waiting are lost");
+      log_.error(summary + "; the export file took nothing for " +
+                 std::to_string(kExportFlushLimit.count()) +
+                 " s: the records still waiting are lost");
       // Its writer is blocked in write(2) and uses the exporter, and the
       // log, if it ever returns: nothing may be destroyed under it. The
       // kernel lets go of the programs, the port and the files.
       std::_Exit(1);
     }
   }
-  log_.line(summary);
+  log_.info(summary);
   return status;
 }
 

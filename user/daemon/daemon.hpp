@@ -28,7 +28,7 @@ namespace shmbpf {
 
 // What serve is told, as plain values the command line has checked.
 struct DaemonConfig {
-  std::string version;
+  AgentIdentity agent; // version, revision and the metrics' node label
   ListenAddress listen;
   std::string export_file; // "": no export
   ExportLimits export_limits;

@@ -127,7 +127,7 @@ void Exporter::write_loop() {
         counters_.errors.fetch_add(1, std::memory_order_relaxed);
         note_problem(why + " (writing on to the file open until now)", 1);
       } else {
-        log_.line("export file " + path_ + " reopened");
+        log_.info("export file " + path_ + " reopened");
       }
     }
     const RotatingFile::Outcome out = out_.file.append(batch);
@@ -153,8 +153,8 @@ void Exporter::write_loop() {
   lock.unlock();
   out_.file.close();
   if (out_.unlogged_problems > 0)
-    log_.line("export file " + path_ + ": " + std::to_string(out_.unlogged_problems) +
-              " more errors since the last report");
+    log_.error("export file " + path_ + ": " + std::to_string(out_.unlogged_problems) +
+               " more errors since the last report");
   lock.lock();
   finished_ = true;
   done_.notify_all();
@@ -166,9 +166,9 @@ void Exporter::note_problem(const std::string &what, size_t problems) {
   if (out_.last_log != Clock::time_point{} && now - out_.last_log < kLogEvery)
     return;
   out_.last_log = now;
-  log_.line("export file: " + what + " (" + std::to_string(out_.unlogged_problems) + " errors, " +
-            std::to_string(counters_.dropped.load(std::memory_order_relaxed)) +
-            " records dropped since start); retrying with the next records");
+  log_.error("export file: " + what + " (" + std::to_string(out_.unlogged_problems) + " errors, " +
+             std::to_string(counters_.dropped.load(std::memory_order_relaxed)) +
+             " records dropped since start); retrying with the next records");
   out_.unlogged_problems = 0;
 }
 

@@ -35,11 +35,11 @@ void save_state(const Monitor &mon, const ServeLoopOptions &opts, Log &log, std:
     return;
   Result<void> saved = opts.state->save(text);
   if (!saved) {
-    log.line("could not save the state: " + saved.error());
+    log.error("could not save the state: " + saved.error());
     return;
   }
   if (final)
-    log.line("state saved: " + std::to_string(st.segments.size()) + " segments in " +
+    log.info("state saved: " + std::to_string(st.segments.size()) + " segments in " +
              opts.state->path());
   last = std::move(text);
 }
@@ -91,7 +91,7 @@ int run_serve_loop(Monitor &mon, Endpoints &endpoints, Log &log, const ServeLoop
     take_usage();
   endpoints.heartbeat();
   endpoints.set_ready();
-  log.line(ready_line(mon));
+  log.info(ready_line(mon));
 
   MonitorStats logged = mon.stats();
   auto last_log = Clock::now();
@@ -116,10 +116,10 @@ int run_serve_loop(Monitor &mon, Endpoints &endpoints, Log &log, const ServeLoop
       exporter->after_poll(mon);
     if (opts.take_hangup && opts.take_hangup()) {
       if (exporter) {
-        log.line("SIGHUP: reopening the export file " + exporter->path());
+        log.info("SIGHUP: reopening the export file " + exporter->path());
         exporter->request_reopen();
       } else {
-        log.line("SIGHUP: nothing to reopen (no export file); still running");
+        log.info("SIGHUP: nothing to reopen (no export file); still running");
       }
     }
     if (opts.state && Clock::now() - last_save >= kStateSaveEvery) {
@@ -130,11 +130,11 @@ int run_serve_loop(Monitor &mon, Endpoints &endpoints, Log &log, const ServeLoop
       continue;
     const MonitorStats s = mon.stats();
     if (s.lost != logged.lost)
-      log.line("the kernel lost " + std::to_string(s.lost - logged.lost) +
+      log.warn("the kernel lost " + std::to_string(s.lost - logged.lost) +
                " records (ring buffer full; " + std::to_string(s.lost) +
                " since start): rescanning to catch up; a larger --ring-buffer-size helps");
     if (s.decode_errors != logged.decode_errors)
-      log.line(std::to_string(s.decode_errors - logged.decode_errors) +
+      log.warn(std::to_string(s.decode_errors - logged.decode_errors) +
                " records rejected by the decoder (" + std::to_string(s.decode_errors) +
                " since start)");
     logged = s;

@@ -56,11 +56,11 @@ void ServeReaper::take(std::vector<ReapOutcome> outcomes, Exporter *exporter) {
     const std::string what =
         s.kind == Kind::sysv ? "shmid " + std::to_string(s.key.ino_or_shmid) : escape_text(s.path);
     if (o.status == ReapStatus::freed)
-      log_.line("reaped " + what + ": " + human_bytes(o.bytes) + ", " +
+      log_.info("reaped " + what + ": " + human_bytes(o.bytes) + ", " +
                 container_text(s.container) + ", orphaned for " +
                 human_age(o.target.age_ns / ns_per_sec));
     else if (o.status == ReapStatus::skipped)
-      log_.line("reap skipped " + what + ": " + escape_text(o.detail));
+      log_.info("reap skipped " + what + ": " + escape_text(o.detail));
   }
   if (exporter)
     exporter->reaped(outcomes, "serve", static_cast<uint32_t>(::getpid()));
