@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
-"""The `docker run` that starts deploy/kubernetes/shmbpf.yaml's DaemonSet pod
-the way a kubelet would, for tests/deploy/image.sh: a node without a
-cluster, only Docker.
+"""The `docker run` that starts the DaemonSet's pod (of `kubectl kustomize
+deploy/kubernetes`, a file of the objects it makes) the way a kubelet would,
+for tests/deploy/image.sh: a node without a cluster, only Docker.
 
-    daemonset_run.py <shmbpf.yaml> <temp dir> [--volume HOST:PATH[:ro]]...
+    daemonset_run.py <manifest> <temp dir> [--volume HOST:PATH[:ro]]...
                      [--facts FILE]
 
 Writes on stdout, each followed by a NUL byte: the options of `docker run`,
@@ -32,6 +32,8 @@ Substitutions, each said on stderr:
     task bundles, kubelet's pod logs: a node with Docker only) is an empty
     directory under the temp dir. Docker's -v would create the real path, as
     containerd's CRI does on a node; the test must not.
+  - An env var from the downward API's spec.nodeName (NODE_NAME) is this
+    machine's host name: the node is this machine.
   - Only where /proc/1/ns/cgroup cannot be opened (a sandbox whose PID 1 is no
     init of this machine; on a node it always can): --cgroup=/proc/1/ns/cgroup
     in the command names /proc/2's instead, kthreadd's, which is in the
@@ -126,8 +128,15 @@ def translate(manifest, tmp, extra_volumes):
     if "terminationGracePeriodSeconds" in pod:
         opts += ["--stop-timeout", str(pod["terminationGracePeriodSeconds"])]
     for e in c.get("env", []):
-        known(e, "env[]", {"name", "value"}, {})
-        opts += ["--env", f"{e['name']}={e.get('value', '')}"]
+        known(e, "env[]", {"name", "value", "valueFrom"}, {})
+        value = e.get("value", "")
+        if "valueFrom" in e:
+            field = e["valueFrom"].get("fieldRef", {}).get("fieldPath")
+            if set(e["valueFrom"]) != {"fieldRef"} or field != "spec.nodeName":
+                raise Unsupported(f"env {e['name']}: valueFrom {e['valueFrom']}")
+            value = os.uname().nodename
+            note(f"env {e['name']}: spec.nodeName is this machine's host name, {value}")
+        opts += ["--env", f"{e['name']}={value}"]
 
     res = c.get("resources", {})
     known(res, "resources", {"limits", "requests"}, {})

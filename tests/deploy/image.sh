@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# The DaemonSet starts as shipped: deploy/kubernetes/shmbpf.yaml's pod, run
+# The DaemonSet starts as shipped: the pod of `kubectl kustomize
+# deploy/kubernetes` (the base an operator applies), run
 # by a real Docker from a real image, names another container's /dev/shm.
 #   image.sh <source dir> <build dir> <shmbpf binary>
 # Needs root and Debian's archive (the mirror apt uses), the first time.
@@ -58,6 +59,7 @@ need nsenter util-linux
 need unshare util-linux
 need flock util-linux
 need python3 python3
+need kubectl kubernetes-client
 python3 -c 'import yaml' 2>/dev/null ||
   unable "python3's yaml is missing (Debian package python3-yaml; bash scripts/deps.sh --tests)"
 # Debian's docker.io first, as tests/e2e/dockerd.hpp: its CLI is the one of
@@ -135,7 +137,11 @@ trap 'exit 143' TERM
 
 # The pod, first: a manifest this cannot run fails before the image is
 # built. The facts: the image, the container's name, the probes' paths.
-"$python" "$here/daemonset_run.py" "$src/deploy/kubernetes/shmbpf.yaml" "$tmp" \
+# The manifest is what kustomize makes of the base, with no kubeconfig (no
+# cluster's to ask: kubectl kustomize needs none).
+KUBECONFIG=$tmp/no-kubeconfig kubectl kustomize "$src/deploy/kubernetes" >"$tmp/shmbpf.yaml" ||
+  fail "kubectl kustomize deploy/kubernetes failed"
+"$python" "$here/daemonset_run.py" "$tmp/shmbpf.yaml" "$tmp" \
   --volume "$dk/data/containers:/var/lib/docker/containers:ro" \
   --facts "$tmp/facts" >"$tmp/run.argv"
 mapfile -d '' -t run_argv <"$tmp/run.argv"
@@ -143,9 +149,11 @@ fact() { awk -v k="$1" '$1 == k {print $2; found = 1} END {exit !found}' "$tmp/f
 image=$(fact image) agent=$(fact name) grace=$(fact grace)
 
 # The .deb, as package.deb makes it.
-version=$("$binary" --version | awk '{print $NF}')
+# "shmbpf 0.1.0 (revision …, built …)": the packaged binary must say it all.
+says=$("$binary" --version)
+version=$(awk '{print $2}' <<<"$says")
 [ "${image##*:}" = "$version" ] ||
-  fail "shmbpf.yaml runs $image, the package is $version: the manifest's tag is stale"
+  fail "the DaemonSet runs $image, the package is $version: daemonset.yaml's tag is stale"
 (cd "$build" && cpack -G DEB -B "$tmp/deb" >"$tmp/cpack.log" 2>&1) || {
   cat "$tmp/cpack.log" >&2
   fail "cpack -G DEB failed"
@@ -235,7 +243,7 @@ unshare --mount --propagation private -- env -i PATH=/usr/sbin:/usr/bin:/sbin:/b
 }
 rm -rf "$root/tmp/$(basename "$deb")" "$root"/var/lib/apt/lists/* "$root"/var/cache/apt/*.bin
 got=$(chroot "$root" /usr/sbin/shmbpf --version) || fail "shmbpf does not run in the root"
-[ "$got" = "shmbpf $version" ] || fail "the root's shmbpf says '$got'"
+[ "$got" = "$says" ] || fail "the root's shmbpf says '$got', not '$says'"
 took "root: extract, apt-get install the .deb"
 
 # 2. The test's dockerd.
@@ -264,7 +272,7 @@ tar --numeric-owner -C "$root" -c . | docker import "${changes[@]}" - "$image" >
 rm -rf --one-file-system "$root"
 got=$(docker run --rm --network none "$image" --version 2>&1) ||
   fail "docker run $image --version (the ENTRYPOINT): $got"
-[ "$got" = "shmbpf $version" ] || fail "docker run $image --version says '$got'"
+[ "$got" = "$says" ] || fail "docker run $image --version says '$got', not '$says'"
 took "image: docker import $image"
 
 # The ordinary container's image: busybox, statically linked.
