@@ -1,7 +1,9 @@
 # What `cmake --install` puts where, and the .deb CPack builds from it:
 #   cd build && cpack -G DEB      -> shmbpf_<version>_<arch>.deb
-# The binary in sbin, the systemd unit, the Prometheus rules and one man
-# page per command (docs/man, gzipped as Debian wants them).
+# The binary in sbin, the systemd unit and its /etc/default file, the
+# Prometheus rules, one man page per command (docs/man, gzipped as Debian
+# wants them), the copyright and changelog, and the maintainer scripts
+# (deploy/debian).
 
 # Man pages: the version filled in, then compressed (-n: no name or time
 # in the header, so that two builds of one page are the same bytes).
@@ -19,12 +21,26 @@ foreach(src ${shmbpf_man_sources})
 endforeach()
 add_custom_target(shmbpf_man ALL DEPENDS ${shmbpf_man_pages})
 
+# The changelog, compressed the same way. The version has no Debian
+# revision (a native package), so its name is changelog.gz, not
+# changelog.Debian.gz.
+set(shmbpf_changelog ${CMAKE_BINARY_DIR}/debian/changelog.gz)
+add_custom_command(OUTPUT ${shmbpf_changelog}
+  COMMAND ${CMAKE_COMMAND} -E make_directory ${CMAKE_BINARY_DIR}/debian
+  COMMAND gzip -9 -n -c ${CMAKE_CURRENT_SOURCE_DIR}/deploy/debian/changelog > ${shmbpf_changelog}
+  DEPENDS ${CMAKE_CURRENT_SOURCE_DIR}/deploy/debian/changelog
+  COMMENT "gzip changelog")
+add_custom_target(shmbpf_changelog ALL DEPENDS ${shmbpf_changelog})
+
 install(TARGETS shmbpf RUNTIME DESTINATION sbin)
 install(FILES ${shmbpf_man_pages} DESTINATION share/man/man8)
 install(FILES deploy/prometheus/shmbpf-rules.yml DESTINATION share/shmbpf/prometheus)
 # Where Debian 12's packages put their units (its /lib is /usr/lib); the
 # unit starts /usr/sbin/shmbpf, the .deb's path.
 install(FILES deploy/systemd/shmbpf.service DESTINATION /lib/systemd/system)
+# The unit's arguments (SHMBPF_ARGS), a conffile (deploy/debian/conffiles).
+install(FILES deploy/systemd/shmbpf.default DESTINATION /etc/default RENAME shmbpf)
+install(FILES deploy/debian/copyright ${shmbpf_changelog} DESTINATION share/doc/shmbpf)
 
 # cpack and `make install` package what is built and build nothing
 # themselves: the .deb's test runs beside the other tests of this tree,
@@ -44,12 +60,25 @@ set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 # The libraries the binary links, as dpkg-shlibdeps finds them (libbpf,
 # libelf, ncurses, libmicrohttpd, cpp-httplib, the C and C++ runtimes).
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
-# After the summary line, which CPack writes first.
+# adduser: the postinst makes the group shmbpf with addgroup. dpkg-shlibdeps
+# adds the libraries to it.
+set(CPACK_DEBIAN_PACKAGE_DEPENDS adduser)
+# postinst, prerm, postrm (what dh_installsystemd would write for a unit
+# not enabled at install, restarted after an upgrade where it runs) and
+# conffiles, with Debian's modes whatever the checkout's.
+set(CPACK_DEBIAN_PACKAGE_CONTROL_EXTRA
+    ${CMAKE_CURRENT_SOURCE_DIR}/deploy/debian/postinst
+    ${CMAKE_CURRENT_SOURCE_DIR}/deploy/debian/prerm
+    ${CMAKE_CURRENT_SOURCE_DIR}/deploy/debian/postrm
+    ${CMAKE_CURRENT_SOURCE_DIR}/deploy/debian/conffiles)
+set(CPACK_DEBIAN_PACKAGE_CONTROL_STRICT_PERMISSION ON)
+# After the summary line, which CPack writes first; lines of 80 characters
+# at most (Debian's policy, lintian's extended-description-line-too-long).
 set(CPACK_DEBIAN_PACKAGE_DESCRIPTION
-    "shmbpf observes shared memory on Linux with BPF programs on tracepoints: files on
-tmpfs and hugetlbfs (/dev/shm and the /dev/shm of containers), memfds and System V
-segments. It says who created each segment, who holds it, how many bytes it pins,
-and which ones nobody holds after their creator is gone. shmbpf serve, the host's
-agent, serves this to Prometheus; the package has its systemd unit (not enabled)
-and alerting rules.")
+    "shmbpf observes shared memory on Linux with BPF programs on tracepoints:
+files on tmpfs and hugetlbfs (/dev/shm and the /dev/shm of containers),
+memfds and System V segments. It says who created each segment, who holds
+it, how many bytes it pins, and which ones nobody holds after their creator
+is gone. shmbpf serve, the host's agent, serves this to Prometheus; the
+package has its systemd unit (not enabled) and alerting rules.")
 include(CPack)

@@ -32,6 +32,8 @@ test_pkgs=(
   python3-yaml                             # deploy/'s Kubernetes manifest, parsed
   man-db groff-base                        # the man pages, rendered without a warning
   dpkg-dev                                 # the .deb: cpack's dpkg-shlibdeps, dpkg-deb
+  lintian                                  # the .deb, checked as Debian checks packages
+  systemd-container                        # tests/deploy/systemd_boot.sh: systemd-nspawn boots the unit
   tmux                                     # drives shmbpf top in a real terminal
   python3-torch                            # the PyTorch workloads shmbpf exists for
   qemu-system-x86 busybox-static cpio      # tests/vm: Debian's kernels in guests, their initramfs
@@ -42,6 +44,12 @@ test_pkgs=(
   bindfs                                   # tests/e2e: a FUSE mount whose daemon is stopped, a hung disk
 )
 $tests && pkgs+=("${test_pkgs[@]}")
+# kubectl kustomize renders deploy/kubernetes: Debian's kubernetes-client,
+# unless a kubectl is there already (another package's /usr/bin/kubectl,
+# which kubernetes-client's would collide with: dpkg refuses to overwrite it).
+if $tests && ! command -v kubectl >/dev/null; then
+  pkgs+=(kubernetes-client)
+fi
 missing=()
 for p in "${pkgs[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
