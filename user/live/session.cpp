@@ -135,13 +135,25 @@ bool Session::reread_namespace(const Event &e, uint32_t dev) {
   it->second = now;
   if (reread_.size() > 4096) // namespaces that ended: start again
     reread_ = {{key, now}};
-  if (mount_namespace_of(static_cast<int>(e.pid)) != e.mntns)
+  if (mount_namespace_of(static_cast<int>(e.pid)) == e.mntns) {
+    auto mounts = read_mountinfo(static_cast<int>(e.pid));
+    if (mounts.empty())
+      return false;
+    resolver_.set_namespace(e.mntns, std::move(mounts));
+    return true;
+  }
+  // The caller is gone already (a container's first process that wrote its
+  // file and exited): the table of any process still in the namespace. A
+  // scan of every namespace, so at most every 250 ms whatever the key.
+  if (now - last_refresh_ < std::chrono::milliseconds(250))
     return false;
-  auto mounts = read_mountinfo(static_cast<int>(e.pid));
-  if (mounts.empty())
-    return false;
-  resolver_.set_namespace(e.mntns, std::move(mounts));
-  return true;
+  last_refresh_ = now;
+  bool found = false;
+  for (auto &ns : scan_mount_namespaces()) {
+    found = found || ns.mntns == e.mntns;
+    resolver_.set_namespace(ns.mntns, std::move(ns.mounts));
+  }
+  return found;
 }
 
 void Session::handle(const void *data, size_t len, const EventFn &fn) {
