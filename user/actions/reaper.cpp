@@ -235,13 +235,19 @@ std::optional<FileWork> check_file(const MountDir &mount, size_t index, ReapOutc
 // Taken, it lasts until fd is closed: an open meanwhile waits for that. A
 // break of it would signal SIGIO, whose default ends the process: SIGURG,
 // ignored by default, is asked for instead.
-enum class Lease { taken, refused, unknown };
+// Not the file's owner and without CAP_LEASE (a daemon bounded to fewer
+// capabilities than root's), the kernel says EACCES: then nothing is known
+// of the handles no process shows, and the file is left.
+enum class Lease { taken, refused, denied, unknown };
 Lease take_write_lease(int fd) {
   if (::fcntl(fd, F_SETSIG, SIGURG) != 0)
     return Lease::unknown;
   if (::fcntl(fd, F_SETLEASE, F_WRLCK) == 0)
     return Lease::taken;
-  return errno == EAGAIN ? Lease::refused : Lease::unknown; // EINVAL: no leases here
+  if (errno == EAGAIN)
+    return Lease::refused;
+  return errno == EACCES || errno == EPERM ? Lease::denied
+                                           : Lease::unknown; // EINVAL: no leases here
 }
 
 // The last checks of one file, then its removal.
@@ -276,11 +282,17 @@ void finish_file(FileWork &work, ReapOutcome &o,
   // on the file itself (not its name), leased until the unlink is done.
   const std::string self = "/proc/self/fd/" + std::to_string(work.anchor.get());
   Fd reader(::open(self.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
-  if ((!reader.ok() && errno == EWOULDBLOCK) ||
-      (reader.ok() && take_write_lease(reader.get()) == Lease::refused)) {
+  const Lease lease = reader.ok() ? take_write_lease(reader.get()) : Lease::unknown;
+  if ((!reader.ok() && errno == EWOULDBLOCK) || lease == Lease::refused) {
     skip(o, ReapSkip::held,
          "open by a handle no process shows: an fd in flight over a unix socket, or one "
          "taken since");
+    return;
+  }
+  if (lease == Lease::denied) {
+    skip(o, ReapSkip::failed,
+         "no lease on another user's file without CAP_LEASE: whether a handle no process "
+         "shows holds it is unknown");
     return;
   }
   o.bytes = static_cast<uint64_t>(now.st_blocks) * 512;
