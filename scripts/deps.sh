@@ -22,6 +22,8 @@ pkgs=(
   libncurses-dev                           # shmbpf top's terminal UI
   libmicrohttpd-dev                        # shmbpf serve's HTTP server (/metrics, /healthz, /v1/)
   libcpp-httplib-dev                       # the clients of serve's unix socket (ls, leaks, reap)
+  libyaml-cpp-dev                          # serve --web-config-file's YAML
+  libgnutls28-dev libcrypt-dev             # its TLS files and client certificates; bcrypt (crypt(3))
 )
 test_pkgs=(
   libgtest-dev nlohmann-json3-dev          # tests (JSON only to parse our NDJSON in tests)
@@ -42,6 +44,7 @@ test_pkgs=(
   xz-utils zstd                            # tests/vm: unpacking those kernels
   mmdebstrap                               # tests/deploy/image.sh: the image's Debian 12 root
   bindfs                                   # tests/e2e: a FUSE mount whose daemon is stopped, a hung disk
+  openssl curl                             # tests/e2e: serve's TLS (a CA and certificates), its https client
 )
 $tests && pkgs+=("${test_pkgs[@]}")
 # kubectl kustomize renders deploy/kubernetes: Debian's kubernetes-client,

@@ -73,6 +73,7 @@ struct DoctorCliOptions {
 
 struct ServeOptions {
   std::string listen = ListenSetting::kDefault; // --listen ADDR:PORT
+  std::string web_config_file;                  // --web-config-file PATH: TLS, basic auth
   std::string export_file;                      // "": no export
   double export_max_size_mb = ExportFileSetting::kDefaultMaxSizeMb;
   unsigned export_max_backups = ExportFileSetting::kDefaultMaxBackups;

@@ -33,6 +33,7 @@ DaemonConfig daemon_config(const ServeOptions &opts) {
   c.agent = {shmbpf_version(), shmbpf_revision(), node_name(opts)};
   // Each value was checked by its option already.
   c.listen = ListenSetting::parse(opts.listen).value();
+  c.web_config_file = opts.web_config_file; // read by the daemon, before it binds
   c.export_file = opts.export_file;
   if (!c.export_file.empty())
     c.export_limits = {ExportFileSetting::max_bytes(opts.export_max_size_mb).value(),
@@ -73,6 +74,12 @@ void add_serve_command(CLI::App &app, ServeOptions &s) {
   serve->add_option(ListenSetting::kFlag, s.listen, ListenSetting::kHelp)
       ->check(listen)
       ->capture_default_str();
+  serve->add_option(WebConfigSetting::kFlag, s.web_config_file, WebConfigSetting::kHelp)
+      ->check(CLI::Validator(
+          [](std::string &path) -> std::string {
+            return path.empty() ? "must name a file" : std::string();
+          },
+          "PATH"));
   auto *export_file =
       serve->add_option(ExportFileSetting::kFlag, s.export_file, ExportFileSetting::kHelp);
   export_file->check(CLI::Validator(

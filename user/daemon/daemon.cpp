@@ -13,6 +13,8 @@
 
 #include <cmath>
 #include <cstdlib>
+#include <string>
+#include <vector>
 
 namespace shmbpf {
 
@@ -32,6 +34,7 @@ Daemon::Daemon(DaemonConfig config, Log &log)
   // Before the tables grow: a daemon keeps them for days, and is started
   // once (docs/BENCHMARKS.md, finding 27).
   small_pages_ = disable_huge_pages();
+  WebSecurity web = load_web_config();
   open_files();
   endpoints_.set_exporter(exporter_.get());
   if (config_.reap) {
@@ -42,7 +45,8 @@ Daemon::Daemon(DaemonConfig config, Log &log)
   // the rest.
   http_ = std::make_unique<HttpServer>(
       config_.listen,
-      [this](std::string_view path, const HttpQuery &) { return endpoints_.get(path); });
+      [this](std::string_view path, const HttpQuery &) { return endpoints_.get(path); },
+      std::move(web));
   bind_socket();
 }
 
@@ -50,6 +54,28 @@ Daemon::~Daemon() {
   local_.reset(); // no request may find the token gone
   if (!token_.empty())
     remove_socket_token(config_.socket, token_);
+}
+
+// --web-config-file and the files it names, read first: a bad one is
+// refused before anything else is opened.
+WebSecurity Daemon::load_web_config() {
+  if (config_.web_config_file.empty())
+    return {};
+  auto web = WebConfigSetting::load(config_.web_config_file);
+  if (!web)
+    throw FatalError(std::string(WebConfigSetting::kFlag) + " " +
+                         escape_text(config_.web_config_file),
+                     web.error(), Exit::refused);
+  https_ = web->tls.has_value();
+  std::vector<std::string> notes;
+  if (web->tls && !web->tls->client_ca_pem.empty())
+    notes.push_back("client certificates required");
+  if (!web->users.empty())
+    notes.push_back("basic auth for " + std::to_string(web->users.size()) + " user" +
+                    (web->users.size() == 1 ? "" : "s") + " (not /healthz, /readyz)");
+  for (const std::string &n : notes)
+    web_note_ += (web_note_.empty() ? "" : ", ") + n;
+  return std::move(*web);
 }
 
 // The export file and the state directory: a path that cannot be written
@@ -104,7 +130,8 @@ void Daemon::log_start() const {
   log_.info(
       "version " + config_.agent.version + " (revision " + config_.agent.revision + ")" +
       (config_.agent.node.empty() ? std::string() : ", node " + escape_text(config_.agent.node)) +
-      ", listening on http://" + config_.listen.text() + " (/metrics, /healthz, /readyz)" +
+      ", listening on " + (https_ ? "https://" : "http://") + config_.listen.text() +
+      " (/metrics, /healthz, /readyz" + (web_note_.empty() ? "" : "; " + web_note_) + ")" +
       (socket.empty() ? std::string(", no unix socket")
                       : " and " + escape_text(socket) + " (the JSON API, /v1/)") +
       "; loading BPF and scanning");

@@ -13,6 +13,7 @@
 #include "daemon/serve_reaper.hpp"
 #include "daemon/state_file.hpp"
 #include "daemon/usage_log.hpp"
+#include "daemon/web_config.hpp"
 #include "model/reap.hpp"
 #include "sources/runtime_names.hpp"
 
@@ -30,7 +31,8 @@ namespace shmbpf {
 struct DaemonConfig {
   AgentIdentity agent; // version, revision and the metrics' node label
   ListenAddress listen;
-  std::string export_file; // "": no export
+  std::string web_config_file; // "": plain HTTP, no basic auth
+  std::string export_file;     // "": no export
   ExportLimits export_limits;
   std::string socket; // "": no unix socket (and no JSON API)
   std::optional<gid_t> socket_group;
@@ -65,6 +67,7 @@ public:
   int run(const DaemonSignals &signals);
 
 private:
+  WebSecurity load_web_config();
   void open_files();
   void bind_socket();
   void log_start() const;
@@ -72,6 +75,8 @@ private:
   DaemonConfig config_;
   Log &log_;
   bool small_pages_ = false; // transparent huge pages turned off for this process
+  std::string web_note_;     // what the port asks of clients ("" for nothing), for the log
+  bool https_ = false;
   std::unique_ptr<Exporter> exporter_;
   std::unique_ptr<StateFile> state_;
   std::optional<SavedState> saved_;

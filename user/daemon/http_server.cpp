@@ -1,5 +1,6 @@
 #include "daemon/http_server.hpp"
 
+#include "daemon/http_access.hpp"
 #include "daemon/unix_socket.hpp"
 #include "facts/result.hpp"
 #include "views/escape.hpp"
@@ -130,8 +131,10 @@ socklen_t socket_address(const ListenAddress &addr, sockaddr_storage &ss) {
 } // namespace
 
 struct HttpServer::Impl {
+  explicit Impl(WebSecurity web) : access(std::move(web)) {}
   GetFn get;
   PostFn post;
+  HttpAccess access; // TLS and basic auth: nothing on the unix socket
   int listen_fd = -1;
   int wake_fd = -1;
   MHD_Daemon *daemon = nullptr;
@@ -264,8 +267,8 @@ struct HttpServer::Impl {
   }
 
   // What a request's headers alone refuse: a method not served, ambiguous
-  // framing, any path but a probe's on a probe slot, a POST from anyone but
-  // root or too large.
+  // framing, any path but a probe's on a probe slot, missing credentials, a
+  // POST from anyone but root or too large.
   std::optional<HttpReply> refuse(MHD_Connection *c, std::string_view path,
                                   std::string_view method) {
     const int fd = connection_fd(c);
@@ -284,6 +287,8 @@ struct HttpServer::Impl {
     if (on_probe_slot(fd) && (is_post || !is_probe(path)))
       return text_reply(503, "busy: every connection is taken; this one answers only /healthz "
                              "and /readyz\n");
+    if (auto denied = access.refuse(c, is_probe(path)))
+      return denied;
     if (!is_post)
       return std::nullopt;
     if (!peer_is_root(fd))
@@ -313,20 +318,24 @@ void on_completed(void *cls, MHD_Connection *c, void **ctx, MHD_RequestTerminati
 
 void on_connection(void *cls, MHD_Connection *c, void **, MHD_ConnectionNotificationCode code) {
   auto *impl = static_cast<HttpServer::Impl *>(cls);
-  if (code == MHD_CONNECTION_NOTIFY_STARTED)
+  if (code == MHD_CONNECTION_NOTIFY_STARTED) {
     impl->started(connection_fd(c));
-  else
+    if (!impl->access.connection_started(c))
+      shutdown(connection_fd(c), SHUT_RDWR); // fails closed
+  } else
     impl->closed(connection_fd(c));
 }
 
 } // namespace
 
-HttpServer::HttpServer(GetFn get, PostFn post) : impl_(std::make_unique<Impl>()) {
+HttpServer::HttpServer(GetFn get, PostFn post, WebSecurity web)
+    : impl_(std::make_unique<Impl>(std::move(web))) {
   impl_->get = std::move(get);
   impl_->post = std::move(post);
 }
 
-HttpServer::HttpServer(const ListenAddress &addr, GetFn get) : HttpServer(std::move(get), {}) {
+HttpServer::HttpServer(const ListenAddress &addr, GetFn get, WebSecurity web)
+    : HttpServer(std::move(get), {}, std::move(web)) {
   const std::string where = "serve";
   const int family = addr.ipv6 ? AF_INET6 : AF_INET;
   sockaddr_storage ss{};
@@ -350,7 +359,7 @@ HttpServer::HttpServer(const ListenAddress &addr, GetFn get) : HttpServer(std::m
 }
 
 HttpServer::HttpServer(const UnixSocketAddress &addr, GetFn get, PostFn post)
-    : HttpServer(std::move(get), std::move(post)) {
+    : HttpServer(std::move(get), std::move(post), {}) {
   const std::string where = "socket " + escape_text(addr.path);
   prepare_socket_path(addr.path);
   sockaddr_un un{};
@@ -391,8 +400,9 @@ void HttpServer::start(unsigned per_address) {
   if (m.wake_fd < 0)
     throw FatalError("serve", std::string("cannot start HTTP: ") + std::strerror(errno),
                      Exit::refused);
-  const unsigned flags =
-      MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL | MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC;
+  // The connections accept_one() hands over get TLS from the library too.
+  const unsigned flags = MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_EPOLL |
+                         MHD_USE_NO_LISTEN_SOCKET | MHD_USE_ITC | m.access.flags();
   // An option and its value a line, each value of the type the library
   // reads (unsigned int, size_t, int). Strict: HTTP/1.1 needs Host, and a
   // target has no space.
@@ -406,6 +416,7 @@ void HttpServer::start(unsigned per_address) {
       MHD_OPTION_STRICT_FOR_CLIENT, 1,
       MHD_OPTION_NOTIFY_COMPLETED, &on_completed, &m,
       MHD_OPTION_NOTIFY_CONNECTION, &on_connection, &m,
+      MHD_OPTION_ARRAY, m.access.options(),
       MHD_OPTION_END);
   // clang-format on
   if (!m.daemon)

@@ -10,6 +10,7 @@
 
 #include "daemon/endpoints.hpp"
 #include "daemon/listen.hpp"
+#include "daemon/web_config.hpp"
 
 #include <sys/types.h>
 
@@ -58,9 +59,10 @@ public:
   static constexpr const char *kTokenHeader = "Shmbpf-Token";
   static constexpr size_t kMaxPostBody = HttpLimits::kMaxPostBody;
 
-  // Binds addr, then serves GETs with get until destroyed. Throws
+  // Binds addr, then serves GETs with get until destroyed, over TLS and
+  // behind basic auth when web asks for them (http_access). Throws
   // FatalError (exit status 2) when addr cannot be bound: nothing runs then.
-  HttpServer(const ListenAddress &addr, GetFn get);
+  HttpServer(const ListenAddress &addr, GetFn get, WebSecurity web = {});
   // The same on a unix socket made with SocketSetting::kMode (a stale one
   // replaced, a live daemon's refused: prepare_socket_path), removed again
   // by the destructor; POSTs go to post when given, from root's processes
@@ -74,7 +76,7 @@ public:
   struct Impl;
 
 private:
-  HttpServer(GetFn get, PostFn post);
+  HttpServer(GetFn get, PostFn post, WebSecurity web);
   void start(unsigned per_address);
   void remove_socket();
 
