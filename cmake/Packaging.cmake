@@ -32,6 +32,29 @@ add_custom_command(OUTPUT ${shmbpf_changelog}
   COMMENT "gzip changelog")
 add_custom_target(shmbpf_changelog ALL DEPENDS ${shmbpf_changelog})
 
+# Shell completion, written by the binary itself (shmbpf completion): where
+# Debian's bash-completion, zsh and fish look. A cross build has a binary
+# that cannot run here: its scripts come from the emulator, if one is set.
+if(NOT CMAKE_CROSSCOMPILING OR CMAKE_CROSSCOMPILING_EMULATOR)
+  set(shmbpf_completion_dir ${CMAKE_BINARY_DIR}/completion)
+  set(shmbpf_completions "")
+  foreach(shell bash zsh fish)
+    set(out ${shmbpf_completion_dir}/shmbpf.${shell})
+    add_custom_command(OUTPUT ${out}
+      COMMAND ${CMAKE_COMMAND} -E make_directory ${shmbpf_completion_dir}
+      COMMAND ${CMAKE_CROSSCOMPILING_EMULATOR} $<TARGET_FILE:shmbpf> completion ${shell} > ${out}
+      DEPENDS shmbpf
+      COMMENT "shmbpf completion ${shell}")
+    list(APPEND shmbpf_completions ${out})
+  endforeach()
+  add_custom_target(shmbpf_completion ALL DEPENDS ${shmbpf_completions})
+  install(FILES ${shmbpf_completion_dir}/shmbpf.bash
+          DESTINATION share/bash-completion/completions RENAME shmbpf)
+  install(FILES ${shmbpf_completion_dir}/shmbpf.zsh
+          DESTINATION share/zsh/vendor-completions RENAME _shmbpf)
+  install(FILES ${shmbpf_completion_dir}/shmbpf.fish DESTINATION share/fish/vendor_completions.d)
+endif()
+
 install(TARGETS shmbpf RUNTIME DESTINATION sbin)
 install(FILES ${shmbpf_man_pages} DESTINATION share/man/man8)
 install(FILES deploy/prometheus/shmbpf-rules.yml DESTINATION share/shmbpf/prometheus)

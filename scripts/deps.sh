@@ -37,6 +37,7 @@ test_pkgs=(
   lintian                                  # the .deb, checked as Debian checks packages
   systemd-container                        # tests/deploy/systemd_boot.sh: systemd-nspawn boots the unit
   tmux                                     # drives shmbpf top in a real terminal
+  zsh fish                                 # shmbpf completion's scripts, in their shells
   python3-torch                            # the PyTorch workloads shmbpf exists for
   qemu-system-x86 busybox-static cpio      # tests/vm: Debian's kernels in guests, their initramfs
   docker.io                                # tests/e2e: a real dockerd names its containers

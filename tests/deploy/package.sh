@@ -67,7 +67,8 @@ done
 list=$(dpkg-deb -c "$deb" | awk '{print $NF}')
 want=(./usr/sbin/shmbpf ./lib/systemd/system/shmbpf.service ./etc/default/shmbpf
   ./usr/share/shmbpf/prometheus/shmbpf-rules.yml ./usr/share/doc/shmbpf/copyright
-  ./usr/share/doc/shmbpf/changelog.gz)
+  ./usr/share/doc/shmbpf/changelog.gz ./usr/share/bash-completion/completions/shmbpf
+  ./usr/share/zsh/vendor-completions/_shmbpf ./usr/share/fish/vendor_completions.d/shmbpf.fish)
 for page in "$src"/docs/man/*.8; do
   want+=("./usr/share/man/man8/$(basename "$page").gz")
 done

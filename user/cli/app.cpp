@@ -44,6 +44,7 @@ std::unique_ptr<CLI::App> make_app(CliOptions &opts) {
   add_serve_command(*app, opts.serve);
   add_audit_command(*app, opts.audit);
   add_reap_command(*app, opts.reap);
+  add_completion_command(*app, opts.completion);
   require_decimal(*app);
   return app;
 }
@@ -102,6 +103,8 @@ int run_cli(int argc, char **argv) {
       return run_audit(opts.audit);
     if (app->got_subcommand("reap"))
       return run_reap(opts.reap);
+    if (app->got_subcommand("completion"))
+      return run_completion(*app, opts.completion);
   } catch (const FatalError &e) {
     std::fprintf(stderr, "shmbpf: %s\n", e.what());
     return std::max(e.exit_code(), error_status);

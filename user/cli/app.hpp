@@ -120,6 +120,10 @@ struct ReapOptions {
   std::string daemon_socket = SocketSetting::kDefault;
 };
 
+struct CompletionOptions {
+  std::string shell; // bash, zsh or fish
+};
+
 struct CliOptions {
   TraceOptions trace;
   LsOptions ls;
@@ -129,6 +133,7 @@ struct CliOptions {
   ServeOptions serve;
   AuditOptions audit;
   ReapOptions reap;
+  CompletionOptions completion;
 };
 
 // Builds the app; parsed values land in opts. Subcommands are named "trace".
@@ -143,6 +148,7 @@ void add_doctor_command(CLI::App &app, DoctorCliOptions &d);
 void add_serve_command(CLI::App &app, ServeOptions &s);
 void add_audit_command(CLI::App &app, AuditOptions &a);
 void add_reap_command(CLI::App &app, ReapOptions &r);
+void add_completion_command(CLI::App &app, CompletionOptions &o);
 
 // Parses and runs; returns the process exit status.
 int run_cli(int argc, char **argv);
@@ -173,5 +179,8 @@ int run_audit(const AuditOptions &opts);
 // `shmbpf reap`: 0 everything selected was freed (or would be, or nothing
 // was selected), 1 something selected was skipped, 2 error.
 int run_reap(const ReapOptions &opts);
+
+// `shmbpf completion SHELL`: the script, read from app's commands and options.
+int run_completion(const CLI::App &app, const CompletionOptions &opts);
 
 } // namespace shmbpf
