@@ -8,6 +8,7 @@
 #include <crypt.h>
 
 #include <string>
+#include <thread>
 
 namespace shmbpf {
 namespace {
@@ -98,6 +99,31 @@ TEST(BasicAuth, ForgetsTheOldestPairWhenFull) {
   EXPECT_EQ(auth.bcrypt_runs(), n) << "the newest pair was forgotten";
   EXPECT_TRUE(auth.check("user0", "password0"));
   EXPECT_EQ(auth.bcrypt_runs(), n + 1) << "the oldest pair was still remembered";
+}
+
+// A wrong pair that comes while a bcrypt runs is refused at once, not
+// queued behind it: a client guessing passwords holds one of the server's
+// threads, and a remembered pair is still let in meanwhile.
+TEST(BasicAuth, APairThatComesWhileABcryptRunsIsRefusedAtOnce) {
+  char salt[CRYPT_GENSALT_OUTPUT_SIZE];
+  ASSERT_TRUE(crypt_gensalt_rn("$2b$", 15, nullptr, 0, salt, sizeof salt)); // a second or more
+  crypt_data data{};
+  const char *slow = crypt_r("slow", salt, &data);
+  ASSERT_TRUE(slow && *slow == '$');
+  BasicAuth auth({{"prometheus", kHorse}, {"guesser", slow}});
+  ASSERT_TRUE(auth.check("prometheus", "right horse"));
+  ASSERT_EQ(auth.bcrypt_runs(), 1u);
+  std::thread guess([&] { EXPECT_FALSE(auth.check("guesser", "wrong")); });
+  while (auth.bcrypt_runs() < 2)
+    std::this_thread::yield();
+  EXPECT_FALSE(auth.check("prometheus", "wrong horse"));
+  EXPECT_TRUE(auth.check("prometheus", "right horse")); // remembered
+  // Refused without a bcrypt of its own (queued, it would have run one
+  // once the slow one ended).
+  EXPECT_EQ(auth.busy_refusals(), 1u);
+  EXPECT_EQ(auth.bcrypt_runs(), 2u);
+  guess.join();
+  EXPECT_EQ(auth.bcrypt_runs(), 2u);
 }
 
 TEST(BasicAuth, NoUsersLetsNobodyIn) {

@@ -93,7 +93,11 @@ void BasicAuth::remember(const Digest &d) {
 
 bool BasicAuth::bcrypt_matches(std::string_view password, const std::string &hash) {
   const Scrubbed phrase{std::string(password)};
-  std::lock_guard lock(bcrypt_mu_);
+  std::unique_lock lock(bcrypt_mu_, std::try_to_lock);
+  if (!lock.owns_lock()) {
+    busy_.fetch_add(1);
+    return false;
+  }
   runs_.fetch_add(1);
   const char *out = crypt_r(phrase.text.c_str(), hash.c_str(), data_.get());
   // A failure is NULL or a token that starts with '*', never a hash.

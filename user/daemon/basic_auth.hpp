@@ -5,8 +5,10 @@
 // Prometheus scrapes every few seconds: a pair found right is remembered,
 // as the SHA-256 of user, password and hash (never the password), so the
 // next scrape costs a hash, not a bcrypt. A wrong pair is never remembered
-// and always pays: one bcrypt at a time, so a client guessing passwords
-// holds one of the server's threads, not every core. An unknown user pays
+// and always pays: one bcrypt at a time, and a pair that comes while one
+// runs is refused at once rather than queued, so a client guessing
+// passwords holds one of the server's threads, never all of them (the
+// probes and a remembered Prometheus are answered by the others). An unknown user pays
 // the same bcrypt as a known one, so the time of a 401 does not tell which
 // users exist.
 #pragma once
@@ -41,10 +43,13 @@ public:
   BasicAuth(const BasicAuth &) = delete;
   BasicAuth &operator=(const BasicAuth &) = delete;
 
-  // True when password is user's. Safe from any thread.
+  // True when password is user's; false too, without checking, when a
+  // bcrypt is running for another request. Safe from any thread.
   bool check(std::string_view user, std::string_view password);
   // How many times bcrypt ran: for tests of what is remembered.
   uint64_t bcrypt_runs() const { return runs_.load(); }
+  // How many pairs were refused because a bcrypt was running.
+  uint64_t busy_refusals() const { return busy_.load(); }
 
 private:
   using Digest = std::array<unsigned char, 32>;
@@ -59,6 +64,7 @@ private:
   std::mutex bcrypt_mu_;     // guards data_: one bcrypt at a time
   std::unique_ptr<crypt_data> data_;
   std::atomic<uint64_t> runs_{0};
+  std::atomic<uint64_t> busy_{0};
 };
 
 } // namespace shmbpf
