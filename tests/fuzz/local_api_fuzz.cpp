@@ -46,7 +46,7 @@ HttpQuery query_of(std::string_view q) {
 }
 
 struct Daemon {
-  Endpoints endpoints{"0.0.0"};
+  Endpoints endpoints{AgentIdentity{"0.0.0", "", ""}};
   Log log;
   Exporter exporter{
       RotatingFile::over_descriptor(::open("/dev/null", O_WRONLY | O_CLOEXEC), "/dev/null"),
