@@ -35,18 +35,6 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 src=$1 build=$2 binary=$3
 
-unable() {
-  if [ "${CI:-}" = true ]; then
-    echo "FAIL: $*" >&2
-    exit 1
-  fi
-  echo "SKIP: $*"
-  exit 77
-}
-fail() {
-  echo "FAIL: $*" >&2
-  exit 1
-}
 [ "$(id -u)" = 0 ] || unable "needs root (chroot, dockerd, BPF)"
 need cpack cmake
 need dpkg-deb dpkg
@@ -76,18 +64,6 @@ docker_bin=$(pick /usr/bin/docker /usr/local/bin/docker)
 busybox_bin=$(pick /bin/busybox /usr/bin/busybox)
 python=$(command -v python3)
 
-# Timings: each step's seconds, printed as it ends and again at the end.
-timings=()
-last=${EPOCHREALTIME/./}
-start=$last
-took() {
-  local now=${EPOCHREALTIME/./} line
-  line=$(printf 'time: %-40s %6d.%01d s' "$1" $(((now - last) / 1000000)) \
-    $(((now - last) % 1000000 / 100000)))
-  echo "$line"
-  timings+=("$line")
-  last=$now
-}
 
 tmp=$(mktemp -d /tmp/shmbpf-image-XXXXXX)
 dk=$tmp/docker # the test dockerd's: data root, exec root, socket, log
@@ -154,13 +130,7 @@ says=$("$binary" --version)
 version=$(awk '{print $2}' <<<"$says")
 [ "${image##*:}" = "$version" ] ||
   fail "the DaemonSet runs $image, the package is $version: daemonset.yaml's tag is stale"
-(cd "$build" && cpack -G DEB -B "$tmp/deb" >"$tmp/cpack.log" 2>&1) || {
-  cat "$tmp/cpack.log" >&2
-  fail "cpack -G DEB failed"
-}
-deb=$(echo "$tmp"/deb/shmbpf_"$version"_*.deb)
-[ -f "$deb" ] || fail "cpack made no shmbpf_${version}_*.deb: $(ls "$tmp/deb")"
-took "cpack -G DEB"
+make_deb "$build" "$tmp/deb" "$version"
 
 # 1. The base root: minbase, the .deb's Depends (their first alternatives)
 # and util-linux for the DaemonSet's nsenter (essential: in minbase
@@ -169,18 +139,7 @@ took "cpack -G DEB"
 # newer packages.
 suite=bookworm
 include=(util-linux)
-mapfile -t -O 1 include < <(dpkg-deb -f "$deb" Depends | tr ',' '\n' |
-  sed 's/|.*//; s/(.*)//; s/:any//; s/[[:space:]]//g' | grep . | sort -u)
-# shellcheck disable=SC2016 # apt's $(FIELD)s, not the shell's
-sources=$(apt-get indextargets --format '$(TARGET_OF) $(IDENTIFIER) $(REPO_URI) $(RELEASE) $(COMPONENT)' |
-  awk -v s="$suite" '$1 == "deb" && $2 == "Packages" && ($4 == s || index($4, s "-") == 1) {
-    print "deb " $3 " " $4 " " $5 }' | sort -u)
-[ -n "$sources" ] || unable "apt has no source for Debian $suite (apt-get indextargets)"
-aptopts=()
-for opt in Acquire::Check-Valid-Until Acquire::Check-Date Acquire::http::Proxy; do
-  value=$(apt-config dump "$opt" | awk -v o="$opt" '$1 == o {print $2}' | tr -d '";')
-  [ -n "$value" ] && aptopts+=("--aptopt=$opt \"$value\"")
-done
+debian_root_inputs "$suite" "$deb"
 # As Debian's -slim images (debuerreotype): merged /usr by symlinks and
 # usr-is-merged, not usrmerge (which brings perl); no manuals, docs but
 # copyrights, no translations.

@@ -35,18 +35,6 @@ here=$(cd "$(dirname "$0")" && pwd)
 . "$here/lib.sh"
 src=$1 build=$2 binary=$3
 
-unable() {
-  if [ "${CI:-}" = true ]; then
-    echo "FAIL: $*" >&2
-    exit 1
-  fi
-  echo "SKIP: $*"
-  exit 77
-}
-fail() {
-  echo "FAIL: $*" >&2
-  exit 1
-}
 [ "$(id -u)" = 0 ] || unable "needs root (chroot, systemd-nspawn, BPF)"
 need cpack cmake
 need dpkg-deb dpkg
@@ -59,17 +47,6 @@ need setpriv util-linux
 need flock util-linux
 need python3 python3
 
-timings=()
-last=${EPOCHREALTIME/./}
-start=$last
-took() {
-  local now=${EPOCHREALTIME/./} line
-  line=$(printf 'time: %-44s %6d.%01d s' "$1" $(((now - last) / 1000000)) \
-    $(((now - last) % 1000000 / 100000)))
-  echo "$line"
-  timings+=("$line")
-  last=$now
-}
 
 tmp=$(mktemp -d /tmp/shmbpf-boot-XXXXXX)
 root=$tmp/root
@@ -107,30 +84,13 @@ trap 'exit 143' TERM
 
 # The .deb, as package.deb makes it.
 version=$("$binary" --version | awk '{print $2}')
-(cd "$build" && cpack -G DEB -B "$tmp/deb" >"$tmp/cpack.log" 2>&1) || {
-  cat "$tmp/cpack.log" >&2
-  fail "cpack -G DEB failed"
-}
-deb=$(echo "$tmp"/deb/shmbpf_"$version"_*.deb)
-[ -f "$deb" ] || fail "cpack made no shmbpf_${version}_*.deb: $(ls "$tmp/deb")"
-took "cpack -G DEB"
+make_deb "$build" "$tmp/deb" "$version"
 
 # 1. The base root, cached by its recipe as tests/deploy/image.sh caches
 # its own (delete the directory for newer packages).
 suite=bookworm
 include=(systemd-sysv)
-mapfile -t -O 1 include < <(dpkg-deb -f "$deb" Depends | tr ',' '\n' |
-  sed 's/|.*//; s/(.*)//; s/:any//; s/[[:space:]]//g' | grep . | sort -u)
-# shellcheck disable=SC2016 # apt's $(FIELD)s, not the shell's
-sources=$(apt-get indextargets --format '$(TARGET_OF) $(IDENTIFIER) $(REPO_URI) $(RELEASE) $(COMPONENT)' |
-  awk -v s="$suite" '$1 == "deb" && $2 == "Packages" && ($4 == s || index($4, s "-") == 1) {
-    print "deb " $3 " " $4 " " $5 }' | sort -u)
-[ -n "$sources" ] || unable "apt has no source for Debian $suite (apt-get indextargets)"
-aptopts=()
-for opt in Acquire::Check-Valid-Until Acquire::Check-Date Acquire::http::Proxy; do
-  value=$(apt-config dump "$opt" | awk -v o="$opt" '$1 == o {print $2}' | tr -d '";')
-  [ -n "$value" ] && aptopts+=("--aptopt=$opt \"$value\"")
-done
+debian_root_inputs "$suite" "$deb"
 slim=(--hook-dir=/usr/share/mmdebstrap/hooks/merged-usr
   --dpkgopt='path-exclude=/usr/share/man/*' --dpkgopt='path-exclude=/usr/share/doc/*'
   --dpkgopt='path-exclude=/usr/share/locale/*')
