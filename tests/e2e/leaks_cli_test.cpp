@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -14,8 +15,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <thread>
 
@@ -112,6 +118,63 @@ TEST(LeaksCli, WindowReportsAWriterThatKeepsGrowing) {
 // A process that maps a file larger than its 1 MiB tmpfs and touches every
 // page dies of SIGBUS during the window: leaks names the mount, the file
 // and the cause, and that alone makes its exit status 1.
+// The BPF links and perf events a process holds: what attaching made.
+size_t attached_links(pid_t pid) {
+  const std::string dir = "/proc/" + std::to_string(pid) + "/fd";
+  DIR *d = opendir(dir.c_str());
+  if (!d)
+    return 0;
+  size_t n = 0;
+  while (const dirent *e = readdir(d)) {
+    char link[64];
+    const ssize_t len = readlink((dir + "/" + e->d_name).c_str(), link, sizeof link - 1);
+    if (len <= 0)
+      continue;
+    link[len] = '\0';
+    n += std::strcmp(link, "anon_inode:bpf_link") == 0 ||
+         std::strcmp(link, "anon_inode:[perf_event]") == 0;
+  }
+  closedir(d);
+  return n;
+}
+
+// The pid of the process whose command line holds word, or 0.
+pid_t process_with_argument(const std::string &word) {
+  DIR *d = opendir("/proc");
+  pid_t found = 0;
+  while (const dirent *e = d ? readdir(d) : nullptr) {
+    const pid_t pid = static_cast<pid_t>(std::atoi(e->d_name));
+    if (pid <= 0 || pid == getpid())
+      continue;
+    std::ifstream in("/proc/" + std::string(e->d_name) + "/cmdline");
+    std::string cmdline((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+    if (cmdline.find(" " + word) != std::string::npos &&
+        cmdline.find("sh -c") == std::string::npos) {
+      found = pid;
+      break;
+    }
+  }
+  if (d)
+    closedir(d);
+  return found;
+}
+
+// Until the shmbpf whose command line holds marker has attached: its links
+// the same for three looks 100 ms apart. At most limit.
+void wait_for_attach(const std::string &marker, std::chrono::seconds limit) {
+  const auto end = std::chrono::steady_clock::now() + limit;
+  size_t last = 0;
+  int same = 0;
+  while (std::chrono::steady_clock::now() < end && same < 3) {
+    const pid_t pid = process_with_argument(marker);
+    const size_t n = pid ? attached_links(pid) : 0;
+    same = n > 0 && n == last ? same + 1 : 0;
+    last = n;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+}
+
 TEST(LeaksCli, WindowReportsTheMountASigbusHit) {
   SHMBPF_REQUIRE_ROOT();
   TestTmpfs tmpfs("shmbpf-e2e-sigbus");
@@ -121,16 +184,17 @@ TEST(LeaksCli, WindowReportsTheMountASigbusHit) {
   // SIGBUS at 1 MiB.
   GatedFork toucher = fork_gated("e2e-toucher", [&] { return map_and_touch(path, 4 << 20); });
 
-  // The fault comes two seconds into a window of six: the BPF programs
-  // are attached by then.
+  // The fault comes once leaks has attached its programs (its links stop
+  // growing in number), whatever the machine's load, well inside the window.
+  const std::string marker = "/nothing/matches-" + std::to_string(getpid());
   std::thread go([&] {
-    sleep(2);
+    wait_for_attach(marker, std::chrono::seconds(8));
     char c = 1;
     if (write(toucher.gate_fd, &c, 1) != 1)
       kill(toucher.pid, SIGKILL);
     close(toucher.gate_fd);
   });
-  auto r = run_shmbpf("leaks --json --window 6 --match '/nothing/matches'");
+  auto r = run_shmbpf("leaks --json --window 12 --match '" + marker + "'");
   go.join();
   int status = 0;
   waitpid(toucher.pid, &status, 0);
