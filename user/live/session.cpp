@@ -119,8 +119,24 @@ void Session::refresh_mounts(const Event &missed) {
   if (!first_miss && now - last_refresh_ < std::chrono::milliseconds(250))
     return;
   last_refresh_ = now;
-  for (auto &ns : scan_mount_namespaces())
+  read_every_namespace(0);
+}
+
+bool Session::read_caller_namespace(const Event &e) {
+  auto mounts = read_mountinfo(static_cast<int>(e.pid));
+  if (mounts.empty())
+    return false;
+  resolver_.set_namespace(e.mntns, std::move(mounts));
+  return true;
+}
+
+bool Session::read_every_namespace(uint32_t mntns) {
+  bool found = false;
+  for (auto &ns : scan_mount_namespaces()) {
+    found = found || ns.mntns == mntns;
     resolver_.set_namespace(ns.mntns, std::move(ns.mounts));
+  }
+  return found;
 }
 
 bool Session::reread_namespace(const Event &e, uint32_t dev) {
@@ -135,25 +151,15 @@ bool Session::reread_namespace(const Event &e, uint32_t dev) {
   it->second = now;
   if (reread_.size() > 4096) // namespaces that ended: start again
     reread_ = {{key, now}};
-  if (mount_namespace_of(static_cast<int>(e.pid)) == e.mntns) {
-    auto mounts = read_mountinfo(static_cast<int>(e.pid));
-    if (mounts.empty())
-      return false;
-    resolver_.set_namespace(e.mntns, std::move(mounts));
-    return true;
-  }
+  if (mount_namespace_of(static_cast<int>(e.pid)) == e.mntns)
+    return read_caller_namespace(e);
   // The caller is gone already (a container's first process that wrote its
   // file and exited): the table of any process still in the namespace. A
   // scan of every namespace, so at most every 250 ms whatever the key.
   if (now - last_refresh_ < std::chrono::milliseconds(250))
     return false;
   last_refresh_ = now;
-  bool found = false;
-  for (auto &ns : scan_mount_namespaces()) {
-    found = found || ns.mntns == e.mntns;
-    resolver_.set_namespace(ns.mntns, std::move(ns.mounts));
-  }
-  return found;
+  return read_every_namespace(e.mntns);
 }
 
 void Session::handle(const void *data, size_t len, const EventFn &fn) {
@@ -178,13 +184,10 @@ void Session::handle(const void *data, size_t len, const EventFn &fn) {
   auto outcome = resolver_.resolve(e);
   if (outcome == PathResolver::Outcome::unknown_mount) {
     // The process may still be alive: its own mount table is the best source.
-    if (mount_namespace_of(static_cast<int>(e.pid)) == e.mntns) {
-      auto mounts = read_mountinfo(static_cast<int>(e.pid));
-      if (!mounts.empty())
-        resolver_.set_namespace(e.mntns, std::move(mounts));
-    } else {
+    if (mount_namespace_of(static_cast<int>(e.pid)) == e.mntns)
+      read_caller_namespace(e);
+    else
       refresh_mounts(e);
-    }
     outcome = resolver_.resolve(e);
   }
   // A light hook's record names its very inode (exact_hint), which is on

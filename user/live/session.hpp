@@ -61,10 +61,17 @@ private:
   void finish_seed(const std::vector<MountNamespace> &namespaces);
   void handle(const void *data, size_t len, const EventFn &fn);
   void refresh_mounts(const Event &missed);
-  // Reads the mount table of e's namespace again from e's process, when it
-  // is still there and the namespace was not read so for a file of dev in
-  // the last 250 ms.
+  // Reads the mount table of e's namespace again, from e's process or, when
+  // it has ended, from any process still there (every namespace, at most
+  // every 250 ms), unless it was read so for a file of dev in the last
+  // 250 ms.
   bool reread_namespace(const Event &e, uint32_t dev);
+  // e's namespace's mount table from e's process (in that namespace); false
+  // when it could not be read.
+  bool read_caller_namespace(const Event &e);
+  // Every namespace's mount table, through any process in each; whether
+  // mntns was among them.
+  bool read_every_namespace(uint32_t mntns);
 
   Probe probe_;
   PathResolver resolver_;
