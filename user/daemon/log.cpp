@@ -1,5 +1,6 @@
 #include "daemon/log.hpp"
 
+#include "views/escape.hpp"
 #include "views/json.hpp"
 
 #include <time.h>
@@ -27,24 +28,15 @@ std::string timestamp(int64_t realtime_ns) {
   return std::string(stamp, n) + frac;
 }
 
-// logfmt's value: quoted, with \, " and control characters escaped (the
-// text is already escaped for terminals: what comes from a file name or
-// the kernel cannot break the line).
+// logfmt's value: quoted, through the one escaping rule (backslashes
+// doubled, control characters and invalid UTF-8 as \n, \x1b, \xff), then
+// its quotes escaped: nothing in it can end the value or the line.
 void append_logfmt_value(std::string &out, std::string_view v) {
   out += '"';
-  for (char c : v) {
-    if (c == '"' || c == '\\') {
+  for (char c : escape_text(v)) {
+    if (c == '"')
       out += '\\';
-      out += c;
-    } else if (c == '\n') {
-      out += "\\n";
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char hex[8];
-      std::snprintf(hex, sizeof hex, "\\x%02x", static_cast<unsigned char>(c));
-      out += hex;
-    } else {
-      out += c;
-    }
+    out += c;
   }
   out += '"';
 }
