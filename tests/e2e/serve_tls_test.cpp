@@ -154,13 +154,19 @@ ShmbpfProcess serve_with(const std::string &config, int port) {
                        [] { prctl(PR_SET_PDEATHSIG, SIGKILL); });
 }
 
+// A web configuration of the server's certificate and key, and the one
+// user with its hash.
+std::string tls_with_user(Pki &pki) {
+  return pki.write("web.yml",
+                   "tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n"
+                   "basic_auth_users:\n  " +
+                       std::string(Pki::kUser) + ": '" + pki.hash + "'\n");
+}
+
 TEST(ServeTls, HttpsWithBasicAuthAndOpenProbes) {
   SHMBPF_REQUIRE_TLS_TOOLS();
   Pki pki;
-  const std::string config =
-      pki.write("web.yml", "tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n"
-                           "basic_auth_users:\n  " +
-                               std::string(Pki::kUser) + ": '" + pki.hash + "'\n");
+  const std::string config = tls_with_user(pki);
   const int port = free_port();
   ShmbpfProcess serve = serve_with(config, port);
   const std::string url = "https://127.0.0.1:" + std::to_string(port);
@@ -298,10 +304,7 @@ TEST(ServeTls, PrometheusScrapesOverTlsWithBasicAuth) {
     GTEST_SKIP() << "prometheus is missing";
   }
   Pki pki;
-  const std::string config =
-      pki.write("web.yml", "tls_server_config:\n  cert_file: server.crt\n  key_file: server.key\n"
-                           "basic_auth_users:\n  " +
-                               std::string(Pki::kUser) + ": '" + pki.hash + "'\n");
+  const std::string config = tls_with_user(pki);
   const int port = free_port();
   ShmbpfProcess serve = serve_with(config, port);
   const std::string url = "https://127.0.0.1:" + std::to_string(port);
