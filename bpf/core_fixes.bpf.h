@@ -80,6 +80,22 @@ SHMBPF_EXTERN const volatile __u8 have_find_vma;
 	(p, __VA_ARGS__)
 #endif
 
+/*
+ * What the architectures keep under other names: the call number in the
+ * caller's saved user registers (x86's orig_ax, arm64's syscallno), and the
+ * address of the task's last fault, saved before its signal is raised
+ * (x86's cr2, arm64's fault_address).
+ */
+#if defined(__TARGET_ARCH_x86)
+#define SAVED_CALL_NR(regs) KREAD(regs, orig_ax)
+#define FAULT_ADDRESS(task) KREAD(task, thread.cr2)
+#elif defined(__TARGET_ARCH_arm64)
+#define SAVED_CALL_NR(regs) KREAD(regs, syscallno)
+#define FAULT_ADDRESS(task) KREAD(task, thread.fault_address)
+#else
+#error "core_fixes.bpf.h: no register names for this architecture (vmlinux/README.md)"
+#endif
+
 #if defined(SHMBPF_KFUNCS) && !defined(SHMBPF_COMPAT)
 /* Casts a kernel pointer read as a number to a BTF-typed one whose fields
  * are then read with plain (fault-safe) loads instead of a helper call each.
@@ -135,26 +151,25 @@ static __always_inline struct pt_regs *syscall_regs(long nr)
 /*
  * Before bpf_task_pt_regs (v5.15) the registers are found where the kernel
  * keeps them: at the top of the task's kernel stack, as task_pt_regs()
- * does on x86-64 (nothing between them and the top before FRED's padding,
- * v6.9, which comes long after the helper). The stack is THREAD_SIZE
- * bytes: 16 KiB, twice or four times that with KASAN, a build option no
- * BTF records. So each size is tried, and the one whose saved orig_ax is
- * this syscall's number is taken; none matching gives NULL, whose reads
+ * does on x86-64 and arm64 (nothing between them and the top before x86's
+ * FRED padding, v6.9, which comes long after the helper). The stack is
+ * THREAD_SIZE bytes: 16 KiB, twice or four times that with KASAN (on
+ * arm64 also 64 KiB with 64 KiB pages), a build option no BTF records. So
+ * each size is tried, and the one whose saved call number is this
+ * syscall's is taken; none matching gives NULL, whose reads
  * are 0, never another task's or a wrong slot's values.
  */
 static __always_inline struct pt_regs *saved_user_regs(long nr)
 {
-#if defined(__TARGET_ARCH_x86)
 	void *stack = KREAD(current_task(), stack);
 	__u32 regs_size = bpf_core_type_size(struct pt_regs);
 
 	for (__u32 kib = 16; kib <= 64; kib *= 2) {
 		struct pt_regs *regs = stack + kib * 1024 - regs_size;
 
-		if (KREAD(regs, orig_ax) == nr)
+		if (SAVED_CALL_NR(regs) == nr)
 			return regs;
 	}
-#endif
 	return NULL;
 }
 

@@ -26,12 +26,10 @@
 #include "paths.bpf.h"
 #include "syscall_nr.bpf.h"
 
-/* The origin of a call by its number; SHMBPF_ORIG_NONE for any other, and
- * for every call on an architecture syscall_nr.bpf.h has no table for. */
+/* The origin of a call by its number; SHMBPF_ORIG_NONE for any other. */
 static __always_inline __u16 origin_of(long nr)
 {
 	switch (nr) {
-#ifdef NR_openat
 #ifdef NR_open
 	case NR_open:
 		return SHMBPF_ORIG_OPEN;
@@ -72,7 +70,6 @@ static __always_inline __u16 origin_of(long nr)
 #endif
 	case NR_linkat:
 		return SHMBPF_ORIG_LINKAT;
-#endif
 	default:
 		return SHMBPF_ORIG_NONE;
 	}
@@ -90,22 +87,20 @@ static __always_inline struct pt_regs *caller_regs(__u16 *origin)
 
 #ifdef SHMBPF_COMPAT
 	if (!have_task_pt_regs) {
-#if defined(__TARGET_ARCH_x86)
 		void *stack = KREAD(current_task(), stack);
 		__u32 regs_size = bpf_core_type_size(struct pt_regs);
 
 		for (__u32 kib = 16; kib <= 64; kib *= 2) {
 			regs = stack + kib * 1024 - regs_size;
-			*origin = origin_of(KREAD(regs, orig_ax));
+			*origin = origin_of(SAVED_CALL_NR(regs));
 			if (*origin != SHMBPF_ORIG_NONE)
 				return regs;
 		}
-#endif
 		return NULL;
 	}
 #endif
 	regs = (struct pt_regs *)bpf_task_pt_regs(bpf_get_current_task_btf());
-	*origin = origin_of(KREAD(regs, orig_ax));
+	*origin = origin_of(SAVED_CALL_NR(regs));
 	return regs;
 }
 

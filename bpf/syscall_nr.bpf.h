@@ -26,6 +26,9 @@
 #define NR_renameat2	316
 #define NR_memfd_create 319
 #define NR_openat2	437
+
+/* The calls without a directory fd exist: their tracepoints are built. */
+#define SHMBPF_LEGACY_CALLS 1
 #elif defined(__TARGET_ARCH_arm64)
 #define NR_unlinkat	35
 #define NR_linkat	37
@@ -37,6 +40,8 @@
 #define NR_renameat2	276
 #define NR_memfd_create 279
 #define NR_openat2	437
+#else
+#error "syscall_nr.bpf.h: no call numbers for this architecture (vmlinux/README.md)"
 #endif
 
 #endif /* SHMBPF_SYSCALL_NR_BPF_H */
