@@ -83,6 +83,20 @@ set(CPACK_DEBIAN_PACKAGE_PRIORITY optional)
 # The libraries the binary links, as dpkg-shlibdeps finds them (libbpf,
 # libelf, ncurses, libmicrohttpd, cpp-httplib, the C and C++ runtimes).
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
+# A cross build's package is the target's (CPack would ask dpkg, which
+# answers the host's), and dpkg-shlibdeps must read the target's libraries
+# (their packages of that architecture, its objdump): DEB_HOST_ARCH, set
+# while CPack runs.
+if(CMAKE_CROSSCOMPILING)
+  if(CMAKE_SYSTEM_PROCESSOR MATCHES "aarch64|arm64")
+    set(CPACK_DEBIAN_PACKAGE_ARCHITECTURE arm64)
+  else()
+    message(FATAL_ERROR "shmbpf: no Debian architecture for ${CMAKE_SYSTEM_PROCESSOR}")
+  endif()
+  set(shmbpf_cpack_config ${CMAKE_BINARY_DIR}/CPackCross.cmake)
+  file(WRITE ${shmbpf_cpack_config} "set(ENV{DEB_HOST_ARCH} ${CPACK_DEBIAN_PACKAGE_ARCHITECTURE})\n")
+  set(CPACK_PROJECT_CONFIG_FILE ${shmbpf_cpack_config})
+endif()
 # adduser: the postinst makes the group shmbpf with addgroup. dpkg-shlibdeps
 # adds the libraries to it.
 set(CPACK_DEBIAN_PACKAGE_DEPENDS adduser)

@@ -47,7 +47,21 @@ test_pkgs=(
   bindfs                                   # tests/e2e: a FUSE mount whose daemon is stopped, a hung disk
   openssl curl                             # tests/e2e: serve's TLS (a CA and certificates), its https client
 )
-$tests && pkgs+=("${test_pkgs[@]}")
+# The arm64 build (cmake/aarch64.cmake) and its guests: Debian's cross
+# compilers and the arm64 builds of the libraries, beside the host's
+# (multiarch). jemalloc's and yaml-cpp's -dev packages are not Multi-Arch:
+# the build goes without jemalloc there and takes yaml-cpp's library alone
+# (its headers are the host's).
+arm64_pkgs=(
+  g++-aarch64-linux-gnu qemu-user qemu-system-arm
+  libbpf-dev:arm64 libelf-dev:arm64 zlib1g-dev:arm64 libncurses-dev:arm64
+  libmicrohttpd-dev:arm64 libcpp-httplib-dev:arm64 libgnutls28-dev:arm64
+  libcrypt-dev:arm64 libyaml-cpp0.7:arm64 libgtest-dev:arm64
+)
+if $tests; then
+  pkgs+=("${test_pkgs[@]}" "${arm64_pkgs[@]}")
+  dpkg --print-foreign-architectures | grep -qx arm64 || dpkg --add-architecture arm64
+fi
 # kubectl kustomize renders deploy/kubernetes: Debian's kubernetes-client,
 # unless a kubectl is there already (another package's /usr/bin/kubectl,
 # which kubernetes-client's would collide with: dpkg refuses to overwrite it).

@@ -29,9 +29,21 @@ fail() {
   exit 1
 }
 
+# The binary's architecture, the package's: a cross build's (arm64,
+# cmake/aarch64.cmake) is not this machine's, and runs under qemu-user.
+case "$(readelf -h "$binary" | sed -n 's/^ *Machine: *//p')" in
+"Advanced Micro Devices X86-64") arch=amd64 ;;
+AArch64) arch=arm64 ;;
+*) fail "$binary is for an architecture this test does not know: $(readelf -h "$binary" | grep Machine)" ;;
+esac
+run=()
+if [ "$arch" != "$(dpkg --print-architecture)" ]; then
+  [ "$arch" = arm64 ] || fail "no emulator for an $arch binary on this $(dpkg --print-architecture) machine"
+  need qemu-aarch64 qemu-user
+  run=(qemu-aarch64)
+fi
 # "shmbpf 0.1.0", then perhaps the revision it was built from.
-version=$("$binary" --version | awk '{print $2}')
-arch=$(dpkg --print-architecture)
+version=$("${run[@]}" "$binary" --version | awk '{print $2}')
 deb=$tmp/shmbpf_${version}_${arch}.deb
 for page in "$build"/man/*.8; do
   [ -e "$page.gz" ] || fail "$page.gz is not built (cmake --build $build builds it)"
@@ -52,7 +64,7 @@ field() { dpkg-deb -f "$deb" "$1"; }
 depends=$(field Depends)
 # Computed by dpkg-shlibdeps: the package of every library the binary
 # links is there.
-multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH)
+multiarch=$(dpkg-architecture -a"$arch" -qDEB_HOST_MULTIARCH 2>/dev/null)
 sonames=$(readelf -d "$binary" | sed -n 's/.*Shared library: \[\(.*\)\]/\1/p')
 [ -n "$sonames" ] || fail "readelf found no library that $binary links"
 for so in $sonames; do
@@ -82,7 +94,7 @@ mode=$(dpkg-deb -c "$deb" | awk '$NF == "./usr/sbin/shmbpf" {print $1}')
 # The files, unpacked.
 root=$tmp/root
 dpkg -x "$deb" "$root"
-got=$("$root/usr/sbin/shmbpf" --version) || fail "the packaged binary does not run"
+got=$("${run[@]}" "$root/usr/sbin/shmbpf" --version) || fail "the packaged binary does not run"
 [ "$(awk '{print $1, $2}' <<<"$got")" = "shmbpf $version" ] || fail "the packaged binary says '$got'"
 cmp "$root/lib/systemd/system/shmbpf.service" "$src/deploy/systemd/shmbpf.service" ||
   fail "the packaged unit is not deploy/systemd/shmbpf.service"
