@@ -7,6 +7,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstring>
 #include <memory>
 
@@ -95,7 +96,45 @@ bool has_atomics() {
   return true;
 }
 
+// The kernel's "operation not supported" (ENOTSUPP), which has no name in
+// userspace: what attaching gives where the architecture has no trampolines.
+constexpr int kKernelEnotsupp = 524;
+
 } // namespace
+
+std::string function_attach_missing() {
+  std::unique_ptr<btf, BtfFree> b{btf__load_vmlinux_btf()};
+  const int id = b ? btf__find_by_name_kind(b.get(), "d_instantiate", BTF_KIND_FUNC) : -1;
+  if (id <= 0)
+    return {}; // the function's own check says what is missing
+  const bpf_insn prog[] = {
+      insn(BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_0, 0, 0, 0),
+      insn(BPF_JMP | BPF_EXIT, 0, 0, 0, 0),
+  };
+  LIBBPF_OPTS(bpf_prog_load_opts, opts, .expected_attach_type = BPF_TRACE_FENTRY,
+              .attach_btf_id = static_cast<__u32>(id));
+  const int fd = bpf_prog_load(BPF_PROG_TYPE_TRACING, "shmbpf_fentry", "GPL", prog,
+                               sizeof(prog) / sizeof(prog[0]), &opts);
+  if (fd < 0) {
+    const int err = errno;
+    // Without the privilege to load, the real load says so.
+    if (err == EPERM || err == EACCES)
+      return {};
+    return std::string("programs on kernel functions do not load here (") + std::strerror(err) +
+           ")";
+  }
+  const int link = bpf_raw_tracepoint_open(nullptr, fd);
+  const int err = errno;
+  close(fd);
+  if (link >= 0) {
+    close(link);
+    return {};
+  }
+  if (err == kKernelEnotsupp)
+    return "no BPF trampolines for kernel functions on this kernel (arm64 before 6.4)";
+  return std::string("programs on kernel functions do not attach here (") + std::strerror(err) +
+         ")";
+}
 
 KernelFeatures probe_kernel_features() {
   KernelFeatures f;

@@ -268,6 +268,7 @@ void Probe::choose_hooks(const ProbeOptions &opts, const std::string &tracefs) {
   skel_->rodata->only_tgid = opts.only_tgid;
   TracepointList tracepoints(tracefs);
   FunctionList functions(tracefs);
+  std::optional<std::string> function_attach; // asked once, when first needed
   auto missing = [&](const std::string &sec) -> std::string {
     const SectionTarget t = target_of(sec);
     switch (t.kind) {
@@ -278,7 +279,11 @@ void Probe::choose_hooks(const ProbeOptions &opts, const std::string &tracefs) {
       // settles it without parsing the kernel's BTF once more.
       return tracepoints.has(t.name) ? "" : "no such tracepoint";
     case SectionTarget::Kind::function:
-      return functions.missing(t.name);
+      if (std::string why = functions.missing(t.name); !why.empty())
+        return why;
+      if (!function_attach)
+        function_attach = function_attach_missing();
+      return *function_attach;
     case SectionTarget::Kind::none:
       break;
     }
