@@ -15,7 +15,10 @@ enum class Superblock : uint8_t {
 };
 
 // Asks the kernel (ustat(2), which looks the device up among the live
-// superblocks; kdev in the kernel's encoding, major << 20 | minor).
+// superblocks; kdev in the kernel's encoding, major << 20 | minor). Where
+// there is no ustat (arm64), a filesystem some process holds a file of is
+// alive (/proc: fds, mappings, working directories, roots), any other
+// unknown.
 Superblock superblock_of(uint32_t kdev);
 
 // Of devs, those whose filesystem has ended: in no mount table of
