@@ -25,6 +25,28 @@ using namespace std::chrono_literals;
 
 constexpr uint64_t kMiB = 1u << 20;
 
+// The call the C library makes for unlink(), rename(), link() and creat():
+// that call on x86-64, its *at form on arm64, whose kernel has only those
+// (the generic call table; creat() is openat(O_CREAT|O_WRONLY|O_TRUNC)).
+constexpr Origin libc_call(Origin o) {
+#if defined(__aarch64__)
+  switch (o) {
+  case Origin::unlink:
+    return Origin::unlinkat;
+  case Origin::rename:
+    return Origin::renameat;
+  case Origin::link:
+    return Origin::linkat;
+  case Origin::creat:
+    return Origin::openat;
+  default:
+    return o;
+  }
+#else
+  return o;
+#endif
+}
+
 // What a child knows about one of its files, written for the parent to
 // compare with the events.
 struct FileFacts {

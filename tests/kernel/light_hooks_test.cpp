@@ -123,7 +123,7 @@ TEST(LightHooks, CreateResizeUnlinkAndFreeOfAChild) {
 
   expect_unlink_ok(ul, t, file.path, created.dev, created.ino);
   EXPECT_TRUE(ul.exact_hint);
-  EXPECT_EQ(ul.origin, Origin::unlink);
+  EXPECT_EQ(ul.origin, libc_call(Origin::unlink));
   EXPECT_LT(cr.ts_ns, rs[0].ts_ns);
   EXPECT_LT(rs[1].ts_ns, ul.ts_ns);
 

@@ -71,7 +71,7 @@ TEST(LinkEvents, LinkAndLinkatFollowEveryName) {
   expect_file(cr, ff);
 
   const Event &ln = links[0];
-  expect_link_ok(ln, t, Origin::link, l1.path, l2.path, ff);
+  expect_link_ok(ln, t, libc_call(Origin::link), l1.path, l2.path, ff);
   EXPECT_EQ(ln.path, l1.path);
   EXPECT_EQ(ln.newpath, l2.path);
   EXPECT_EQ(ln.dirfd, AT_FDCWD);
@@ -155,7 +155,7 @@ TEST(LinkEvents, LinkatEmptyPathNamesATmpfile) {
   EXPECT_EQ(byfd.start_mnt_id, dir.mnt_id);
 
   const Event &rel = links[1];
-  expect_link_ok(rel, t, Origin::link, named.path, second.path, ff);
+  expect_link_ok(rel, t, libc_call(Origin::link), named.path, second.path, ff);
   EXPECT_EQ(rel.newpath, second.leaf);
   EXPECT_TRUE(rel.absolute);
   EXPECT_TRUE(rel.new_start); // the cwd, for the relative new name

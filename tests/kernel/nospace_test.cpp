@@ -122,7 +122,7 @@ TEST(NoSpace, CreatesWithNoInodeLeft) {
   ASSERT_TRUE(has_n(t.evs, 2, EventType::create));
   const FileFacts &mount = t.facts->f[0];
   const std::vector<std::pair<Origin, const TestFile *>> want = {{Origin::openat, &rel},
-                                                                 {Origin::creat, &abs}};
+                                                                 {libc_call(Origin::creat), &abs}};
   for (size_t i = 0; i < fails.size(); ++i) {
     const Event &e = fails[i];
     SCOPED_TRACE(show(e));

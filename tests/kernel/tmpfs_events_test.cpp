@@ -147,7 +147,7 @@ TEST(TmpfsEvents, UnlinkedWhileMappedThenFreed) {
 
   expect_unlink_ok(ul, t, file.path, created.dev, created.ino);
   EXPECT_EQ(ul.kind, Kind::tmpfs);
-  EXPECT_EQ(ul.origin, Origin::unlink);
+  EXPECT_EQ(ul.origin, libc_call(Origin::unlink));
   EXPECT_EQ(ul.path, file.path);
   EXPECT_EQ(ul.dirfd, AT_FDCWD);
   EXPECT_TRUE(ul.absolute);
@@ -447,7 +447,7 @@ TEST(TmpfsEvents, RenameThenUnlinkNewName) {
   expect_header(rn, t);
   expect_ok(rn, 0);
   EXPECT_EQ(rn.kind, Kind::tmpfs);
-  EXPECT_EQ(rn.origin, Origin::rename);
+  EXPECT_EQ(rn.origin, libc_call(Origin::rename));
   EXPECT_EQ(rn.path, from);
   EXPECT_EQ(rn.newpath, to);
   EXPECT_EQ(rn.full_path, from);
@@ -460,7 +460,7 @@ TEST(TmpfsEvents, RenameThenUnlinkNewName) {
 
   expect_unlink_ok(ul, t, to, ff.dev, ff.ino);
   EXPECT_EQ(ul.kind, Kind::tmpfs);
-  EXPECT_EQ(ul.origin, Origin::unlink);
+  EXPECT_EQ(ul.origin, libc_call(Origin::unlink));
   EXPECT_EQ(ul.path, to);
   EXPECT_EQ(ul.newpath, "");
   EXPECT_TRUE(ul.absolute);
@@ -580,7 +580,7 @@ TEST(TmpfsEvents, PreexistingFileOpenAndUnlink) {
   expect_named(op, file.path, file.name, file.path);
 
   expect_unlink_ok(ul, t, file.path, ff.dev, ff.ino);
-  EXPECT_EQ(ul.origin, Origin::unlink);
+  EXPECT_EQ(ul.origin, libc_call(Origin::unlink));
   EXPECT_EQ(ul.path, file.path);
 
   // Its one page goes when the child's close drops the last reference.

@@ -445,6 +445,13 @@ int check(const std::string &shmbpf) {
   }
 
   const json pid = facts["pid"];
+  // The C library's link() and unlink(): their *at calls on arm64, which
+  // has no others.
+#if defined(__aarch64__)
+  const std::string link_hook = "sys_exit_linkat", unlink_hook = "sys_exit_unlinkat";
+#else
+  const std::string link_hook = "sys_exit_link", unlink_hook = "sys_exit_unlink";
+#endif
   const std::vector<Expect> expects = {
       {"exec", "sched_process_exec", {{"event", "exec"}, {"pid", pid}, {"filename", exe}}},
       {"create",
@@ -463,7 +470,7 @@ int check(const std::string &shmbpf) {
         {"ino", facts["ino"]},
         {"size", kFileBytes}}},
       {"link",
-       "sys_exit_link",
+       link_hook,
        {{"event", "link"},
         {"pid", pid},
         {"path", facts["path"]},
@@ -471,10 +478,10 @@ int check(const std::string &shmbpf) {
         {"dev", facts["dev"]},
         {"ino", facts["ino"]}}},
       {"unlink",
-       "sys_exit_unlink",
+       unlink_hook,
        {{"event", "unlink"}, {"pid", pid}, {"path", facts["path"]}, {"ino", facts["ino"]}}},
       {"unlink",
-       "sys_exit_unlink",
+       unlink_hook,
        {{"event", "unlink"}, {"pid", pid}, {"path", facts["link_path"]}, {"ino", facts["ino"]}}},
       {"free",
        "mm_filemap_delete_from_page_cache",
