@@ -92,6 +92,7 @@ POD_IGNORED = {
     "serviceAccountName": "no API server",
     "automountServiceAccountToken": "no API server, no token to mount",
     "nodeSelector": "this machine is the node",
+    "affinity": "this machine is the node (kubernetes.py checks its architectures)",
     "priorityClassName": "nothing to preempt",
     "tolerations": "no taints",
 }

@@ -9,9 +9,10 @@ from the command; it listens on every address of the pod at the port
 answers (user/daemon/endpoints.cpp) on that port; Prometheus is told the
 same port and path; the pod sees the node's processes with the capabilities
 the systemd unit grants, no more; NODE_NAME is the node's name (downward
-API). Around it: the namespace admits it (Pod Security Admission's
-privileged level), the NetworkPolicy selects its pods and admits one peer
-to that port only, the PodMonitor scrapes its pods' port by name with
+API); its nodeAffinity admits the architectures the Dockerfile builds, each
+from its own .deb. Around it: the namespace admits it (Pod Security
+Admission's privileged level), the NetworkPolicy selects its pods and admits
+one peer to that port only, the PodMonitor scrapes its pods' port by name with
 honorLabels, and the PrometheusRule's groups are the rules file's
 (deploy/prometheus/shmbpf-rules.yml), as scripts/prometheus-rule.py makes
 them.
@@ -227,14 +228,68 @@ def check_daemonset(src, binary, ds, sa):
                      for mp, v in mounts.items())
             check(ok, f"{flag}'s {where} is on the read-only root: serve exits at start")
 
-    # One image, one architecture: the Dockerfile's .deb and the selector agree.
-    with open(os.path.join(src, "deploy/kubernetes/Dockerfile")) as f:
-        arch = re.search(r"shmbpf_\*_(\w+)\.deb", f.read()).group(1)
-    selector = pod.get("nodeSelector", {})
-    check(selector.get("kubernetes.io/arch") == arch,
-          f"nodeSelector kubernetes.io/arch is {selector.get('kubernetes.io/arch')}, "
-          f"not the image's {arch}")
+    # One image for several architectures: the nodes the DaemonSet may run
+    # on are of those the Dockerfile builds, each pulling the .deb of its own.
+    check_architectures(src, pod)
     return labels, port_name, port
+
+
+def check_architectures(src, pod):
+    """The architectures the DaemonSet's required nodeAffinity admits are
+    those the Dockerfile names on its `# Architectures:` line, and the
+    Dockerfile copies each platform's own .deb (${TARGETARCH}, declared in
+    the stage before the COPY): a node of another architecture would get a
+    pod whose image has nothing for it."""
+    with open(os.path.join(src, "deploy/kubernetes/Dockerfile")) as f:
+        lines = f.read().splitlines()
+    named = [ln.split(":", 1)[1].split() for ln in lines if ln.startswith("# Architectures:")]
+    if not check(len(named) == 1 and named[0],
+                 "the Dockerfile has no one line '# Architectures: <arch> ...'"):
+        return
+    built = sorted(named[0])
+
+    # BuildKit gives a stage TARGETARCH only where it declares it, and takes
+    # a declared default over the platform's (docker/buildx#510).
+    stage = max((i for i, ln in enumerate(lines) if ln.startswith("FROM ")), default=-1)
+    arg = next((i for i, ln in enumerate(lines) if i > stage and ln.startswith("ARG TARGETARCH")),
+               None)
+    check(arg is not None and lines[arg] == "ARG TARGETARCH",
+          "the Dockerfile's stage has no 'ARG TARGETARCH' without a default: "
+          f"{lines[arg] if arg is not None else 'none'}")
+    copies = [(i, re.search(r"shmbpf_\*_(\S+)\.deb", ln)) for i, ln in enumerate(lines)
+              if ln.startswith("COPY ")]
+    copies = [(i, m.group(1)) for i, m in copies if m]
+    check(copies, "the Dockerfile copies no shmbpf_*_<arch>.deb")
+    for i, what in copies:
+        m = re.fullmatch(r"\$\{TARGETARCH(?::-(\w+))?\}", what)
+        check(m, f"the Dockerfile copies shmbpf_*_{what}.deb, not shmbpf_*_${{TARGETARCH}}.deb: "
+                 "every platform would get that one")
+        check(arg is None or arg < i,
+              "the Dockerfile's COPY comes before its ARG TARGETARCH: the .deb's is empty")
+        if m and m.group(1):
+            check(m.group(1) in built, f"the Dockerfile's TARGETARCH default {m.group(1)} is "
+                                       f"not among its architectures {built}")
+
+    selector = pod.get("nodeSelector", {})
+    check(selector.get("kubernetes.io/os") == "linux", "nodeSelector kubernetes.io/os is not linux")
+    check("kubernetes.io/arch" not in selector,
+          f"nodeSelector pins kubernetes.io/arch {selector.get('kubernetes.io/arch')}: "
+          f"the image is built for {built}")
+    required = (pod.get("affinity", {}).get("nodeAffinity", {})
+                .get("requiredDuringSchedulingIgnoredDuringExecution", {}))
+    terms = required.get("nodeSelectorTerms") or []
+    check(terms, "no required nodeAffinity on kubernetes.io/arch: nodes of every architecture "
+                 "get a pod")
+    # The terms are ORed: each one admits the image's architectures alone.
+    for term in terms:
+        exprs = [e for e in term.get("matchExpressions", [])
+                 if e.get("key") == "kubernetes.io/arch"]
+        if not check(len(exprs) == 1 and exprs[0].get("operator") == "In",
+                     f"a nodeSelectorTerm without one 'kubernetes.io/arch In': {term}"):
+            continue
+        admitted = sorted(exprs[0].get("values", []))
+        check(admitted == built, f"the nodeAffinity admits kubernetes.io/arch {admitted}, "
+                                 f"the Dockerfile builds {built} ('# Architectures:')")
 
 
 def check_namespace(ns):
