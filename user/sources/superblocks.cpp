@@ -12,6 +12,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <fstream>
+#include <set>
+#include <sstream>
 #include <string>
 
 namespace shmbpf {
@@ -38,57 +40,68 @@ bool on_dev(const std::string &path, uint32_t kdev) {
   return ::stat(path.c_str(), &st) == 0 && kernel_dev(st.st_dev) == kdev;
 }
 
-// A mapping of a file of the device: /proc/PID/maps gives it as "maj:min"
-// in hex, in its fourth field.
-bool maps_dev(const std::string &maps, uint32_t kdev) {
-  std::ifstream in(maps);
-  const std::string want = [&] {
-    char buf[32];
-    std::snprintf(buf, sizeof(buf), "%02x:%02x", dev_major(kdev), dev_minor(kdev));
-    return std::string(buf);
-  }();
-  std::string range, perms, offset, dev, rest;
-  while (in >> range >> perms >> offset >> dev && std::getline(in, rest))
-    if (dev == want)
-      return true;
+// Whether a line of the file has `want` as its field number `field` (0 the
+// first): a mapping's device in /proc/PID/maps (3, "maj:min" in hex), a
+// mount's in /proc/PID/mountinfo (2, in decimal).
+bool has_field(const std::string &path, size_t field, const std::string &want) {
+  std::ifstream in(path);
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream words(line);
+    std::string word;
+    for (size_t i = 0; i <= field && words >> word; ++i)
+      if (i == field && word == want)
+        return true;
+  }
   return false;
 }
 
-// Whether a process holds a file of the device: an fd, a mapping, its
-// working directory or its root.
-bool held_by_a_process(uint32_t kdev) {
+bool has_fd_on(const std::string &dir, uint32_t kdev) {
+  DIR *fds = opendir((dir + "/fd").c_str());
+  if (!fds)
+    return false;
+  bool found = false;
+  while (dirent *f = readdir(fds))
+    if (f->d_name[0] != '.' && on_dev(dir + "/fd/" + f->d_name, kdev)) {
+      found = true;
+      break;
+    }
+  closedir(fds);
+  return found;
+}
+
+// Whether a process keeps the filesystem: its mount namespace mounts it
+// (each namespace read once), or it holds a file of it (an fd, a mapping,
+// its working directory or its root).
+bool kept_by_a_process(uint32_t kdev) {
   DIR *proc = opendir("/proc");
   if (!proc)
     return false;
-  bool held = false;
-  while (dirent *d = readdir(proc)) {
+  char hex[32];
+  std::snprintf(hex, sizeof(hex), "%02x:%02x", dev_major(kdev), dev_minor(kdev));
+  const std::string decimal = dev_string(kdev);
+  std::set<ino_t> namespaces;
+  bool kept = false;
+  for (const dirent *d; !kept && (d = readdir(proc));) {
     if (d->d_name[0] < '1' || d->d_name[0] > '9')
       continue;
     const std::string dir = std::string("/proc/") + d->d_name;
-    held =
-        on_dev(dir + "/cwd", kdev) || on_dev(dir + "/root", kdev) || maps_dev(dir + "/maps", kdev);
-    if (DIR *fds = held ? nullptr : opendir((dir + "/fd").c_str())) {
-      while (dirent *f = readdir(fds))
-        if (f->d_name[0] != '.' && on_dev(dir + "/fd/" + f->d_name, kdev)) {
-          held = true;
-          break;
-        }
-      closedir(fds);
-    }
-    if (held)
-      break;
+    struct stat ns {};
+    const bool new_ns =
+        ::stat((dir + "/ns/mnt").c_str(), &ns) == 0 && namespaces.insert(ns.st_ino).second;
+    kept = (new_ns && has_field(dir + "/mountinfo", 2, decimal)) || on_dev(dir + "/cwd", kdev) ||
+           on_dev(dir + "/root", kdev) || has_field(dir + "/maps", 3, hex) || has_fd_on(dir, kdev);
   }
   closedir(proc);
-  return held;
+  return kept;
 }
 
 } // namespace
 
 // No ustat(2) here (arm64 and the other architectures of the generic call
-// table): a filesystem a process holds a file of lives; of any other the
-// kernel cannot be asked.
+// table): a filesystem some process keeps (mounted in its namespace, a
+// file of it held) lives; of any other the kernel cannot be asked.
 Superblock superblock_of(uint32_t kdev) {
-  return held_by_a_process(kdev) ? Superblock::alive : Superblock::unknown;
+  return kept_by_a_process(kdev) ? Superblock::alive : Superblock::unknown;
 }
 #endif
 

@@ -16,9 +16,9 @@ enum class Superblock : uint8_t {
 
 // Asks the kernel (ustat(2), which looks the device up among the live
 // superblocks; kdev in the kernel's encoding, major << 20 | minor). Where
-// there is no ustat (arm64), a filesystem some process holds a file of is
-// alive (/proc: fds, mappings, working directories, roots), any other
-// unknown.
+// there is no ustat (arm64), a filesystem some process keeps is alive
+// (/proc: mounted in its namespace, or a file of it held by an fd, a
+// mapping, its working directory or root), any other unknown.
 Superblock superblock_of(uint32_t kdev);
 
 // Of devs, those whose filesystem has ended: in no mount table of
