@@ -4,14 +4,17 @@
 # output comes back on stdout and its exit status is this script's.
 #
 #   tests/vm/vm.sh [OPTIONS] RELEASE COMMAND [ARG...]
-#   tests/vm/vm.sh fetch RELEASE...       fetch and cache kernels only
+#   tests/vm/vm.sh [--arch ARCH] fetch RELEASE...   fetch and cache kernels only
 #
 # RELEASE is bullseye (5.10), bookworm (6.1) or trixie (6.12); the
-# unsigned build of the newest kernel of the release's linux-image-amd64 is
+# unsigned build of the newest kernel of the release's linux-image-ARCH is
 # used.
 #
+#   --arch ARCH      amd64 (default; SHMBPF_VM_ARCH) or arm64, emulated by
+#                    qemu-system-aarch64 (kernels and busybox from Debian's
+#                    arm64 archive; programs from a cross build)
 #   --file PATH      put PATH in the guest at the same path (repeatable); ELF
-#                    files bring the shared libraries ldd finds for them
+#                    files (of ARCH) bring the shared libraries they need
 #   --timeout SECS   power the guest off after SECS (default 900)
 #   --mem MIB        guest memory (default 2048)
 #   --cpus N         guest CPUs (default 2)
@@ -21,12 +24,13 @@
 # Environment: SHMBPF_VM_CACHE (default ~/.cache/shmbpf/vm) holds the
 # kernels and their private apt state; SHMBPF_VM_ACCEL=kvm|tcg skips the
 # KVM probe; SHMBPF_VM_REFRESH_DAYS (default 7) is how old the package lists
-# may get before apt-get update runs again.
+# may get before apt-get update runs again; SHMBPF_VM_ARM64_CPU is the
+# arm64 guest's QEMU CPU model (default neoverse-n1, lib/qemu.sh says why).
 #
 # Exit status: the command's; 124 when the guest timed out; 125 when the
 # guest ended without reporting; 126 when its kernel locked up twice; 123
 # when it died twice while booting; 122 when its kernel twice hit an int3
-# oops in code it was patching; 77 when no guest can be had here (no qemu,
+# (arm64: BRK) oops in code it was patching; 77 when no guest can be had here (no qemu,
 # no kernel) unless CI=true, where that is a failure (1).
 set -euo pipefail
 
@@ -53,18 +57,11 @@ vm_cannot() {
 . "$VM_DIR/lib/initramfs.sh"
 . "$VM_DIR/lib/qemu.sh"
 
-if [ "${1:-}" = fetch ]; then
-  shift
-  for rel in "$@"; do
-    vm_kernel "$rel"
-    echo "$rel $VM_KERNEL_PKG $VM_KERNEL_VERSION $VM_KERNEL"
-  done
-  exit 0
-fi
-
+VM_ARCH=${SHMBPF_VM_ARCH:-amd64}
 files=() envs=() timeout=900 mem=2048 cpus=2
 while (($#)); do
   case "$1" in
+  --arch) VM_ARCH=$2 && shift 2 ;;
   --file) files+=("$2") && shift 2 ;;
   --timeout) timeout=$2 && shift 2 ;;
   --mem) mem=$2 && shift 2 ;;
@@ -76,17 +73,40 @@ while (($#)); do
   *) break ;;
   esac
 done
+case "$VM_ARCH" in
+amd64 | arm64) ;;
+*) vm_die "unknown architecture '$VM_ARCH' (amd64 or arm64)" ;;
+esac
+
+if [ "${1:-}" = fetch ]; then
+  shift
+  for rel in "$@"; do
+    vm_kernel "$rel"
+    echo "$rel $VM_KERNEL_PKG $VM_KERNEL_VERSION $VM_KERNEL"
+  done
+  exit 0
+fi
+
 (($# >= 2)) || vm_die "usage: vm.sh [OPTIONS] RELEASE COMMAND [ARG...]"
 release=$1
 shift
 [ -z "${CI:-}" ] || envs+=("CI=$CI")
 
-command -v qemu-system-x86_64 >/dev/null ||
-  vm_cannot "qemu-system-x86_64 is not installed (bash scripts/deps.sh)"
-[ -x /bin/busybox ] || vm_cannot "/bin/busybox is missing (bash scripts/deps.sh)"
+if [ "$VM_ARCH" = arm64 ]; then
+  command -v qemu-system-aarch64 >/dev/null ||
+    vm_cannot "qemu-system-aarch64 is not installed (apt-get install qemu-system-arm)"
+  command -v aarch64-linux-gnu-readelf >/dev/null ||
+    vm_cannot "aarch64-linux-gnu-readelf is not installed (apt-get install binutils-aarch64-linux-gnu)"
+else
+  command -v qemu-system-x86_64 >/dev/null ||
+    vm_cannot "qemu-system-x86_64 is not installed (bash scripts/deps.sh)"
+  [ -x /bin/busybox ] || vm_cannot "/bin/busybox is missing (bash scripts/deps.sh)"
+fi
 
 vm_kernel "$release"
 vm_check_config "$(dirname "$VM_KERNEL")/config"
+vm_busybox "$release"
+tag=$(vm_tag "$release")
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/shmbpf-vm.XXXXXX")
 # SHMBPF_VM_KEEP=1 keeps the initramfs and both serial logs for a look.
@@ -99,6 +119,7 @@ top="$work/top"
 mkdir "$top"
 install -m 0755 "$VM_DIR/guest/init" "$top/init"
 {
+  vm_arch_env
   for kv in "${envs[@]}"; do
     printf 'export %s\n' "$(vm_quote "$kv")"
   done
@@ -112,10 +133,10 @@ install -m 0755 "$VM_DIR/guest/init" "$top/init"
 
 t0=$SECONDS
 vm_initramfs "$work/initramfs.cpio" "$top" "${files[@]}"
-vm_log "$release: initramfs $(($(stat -c %s "$work/initramfs.cpio") / 1048576)) MiB in $((SECONDS - t0)) s"
+vm_log "$tag: initramfs $(($(stat -c %s "$work/initramfs.cpio") / 1048576)) MiB in $((SECONDS - t0)) s"
 
 accel=$(vm_accel "$work")
-vm_log "$release: booting $VM_KERNEL_PKG $VM_KERNEL_VERSION ($accel, $cpus CPUs, $mem MiB, timeout ${timeout}s)"
+vm_log "$tag: booting $VM_KERNEL_PKG $VM_KERNEL_VERSION ($accel, $cpus CPUs, $mem MiB, timeout ${timeout}s)"
 rc=0
 vm_run "$accel" "$work/initramfs.cpio" "$timeout" "$mem" "$cpus" "$work" || rc=$?
 # A guest kernel that locked up a CPU (seen twice in the 6.1 and 5.10
@@ -131,7 +152,7 @@ vm_run "$accel" "$work/initramfs.cpio" "$timeout" "$mem" "$cpus" "$work" || rc=$
 if [ "$rc" = 126 ] || [ "$rc" = 123 ] || [ "$rc" = 122 ]; then
   if [ -n "${SHMBPF_VM_LOCKUPS:-}" ]; then
     {
-      echo "=== $(date -u +%FT%TZ) $release ($VM_KERNEL_VERSION): $(cat "$top/vm-command")"
+      echo "=== $(date -u +%FT%TZ) $tag ($VM_KERNEL_VERSION): $(cat "$top/vm-command")"
       vm_console "$work/console" 2>&1
     } >>"$SHMBPF_VM_LOCKUPS"
   fi
@@ -141,7 +162,7 @@ if [ "$rc" = 126 ] || [ "$rc" = 123 ] || [ "$rc" = 122 ]; then
     [ "$rc" = 122 ] && what="hit a breakpoint in code it was patching"
     [ "$accel" = tcg ] && VM_TCG_THREAD=single how=", its vCPUs on one host thread"
   fi
-  vm_log "$release: the guest's kernel $what (above); booting it once more$how"
+  vm_log "$tag: the guest's kernel $what (above); booting it once more$how"
   rc=0
   vm_run "$accel" "$work/initramfs.cpio" "$timeout" "$mem" "$cpus" "$work" || rc=$?
 fi

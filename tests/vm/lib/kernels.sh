@@ -4,7 +4,14 @@
 #
 # Every release gets an apt state of its own under the cache (sources.list,
 # lists, archives, an empty dpkg status): the machine's /etc/apt and
-# /var/lib/apt are never read for sources nor written.
+# /var/lib/apt are never read for sources nor written. VM_ARCH (amd64 or
+# arm64, set by vm.sh) picks the architecture; arm64's states and kernels
+# sit beside amd64's, as RELEASE-arm64, so that one never disturbs the other.
+
+# RELEASE -> its name in the cache and in messages: trixie, trixie-arm64.
+vm_tag() { # RELEASE
+  if [ "$VM_ARCH" = amd64 ]; then echo "$1"; else echo "$1-$VM_ARCH"; fi
+}
 
 # Codename -> the suites where its kernels are published: point releases
 # land in the release itself, fixes in between in -security.
@@ -16,7 +23,8 @@ vm_suites() {
 }
 
 vm_apt() { # RELEASE apt-get|apt-cache ARGS...
-  local state="$VM_CACHE/apt/$1" tool=$2
+  local state tool=$2
+  state="$VM_CACHE/apt/$(vm_tag "$1")"
   shift 2
   "$tool" -q \
     -o Dir::Etc::sourcelist="$state/sources.list" \
@@ -29,14 +37,15 @@ vm_apt() { # RELEASE apt-get|apt-cache ARGS...
     -o Dir::Cache="$state/cache" \
     -o Dir::Cache::archives="$state/cache/archives" \
     -o Dir::Cache::pkgcache="" -o Dir::Cache::srcpkgcache="" \
-    -o APT::Architecture=amd64 -o APT::Architectures::=amd64 \
+    -o APT::Architecture="$VM_ARCH" -o APT::Architectures::="$VM_ARCH" \
     -o APT::Sandbox::User=root \
     -o Acquire::Languages=none \
     "$@"
 }
 
 vm_apt_state() { # RELEASE: lay out the private apt state once
-  local rel=$1 state="$VM_CACHE/apt/$1" suite
+  local rel=$1 state suite
+  state="$VM_CACHE/apt/$(vm_tag "$1")"
   [ -f "$state/sources.list" ] && return 0
   mkdir -p "$state"/{lists/partial,cache/archives/partial,sources.list.d,preferences.d}
   : >"$state/status"
@@ -52,47 +61,49 @@ vm_apt_state() { # RELEASE: lay out the private apt state once
 }
 
 # The release's own kernel: the unsigned build of the image its
-# linux-image-amd64 depends on (the candidate is the newest of the release
+# linux-image-ARCH depends on (the candidate is the newest of the release
 # and its updates). Not simply the newest linux-image-*-unsigned: bookworm
-# also carries a 6.12 series (6.12.x+deb12) beside its 6.1.
+# also carries a 6.12 series (6.12.x+deb12) beside its 6.1. On arm64 the
+# meta package names the 4k-page flavour (-arm64, not -arm64-16k).
 vm_release_kernel_pkg() { # RELEASE
   local image
-  image=$(vm_apt "$1" apt-cache show --no-all-versions linux-image-amd64 2>/dev/null |
-    sed -n 's/^Depends: \(linux-image-[^ ,]*-amd64\)\b.*/\1/p' | head -n 1)
+  image=$(vm_apt "$1" apt-cache show --no-all-versions "linux-image-$VM_ARCH" 2>/dev/null |
+    sed -n "s/^Depends: \(linux-image-[^ ,]*-$VM_ARCH\)\b.*/\1/p" | head -n 1)
   [ -z "$image" ] || echo "$image-unsigned"
 }
 
-# Sets VM_KERNEL (an uncompressed vmlinux), VM_KERNEL_PKG and
-# VM_KERNEL_VERSION for RELEASE. The lists are updated, and the release's
-# kernel fetched if it changed, when they are older than
-# SHMBPF_VM_REFRESH_DAYS (7) or nothing is cached. Only /boot is kept from
-# the package: Debian builds in every driver the guest uses (serial console,
-# tmpfs, initramfs), so no module is needed. An archive out of reach leaves
-# the cached kernel in use.
+# Sets VM_KERNEL (what QEMU boots), VM_KERNEL_PKG and VM_KERNEL_VERSION
+# for RELEASE. The lists are updated, and the release's kernel fetched if
+# it changed, when they are older than SHMBPF_VM_REFRESH_DAYS (7) or
+# nothing is cached. Only /boot is kept from the package: Debian builds in
+# every driver the guest uses (serial console, tmpfs, initramfs), so no
+# module is needed. An archive out of reach leaves the cached kernel in use.
 vm_kernel() {
-  local rel=$1 dir="$VM_CACHE/kernels/$1"
+  local rel=$1 tag dir
   vm_suites "$rel" >/dev/null || vm_die "unknown release '$rel' (bullseye, bookworm or trixie)"
+  tag=$(vm_tag "$rel")
+  dir="$VM_CACHE/kernels/$tag"
   mkdir -p "$dir"
   exec 8>"$dir/.lock"
   flock 8
   vm_apt_state "$rel"
-  local stamp="$VM_CACHE/apt/$rel/updated" days=${SHMBPF_VM_REFRESH_DAYS:-7}
+  local stamp="$VM_CACHE/apt/$tag/updated" days=${SHMBPF_VM_REFRESH_DAYS:-7}
   if [ ! -f "$dir/package" ] || [ -z "$(find "$stamp" -mtime -"$days" 2>/dev/null)" ]; then
     local t0=$SECONDS
     if vm_apt "$rel" apt-get update >"$dir/update.log" 2>&1; then
       touch "$stamp"
-      vm_log "$rel: package lists updated in $((SECONDS - t0)) s"
+      vm_log "$tag: package lists updated in $((SECONDS - t0)) s"
     elif [ -f "$dir/package" ]; then
-      vm_log "$rel: apt-get update failed, using the cached kernel ($(tail -n 1 "$dir/update.log"))"
+      vm_log "$tag: apt-get update failed, using the cached kernel ($(tail -n 1 "$dir/update.log"))"
     else
       cat "$dir/update.log" >&2
       exec 8>&-
-      vm_cannot "$rel: apt-get update failed and no kernel is cached"
+      vm_cannot "$tag: apt-get update failed and no kernel is cached"
       return 1
     fi
     local pkg ver
     pkg=$(vm_release_kernel_pkg "$rel")
-    [ -n "$pkg" ] || vm_die "$rel: the package lists name no kernel for linux-image-amd64"
+    [ -n "$pkg" ] || vm_die "$tag: the package lists name no kernel for linux-image-$VM_ARCH"
     ver=$(vm_apt "$rel" apt-cache show --no-all-versions "$pkg" | sed -n 's/^Version: //p' | head -n 1)
     if [ "$(cat "$dir/package" 2>/dev/null)" != "$pkg $ver" ]; then
       vm_fetch_kernel "$rel" "$dir" "$pkg" "$ver" || {
@@ -101,23 +112,23 @@ vm_kernel() {
       }
     fi
   fi
-  [ -f "$dir/vmlinux" ] || vm_unpack_vmlinux "$dir"
+  vm_boot_image "$dir"
   exec 8>&-
   read -r VM_KERNEL_PKG VM_KERNEL_VERSION <"$dir/package"
-  VM_KERNEL="$dir/vmlinux"
 }
 
 vm_fetch_kernel() { # RELEASE DIR PACKAGE VERSION
-  local rel=$1 dir=$2 pkg=$3 ver=$4 t0=$SECONDS tmp
+  local rel=$1 dir=$2 pkg=$3 ver=$4 t0=$SECONDS tmp tag
+  tag=$(vm_tag "$rel")
   tmp=$(mktemp -d "$dir/fetch.XXXXXX")
   if ! (cd "$tmp" && vm_apt "$rel" apt-get download "$pkg=$ver") >"$dir/download.log" 2>&1; then
     cat "$dir/download.log" >&2
     rm -rf "$tmp"
     if [ -f "$dir/package" ]; then
-      vm_log "$rel: downloading $pkg $ver failed, using the cached kernel"
+      vm_log "$tag: downloading $pkg $ver failed, using the cached kernel"
       return 0
     fi
-    vm_cannot "$rel: apt-get download $pkg failed"
+    vm_cannot "$tag: apt-get download $pkg failed"
     return 1
   fi
   local deb size
@@ -126,10 +137,66 @@ vm_fetch_kernel() { # RELEASE DIR PACKAGE VERSION
   dpkg-deb --fsys-tarfile "$deb" | tar -x -C "$tmp" --wildcards './boot/vmlinuz-*' './boot/config-*'
   mv "$tmp"/boot/vmlinuz-* "$dir/vmlinuz"
   mv "$tmp"/boot/config-* "$dir/config"
-  rm -rf "$tmp"
-  vm_unpack_vmlinux "$dir"
+  rm -rf "$tmp" "$dir/vmlinux"
+  vm_boot_image "$dir"
   echo "$pkg $ver" >"$dir/package"
-  vm_log "$rel: fetched $pkg $ver ($((size / 1048576)) MiB) in $((SECONDS - t0)) s"
+  vm_log "$tag: fetched $pkg $ver ($((size / 1048576)) MiB) in $((SECONDS - t0)) s"
+}
+
+# Sets VM_KERNEL to the file QEMU boots of DIR/vmlinuz. amd64: the ELF
+# unpacked from the bzImage (once). arm64: vmlinuz itself, the raw Image
+# (arm64 boot protocol: "ARM\x64" at 0x38), which needs no unpacking and
+# which QEMU loads as it is; it cannot boot an EFI zboot image ("zimg" at
+# 4), should Debian ever ship one.
+vm_boot_image() { # DIR
+  local dir=$1
+  if [ "$VM_ARCH" = amd64 ]; then
+    [ -f "$dir/vmlinux" ] || vm_unpack_vmlinux "$dir"
+    VM_KERNEL="$dir/vmlinux"
+    return
+  fi
+  [ "$(od -An -c -j 4 -N 4 "$dir/vmlinuz" | tr -d ' ')" = zimg ] &&
+    vm_die "$dir/vmlinuz: an EFI zboot image, which QEMU's -kernel does not boot"
+  [ "$(vm_le32 "$dir/vmlinuz" $((0x38)))" = $((0x644d5241)) ] ||
+    vm_die "$dir/vmlinuz: not an arm64 Image"
+  VM_KERNEL="$dir/vmlinuz"
+}
+
+# Sets VM_BUSYBOX to the guest's busybox, a static one: this machine's
+# for amd64; for another architecture, bin/busybox of the busybox-static
+# that RELEASE's lists name for it, fetched once into the cache
+# (busybox/ARCH). Never installed: it would replace this machine's.
+vm_busybox() { # RELEASE
+  local dir="$VM_CACHE/busybox/$VM_ARCH" tag tmp f
+  VM_BUSYBOX=/bin/busybox
+  [ "$VM_ARCH" = amd64 ] && return 0
+  VM_BUSYBOX="$dir/busybox"
+  [ -x "$VM_BUSYBOX" ] && return 0
+  tag=$(vm_tag "$1")
+  mkdir -p "$dir"
+  exec 8>"$dir/.lock"
+  flock 8
+  if [ ! -x "$VM_BUSYBOX" ]; then
+    tmp=$(mktemp -d "$dir/fetch.XXXXXX")
+    if ! (cd "$tmp" && vm_apt "$1" apt-get download busybox-static) >"$dir/download.log" 2>&1; then
+      cat "$dir/download.log" >&2
+      rm -rf "$tmp"
+      exec 8>&-
+      vm_cannot "$tag: apt-get download busybox-static failed"
+      return 1
+    fi
+    # /bin/busybox up to bookworm, /usr/bin/busybox from trixie on.
+    dpkg-deb --extract "$tmp"/*.deb "$tmp/root"
+    # shellcheck disable=SC2016 # dpkg-deb's fields
+    dpkg-deb --show --showformat '${Package} ${Version}\n' "$tmp"/*.deb >"$dir/package"
+    for f in "$tmp"/root/{usr/,}bin/busybox; do
+      [ -f "$f" ] && mv "$f" "$VM_BUSYBOX" && break
+    done
+    rm -rf "$tmp"
+    [ -x "$VM_BUSYBOX" ] || vm_die "$tag: busybox-static has no bin/busybox"
+    vm_log "$tag: fetched $(cat "$dir/package")"
+  fi
+  exec 8>&-
 }
 
 vm_le32() { # FILE OFFSET: the little-endian u32 there
@@ -164,10 +231,15 @@ vm_unpack_vmlinux() { # DIR
   mv "$dir/vmlinux.tmp" "$dir/vmlinux"
 }
 
-# Options the guest cannot do without; Debian sets them all to y.
+# Options the guest cannot do without; Debian sets them all to y. Its
+# console: the 8250 UART on amd64; on arm64 the PL011, the PCI 16550 (8250
+# on the generic PCI host) that carries the command's output, and PSCI,
+# through which the guest powers off.
 vm_check_config() { # CONFIG
-  local opt missing=()
-  for opt in SERIAL_8250_CONSOLE BLK_DEV_INITRD DEVTMPFS TMPFS SHMEM SYSVIPC MEMFD_CREATE \
+  local opt missing=() console=(SERIAL_8250_CONSOLE)
+  [ "$VM_ARCH" = arm64 ] && console=(SERIAL_AMBA_PL011_CONSOLE SERIAL_8250 SERIAL_8250_PCI
+    PCI_HOST_GENERIC ARM_PSCI_FW)
+  for opt in "${console[@]}" BLK_DEV_INITRD DEVTMPFS TMPFS SHMEM SYSVIPC MEMFD_CREATE \
     CGROUPS BPF_SYSCALL BPF_EVENTS FTRACE_SYSCALLS DEBUG_INFO_BTF; do
     grep -q "^CONFIG_$opt=y" "$1" || missing+=("CONFIG_$opt")
   done

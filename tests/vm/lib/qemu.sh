@@ -1,16 +1,38 @@
 # shellcheck shell=bash
-# Booting a guest under qemu-system-x86_64. Sourced by tests/vm/vm.sh.
+# Booting a guest under qemu-system-x86_64 or, for VM_ARCH=arm64,
+# qemu-system-aarch64. Sourced by tests/vm/vm.sh.
 
 # One word for the guest's sh, in single quotes.
 vm_quote() { printf "'%s'" "${1//\'/\'\\\'\'}"; }
 
-# console=ttyS0 carries the kernel's messages, ttyS1 the command's output
-# (guest/init); panic=-1 with -no-reboot turns a guest that died into a
-# QEMU that exits, and softlockup_panic=1 a CPU stuck in the kernel into a
-# guest that died (vm_run then says so). loglevel=5: a report's stack too.
-# trust_cpu: QEMU's CPU model has RDRAND, and a 5.10 guest
-# without an entropy source would otherwise stall on getrandom().
-VM_APPEND="console=ttyS0 panic=-1 quiet loglevel=5 softlockup_panic=1 random.trust_cpu=on"
+# The first serial port carries the kernel's messages (vm_console_dev),
+# another one the command's output (guest/init); panic=-1 with -no-reboot
+# turns a guest that died into a QEMU that exits, and softlockup_panic=1 a
+# CPU stuck in the kernel into a guest that died (vm_run then says so).
+# loglevel=5: a report's stack too. trust_cpu: QEMU's x86 CPU model has
+# RDRAND, and a 5.10 guest without an entropy source would otherwise stall
+# on getrandom() (an arm64 guest is seeded by the rng-seed of QEMU's
+# device tree).
+VM_APPEND="panic=-1 quiet loglevel=5 softlockup_panic=1 random.trust_cpu=on"
+
+# The guest's serial ports. x86: the two legacy UARTs, ttyS0 and ttyS1.
+# arm64 (QEMU's virt board): the PL011 (ttyAMA0) for the console, and for
+# the output a PCI 16550 (pci-serial), which the 8250 driver names ttyS0.
+vm_console_dev() { if [ "$VM_ARCH" = arm64 ]; then echo ttyAMA0; else echo ttyS0; fi; }
+vm_out_dev() { if [ "$VM_ARCH" = arm64 ]; then echo /dev/ttyS0; else echo /dev/ttyS1; fi; }
+
+# The guest's vm-env lines that belong to the architecture: where
+# guest/init writes the command's output.
+vm_arch_env() { printf 'export SHMBPF_VM_OUT=%s\n' "$(vm_out_dev)"; }
+
+# arm64 CPU under TCG: neoverse-n1 (Graviton2's and Ampere Altra's core),
+# booted with kpti=0. QEMU's models before v8.5 lack E0PD, and a Debian
+# kernel then unmaps itself from user space (KASLR forces KPTI on), which
+# TCG makes every syscall pay for many times over. max has E0PD, but signs
+# return addresses (PAC, which Debian's kernels use), dear to emulate even
+# with the implementation-defined algorithm (max,pauth-impdef=on). The
+# figures are in README.md; SHMBPF_VM_ARM64_CPU names another model.
+VM_ARM64_CPU=${SHMBPF_VM_ARM64_CPU:-neoverse-n1}
 
 # TCG runs each vCPU on a host thread of its own (multi), or all of them in
 # turns on one (single: slower, but a vCPU never runs code another one is
@@ -20,11 +42,21 @@ VM_TCG_THREAD=multi
 
 # Sets VM_QEMU to the command line of a guest.
 vm_qemu() { # ACCEL INITRD MEM CPUS CONSOLE OUT
-  local how=(-accel "tcg,thread=$VM_TCG_THREAD" -cpu max)
-  [ "$1" = kvm ] && how=(-accel kvm -cpu host)
-  VM_QEMU=(qemu-system-x86_64 -nodefaults -display none -no-reboot "${how[@]}"
-    -m "$3" -smp "$4" -kernel "$VM_KERNEL" -initrd "$2" -append "$VM_APPEND"
-    -serial "file:$5" -serial "file:$6")
+  local qemu=(qemu-system-x86_64) cpu=max append port=(-serial "file:$6")
+  append="console=$(vm_console_dev) $VM_APPEND"
+  if [ "$VM_ARCH" = arm64 ]; then
+    qemu=(qemu-system-aarch64 -M virt) cpu=$VM_ARM64_CPU
+    append="console=$(vm_console_dev) kpti=0 $VM_APPEND"
+    port=(-chardev "file,id=out,path=$6" -device "pci-serial,chardev=out")
+  fi
+  local run=(-accel "tcg,thread=$VM_TCG_THREAD" -cpu "$cpu")
+  if [ "$1" = kvm ]; then
+    run=(-accel kvm -cpu host)
+    [ "$VM_ARCH" = arm64 ] && qemu=(qemu-system-aarch64 -M "virt,gic-version=host")
+  fi
+  VM_QEMU=("${qemu[@]}" -nodefaults -display none -no-reboot "${run[@]}"
+    -m "$3" -smp "$4" -kernel "$VM_KERNEL" -initrd "$2"
+    -append "$append" -serial "file:$5" "${port[@]}")
 }
 
 # Whether KVM works here: /dev/kvm can exist while a KVM guest hangs before
@@ -38,10 +70,13 @@ vm_accel() { # WORK
     return
     ;;
   esac
-  [ -w /dev/kvm ] || {
+  # KVM runs guests of this machine's own architecture only.
+  local machine=x86_64
+  [ "$VM_ARCH" = arm64 ] && machine=aarch64
+  if [ ! -w /dev/kvm ] || [ "$(uname -m)" != "$machine" ]; then
     echo tcg
     return
-  }
+  fi
   local boot answer dir="$1/probe" cache="$VM_CACHE/kvm-probe"
   boot=$(cat /proc/sys/kernel/random/boot_id)
   exec 9>"$VM_CACHE/.kvm-probe.lock"
@@ -53,7 +88,7 @@ vm_accel() { # WORK
   fi
   mkdir -p "$dir/top"
   install -m 0755 "$VM_DIR/guest/init" "$dir/top/init"
-  : >"$dir/top/vm-env"
+  vm_arch_env >"$dir/top/vm-env"
   echo true >"$dir/top/vm-command"
   vm_initramfs "$dir/initramfs.cpio" "$dir/top"
   local t0=$SECONDS
@@ -93,11 +128,14 @@ vm_console() { # CONSOLE
 # when its kernel died before the guest's init began (nothing of ours had
 # run), 122 when its kernel hit an int3 breakpoint it had not set, inside
 # code it was patching (a static key flipped, as attaching a program does;
-# TCG lets another vCPU run the half-patched code), 125 otherwise.
+# TCG lets another vCPU run the half-patched code), 125 otherwise. arm64's
+# analogue is a BRK no handler claims (a kprobe's, just removed): "Oops -
+# BRK" from 6.12's later releases on, "BRK handler" (after "Unexpected
+# kernel BRK exception at EL1") before; BUG() is "Oops - BUG", not this.
 vm_death_status() { # CONSOLE BEGUN(0|1)
   grep -a -q 'soft lockup' "$1" && return 126
   [ "$2" = 0 ] && grep -a -q 'Kernel panic' "$1" && return 123
-  grep -a -q 'Oops: int3' "$1" && return 122
+  grep -a -q -E 'Oops: int3|Internal error: (Oops - BRK|BRK handler):' "$1" && return 122
   return 125
 }
 
