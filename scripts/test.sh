@@ -74,5 +74,9 @@ neighbour_wanted=true
   fi
   exit $rc
 )
+# The arm64 layer: the cross build, its .deb and Debian's arm64 kernels
+# under emulation, after the x86-64 guests for the same reason they run
+# alone.
+bash scripts/test-arm64.sh
 # ASan + UBSan, TSan and fuzz layers, each in a build of its own.
 bash scripts/test-sanitizers.sh
