@@ -117,6 +117,8 @@ TEST(EndedFilesystems, ATmpfsOfANamespaceThatEndsLeavesEveryTable) {
   // hook set.
   SHMBPF_MONITOR(m, samples_only());
   EXPECT_EQ(superblock_of(dev), Superblock::alive);
+  // What arm64 asks instead of ustat: the namespace's mount table.
+  EXPECT_EQ(superblock_by_proc(dev), Superblock::alive);
   ASSERT_TRUE(pump_until(
       *m, [&](const Engine &e) { return on_dev(e, dev) == 2; }, 10s))
       << on_dev(m->engine(), dev) << " files of the namespace's tmpfs in the model";
@@ -181,6 +183,7 @@ TEST(EndedFilesystems, AnUnmountedTmpfsLeavesAndAHeldOneStaysUntilLetGo) {
       *m, [&](const Engine &e) { return on_dev(e, gone_dev) == 0; }, 15s));
   // Detached, its file still mapped: the filesystem lives on, so does the file.
   EXPECT_EQ(superblock_of(held_dev), Superblock::alive);
+  EXPECT_EQ(superblock_by_proc(held_dev), Superblock::alive); // the mapping
   for (int i = 0; i < 30; ++i) {
     m->poll(100);
     m->drain();

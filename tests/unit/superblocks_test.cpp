@@ -25,6 +25,12 @@ TEST(Superblocks, TheKernelKnowsALiveOneAndNotAMadeUpOne) {
   EXPECT_EQ(superblock_of(kNoSuchDev), Superblock::gone);
 }
 
+// What arm64, which has no ustat, asks instead: /proc.
+TEST(Superblocks, ProcTellsAMountedOneAndKnowsNothingOfAMadeUpOne) {
+  EXPECT_EQ(superblock_by_proc(dev_of("/proc")), Superblock::alive);
+  EXPECT_EQ(superblock_by_proc(kNoSuchDev), Superblock::unknown);
+}
+
 TEST(Superblocks, EndedAreThoseInNoMountTableThatTheKernelHasNoMore) {
   const uint32_t proc = dev_of("/proc");
   // Mounted: never ended, whatever the kernel says.

@@ -16,10 +16,14 @@ enum class Superblock : uint8_t {
 
 // Asks the kernel (ustat(2), which looks the device up among the live
 // superblocks; kdev in the kernel's encoding, major << 20 | minor). Where
-// there is no ustat (arm64), a filesystem some process keeps is alive
-// (/proc: mounted in its namespace, or a file of it held by an fd, a
-// mapping, its working directory or root), any other unknown.
+// there is no ustat (arm64), superblock_by_proc's answer.
 Superblock superblock_of(uint32_t kdev);
+
+// What /proc tells without ustat: a filesystem some process keeps is alive
+// (mounted in its mount namespace, each namespace read once; or a file of
+// it held by an fd or a mapping, or its working directory or root), of any
+// other nothing is known.
+Superblock superblock_by_proc(uint32_t kdev);
 
 // Of devs, those whose filesystem has ended: in no mount table of
 // `mounted` (every tmpfs and hugetlbfs device the namespaces read show)
