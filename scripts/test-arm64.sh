@@ -22,12 +22,4 @@ rm -f vm-lockups.log
 rc=0
 ctest --no-tests=error --output-on-failure --timeout 300 -j2 -L 'vm|package' 2>&1 |
   tee arm64-layer.log || rc=1
-if [ -s vm-lockups.log ]; then
-  echo "=== arm64 guest kernels that locked up or died booting, and were booted once more:"
-  cat vm-lockups.log
-fi
-if [ $rc -ne 0 ]; then
-  echo "=== what failed in the arm64 layer, in short (the whole output is above):"
-  bash ../scripts/failure-digest.sh arm64-layer.log
-fi
-exit $rc
+bash ../scripts/layer-report.sh $rc "the arm64 layer" arm64-layer.log

@@ -64,15 +64,7 @@ neighbour_wanted=true
   cd build
   ctest --no-tests=error --output-on-failure --timeout 300 -j2 -L vm 2>&1 |
     tee vm-layer.log || rc=1
-  if [ -s vm-lockups.log ]; then
-    echo "=== guest kernels that locked up or died booting, and were booted once more (tests/vm/vm.sh):"
-    cat vm-lockups.log
-  fi
-  if [ $rc -ne 0 ]; then
-    echo "=== what failed, in short (the whole output is above):"
-    bash ../scripts/failure-digest.sh host-layers.log vm-layer.log
-  fi
-  exit $rc
+  bash ../scripts/layer-report.sh $rc "the plain layers" host-layers.log vm-layer.log
 )
 # The arm64 layer: the cross build, its .deb and Debian's arm64 kernels
 # under emulation, after the x86-64 guests for the same reason they run
