@@ -26,6 +26,9 @@ if(SHMBPF_QEMU_AARCH64)
   set(CMAKE_CROSSCOMPILING_EMULATOR ${SHMBPF_QEMU_AARCH64})
 endif()
 
+# The benchmarks measure the machine they run on: not built here.
+set(SHMBPF_BUILD_BENCH OFF CACHE BOOL "Build the benchmarks in bench/")
+
 # jemalloc's arm64 build is not Multi-Arch (it would replace the host's),
 # and its page size must match the kernel's (arm64 kernels come with 4, 16
 # or 64 KiB pages): the C library's malloc instead.
