@@ -102,17 +102,15 @@ constexpr int kKernelEnotsupp = 524;
 
 } // namespace
 
-std::string function_attach_missing() {
-  std::unique_ptr<btf, BtfFree> b{btf__load_vmlinux_btf()};
-  const int id = b ? btf__find_by_name_kind(b.get(), "d_instantiate", BTF_KIND_FUNC) : -1;
-  if (id <= 0)
+std::string function_attach_missing(const KernelFeatures &f) {
+  if (f.probe_function_id == 0)
     return {}; // the function's own check says what is missing
   const bpf_insn prog[] = {
       insn(BPF_ALU64 | BPF_MOV | BPF_K, BPF_REG_0, 0, 0, 0),
       insn(BPF_JMP | BPF_EXIT, 0, 0, 0, 0),
   };
   LIBBPF_OPTS(bpf_prog_load_opts, opts, .expected_attach_type = BPF_TRACE_FENTRY,
-              .attach_btf_id = static_cast<__u32>(id));
+              .attach_btf_id = f.probe_function_id);
   const int fd = bpf_prog_load(BPF_PROG_TYPE_TRACING, "shmbpf_fentry", "GPL", prog,
                                sizeof(prog) / sizeof(prog[0]), &opts);
   if (fd < 0) {
@@ -141,11 +139,13 @@ KernelFeatures probe_kernel_features() {
   if (utsname u{}; uname(&u) == 0)
     f.release = u.release;
   // libbpf would parse the BTF again while loading; it keeps no copy to
-  // share. Both questions are answered from this one parse.
+  // share. Every question is answered from this one parse.
   if (std::unique_ptr<btf, BtfFree> b{btf__load_vmlinux_btf()}; b) {
     f.rdonly_cast = btf__find_by_name_kind(b.get(), "bpf_rdonly_cast", BTF_KIND_FUNC) > 0;
     f.free_arg = free_arg_of(b.get());
     f.setattr_args = param_count(b.get(), "shmem_setattr");
+    const int id = btf__find_by_name_kind(b.get(), "d_instantiate", BTF_KIND_FUNC);
+    f.probe_function_id = id > 0 ? static_cast<uint32_t>(id) : 0;
   }
   f.task_pt_regs =
       libbpf_probe_bpf_helper(BPF_PROG_TYPE_TRACEPOINT, BPF_FUNC_task_pt_regs, nullptr) == 1;

@@ -13,11 +13,11 @@ namespace shmbpf {
 KernelFeatures probe_kernel_features();
 
 // Why programs on kernel functions (fentry, fexit) cannot attach here, ""
-// when they can: a tiny fentry program on d_instantiate is loaded and
-// attached, then let go. The kernel lists the function either way; arm64
-// kernels before 6.4 load such a program and then refuse to attach it (no
-// BPF trampolines for kernel functions). Asked only when a function hook
-// would be chosen: attaching patches the kernel's text.
-std::string function_attach_missing();
+// when they can: a tiny fentry program on d_instantiate (its BTF id from
+// probe_kernel_features) is loaded and attached, then let go. The kernel lists the function either
+// way; arm64 kernels before 6.4 load such a program and then refuse to attach it (no BPF
+// trampolines for kernel functions). Asked only when a function hook would be chosen: attaching
+// patches the kernel's text.
+std::string function_attach_missing(const KernelFeatures &f);
 
 } // namespace shmbpf

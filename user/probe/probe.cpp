@@ -282,7 +282,7 @@ void Probe::choose_hooks(const ProbeOptions &opts, const std::string &tracefs) {
       if (std::string why = functions.missing(t.name); !why.empty())
         return why;
       if (!function_attach)
-        function_attach = function_attach_missing();
+        function_attach = function_attach_missing(features_);
       return *function_attach;
     case SectionTarget::Kind::none:
       break;

@@ -31,6 +31,9 @@ struct KernelFeatures {
   // shmem_setattr's parameters in the BTF: 2 before v5.12, 3 since (a user
   // namespace, then an idmap, in front); 0 when it is not there.
   int setattr_args = 0;
+  // d_instantiate's id in the BTF (0 when it is not there): the function
+  // function_attach_missing() attaches its fentry program to.
+  uint32_t probe_function_id = 0;
 };
 
 // A program of the object, as libbpf names it.
