@@ -117,13 +117,21 @@ vm_kernel() {
   read -r VM_KERNEL_PKG VM_KERNEL_VERSION <"$dir/package"
 }
 
+# Downloads PACKAGE (NAME or NAME=VERSION) of RELEASE into a new directory
+# under DIR, whose path goes to VM_FETCHED; when apt-get fails, shows its
+# output, removes the directory and returns 1.
+vm_download() { # RELEASE DIR PACKAGE
+  VM_FETCHED=$(mktemp -d "$2/fetch.XXXXXX")
+  (cd "$VM_FETCHED" && vm_apt "$1" apt-get download "$3") >"$2/download.log" 2>&1 && return 0
+  cat "$2/download.log" >&2
+  rm -rf "$VM_FETCHED"
+  return 1
+}
+
 vm_fetch_kernel() { # RELEASE DIR PACKAGE VERSION
   local rel=$1 dir=$2 pkg=$3 ver=$4 t0=$SECONDS tmp tag
   tag=$(vm_tag "$rel")
-  tmp=$(mktemp -d "$dir/fetch.XXXXXX")
-  if ! (cd "$tmp" && vm_apt "$rel" apt-get download "$pkg=$ver") >"$dir/download.log" 2>&1; then
-    cat "$dir/download.log" >&2
-    rm -rf "$tmp"
+  if ! vm_download "$rel" "$dir" "$pkg=$ver"; then
     if [ -f "$dir/package" ]; then
       vm_log "$tag: downloading $pkg $ver failed, using the cached kernel"
       return 0
@@ -131,6 +139,7 @@ vm_fetch_kernel() { # RELEASE DIR PACKAGE VERSION
     vm_cannot "$tag: apt-get download $pkg failed"
     return 1
   fi
+  tmp=$VM_FETCHED
   local deb size
   deb=$(echo "$tmp"/*.deb)
   size=$(stat -c %s "$deb")
@@ -177,14 +186,12 @@ vm_busybox() { # RELEASE
   exec 8>"$dir/.lock"
   flock 8
   if [ ! -x "$VM_BUSYBOX" ]; then
-    tmp=$(mktemp -d "$dir/fetch.XXXXXX")
-    if ! (cd "$tmp" && vm_apt "$1" apt-get download busybox-static) >"$dir/download.log" 2>&1; then
-      cat "$dir/download.log" >&2
-      rm -rf "$tmp"
+    if ! vm_download "$1" "$dir" busybox-static; then
       exec 8>&-
       vm_cannot "$tag: apt-get download busybox-static failed"
       return 1
     fi
+    tmp=$VM_FETCHED
     # /bin/busybox up to bookworm, /usr/bin/busybox from trixie on.
     dpkg-deb --extract "$tmp"/*.deb "$tmp/root"
     # shellcheck disable=SC2016 # dpkg-deb's fields
